@@ -1,0 +1,137 @@
+//! The result of one load run: what `brigade load --json` writes and what `brigade compare` reads.
+//! This is the contract between the generator (`engine`) and the comparison (`compare`, `report`).
+
+use serde::{Deserialize, Serialize};
+
+/// The settings a run was made with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadSettings {
+    /// Base URL(s) of the target, `name=url` or a plain url.
+    pub targets: Vec<String>,
+    /// The scenario's name (built-in) or path (file).
+    pub scenario: String,
+    /// Closed loop: the number of users (connections). `None` for an open-loop run.
+    pub users: Option<u32>,
+    /// Open loop: requests per second on a fixed schedule. `None` for a closed-loop run.
+    pub rate: Option<f64>,
+    /// Open loop: connections used to send the schedule.
+    pub connections: u32,
+    /// Measured seconds (after warm-up), if the run was bounded by time.
+    pub duration_s: Option<f64>,
+    /// Measured requests, if the run was bounded by count.
+    pub requests: Option<u64>,
+    /// Seconds of warm-up, not counted.
+    pub warmup_s: f64,
+    /// Whether connections were kept alive.
+    pub keepalive: bool,
+    /// Generator threads (each a single-threaded tokio runtime).
+    pub threads: u32,
+    /// Per-request timeout in milliseconds.
+    pub timeout_ms: u64,
+    /// Closed loop think time between a user's requests, milliseconds.
+    pub think_ms: u64,
+}
+
+/// Latency figures in milliseconds (open loop: from the intended send time).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+/// Failed requests by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Errors {
+    /// The connection could not be made.
+    pub connect: u64,
+    /// No answer within the timeout.
+    pub timeout: u64,
+    /// The connection was reset or closed mid-request.
+    pub reset: u64,
+    /// Answered 4xx (when the scenario did not expect it).
+    pub status_4xx: u64,
+    /// Answered 5xx.
+    pub status_5xx: u64,
+    /// Anything else (a malformed answer, a capture that found nothing).
+    pub other: u64,
+}
+
+impl Errors {
+    /// All errors together.
+    pub fn total(&self) -> u64 {
+        self.connect + self.timeout + self.reset + self.status_4xx + self.status_5xx + self.other
+    }
+}
+
+/// Counts and latency for one route of the scenario, or for the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteResult {
+    /// The route's name in the scenario (`GET /waiters/{id}`), or `total`.
+    pub name: String,
+    /// Requests completed (answered or failed) in the measured window.
+    pub requests: u64,
+    /// Of those, answered as the scenario expected.
+    pub ok: u64,
+    /// Of those, failed, by kind.
+    pub errors: Errors,
+    /// Bytes written on the wire (request line, headers, body).
+    pub bytes_sent: u64,
+    /// Bytes read from the wire (status line, headers, body).
+    pub bytes_received: u64,
+    /// Requests per second over the measured window.
+    pub hits_per_s: f64,
+    /// Bytes per second, both directions together.
+    pub bytes_per_s: f64,
+    /// Latency summary.
+    pub latency: Latency,
+    /// The latency histogram (microseconds), HdrHistogram V2+deflate serialization, base64.
+    pub histogram: String,
+}
+
+/// The machine a run was made on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Host name.
+    pub hostname: String,
+    /// OS and kernel.
+    pub os: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Logical cores.
+    pub cores: u32,
+    /// Memory in MiB.
+    pub memory_mib: u64,
+    /// Brigade's version.
+    pub brigade_version: String,
+    /// rustc version Brigade was built with, if known.
+    pub rustc: String,
+}
+
+/// One whole load run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// How it was run.
+    pub settings: LoadSettings,
+    /// Where it was run.
+    pub machine: Machine,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// Seconds actually measured.
+    pub elapsed_s: f64,
+    /// The generator process's own CPU use over the measured window, percent of one core.
+    pub generator_cpu_percent: f64,
+    /// All routes together.
+    pub total: RouteResult,
+    /// Each route of the scenario.
+    pub routes: Vec<RouteResult>,
+}

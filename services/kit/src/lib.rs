@@ -1,0 +1,14 @@
+//! Brigade's generic kit: everything a service needs to be served by any runtime and measured,
+//! and nothing about restaurants.
+//!
+//! - [`http`]: the route table, the request and reply values, the one error type ([`ApiError`]).
+//! - [`store`]: the [`store::Store`] trait and its backends (memory, embedded redb, MongoDB).
+//! - [`peer`]: the pooled HTTP client services use to call each other.
+//! - [`standard`]: `/health`, `/ready` and the `/bench/*` endpoints every service carries.
+
+pub mod http;
+pub mod peer;
+pub mod standard;
+pub mod store;
+
+pub use http::{ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteTable};

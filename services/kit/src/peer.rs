@@ -1,0 +1,105 @@
+//! The client services use to call each other: pooled keep-alive HTTP/1.1 connections, a connect
+//! timeout and a whole-request timeout, so a peer that is down or slow costs at most the timeout and
+//! becomes a 503 (cannot be reached) or a 502 (answered something unusable), never a hang.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+
+use crate::http::ApiError;
+
+/// Timeouts for calls to peers.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerTimeouts {
+    /// How long to wait for a TCP connection.
+    pub connect: Duration,
+    /// How long a whole request may take, connection included.
+    pub request: Duration,
+}
+
+impl Default for PeerTimeouts {
+    fn default() -> Self {
+        PeerTimeouts { connect: Duration::from_millis(500), request: Duration::from_secs(2) }
+    }
+}
+
+/// A peer's answer.
+#[derive(Debug, Clone)]
+pub struct PeerReply {
+    /// The status.
+    pub status: u16,
+    /// The body.
+    pub body: Bytes,
+}
+
+/// Named peers (`waiter` → `http://127.0.0.1:8081`) and a pooled client to reach them.
+#[derive(Clone)]
+pub struct PeerClient {
+    client: Client<HttpConnector, Empty<Bytes>>,
+    peers: HashMap<String, String>,
+    timeouts: PeerTimeouts,
+}
+
+impl std::fmt::Debug for PeerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerClient").field("peers", &self.peers).field("timeouts", &self.timeouts).finish()
+    }
+}
+
+impl PeerClient {
+    /// A client for `peers` (name → base URL).
+    pub fn new(peers: HashMap<String, String>, timeouts: PeerTimeouts) -> PeerClient {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(timeouts.connect));
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(256)
+            .build(connector);
+        let peers = peers.into_iter().map(|(k, v)| (k, v.trim_end_matches('/').to_string())).collect();
+        PeerClient { client, peers, timeouts }
+    }
+
+    /// The base URL of peer `name`, if configured.
+    pub fn base(&self, name: &str) -> Option<&str> {
+        self.peers.get(name).map(String::as_str)
+    }
+
+    /// `GET {peer}{path}`. A peer that cannot be reached in time is 503; a broken answer is 502.
+    pub async fn get(&self, peer: &str, path: &str) -> Result<PeerReply, ApiError> {
+        let base = self
+            .base(peer)
+            .ok_or_else(|| ApiError::internal(format!("peer {peer} is not configured")))?;
+        let uri: hyper::Uri = format!("{base}{path}")
+            .parse()
+            .map_err(|e| ApiError::internal(format!("peer {peer} URL: {e}")))?;
+        let call = async {
+            let resp = self.client.get(uri).await.map_err(|e| {
+                if e.is_connect() {
+                    ApiError::unavailable(format!("{peer} service cannot be reached"))
+                } else {
+                    ApiError::bad_gateway(format!("{peer} service failed: {e}"))
+                }
+            })?;
+            let status = resp.status().as_u16();
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| ApiError::bad_gateway(format!("{peer} service broke off its answer: {e}")))?
+                .to_bytes();
+            Ok(PeerReply { status, body })
+        };
+        match tokio::time::timeout(self.timeouts.request, call).await {
+            Ok(r) => r,
+            Err(_) => Err(ApiError::unavailable(format!(
+                "{peer} service did not answer within {} ms",
+                self.timeouts.request.as_millis()
+            ))),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The routes every service carries: `/health`, `/ready`, and the bench endpoints that reproduce
+//! the classic studies' operations (hello, send and get bytes, send strings and get them reversed,
+//! fixed-size static bodies) identically on every runtime.
+
+use std::sync::{Arc, LazyLock};
+
+use bytes::Bytes;
+use serde_json::json;
+
+use crate::http::{ApiError, BodyKind, Reply, Request, Route, RouteTable, BENCH_BODY_LIMIT};
+use crate::store::Store;
+
+/// What the standard routes need to know about the service that carries them.
+pub trait ServiceInfo: Send + Sync + 'static {
+    /// The service's name (`waiter`).
+    fn service(&self) -> &str;
+    /// The runtime serving it (`axum`).
+    fn runtime(&self) -> &str;
+    /// Its store, asked by `/ready`.
+    fn store(&self) -> &dyn Store;
+}
+
+/// The body of `GET /bench/hello`.
+pub const HELLO: &str = "Hello, World!";
+/// Smallest and largest `GET /bench/static/{size}`.
+pub const STATIC_SIZES: std::ops::RangeInclusive<usize> = 256..=524_288;
+
+static STATIC_BODY: LazyLock<Bytes> =
+    LazyLock::new(|| Bytes::from((0..*STATIC_SIZES.end()).map(|i| b"brigade!"[i % 8]).collect::<Vec<u8>>()));
+
+/// `/health`, `/ready` and `/bench/*`, for any service state.
+pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
+    RouteTable::new()
+        .get("/health", |s: Arc<S>, _| async move {
+            Ok(Reply::ok(&json!({
+                "status": "ok",
+                "service": s.service(),
+                "runtime": s.runtime(),
+                "store": s.store().kind(),
+            })))
+        })
+        .get("/ready", |s: Arc<S>, _| async move {
+            match s.store().ping().await {
+                Ok(()) => Ok(Reply::ok(&json!({"status": "ready"}))),
+                Err(e) => Err(ApiError::unavailable(format!("store not reachable: {e}"))),
+            }
+        })
+        .get("/bench/hello", |_, _| async { Ok(Reply::text(HELLO)) })
+        .route(
+            Route::new(crate::Method::Post, "/bench/bytes", |_, r: Request| async move {
+                Ok(Reply::ok(&json!({"length": r.body.len()})))
+            })
+            .body(BodyKind::Raw)
+            .limit(BENCH_BODY_LIMIT),
+        )
+        .get("/bench/bytes/{n}", |_, r: Request| async move {
+            let n = size_param(&r, "n", 0..=BENCH_BODY_LIMIT)?;
+            Ok(Reply::octets(pseudo_random_bytes(n)))
+        })
+        .route(
+            Route::new(crate::Method::Post, "/bench/strings", |_, r: Request| async move {
+                let strings: Vec<String> = r.json()?;
+                Ok(Reply::ok(&json!({"count": strings.len()})))
+            })
+            .limit(BENCH_BODY_LIMIT),
+        )
+        .route(
+            Route::new(crate::Method::Post, "/bench/strings/reverse", |_, r: Request| async move {
+                let mut strings: Vec<String> = r.json()?;
+                strings.reverse();
+                Ok(Reply::ok(&strings))
+            })
+            .limit(BENCH_BODY_LIMIT),
+        )
+        .get("/bench/static/{size}", |_, r: Request| async move {
+            let size = size_param(&r, "size", STATIC_SIZES)?;
+            Ok(Reply::octets(STATIC_BODY.slice(..size)))
+        })
+}
+
+/// A size from the path: not a number is 400, out of `range` is 422.
+fn size_param(r: &Request, name: &str, range: std::ops::RangeInclusive<usize>) -> Result<usize, ApiError> {
+    let raw = r.param(name);
+    let n: usize = raw.parse().map_err(|_| ApiError::bad_request(format!("{name}: {raw:?} is not a size in bytes")))?;
+    if !range.contains(&n) {
+        return Err(ApiError::unprocessable(format!("{name}: must be {}..={}", range.start(), range.end())));
+    }
+    Ok(n)
+}
+
+/// `n` bytes from a fixed xorshift sequence: cheap, incompressible, the same on every runtime.
+pub fn pseudo_random_bytes(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(n);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pseudo_random_bytes_have_the_asked_length_and_vary() {
+        let b = pseudo_random_bytes(1001);
+        assert_eq!(b.len(), 1001);
+        assert!(b.iter().filter(|&&x| x == b[0]).count() < 100);
+        assert_eq!(pseudo_random_bytes(0).len(), 0);
+    }
+
+    #[test]
+    fn sizes_outside_their_range_are_422_and_non_numbers_400() {
+        let req = |v: &str| Request { params: vec![("size".into(), v.into())], ..Default::default() };
+        assert_eq!(size_param(&req("256"), "size", STATIC_SIZES).unwrap(), 256);
+        assert_eq!(size_param(&req("100"), "size", STATIC_SIZES).unwrap_err().code, crate::ErrorCode::Unprocessable);
+        assert_eq!(size_param(&req("$gt"), "size", STATIC_SIZES).unwrap_err().code, crate::ErrorCode::BadRequest);
+    }
+}
