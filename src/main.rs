@@ -1,1 +1,258 @@
-fn main() {}
+//! `brigade`: serve the restaurant services on a chosen runtime, load them, and compare runtimes.
+//!
+//! Run `brigade --help` for the commands; the README's top shows the two a newcomer needs.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use brigade_kit::peer::PeerTimeouts;
+use brigade_kit::store::{StoreConfig, StoreKind};
+use brigade_runtimes::{Mount, Runtime};
+use brigade_services::{ServiceConfig, ServiceName};
+use clap::{Args, Parser, Subcommand};
+
+/// Which HTTP server runtime should my services run on? Brigade measures it.
+#[derive(Debug, Parser)]
+#[command(name = "brigade", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve one service, or all three, on one runtime.
+    Serve(ServeArgs),
+    /// List the runtimes and stores compiled into this binary.
+    Runtimes,
+    /// GET a URL and exit 0 on a 2xx answer (a container health check without curl).
+    Probe {
+        /// The URL to ask, e.g. http://127.0.0.1:8080/ready.
+        url: String,
+        /// Give up after this many milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
+    },
+}
+
+/// `brigade serve`.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The runtime (see `brigade runtimes`); default: the first compiled in.
+    #[arg(long)]
+    runtime: Option<String>,
+    /// waiter, tables, kitchen, or all (the three in one process on consecutive ports).
+    #[arg(long, default_value = "all")]
+    service: String,
+    /// Address to listen on. With `--service all`, the waiter's; tables and kitchen take the next two
+    /// ports (port 0: any free ports). Default: 127.0.0.1 and the service's port (8081/8082/8083).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// memory, embedded (default) or mongo.
+    #[arg(long, default_value = "embedded")]
+    store: StoreKind,
+    /// Where the embedded store keeps its files (one per service).
+    #[arg(long, default_value = "./data")]
+    data_dir: PathBuf,
+    /// MongoDB connection string for `--store mongo`.
+    #[arg(long, env = "MONGODB_URI")]
+    mongodb_uri: Option<String>,
+    /// Store operation timeout in milliseconds (MongoDB server selection and operations).
+    #[arg(long, default_value_t = 2000)]
+    store_timeout_ms: u64,
+    /// Worker threads per service; default: the cores this process may use.
+    #[arg(long)]
+    workers: Option<usize>,
+    /// A peer's base URL, `name=URL` (e.g. `waiter=http://waiter:8080`); repeatable.
+    #[arg(long = "peer", value_parser = parse_peer)]
+    peers: Vec<(String, String)>,
+    /// Timeout of a whole call to a peer, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    peer_timeout_ms: u64,
+}
+
+fn parse_peer(s: &str) -> Result<(String, String), String> {
+    let (name, url) = s.split_once('=').ok_or("expected name=URL")?;
+    name.parse::<ServiceName>()?;
+    if !url.starts_with("http://") {
+        return Err(format!("peer URL {url:?} must start with http://"));
+    }
+    Ok((name.to_string(), url.to_string()))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => {
+            init_tracing();
+            serve(args)
+        }
+        Command::Runtimes => {
+            for r in brigade_runtimes::RUNTIMES {
+                println!("{:<6} {} — {}", r.name, r.version, r.threading);
+            }
+            let stores: Vec<&str> = StoreKind::compiled().iter().map(|s| s.as_str()).collect();
+            println!("stores: {}", stores.join(", "));
+            Ok(())
+        }
+        Command::Probe { url, timeout_ms } => probe(&url, Duration::from_millis(timeout_ms)),
+    };
+    if let Err(e) = result {
+        eprintln!("brigade: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+fn pick_runtime(name: Option<&str>) -> anyhow::Result<&'static Runtime> {
+    let names = brigade_runtimes::names().join(", ");
+    match name {
+        Some(n) => brigade_runtimes::find(n)
+            .with_context(|| format!("runtime {n:?} is not compiled into this binary (it has: {names})")),
+        None => brigade_runtimes::RUNTIMES.first().context("this binary has no runtime compiled in"),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let runtime = pick_runtime(args.runtime.as_deref())?;
+    let services: Vec<ServiceName> = if args.service == "all" {
+        ServiceName::ALL.to_vec()
+    } else {
+        vec![args.service.parse::<ServiceName>().map_err(anyhow::Error::msg)?]
+    };
+    let workers = args.workers.unwrap_or_else(brigade_runtimes::available_cores).max(1);
+
+    // Bind first, so peers inside this process are reached on the ports actually bound.
+    let mut listeners = Vec::new();
+    for (i, s) in services.iter().enumerate() {
+        let addr = match args.listen {
+            Some(a) if a.port() == 0 => a,
+            Some(a) => SocketAddr::new(a.ip(), a.port() + i as u16),
+            None => SocketAddr::from(([127, 0, 0, 1], s.default_port())),
+        };
+        listeners.push((*s, brigade_runtimes::bind(addr)?));
+    }
+    let mut peers: HashMap<String, String> = HashMap::new();
+    for (s, l) in &listeners {
+        let addr = l.local_addr()?;
+        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        peers.insert(s.as_str().to_string(), format!("http://{host}:{}", addr.port()));
+    }
+    peers.extend(args.peers.iter().cloned());
+
+    let config = ServiceConfig {
+        runtime: runtime.name.to_string(),
+        store: args.store,
+        store_config: StoreConfig {
+            data_dir: args.data_dir.clone(),
+            mongodb_uri: args.mongodb_uri.clone(),
+            timeout: Duration::from_millis(args.store_timeout_ms),
+        },
+        peers,
+        peer_timeouts: PeerTimeouts {
+            connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
+            request: Duration::from_millis(args.peer_timeout_ms),
+        },
+    };
+
+    // Stores, signals and MongoDB's background tasks live on a small support runtime; requests are
+    // served on the runtime under test.
+    let support = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("brigade-support")
+        .enable_all()
+        .build()?;
+    let mut built = Vec::new();
+    for (s, _) in &listeners {
+        let service = support
+            .block_on(brigade_services::build(*s, &config))
+            .with_context(|| format!("Failed to start the {s} service's {} store", config.store))?;
+        built.push(service);
+    }
+
+    tracing::info!(
+        runtime = runtime.name,
+        version = runtime.version,
+        threading = runtime.threading,
+        workers,
+        store = %config.store,
+        data_dir = %args.data_dir.display(),
+        "starting"
+    );
+    let mut mounts = Vec::new();
+    let mut stores = Vec::new();
+    for ((name, listener), service) in listeners.into_iter().zip(built) {
+        let addr = listener.local_addr()?;
+        println!(
+            "listening service={name} url=http://{addr} runtime={} store={} workers={workers}",
+            runtime.name, config.store
+        );
+        stores.push(service.store.clone());
+        mounts.push(Mount { listener, app: service.app });
+    }
+    use std::io::Write;
+    std::io::stdout().flush()?;
+
+    let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
+    support.spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down: no new connections; finishing requests in flight");
+        trigger.fire();
+    });
+    runtime.serve(mounts, workers, shutdown)?;
+    support.block_on(async {
+        for s in &stores {
+            if let Err(e) = s.close().await {
+                tracing::error!(error = %e, "closing a store");
+            }
+        }
+    });
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
+    use http_body_util::{BodyExt, Empty};
+    let uri: hyper::Uri = url.parse().with_context(|| format!("bad URL {url:?}"))?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let status = rt.block_on(async {
+        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http::<Empty<bytes::Bytes>>();
+        let resp = tokio::time::timeout(timeout, client.get(uri)).await.context("timed out")??;
+        let status = resp.status();
+        let _ = resp.into_body().collect().await;
+        anyhow::Ok(status)
+    })?;
+    if !status.is_success() {
+        bail!("{url} answered {status}");
+    }
+    println!("{url}: {status}");
+    Ok(())
+}

@@ -1,1 +1,199 @@
-//! runtimes
+//! Thin adapters that serve any Brigade application ([`AppHandle`]) on a real HTTP runtime.
+//!
+//! Each adapter mounts the application's endpoints through its runtime's own router and body
+//! extraction, hands the route index, path parameters and body to [`AppHandle::call`], and turns
+//! the [`Reply`](brigade_kit::Reply) into its runtime's response in one function. It knows no route:
+//! adding a route never touches an adapter. Adding a runtime is one module here, one feature, and one
+//! line in [`RUNTIMES`].
+//!
+//! Threading is the same everywhere: each mounted service gets `workers` worker threads (default: the
+//! cores this process may use). axum, hyper and warp run on one multi-threaded tokio runtime with
+//! `workers` workers per service; actix-web runs `workers` single-threaded workers per service (its
+//! own model). Listeners are bound the same way for all ([`bind`]): `SO_REUSEADDR`, backlog 1024,
+//! `TCP_NODELAY` (inherited by accepted sockets on Linux).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use brigade_kit::AppHandle;
+
+#[cfg(feature = "actix")]
+mod actix;
+#[cfg(feature = "axum")]
+mod axum;
+#[cfg(feature = "hyper")]
+mod hyper;
+#[cfg(feature = "warp")]
+mod warp;
+
+/// How long in-flight requests may run after a shutdown begins.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// A service to serve: its bound listener and the application.
+pub struct Mount {
+    /// The listener, already bound (see [`bind`]).
+    pub listener: std::net::TcpListener,
+    /// The application.
+    pub app: Arc<dyn AppHandle>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mount({} on {:?})", self.app.name(), self.listener.local_addr().ok())
+    }
+}
+
+/// Resolves when the server should stop accepting and drain. Cloneable; cheap.
+#[derive(Debug, Clone)]
+pub struct Shutdown(tokio::sync::watch::Receiver<bool>);
+
+/// Starts a shutdown for every [`Shutdown`] made with it.
+#[derive(Debug)]
+pub struct ShutdownTrigger(tokio::sync::watch::Sender<bool>);
+
+/// A trigger and the signal it fires.
+pub fn shutdown_channel() -> (ShutdownTrigger, Shutdown) {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    (ShutdownTrigger(tx), Shutdown(rx))
+}
+
+impl ShutdownTrigger {
+    /// Begins the shutdown.
+    pub fn fire(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+impl Shutdown {
+    /// Waits until the shutdown begins (or its trigger is dropped).
+    pub async fn wait(mut self) {
+        let _ = self.0.wait_for(|stop| *stop).await;
+    }
+}
+
+/// A runtime compiled into this binary.
+#[derive(Debug)]
+pub struct Runtime {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// The crate and version it is.
+    pub version: &'static str,
+    /// How it uses threads, printed in reports.
+    pub threading: &'static str,
+    serve_one: fn(Mount, usize, Shutdown) -> anyhow::Result<()>,
+}
+
+/// Every runtime compiled in, in a fixed order.
+pub const RUNTIMES: &[Runtime] = &[
+    #[cfg(feature = "axum")]
+    Runtime {
+        name: "axum",
+        version: "axum 0.8 on hyper 1",
+        threading: "tokio multi-thread runtime, N workers per service",
+        serve_one: axum::serve,
+    },
+    #[cfg(feature = "actix")]
+    Runtime {
+        name: "actix",
+        version: "actix-web 4",
+        threading: "actix-web HttpServer, N single-threaded workers per service",
+        serve_one: actix::serve,
+    },
+    #[cfg(feature = "hyper")]
+    Runtime {
+        name: "hyper",
+        version: "hyper 1 (http1, hyper-util)",
+        threading: "tokio multi-thread runtime, N workers per service",
+        serve_one: hyper::serve,
+    },
+    #[cfg(feature = "warp")]
+    Runtime {
+        name: "warp",
+        version: "warp 0.4 on hyper 1",
+        threading: "tokio multi-thread runtime, N workers per service",
+        serve_one: warp::serve,
+    },
+];
+
+/// The compiled-in runtime called `name`.
+pub fn find(name: &str) -> Option<&'static Runtime> {
+    RUNTIMES.iter().find(|r| r.name == name)
+}
+
+/// The names of the compiled-in runtimes.
+pub fn names() -> Vec<&'static str> {
+    RUNTIMES.iter().map(|r| r.name).collect()
+}
+
+/// How many cores this process may run on.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Binds a listener the same way for every runtime: `SO_REUSEADDR`, `TCP_NODELAY`, backlog 1024.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_nodelay(true)?;
+    socket.bind(&addr.into()).with_context(|| format!("Failed to bind {addr}"))?;
+    socket.listen(1024)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+impl Runtime {
+    /// Serves every mount until `shutdown`, each service on its own `workers` threads. Blocks.
+    /// Returns once every server has drained (at most [`GRACE`] after the shutdown began).
+    pub fn serve(&'static self, mounts: Vec<Mount>, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
+        let workers = workers.max(1);
+        let threads: Vec<_> = mounts
+            .into_iter()
+            .map(|m| {
+                let sd = shutdown.clone();
+                let name = format!("{}-{}", self.name, m.app.name());
+                std::thread::Builder::new().name(name).spawn(move || (self.serve_one)(m, workers, sd))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut first_error = None;
+        for t in threads {
+            let r = t.join().map_err(|_| anyhow::anyhow!("a server thread panicked")).and_then(|r| r);
+            if let Err(e) = r {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Runs `server` on a multi-threaded tokio runtime with `workers` workers, giving it at most
+/// [`GRACE`] to drain once `shutdown` fires. Shared by the tokio-based adapters.
+#[allow(dead_code)]
+fn run_on_tokio<F>(workers: usize, shutdown: Shutdown, server: F) -> anyhow::Result<()>
+where
+    F: Future<Output = anyhow::Result<()>> + Send,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("brigade-worker")
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        tokio::select! {
+            r = server => r,
+            _ = async { shutdown.wait().await; tokio::time::sleep(GRACE).await } => {
+                tracing::warn!("requests still running {GRACE:?} after shutdown; dropping them");
+                Ok(())
+            }
+        }
+    })
+}
+
+/// Splits a raw `path?query` target's query part off (`None` when there is none).
+#[allow(dead_code)]
+fn query_of(uri: &http::Uri) -> Option<String> {
+    uri.query().map(str::to_string)
+}

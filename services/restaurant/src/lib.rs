@@ -1,1 +1,247 @@
-//! The restaurant services.
+//! The restaurant services — waiter, tables and kitchen — written once on Brigade's kit, exactly as a
+//! user would write their own service: a route table per service over a shared state, validated
+//! domain types, a store, and HTTP calls to peers. Nothing here knows which runtime serves it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use brigade_kit::peer::{PeerClient, PeerTimeouts};
+use brigade_kit::standard::{self, ServiceInfo};
+use brigade_kit::store::{self, CollectionSpec, Store, StoreConfig, StoreKind};
+use brigade_kit::{ApiError, App, AppHandle, RouteTable};
+
+pub mod kitchen;
+pub mod model;
+pub mod tables;
+pub mod waiter;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+/// One of the three services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServiceName {
+    /// Waiters; calls nobody.
+    Waiter,
+    /// Tables; asks waiter whether a waiter exists before seating.
+    Tables,
+    /// Orders; asks tables whether a table exists and is occupied.
+    Kitchen,
+}
+
+impl ServiceName {
+    /// All three, in dependency order.
+    pub const ALL: [ServiceName; 3] = [ServiceName::Waiter, ServiceName::Tables, ServiceName::Kitchen];
+
+    /// The service's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceName::Waiter => "waiter",
+            ServiceName::Tables => "tables",
+            ServiceName::Kitchen => "kitchen",
+        }
+    }
+
+    /// Its default port (8081, 8082, 8083).
+    pub fn default_port(self) -> u16 {
+        match self {
+            ServiceName::Waiter => 8081,
+            ServiceName::Tables => 8082,
+            ServiceName::Kitchen => 8083,
+        }
+    }
+
+    /// Its database name in the store (one database per service).
+    pub fn database(self) -> String {
+        format!("brigade_{}", self.as_str())
+    }
+
+    /// The peers it calls.
+    pub fn peers(self) -> &'static [ServiceName] {
+        match self {
+            ServiceName::Waiter => &[],
+            ServiceName::Tables => &[ServiceName::Waiter],
+            ServiceName::Kitchen => &[ServiceName::Tables],
+        }
+    }
+
+    /// Its collections.
+    pub fn collections(self) -> &'static [CollectionSpec] {
+        match self {
+            ServiceName::Waiter => &[waiter::WAITERS],
+            ServiceName::Tables => &[tables::TABLES],
+            ServiceName::Kitchen => &[kitchen::ORDERS],
+        }
+    }
+
+    /// Its routes, the standard ones included.
+    pub fn routes(self) -> RouteTable<ServiceState> {
+        let own = match self {
+            ServiceName::Waiter => waiter::routes(),
+            ServiceName::Tables => tables::routes(),
+            ServiceName::Kitchen => kitchen::routes(),
+        };
+        own.merge(standard::routes())
+    }
+}
+
+impl fmt::Display for ServiceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ServiceName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ServiceName::ALL
+            .into_iter()
+            .find(|n| n.as_str() == s)
+            .ok_or_else(|| format!("unknown service {s:?}; expected waiter, tables or kitchen"))
+    }
+}
+
+/// The state every handler of a service shares.
+pub struct ServiceState {
+    /// Which service this is.
+    pub service: ServiceName,
+    /// The runtime serving it, for `/health`.
+    pub runtime: String,
+    /// Its store.
+    pub store: Arc<dyn Store>,
+    /// Its peers.
+    pub peers: PeerClient,
+}
+
+impl fmt::Debug for ServiceState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceState")
+            .field("service", &self.service)
+            .field("runtime", &self.runtime)
+            .field("store", &self.store.kind())
+            .finish()
+    }
+}
+
+impl ServiceInfo for ServiceState {
+    fn service(&self) -> &str {
+        self.service.as_str()
+    }
+    fn runtime(&self) -> &str {
+        &self.runtime
+    }
+    fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+}
+
+/// How to build a service.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// The runtime's name, for `/health`.
+    pub runtime: String,
+    /// Which store backend.
+    pub store: StoreKind,
+    /// Where the store lives.
+    pub store_config: StoreConfig,
+    /// Peer base URLs by service name; missing ones default to `http://127.0.0.1:<default port>`.
+    pub peers: HashMap<String, String>,
+    /// Timeouts for peer calls.
+    pub peer_timeouts: PeerTimeouts,
+}
+
+/// A built service: what an adapter serves, and the store to close at shutdown.
+pub struct BuiltService {
+    /// Which service.
+    pub name: ServiceName,
+    /// The application to mount.
+    pub app: Arc<dyn AppHandle>,
+    /// Its store.
+    pub store: Arc<dyn Store>,
+}
+
+impl fmt::Debug for BuiltService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BuiltService({})", self.name)
+    }
+}
+
+/// Opens the service's store and binds its routes to its state.
+pub async fn build(name: ServiceName, config: &ServiceConfig) -> Result<BuiltService, store::StoreError> {
+    let store = store::open(config.store, &name.database(), name.collections(), &config.store_config).await?;
+    let mut peers = HashMap::new();
+    for p in name.peers() {
+        let url = config
+            .peers
+            .get(p.as_str())
+            .cloned()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{}", p.default_port()));
+        peers.insert(p.as_str().to_string(), url);
+    }
+    let state = Arc::new(ServiceState {
+        service: name,
+        runtime: config.runtime.clone(),
+        store: store.clone(),
+        peers: PeerClient::new(peers, config.peer_timeouts),
+    });
+    let app: Arc<dyn AppHandle> = Arc::new(App::new(name.as_str(), name.routes(), state));
+    Ok(BuiltService { name, app, store })
+}
+
+/// Reads a stored document into a domain type; a document that does not fit is a 500.
+pub(crate) fn from_doc<T: serde::de::DeserializeOwned>(doc: store::Doc) -> Result<T, ApiError> {
+    serde_json::from_value(serde_json::Value::Object(doc)).map_err(|e| ApiError::internal(format!("stored document: {e}")))
+}
+
+/// Turns a domain type into a stored document.
+pub(crate) fn to_doc<T: serde::Serialize>(value: &T) -> Result<store::Doc, ApiError> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(other) => Err(ApiError::internal(format!("not a document: {other}"))),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_service_route_table_builds_without_conflicts() {
+        for name in ServiceName::ALL {
+            let table = name.routes();
+            assert!(table.routes().iter().any(|r| r.path == "/health"), "{name} lacks /health");
+            assert!(table.routes().iter().any(|r| r.path == "/bench/static/{size}"));
+            // App::new panics on conflicting patterns.
+            let store: Arc<dyn Store> = Arc::new(store::memory::MemoryStore::new(name.collections()));
+            let state = Arc::new(ServiceState {
+                service: name,
+                runtime: "test".into(),
+                store,
+                peers: PeerClient::new(HashMap::new(), PeerTimeouts::default()),
+            });
+            let app = App::new(name.as_str(), table, state);
+            assert!(app.matcher().at("/health").is_ok());
+        }
+    }
+
+    #[test]
+    fn the_route_table_lists_the_designed_api() {
+        let paths = |n: ServiceName| -> Vec<String> {
+            n.routes().routes().iter().map(|r| format!("{} {}", r.method, r.path)).collect()
+        };
+        let w = paths(ServiceName::Waiter);
+        for want in ["POST /waiters", "GET /waiters", "GET /waiters/{id}", "PUT /waiters/{id}", "DELETE /waiters/{id}"] {
+            assert!(w.contains(&want.to_string()), "waiter lacks {want}");
+        }
+        let t = paths(ServiceName::Tables);
+        for want in ["POST /tables", "GET /tables/{id}", "DELETE /tables/{id}", "POST /tables/{id}/seat", "POST /tables/{id}/release"] {
+            assert!(t.contains(&want.to_string()), "tables lacks {want}");
+        }
+        let k = paths(ServiceName::Kitchen);
+        for want in ["POST /orders", "GET /orders", "POST /orders/{id}/items", "POST /orders/{id}/status", "DELETE /orders/{id}"] {
+            assert!(k.contains(&want.to_string()), "kitchen lacks {want}");
+        }
+    }
+}

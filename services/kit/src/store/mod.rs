@@ -288,6 +288,7 @@ pub async fn open(
     collections: &[CollectionSpec],
     config: &StoreConfig,
 ) -> Result<Arc<dyn Store>, StoreError> {
+    let _ = (database, config); // unused when only the memory backend is compiled in
     match kind {
         StoreKind::Memory => Ok(Arc::new(memory::MemoryStore::new(collections))),
         #[cfg(feature = "embedded")]

@@ -1,0 +1,90 @@
+//! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; the body comes through axum's
+//! `Bytes` extractor under `DefaultBodyLimit`.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, RawPathParams, Request as AxumRequest};
+use axum::http::{header, HeaderMap, Method as HttpMethod, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+use brigade_kit::http::Endpoint;
+use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+
+use crate::{run_on_tokio, Mount, Shutdown};
+
+/// The one place a [`Reply`] becomes an axum response.
+fn respond(reply: Reply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [(header::CONTENT_TYPE, reply.content_type)], reply.body).into_response()
+}
+
+fn filter(m: Method) -> MethodFilter {
+    match m {
+        Method::Get => MethodFilter::GET,
+        Method::Post => MethodFilter::POST,
+        Method::Put => MethodFilter::PUT,
+        Method::Patch => MethodFilter::PATCH,
+        Method::Delete => MethodFilter::DELETE,
+    }
+}
+
+fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
+    let mut router = MethodRouter::new();
+    for &(method, route) in &e.methods {
+        let app = app.clone();
+        let handler = move |params: Result<RawPathParams, axum::extract::rejection::RawPathParamsRejection>,
+                            uri: Uri,
+                            headers: HeaderMap,
+                            body: Result<Bytes, BytesRejection>| async move {
+            let (params, body) = match (params, body) {
+                (Ok(p), Ok(b)) => (p, b),
+                (Err(e), _) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
+                (_, Err(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                    return respond(ApiError::payload_too_large(e.body_text()).to_reply())
+                }
+                (_, Err(e)) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
+            };
+            let request = Request {
+                params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                query: uri.query().map(str::to_string),
+                content_type: headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string),
+                body,
+            };
+            respond(app.call(route, request).await)
+        };
+        router = router.merge(on(filter(method), handler));
+    }
+    router.layer(DefaultBodyLimit::max(e.limit))
+}
+
+/// The axum `Router` for `app`: its endpoints, JSON 404 and 405 fallbacks.
+pub(crate) fn router(app: Arc<dyn AppHandle>) -> Router {
+    let mut router = Router::new();
+    for e in app.endpoints() {
+        router = router.route(e.path, endpoint_router(&app, e));
+    }
+    let for_405 = app.clone();
+    router
+        .method_not_allowed_fallback(move |method: HttpMethod, uri: Uri| async move {
+            let e = for_405.matcher().at(uri.path()).ok().map(|m| for_405.endpoints()[*m.value].clone());
+            match e {
+                Some(e) => respond(e.method_not_allowed(method.as_str()).to_reply()),
+                None => respond(ApiError::method_not_allowed(format!("{method} is not allowed")).to_reply()),
+            }
+        })
+        .fallback(|req: AxumRequest<Body>| async move {
+            respond(ApiError::no_route(req.method().as_str(), req.uri().path()).to_reply())
+        })
+}
+
+pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
+    let router = router(mount.app);
+    run_on_tokio(workers, shutdown.clone(), async move {
+        let listener = tokio::net::TcpListener::from_std(mount.listener)?;
+        axum::serve(listener, router).with_graceful_shutdown(shutdown.wait()).await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,85 @@
+//! hyper: no framework. hyper 1's HTTP/1.1 connection per accepted socket, the application's own
+//! matcher (the `matchit` router axum also uses) for routing, and `http_body_util::Limited` for bodies.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use bytes::Bytes;
+use http::{header, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+
+use crate::{run_on_tokio, Mount, Shutdown};
+
+/// The one place a [`Reply`] becomes a hyper response.
+fn respond(reply: Reply) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(reply.body));
+    *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static(reply.content_type));
+    resp
+}
+
+async fn handle(app: Arc<dyn AppHandle>, req: http::Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let Ok(found) = app.matcher().at(path) else {
+        return Ok(respond(ApiError::no_route(parts.method.as_str(), path).to_reply()));
+    };
+    let endpoint = &app.endpoints()[*found.value];
+    let Some(route) = Method::parse(parts.method.as_str()).and_then(|m| endpoint.route_for(m)) else {
+        return Ok(respond(endpoint.method_not_allowed(parts.method.as_str()).to_reply()));
+    };
+    let params = found.params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let body = match Limited::new(body, endpoint.limit).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Ok(respond(ApiError::too_large(endpoint.limit).to_reply()))
+        }
+        Err(e) => return Ok(respond(ApiError::bad_request(format!("reading the body: {e}")).to_reply())),
+    };
+    let request = Request {
+        params,
+        query: parts.uri.query().map(str::to_string),
+        content_type: parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string),
+        body,
+    };
+    Ok(respond(app.call(route, request).await))
+}
+
+pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
+    let app = mount.app;
+    run_on_tokio(workers, shutdown.clone(), async move {
+        let listener = tokio::net::TcpListener::from_std(mount.listener)?;
+        let graceful = GracefulShutdown::new();
+        let stop = shutdown.wait();
+        tokio::pin!(stop);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                },
+                _ = &mut stop => break,
+            };
+            let app = app.clone();
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service_fn(move |req| handle(app.clone(), req)));
+            let conn = graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+        drop(listener);
+        graceful.shutdown().await;
+        Ok(())
+    })
+}

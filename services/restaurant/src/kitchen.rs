@@ -1,0 +1,148 @@
+//! The kitchen service: orders. Taking an order asks the tables service whether the table exists and
+//! is occupied. Orders grow as items are appended (one atomic append each) and move through their
+//! states with one conditional update each, so two racing changes never both win.
+
+use std::sync::Arc;
+
+use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
+use brigade_kit::{ApiError, Reply, Request, RouteTable};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::model::{now, Id, List, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table, TableStatus};
+use crate::tables::peer_message;
+use crate::{from_doc, to_doc, ServiceState};
+
+/// The `orders` collection.
+pub const ORDERS: CollectionSpec = CollectionSpec { name: "orders", unique: &[], indexed: &["status", "table_id"] };
+
+/// The kitchen service's own routes.
+pub fn routes() -> RouteTable<ServiceState> {
+    RouteTable::new()
+        .post("/orders", create)
+        .get("/orders", list)
+        .get("/orders/{id}", get)
+        .delete("/orders/{id}", delete)
+        .post("/orders/{id}/items", add_items)
+        .post("/orders/{id}/status", change_status)
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("no order {id}"))
+}
+
+async fn load(s: &ServiceState, id: &str) -> Result<Order, ApiError> {
+    match s.store.get(ORDERS.name, id).await? {
+        Some(doc) => from_doc(doc),
+        None => Err(not_found(id)),
+    }
+}
+
+/// Asks the tables service whether table `id` exists and is occupied: 422 if not, 502/503 if it can't say.
+async fn ensure_occupied_table(s: &ServiceState, id: &Id) -> Result<(), ApiError> {
+    let reply = s.peers.get("tables", &format!("/tables/{}", id.as_str())).await?;
+    match reply.status {
+        200 => {
+            let table: Table = serde_json::from_slice(&reply.body)
+                .map_err(|e| ApiError::bad_gateway(format!("tables service answered an unreadable table: {e}")))?;
+            if table.status == TableStatus::Occupied {
+                Ok(())
+            } else {
+                Err(ApiError::unprocessable(format!("table_id: table {} is not occupied", table.number)))
+            }
+        }
+        404 => Err(ApiError::unprocessable(format!("table_id: no table {}", id.as_str()))),
+        503 => Err(ApiError::unavailable(format!("tables service is unavailable: {}", peer_message(&reply.body)))),
+        other => Err(ApiError::bad_gateway(format!("tables service answered {other}"))),
+    }
+}
+
+async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let new: NewOrder = r.json()?;
+    ensure_occupied_table(&s, &new.table_id).await?;
+    let at = now();
+    let order = Order {
+        id: new_id(),
+        table_id: new.table_id.into(),
+        items: new.items.into(),
+        status: OrderStatus::Queued,
+        created_at: at.clone(),
+        updated_at: at,
+    };
+    s.store.insert(ORDERS.name, to_doc(&order)?).await?;
+    Ok(Reply::created(&order))
+}
+
+async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    #[derive(Deserialize)]
+    struct Query {
+        limit: Option<u32>,
+        offset: Option<u64>,
+        status: Option<OrderStatus>,
+        table_id: Option<String>,
+    }
+    let q: Query = r.query()?;
+    let page = Paging { limit: q.limit, offset: q.offset }.page()?;
+    let mut filter = Filter::all();
+    if let Some(status) = q.status {
+        filter = filter.eq("status", status.as_str());
+    }
+    if let Some(table) = q.table_id {
+        filter = filter.eq("table_id", table);
+    }
+    let found = s.store.list(ORDERS.name, &filter, page).await?;
+    let items = found.items.into_iter().map(from_doc::<Order>).collect::<Result<Vec<_>, _>>()?;
+    Ok(Reply::ok(&List { items, total: found.total }))
+}
+
+async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    Ok(Reply::ok(&load(&s, r.param("id")).await?))
+}
+
+async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let id = r.param("id");
+    match s.store.delete(ORDERS.name, id, &Filter::all()).await? {
+        Outcome::Done(_) | Outcome::Refused(_) => Ok(Reply::no_content()),
+        Outcome::Missing => Err(not_found(id)),
+    }
+}
+
+async fn add_items(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let id = r.param("id");
+    let more: MoreItems = r.json()?;
+    let items: Vec<Value> = Vec::from(more.items)
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(ApiError::internal)?;
+    let change = Change::default().push("items", items).set("updated_at", now());
+    let open = Filter::all().one_of("status", [OrderStatus::Queued.as_str(), OrderStatus::Cooking.as_str()]);
+    match s.store.update(ORDERS.name, id, &open, &change).await? {
+        Outcome::Done(doc) => Ok(Reply::ok(&from_doc::<Order>(doc)?)),
+        Outcome::Refused(doc) => {
+            let order: Order = from_doc(doc)?;
+            Err(ApiError::conflict(format!("order {id} is {} and takes no more items", order.status.as_str())))
+        }
+        Outcome::Missing => Err(not_found(id)),
+    }
+}
+
+async fn change_status(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let id = r.param("id");
+    let StatusChange { status: next } = r.json()?;
+    let current = load(&s, id).await?;
+    if !current.status.can_become(next) {
+        return Err(ApiError::conflict(format!(
+            "order {id} cannot go from {} to {}",
+            current.status.as_str(),
+            next.as_str()
+        )));
+    }
+    let change = Change::default().set("status", next.as_str()).set("updated_at", now());
+    let unchanged = Filter::all().eq("status", current.status.as_str());
+    match s.store.update(ORDERS.name, id, &unchanged, &change).await? {
+        Outcome::Done(doc) => Ok(Reply::ok(&from_doc::<Order>(doc)?)),
+        Outcome::Refused(_) => Err(ApiError::conflict(format!("order {id} changed meanwhile; read it and retry"))),
+        Outcome::Missing => Err(not_found(id)),
+    }
+}

@@ -1,0 +1,88 @@
+//! The waiter service: waiters and their shifts. It calls nobody, so under load it shows a runtime's
+//! raw speed with a store behind it.
+
+use std::sync::Arc;
+
+use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
+use brigade_kit::{ApiError, Reply, Request, RouteTable};
+use serde::Deserialize;
+
+use crate::model::{List, NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
+use crate::{from_doc, to_doc, ServiceState};
+
+/// The `waiters` collection.
+pub const WAITERS: CollectionSpec = CollectionSpec { name: "waiters", unique: &[], indexed: &["shift"] };
+
+/// The waiter service's own routes.
+pub fn routes() -> RouteTable<ServiceState> {
+    RouteTable::new()
+        .post("/waiters", create)
+        .get("/waiters", list)
+        .get("/waiters/{id}", get)
+        .put("/waiters/{id}", update)
+        .delete("/waiters/{id}", delete)
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("no waiter {id}"))
+}
+
+async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let new: NewWaiter = r.json()?;
+    let waiter = Waiter { id: new_id(), name: new.name.into(), shift: new.shift, active: true };
+    s.store.insert(WAITERS.name, to_doc(&waiter)?).await?;
+    Ok(Reply::created(&waiter))
+}
+
+async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    #[derive(Deserialize)]
+    struct Query {
+        limit: Option<u32>,
+        offset: Option<u64>,
+        shift: Option<Shift>,
+    }
+    let q: Query = r.query()?;
+    let page = Paging { limit: q.limit, offset: q.offset }.page()?;
+    let mut filter = Filter::all();
+    if let Some(shift) = q.shift {
+        filter = filter.eq("shift", shift.as_str());
+    }
+    let found = s.store.list(WAITERS.name, &filter, page).await?;
+    let items = found.items.into_iter().map(from_doc::<Waiter>).collect::<Result<Vec<_>, _>>()?;
+    Ok(Reply::ok(&List { items, total: found.total }))
+}
+
+async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let id = r.param("id");
+    match s.store.get(WAITERS.name, id).await? {
+        Some(doc) => Ok(Reply::ok(&from_doc::<Waiter>(doc)?)),
+        None => Err(not_found(id)),
+    }
+}
+
+async fn update(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let id = r.param("id");
+    let u: WaiterUpdate = r.json()?;
+    let mut change = Change::default();
+    if let Some(name) = u.name {
+        change = change.set("name", name.as_str());
+    }
+    if let Some(shift) = u.shift {
+        change = change.set("shift", shift.as_str());
+    }
+    if let Some(active) = u.active {
+        change = change.set("active", active);
+    }
+    match s.store.update(WAITERS.name, id, &Filter::all(), &change).await? {
+        Outcome::Done(doc) | Outcome::Refused(doc) => Ok(Reply::ok(&from_doc::<Waiter>(doc)?)),
+        Outcome::Missing => Err(not_found(id)),
+    }
+}
+
+async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
+    let id = r.param("id");
+    match s.store.delete(WAITERS.name, id, &Filter::all()).await? {
+        Outcome::Done(_) | Outcome::Refused(_) => Ok(Reply::no_content()),
+        Outcome::Missing => Err(not_found(id)),
+    }
+}
