@@ -1,0 +1,261 @@
+//! The store conformance checks on MongoDB (or FerretDB), found by `testing::mongo_uri()`:
+//! `MONGODB_URI`, else a `mongo:7` container, else a loud skip (a failure under `BRIGADE_REQUIRE_MONGO=1`).
+//! Run: `bash scripts/ferretdb.sh start` then
+//! `MONGODB_URI=mongodb://127.0.0.1:27017/ cargo test -p brigade-kit --features testing --test mongo_store`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use brigade_kit::store::conformance;
+use brigade_kit::store::mongo::testing::{mongo_uri, unique_database};
+use brigade_kit::store::mongo::MongoStore;
+use brigade_kit::store::{Change, CollectionSpec, Filter, Outcome, Page, Store, StoreError};
+use serde_json::{json, Value};
+
+async fn fresh_store(specs: &[CollectionSpec]) -> Option<Arc<MongoStore>> {
+    let uri = mongo_uri().await?;
+    let db = unique_database("brigade_store");
+    let store = MongoStore::connect(&uri, &db, specs, Duration::from_secs(5))
+        .await
+        .expect("connecting to MongoDB");
+    Some(Arc::new(store))
+}
+
+fn doc(v: Value) -> brigade_kit::store::Doc {
+    v.as_object().cloned().expect("an object")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mongo_store_passes_the_store_conformance_checks() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    conformance::run(store.clone()).await;
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exactly_one_of_fifty_concurrent_conditional_updates_wins() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    let id = brigade_kit::store::new_id();
+    store
+        .insert(c, doc(json!({"id": id, "number": 7, "state": "free"})))
+        .await
+        .unwrap();
+    let mut racers = Vec::new();
+    for i in 0..50 {
+        let s = store.clone();
+        let id = id.clone();
+        racers.push(tokio::spawn(async move {
+            s.update(
+                c,
+                &id,
+                &Filter::all().eq("state", "free"),
+                &Change::default().set("state", "busy").set("by", i),
+            )
+            .await
+            .unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for r in racers {
+        if let Outcome::Done(d) = r.await.unwrap() {
+            winners.push(d["by"].clone());
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    let stored = store.get(c, &id).await.unwrap().unwrap();
+    assert_eq!(stored["by"], winners[0]);
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_to_one_document_all_land() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    store
+        .insert(
+            c,
+            doc(json!({"id": "o", "number": 1, "state": "queued", "items": []})),
+        )
+        .await
+        .unwrap();
+    let mut appenders = Vec::new();
+    for i in 0..40 {
+        let s = store.clone();
+        appenders.push(tokio::spawn(async move {
+            let change = Change::default().push("items", vec![json!(i), json!(i + 1000)]);
+            s.update(
+                c,
+                "o",
+                &Filter::all().one_of("state", ["queued", "cooking"]),
+                &change,
+            )
+            .await
+            .unwrap()
+        }));
+    }
+    for a in appenders {
+        assert!(matches!(a.await.unwrap(), Outcome::Done(_)));
+    }
+    let items = store.get(c, "o").await.unwrap().unwrap()["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(items.len(), 80, "lost appends: {items:?}");
+    for pair in items.chunks(2) {
+        assert_eq!(
+            pair[1].as_i64().unwrap(),
+            pair[0].as_i64().unwrap() + 1000,
+            "an append was split: {items:?}"
+        );
+    }
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test]
+async fn documents_come_back_as_the_json_that_went_in() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    let id = brigade_kit::store::new_id();
+    let original = doc(json!({
+        "id": id, "number": 9_007_199_254_740_993_i64, "state": "free", "ratio": 0.25, "none": null,
+        "items": [{"dish": "soup", "qty": 2, "notes": "no salt"}], "nested": {"a": [1, "two", true]},
+        "created_at": "2024-01-01T00:00:00Z"
+    }));
+    store.insert(c, original.clone()).await.unwrap();
+    let back = store.get(c, &id).await.unwrap().unwrap();
+    assert_eq!(back, original);
+    assert!(
+        back["number"].is_i64(),
+        "integers stay integers: {:?}",
+        back["number"]
+    );
+    let listed = store
+        .list(
+            c,
+            &Filter::all().eq("id", id.as_str()),
+            Page {
+                offset: 0,
+                limit: 5,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.items, vec![original]);
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test]
+async fn operator_shaped_values_are_matched_literally() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    store
+        .insert(c, doc(json!({"id": "a", "number": 1, "state": "free"})))
+        .await
+        .unwrap();
+    let sneaky = Filter::all().eq("state", json!({"$ne": "nothing"}));
+    let listed = store
+        .list(
+            c,
+            &sneaky,
+            Page {
+                offset: 0,
+                limit: 5,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.total, 0);
+    let refused = store
+        .update(c, "a", &sneaky, &Change::default().set("state", "busy"))
+        .await
+        .unwrap();
+    assert!(matches!(refused, Outcome::Refused(_)), "{refused:?}");
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_duplicate_names_the_unique_field_and_value() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    store
+        .insert(c, doc(json!({"id": "a", "number": 5, "state": "free"})))
+        .await
+        .unwrap();
+    let err = store
+        .insert(c, doc(json!({"id": "b", "number": 5, "state": "free"})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Duplicate {
+            field: "number".into(),
+            value: "5".into()
+        }
+    );
+    let same_id = store
+        .insert(c, doc(json!({"id": "a", "number": 6, "state": "free"})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        same_id,
+        StoreError::Duplicate {
+            field: "id".into(),
+            value: "\"a\"".into()
+        }
+    );
+    store
+        .insert(c, doc(json!({"id": "c", "number": 6, "state": "free"})))
+        .await
+        .unwrap();
+    let moved = store
+        .update(c, "c", &Filter::all(), &Change::default().set("number", 5))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        moved,
+        StoreError::Duplicate {
+            field: "number".into(),
+            value: "5".into()
+        }
+    );
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_within_the_timeout() {
+    // A port nothing listens on: connecting must fail as Unavailable, promptly.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let started = std::time::Instant::now();
+    let result = MongoStore::connect(
+        &format!("mongodb://127.0.0.1:{port}/"),
+        "brigade_unreachable",
+        &[conformance::SPEC],
+        Duration::from_millis(500),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(StoreError::Unavailable(_))),
+        "{:?}",
+        result.err()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
