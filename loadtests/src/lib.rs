@@ -2,3 +2,11 @@
 //! scenarios are data (TOML files), targets are URLs.
 
 pub mod result;
+
+// --- the generator (engine, scenarios, histograms, `brigade load`) ---
+pub mod cli;
+pub mod engine;
+pub mod histogram;
+pub mod machine;
+pub mod scenario;
+pub mod table;

@@ -135,3 +135,86 @@ pub struct LoadResult {
     /// Each route of the scenario.
     pub routes: Vec<RouteResult>,
 }
+
+// --- helpers for the generator's histograms and for merging runs (added with the engine) ---
+
+impl RouteResult {
+    /// The latency histogram, decoded from [`RouteResult::histogram`].
+    pub fn histogram(&self) -> anyhow::Result<crate::histogram::LatencyHistogram> {
+        crate::histogram::LatencyHistogram::decode(&self.histogram)
+    }
+
+    /// Adds `other`'s counts and histogram to this route and recomputes the rates over
+    /// `elapsed_s` (the two runs' measured seconds together) and the latency from the merged histogram.
+    pub fn absorb(&mut self, other: &RouteResult, elapsed_s: f64) -> anyhow::Result<()> {
+        let mut h = self.histogram()?;
+        h.merge(&other.histogram()?);
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.errors.connect += other.errors.connect;
+        self.errors.timeout += other.errors.timeout;
+        self.errors.reset += other.errors.reset;
+        self.errors.status_4xx += other.errors.status_4xx;
+        self.errors.status_5xx += other.errors.status_5xx;
+        self.errors.other += other.errors.other;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.rescale(elapsed_s);
+        self.latency = h.latency();
+        self.histogram = h.encode();
+        Ok(())
+    }
+
+    /// Recomputes hits/s and bytes/s for `elapsed_s` measured seconds.
+    fn rescale(&mut self, elapsed_s: f64) {
+        let per_s = |n: u64| {
+            if elapsed_s > 0.0 {
+                n as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        };
+        self.hits_per_s = per_s(self.requests);
+        self.bytes_per_s = per_s(self.bytes_sent + self.bytes_received);
+    }
+}
+
+/// Merges runs of the same scenario into one result, as if they had been one long run: counts and
+/// histograms add up (per route, matched by name, and in total), rates are over the summed measured
+/// time, and latency percentiles come from the merged histograms, not from averaging percentiles.
+/// Settings, machine and start time are the first run's; the generator CPU is the time-weighted mean.
+pub fn merge(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
+    let (first, rest) = results
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("nothing to merge"))?;
+    let mut out = first.clone();
+    let elapsed: f64 = results.iter().map(|r| r.elapsed_s).sum();
+    let cpu_weighted: f64 = results
+        .iter()
+        .map(|r| r.generator_cpu_percent * r.elapsed_s)
+        .sum();
+    out.elapsed_s = elapsed;
+    out.generator_cpu_percent = if elapsed > 0.0 {
+        cpu_weighted / elapsed
+    } else {
+        first.generator_cpu_percent
+    };
+    out.total.rescale(elapsed);
+    for r in &mut out.routes {
+        r.rescale(elapsed);
+    }
+    for run in rest {
+        out.total.absorb(&run.total, elapsed)?;
+        for route in &run.routes {
+            match out.routes.iter_mut().find(|r| r.name == route.name) {
+                Some(mine) => mine.absorb(route, elapsed)?,
+                None => {
+                    let mut added = route.clone();
+                    added.rescale(elapsed);
+                    out.routes.push(added);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,455 @@
+//! The load generator: runs a [`Scenario`] against its targets and measures it.
+//!
+//! Shape of a run: the scenario's setup steps create their fixtures (one after the other, on one
+//! connection per service); then `threads` generator threads, each a single-threaded tokio runtime
+//! (optionally pinned to a CPU), start together; each runs its share of the closed-loop users or
+//! open-loop paced connections, every one of them with its own HTTP/1.1 connection per service
+//! (hyper's low-level client: no pool, no retries). Each thread counts into its own per-route
+//! HdrHistograms and counters; they are merged once at the end, so memory stays constant however
+//! long the run is and threads never contend.
+//!
+//! - Closed loop (`users`): each user sends its next request when the last one has been answered
+//!   (plus `think`). Latency is from the moment the request was started to its last byte.
+//! - Open loop (`rate`): the `connections` share a fixed schedule of `rate` sends per second; each
+//!   latency is measured from the send's *intended* time, so a stalled server's backlog shows in the
+//!   percentiles instead of silently lowering the send rate (coordinated omission, corrected the way
+//!   wrk2 does it).
+//! - Requests started during `warmup` are sent but not counted. A request counts if it started (open
+//!   loop: was due) inside the measured window; one still in flight when the window closes is waited
+//!   for (at most the timeout) and counted.
+
+mod conn;
+mod stats;
+mod worker;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::result::{LoadResult, LoadSettings};
+use crate::scenario::{Pools, RenderContext, Scenario};
+use conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
+use stats::RouteStats;
+use worker::{Progress, Share, Shared};
+
+/// How to run a load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadConfig {
+    /// Service name → base URL (`"waiter"` → `"http://127.0.0.1:8081"`); the key `"*"` serves any
+    /// service not named.
+    pub targets: BTreeMap<String, String>,
+    /// Closed loop: the number of users. With neither `users` nor `rate`, `connections` users.
+    pub users: Option<u32>,
+    /// Open loop: requests per second on a fixed schedule (takes precedence over `users`).
+    pub rate: Option<f64>,
+    /// Open loop: the connections sending the schedule (closed loop: the default user count).
+    pub connections: u32,
+    /// Length of the measured window (after warm-up).
+    pub duration: Option<Duration>,
+    /// Number of measured requests (after warm-up); with `duration` too, whichever ends first.
+    pub requests: Option<u64>,
+    /// Time sent but not counted before the measured window.
+    pub warmup: Duration,
+    /// Keep connections open between requests (off: one connection per request).
+    pub keepalive: bool,
+    /// Generator threads (each a single-threaded runtime); 0 means one per usable CPU.
+    pub threads: u32,
+    /// Per-request timeout, connection included.
+    pub timeout: Duration,
+    /// Closed loop: pause between a user's answer and its next request.
+    pub think: Duration,
+    /// Pin generator thread `i` to CPU `cpus[i % len]`.
+    pub cpus: Option<Vec<usize>>,
+    /// Show a progress bar on stderr (only drawn when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            targets: BTreeMap::new(),
+            users: None,
+            rate: None,
+            connections: 10,
+            duration: Some(Duration::from_secs(10)),
+            requests: None,
+            warmup: Duration::from_secs(1),
+            keepalive: true,
+            threads: 0,
+            timeout: Duration::from_secs(10),
+            think: Duration::ZERO,
+            cpus: None,
+            progress: false,
+        }
+    }
+}
+
+/// CPUs this process may run on (its affinity mask), at least 1.
+pub fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `scenario` with `config` and returns the measured result. Blocking: it builds its own
+/// threads and runtimes (call it from outside any async runtime, or from `spawn_blocking`).
+pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
+    if config.duration.is_none() && config.requests.is_none() {
+        bail!("a run needs a duration or a request count");
+    }
+    if config.duration.is_some_and(|d| d.is_zero()) || config.requests == Some(0) {
+        bail!("the duration and the request count must be more than zero");
+    }
+    if config.timeout.is_zero() {
+        bail!("the timeout must be more than zero");
+    }
+    let open = match config.rate {
+        Some(r) if !(r.is_finite() && r > 0.0) => {
+            bail!("the rate must be a positive number of requests per second")
+        }
+        Some(r) => Some(r),
+        None => None,
+    };
+    let tasks = match open {
+        Some(_) => config.connections,
+        None => config.users.unwrap_or(config.connections),
+    };
+    if tasks == 0 {
+        bail!("at least one user (closed loop) or connection (open loop) is needed");
+    }
+    let cpus = config.cpus.clone().filter(|c| !c.is_empty());
+    let wanted_threads = match (config.threads, &cpus) {
+        (0, Some(c)) => c.len(),
+        (0, None) => usable_cpus(),
+        (n, _) => n as usize,
+    };
+    let threads = wanted_threads.clamp(1, tasks as usize);
+
+    let mut targets = Vec::new();
+    let mut target_names = Vec::new();
+    for service in scenario.services() {
+        let url = config
+            .targets
+            .get(&service)
+            .or_else(|| config.targets.get("*"))
+            .ok_or_else(|| {
+                anyhow!(
+                    "scenario {} needs a target for service {service:?} (give --target URL or --target {service}=URL); it uses: {}",
+                    scenario.name(),
+                    scenario.services().join(", ")
+                )
+            })?;
+        targets.push(Target::parse(url)?);
+        target_names.push(format!("{service}={url}"));
+    }
+
+    let shared = Arc::new(Shared {
+        scenario: scenario.clone(),
+        targets,
+        keepalive: config.keepalive,
+        timeout: config.timeout,
+        think: config.think,
+        warmup: config.warmup,
+        duration: config.duration,
+        requests: config.requests,
+        claimed: AtomicU64::new(0),
+        seq: AtomicU64::new(0),
+        start: OnceLock::new(),
+    });
+
+    let started_at = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let filled = run_setup(&shared).context("scenario setup (fixtures) failed")?;
+    let pools = scenario.share_pools(&filled, threads);
+
+    // Deal the users / paced connections out to the threads.
+    let mut shares: Vec<Share> = match open {
+        None => (0..threads)
+            .map(|t| Share::Closed {
+                users: tasks / threads as u32 + u32::from((t as u32) < tasks % threads as u32),
+            })
+            .collect(),
+        Some(rate) => {
+            let mut v: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); threads];
+            let interval = Duration::from_secs_f64(f64::from(tasks) / rate);
+            for c in 0..tasks {
+                let first = Duration::from_secs_f64(f64::from(c) / rate);
+                v[c as usize % threads].push((first, interval));
+            }
+            v.into_iter()
+                .map(|connections| Share::Open { connections })
+                .collect()
+        }
+    };
+
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let progress: Vec<Arc<Progress>> = (0..threads)
+        .map(|_| Arc::new(Progress::default()))
+        .collect();
+    let mut handles = Vec::new();
+    for (t, pools) in pools.into_iter().enumerate() {
+        let shared = shared.clone();
+        let share = std::mem::replace(&mut shares[t], Share::Closed { users: 0 });
+        let cpu = cpus.as_ref().map(|c| c[t % c.len()]);
+        let progress = progress[t].clone();
+        let barrier = barrier.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("brigade-load-{t}"))
+            .spawn(move || worker::thread_main(shared, share, pools, cpu, progress, barrier))
+            .context("Failed to start a generator thread")?;
+        handles.push(handle);
+    }
+    // Every thread has built its runtime and waits at the barrier: start the clock just ahead.
+    let t0 = Instant::now() + Duration::from_millis(5);
+    shared.start.set(t0).expect("start set once");
+    barrier.wait();
+
+    let measure_start = shared.measure_start();
+    let bar = ProgressView::new(config, &shared, &progress);
+    let mut process_cpu_at_start = None;
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = Instant::now();
+        if process_cpu_at_start.is_none() && now >= measure_start {
+            process_cpu_at_start = Some((now, worker::process_cpu_s()));
+        }
+        bar.tick(now);
+    }
+    let finished = Instant::now();
+    let process_cpu_end = worker::process_cpu_s();
+    bar.finish();
+
+    let mut routes = vec![RouteStats::default(); scenario.routes().len()];
+    let mut thread_cpu = Vec::new();
+    for h in handles {
+        let out = h
+            .join()
+            .map_err(|_| anyhow!("a generator thread panicked"))??;
+        for (acc, r) in routes.iter_mut().zip(&out.routes) {
+            acc.merge(r);
+        }
+        thread_cpu.push(if out.wall_s > 0.0 {
+            100.0 * out.cpu_s / out.wall_s
+        } else {
+            0.0
+        });
+    }
+
+    let measured_wall = finished
+        .saturating_duration_since(measure_start)
+        .as_secs_f64();
+    let elapsed_s = match config.duration {
+        Some(d) => d.as_secs_f64().min(measured_wall.max(f64::MIN_POSITIVE)),
+        None => measured_wall,
+    };
+    let generator_cpu_percent = match process_cpu_at_start {
+        Some((at, cpu)) if finished > at => {
+            100.0 * (process_cpu_end - cpu) / (finished - at).as_secs_f64()
+        }
+        _ => 0.0,
+    };
+
+    let mut total = RouteStats::default();
+    for r in &routes {
+        total.merge(r);
+    }
+    let routes = routes
+        .into_iter()
+        .zip(scenario.routes())
+        .map(|(r, name)| r.into_result(name.clone(), elapsed_s))
+        .collect();
+    Ok(LoadResult {
+        settings: LoadSettings {
+            targets: target_names,
+            scenario: scenario.label().to_string(),
+            users: if open.is_none() { Some(tasks) } else { None },
+            rate: open,
+            connections: tasks,
+            duration_s: config.duration.map(|d| d.as_secs_f64()),
+            requests: config.requests,
+            warmup_s: config.warmup.as_secs_f64(),
+            keepalive: config.keepalive,
+            threads: threads as u32,
+            timeout_ms: config.timeout.as_millis() as u64,
+            think_ms: config.think.as_millis() as u64,
+        },
+        machine: crate::machine::describe(),
+        started_at,
+        elapsed_s,
+        generator_cpu_percent,
+        total: total.into_result("total".into(), elapsed_s),
+        routes,
+    })
+}
+
+/// Sends the scenario's setup steps, one after the other, and returns the pools they filled.
+fn run_setup(shared: &Shared) -> Result<Pools> {
+    let scenario = &shared.scenario;
+    let mut pools = scenario.empty_pools();
+    if scenario.setup().is_empty() {
+        return Ok(pools);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("Failed to build the setup runtime")?;
+    let set = tokio::task::LocalSet::new();
+    set.block_on(&runtime, async {
+        let mut rng = fastrand::Rng::new();
+        let mut conns: Vec<Option<Connection>> = (0..shared.targets.len()).map(|_| None).collect();
+        for (n, step) in scenario.setup().iter().enumerate() {
+            let what = || format!("setup step {} ({})", n + 1, step.describe(scenario));
+            let spec = &step.request;
+            for _ in 0..step.times {
+                if !spec.formable(&pools) {
+                    bail!(
+                        "{}: a pool it reads is empty (an earlier step created too few)",
+                        what()
+                    );
+                }
+                let req = spec.render(&mut RenderContext {
+                    rng: &mut rng,
+                    pools: &mut pools,
+                    seq: &shared.seq,
+                })?;
+                let target = &shared.targets[spec.service];
+                let slot = &mut conns[spec.service];
+                let mut count = WireCount::default();
+                let ex = match tokio::time::timeout(
+                    shared.timeout,
+                    exchange(slot, target, &req, true, true, &mut count),
+                )
+                .await
+                {
+                    Ok(ex) => ex,
+                    Err(_) => {
+                        *slot = None;
+                        Exchange {
+                            result: Err(Failure::Timeout),
+                            body: None,
+                        }
+                    }
+                };
+                match ex.result {
+                    Ok(status) if spec.expects(status) => {
+                        if (200..300).contains(&status) {
+                            spec.capture(&ex.body.unwrap_or_default(), &mut pools)
+                                .with_context(|| {
+                                    format!("{}: capturing from the answer", what())
+                                })?;
+                        }
+                    }
+                    Ok(status) => {
+                        let body = ex.body.unwrap_or_default();
+                        let text =
+                            String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+                        bail!(
+                            "{}: {} {} answered {status}: {text}",
+                            what(),
+                            req.method,
+                            req.path
+                        );
+                    }
+                    Err(f) => bail!(
+                        "{}: {f:?} error talking to {} (is the service running?)",
+                        what(),
+                        target.url
+                    ),
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(pools)
+}
+
+/// The live progress bar.
+struct ProgressView<'a> {
+    bar: Option<indicatif::ProgressBar>,
+    shared: &'a Shared,
+    progress: &'a [Arc<Progress>],
+    last: std::cell::Cell<(Instant, u64)>,
+}
+
+impl<'a> ProgressView<'a> {
+    fn new(
+        config: &LoadConfig,
+        shared: &'a Shared,
+        progress: &'a [Arc<Progress>],
+    ) -> ProgressView<'a> {
+        let bar = (config.progress && std::io::stderr().is_terminal()).then(|| {
+            let (len, template) = match (config.duration, config.requests) {
+                (Some(d), _) => (
+                    (config.warmup + d).as_millis() as u64,
+                    "{spinner} {prefix:>9} [{elapsed_precise}] {wide_bar} {msg}",
+                ),
+                (None, Some(n)) => (
+                    n,
+                    "{spinner} {prefix:>9} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
+                ),
+                (None, None) => (0, "{spinner} {msg}"),
+            };
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(len),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        ProgressView {
+            bar,
+            shared,
+            progress,
+            last: std::cell::Cell::new((Instant::now(), 0)),
+        }
+    }
+
+    fn tick(&self, now: Instant) {
+        let Some(bar) = &self.bar else { return };
+        let done: u64 = self
+            .progress
+            .iter()
+            .map(|p| p.done.load(Ordering::Relaxed))
+            .sum();
+        let errors: u64 = self
+            .progress
+            .iter()
+            .map(|p| p.errors.load(Ordering::Relaxed))
+            .sum();
+        let (at, before) = self.last.get();
+        let dt = (now - at).as_secs_f64();
+        if dt < 0.25 {
+            return;
+        }
+        self.last.set((now, done));
+        let rate = (done - before) as f64 / dt;
+        let warming = now < self.shared.measure_start();
+        bar.set_prefix(if warming { "warm-up" } else { "measuring" });
+        match self.shared.requests {
+            Some(_) if self.shared.duration.is_none() => {
+                bar.set_position(
+                    self.shared
+                        .claimed
+                        .load(Ordering::Relaxed)
+                        .min(bar.length().unwrap_or(0)),
+                );
+            }
+            _ => bar.set_position(
+                now.saturating_duration_since(self.shared.start.get().copied().unwrap_or(now))
+                    .as_millis() as u64,
+            ),
+        }
+        bar.set_message(format!("{rate:>9.0} hits/s  {errors} errors"));
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

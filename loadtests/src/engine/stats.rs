@@ -1,0 +1,62 @@
+//! What each generator thread counts per route during the measured window, and how the threads'
+//! counts become the run's [`RouteResult`]s. A thread owns its counters (no locks, no shared cache
+//! lines); they are merged once, at the end.
+
+use crate::histogram::LatencyHistogram;
+use crate::result::{Errors, RouteResult};
+
+/// Counts and latencies for one route on one thread.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RouteStats {
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) errors: Errors,
+    pub(crate) bytes_sent: u64,
+    pub(crate) bytes_received: u64,
+    pub(crate) latency: LatencyHistogram,
+}
+
+impl RouteStats {
+    /// Adds another thread's counts for the same route.
+    pub(crate) fn merge(&mut self, other: &RouteStats) {
+        self.requests += other.requests;
+        self.ok += other.ok;
+        add_errors(&mut self.errors, &other.errors);
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.latency.merge(&other.latency);
+    }
+
+    /// The route's result over `elapsed_s` measured seconds.
+    pub(crate) fn into_result(self, name: String, elapsed_s: f64) -> RouteResult {
+        let per_s = |n: u64| {
+            if elapsed_s > 0.0 {
+                n as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        };
+        RouteResult {
+            name,
+            requests: self.requests,
+            ok: self.ok,
+            hits_per_s: per_s(self.requests),
+            bytes_per_s: per_s(self.bytes_sent + self.bytes_received),
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            latency: self.latency.latency(),
+            histogram: self.latency.encode(),
+            errors: self.errors,
+        }
+    }
+}
+
+/// Adds `b`'s counts to `a`.
+pub(crate) fn add_errors(a: &mut Errors, b: &Errors) {
+    a.connect += b.connect;
+    a.timeout += b.timeout;
+    a.reset += b.reset;
+    a.status_4xx += b.status_4xx;
+    a.status_5xx += b.status_5xx;
+    a.other += b.other;
+}

@@ -1,0 +1,479 @@
+//! One generator thread: a single-threaded tokio runtime running its share of the users (closed
+//! loop) or paced connections (open loop), each with its own connection per service, counting into
+//! the thread's own statistics.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
+use super::stats::RouteStats;
+use crate::scenario::{Pools, RenderContext, Scenario};
+
+/// How late a paced send may leave without being charged to the server: the timer's granularity.
+/// Open-loop latency is measured from `min(actual send, intended send + SLACK)`: a request that
+/// left a few hundred microseconds late because the timer wheel ticks in milliseconds is not the
+/// server's fault, one that left late because its connection was still waiting is.
+pub(crate) const TIMER_SLACK: Duration = Duration::from_millis(1);
+
+/// What every generator thread reads: the scenario, the targets, the clock.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) scenario: Scenario,
+    /// By the scenario's service index.
+    pub(crate) targets: Vec<Target>,
+    pub(crate) keepalive: bool,
+    pub(crate) timeout: Duration,
+    pub(crate) think: Duration,
+    pub(crate) warmup: Duration,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) requests: Option<u64>,
+    /// Measured requests handed out so far (for `--requests`).
+    pub(crate) claimed: AtomicU64,
+    /// Behind `{{seq}}`.
+    pub(crate) seq: AtomicU64,
+    /// When the run (warm-up included) starts; set once every thread is ready.
+    pub(crate) start: OnceLock<Instant>,
+}
+
+impl Shared {
+    fn t0(&self) -> Instant {
+        *self
+            .start
+            .get()
+            .expect("start is set before threads pass the barrier")
+    }
+
+    pub(crate) fn measure_start(&self) -> Instant {
+        self.t0() + self.warmup
+    }
+
+    pub(crate) fn measure_end(&self) -> Option<Instant> {
+        self.duration.map(|d| self.measure_start() + d)
+    }
+
+    /// Takes one measured request from the `--requests` budget; false once it is spent.
+    fn claim(&self) -> bool {
+        match self.requests {
+            None => true,
+            Some(n) => self.claimed.fetch_add(1, Ordering::Relaxed) < n,
+        }
+    }
+}
+
+/// Live counters one thread publishes for the progress bar (all requests, warm-up included).
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    pub(crate) done: AtomicU64,
+    pub(crate) errors: AtomicU64,
+}
+
+/// What one thread runs.
+#[derive(Debug, Clone)]
+pub(crate) enum Share {
+    /// Closed loop: this many users.
+    Closed { users: u32 },
+    /// Open loop: paced connections, each `(first send after t0, interval)`.
+    Open {
+        connections: Vec<(Duration, Duration)>,
+    },
+}
+
+/// What a thread hands back.
+#[derive(Debug)]
+pub(crate) struct ThreadOutput {
+    pub(crate) routes: Vec<RouteStats>,
+    /// CPU seconds this thread used during the measured window (and its drain).
+    pub(crate) cpu_s: f64,
+    /// Wall seconds from the measured window's start to this thread's end.
+    pub(crate) wall_s: f64,
+}
+
+struct Local {
+    shared: Arc<Shared>,
+    pools: RefCell<Pools>,
+    rng: RefCell<fastrand::Rng>,
+    stats: RefCell<Vec<RouteStats>>,
+    progress: Arc<Progress>,
+}
+
+/// The body of a generator thread.
+pub(crate) fn thread_main(
+    shared: Arc<Shared>,
+    share: Share,
+    pools: Pools,
+    cpu: Option<usize>,
+    progress: Arc<Progress>,
+    barrier: Arc<Barrier>,
+) -> Result<ThreadOutput> {
+    let pinned = cpu.map(pin_current_thread);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    // Whatever happened, reach the barrier, or the other threads and the caller would wait forever.
+    barrier.wait();
+    if let Some(Err(e)) = pinned {
+        return Err(e);
+    }
+    let runtime = runtime.context("Failed to build a generator runtime")?;
+    let routes = shared.scenario.routes().len();
+    let local = Rc::new(Local {
+        shared: shared.clone(),
+        pools: RefCell::new(pools),
+        rng: RefCell::new(fastrand::Rng::new()),
+        stats: RefCell::new(vec![RouteStats::default(); routes]),
+        progress,
+    });
+    let set = tokio::task::LocalSet::new();
+    let cpu_at_start = Rc::new(RefCell::new(None::<(Instant, f64)>));
+    set.block_on(&runtime, async {
+        // Sample this thread's CPU clock when the measured window opens.
+        let sampler = {
+            let shared = shared.clone();
+            let cell = cpu_at_start.clone();
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep_until(shared.measure_start().into()).await;
+                *cell.borrow_mut() = Some((Instant::now(), thread_cpu_s()));
+            })
+        };
+        let mut tasks = Vec::new();
+        match share {
+            Share::Closed { users } => {
+                for _ in 0..users {
+                    tasks.push(tokio::task::spawn_local(closed_user(local.clone())));
+                }
+            }
+            Share::Open { connections } => {
+                for (first, interval) in connections {
+                    tasks.push(tokio::task::spawn_local(paced_connection(
+                        local.clone(),
+                        first,
+                        interval,
+                    )));
+                }
+            }
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        sampler.abort();
+    });
+    let end = Instant::now();
+    let (wall_s, cpu_s) = match *cpu_at_start.borrow() {
+        Some((at, cpu)) => ((end - at).as_secs_f64(), thread_cpu_s() - cpu),
+        None => (0.0, 0.0),
+    };
+    drop(set);
+    let routes = std::mem::take(&mut *local.stats.borrow_mut());
+    Ok(ThreadOutput {
+        routes,
+        cpu_s,
+        wall_s,
+    })
+}
+
+/// Pins the calling thread to one CPU.
+pub(crate) fn pin_current_thread(cpu: usize) -> Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu)
+        .with_context(|| format!("CPU {cpu} is out of range"))?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .with_context(|| format!("Failed to pin a generator thread to CPU {cpu}"))
+}
+
+/// CPU seconds (user + system) the calling thread has used.
+pub(crate) fn thread_cpu_s() -> f64 {
+    rusage_s(nix::sys::resource::UsageWho::RUSAGE_THREAD)
+}
+
+/// CPU seconds (user + system) the whole process has used.
+pub(crate) fn process_cpu_s() -> f64 {
+    rusage_s(nix::sys::resource::UsageWho::RUSAGE_SELF)
+}
+
+fn rusage_s(who: nix::sys::resource::UsageWho) -> f64 {
+    match nix::sys::resource::getrusage(who) {
+        Ok(u) => {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
+        }
+        Err(_) => 0.0,
+    }
+}
+
+/// How one request ended, from the scenario's point of view.
+enum Verdict {
+    Ok,
+    Failed(ErrorKind),
+}
+
+#[derive(Clone, Copy)]
+enum ErrorKind {
+    Connect,
+    Timeout,
+    Reset,
+    Status4xx,
+    Status5xx,
+    Other,
+}
+
+impl From<Failure> for ErrorKind {
+    fn from(f: Failure) -> ErrorKind {
+        match f {
+            Failure::Connect => ErrorKind::Connect,
+            Failure::Timeout => ErrorKind::Timeout,
+            Failure::Reset => ErrorKind::Reset,
+            Failure::Other => ErrorKind::Other,
+        }
+    }
+}
+
+impl Local {
+    fn choose(&self) -> Option<usize> {
+        let pools = self.pools.borrow();
+        self.shared
+            .scenario
+            .choose(&mut self.rng.borrow_mut(), &pools)
+    }
+
+    /// Sends request `i` and judges the answer. Returns the verdict, the bytes on the wire and
+    /// whether the request has a latency (answered or timed out; a refused connection has none).
+    async fn send(&self, conns: &mut [Option<Connection>], i: usize) -> (Verdict, WireCount, bool) {
+        let shared = &self.shared;
+        let spec = &shared.scenario.requests()[i];
+        let rendered = {
+            let mut pools = self.pools.borrow_mut();
+            let mut rng = self.rng.borrow_mut();
+            spec.render(&mut RenderContext {
+                rng: &mut rng,
+                pools: &mut pools,
+                seq: &shared.seq,
+            })
+        };
+        let mut count = WireCount::default();
+        let Ok(rendered) = rendered else {
+            return (Verdict::Failed(ErrorKind::Other), count, false);
+        };
+        let slot = &mut conns[spec.service];
+        let target = &shared.targets[spec.service];
+        let want_body = spec.captures_anything();
+        let ex = match tokio::time::timeout(
+            shared.timeout,
+            exchange(
+                slot,
+                target,
+                &rendered,
+                shared.keepalive,
+                want_body,
+                &mut count,
+            ),
+        )
+        .await
+        {
+            Ok(ex) => ex,
+            Err(_) => {
+                // The connection is mid-request: it cannot be reused.
+                *slot = None;
+                Exchange {
+                    result: Err(Failure::Timeout),
+                    body: None,
+                }
+            }
+        };
+        let verdict = match ex.result {
+            Ok(status) if spec.expects(status) => {
+                if (200..300).contains(&status) && want_body {
+                    let body = ex.body.unwrap_or_default();
+                    match spec.capture(&body, &mut self.pools.borrow_mut()) {
+                        Ok(()) => Verdict::Ok,
+                        Err(_) => Verdict::Failed(ErrorKind::Other),
+                    }
+                } else {
+                    Verdict::Ok
+                }
+            }
+            Ok(status) if (400..500).contains(&status) => Verdict::Failed(ErrorKind::Status4xx),
+            Ok(status) if (500..600).contains(&status) => Verdict::Failed(ErrorKind::Status5xx),
+            Ok(_) => Verdict::Failed(ErrorKind::Other),
+            Err(f) => Verdict::Failed(f.into()),
+        };
+        let timed = matches!(ex.result, Ok(_) | Err(Failure::Timeout));
+        (verdict, count, timed)
+    }
+
+    /// Counts one request: always for the progress bar, in the statistics when `measured`.
+    fn record(
+        &self,
+        route: Option<usize>,
+        measured: bool,
+        verdict: &Verdict,
+        count: WireCount,
+        latency: Option<Duration>,
+    ) {
+        self.progress.done.fetch_add(1, Ordering::Relaxed);
+        if matches!(verdict, Verdict::Failed(_)) {
+            self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        if !measured {
+            return;
+        }
+        let mut stats = self.stats.borrow_mut();
+        // A request that could not even be formed has no route: count it against the first one.
+        let r = &mut stats[route.unwrap_or(0)];
+        r.requests += 1;
+        r.bytes_sent += count.sent;
+        r.bytes_received += count.received;
+        match verdict {
+            Verdict::Ok => r.ok += 1,
+            Verdict::Failed(kind) => {
+                let e = &mut r.errors;
+                match kind {
+                    ErrorKind::Connect => e.connect += 1,
+                    ErrorKind::Timeout => e.timeout += 1,
+                    ErrorKind::Reset => e.reset += 1,
+                    ErrorKind::Status4xx => e.status_4xx += 1,
+                    ErrorKind::Status5xx => e.status_5xx += 1,
+                    ErrorKind::Other => e.other += 1,
+                }
+            }
+        }
+        if let Some(l) = latency {
+            r.latency.record(l);
+        }
+    }
+
+    fn connections(&self) -> Vec<Option<Connection>> {
+        (0..self.shared.targets.len()).map(|_| None).collect()
+    }
+}
+
+/// A closed-loop user: sends, waits for the whole answer, thinks, sends again.
+async fn closed_user(local: Rc<Local>) {
+    let shared = local.shared.clone();
+    let measure_start = shared.measure_start();
+    let measure_end = shared.measure_end();
+    let mut conns = local.connections();
+    // After a refused connection, wait a little before trying again rather than spinning.
+    let mut backoff = Duration::ZERO;
+    loop {
+        if !backoff.is_zero() {
+            tokio::time::sleep(backoff).await;
+        }
+        let now = Instant::now();
+        if measure_end.is_some_and(|end| now >= end) {
+            break;
+        }
+        let measured = now >= measure_start;
+        if measured && !shared.claim() {
+            break;
+        }
+        let Some(i) = local.choose() else {
+            local.record(
+                None,
+                measured,
+                &Verdict::Failed(ErrorKind::Other),
+                WireCount::default(),
+                None,
+            );
+            backoff = Duration::from_millis(10);
+            continue;
+        };
+        let route = shared.scenario.requests()[i].route;
+        let start = Instant::now();
+        let (verdict, count, timed) = local.send(&mut conns, i).await;
+        let latency = start.elapsed();
+        backoff = match verdict {
+            Verdict::Failed(ErrorKind::Connect) => Duration::from_millis(10),
+            _ => Duration::ZERO,
+        };
+        local.record(
+            Some(route),
+            measured,
+            &verdict,
+            count,
+            timed.then_some(latency),
+        );
+        if !shared.think.is_zero() {
+            tokio::time::sleep(shared.think).await;
+        }
+    }
+}
+
+/// An open-loop connection: sends on a fixed schedule (first, first + interval, ...) and measures
+/// each latency from the send's intended time, so time a stalled server keeps requests waiting is
+/// counted, not hidden (coordinated omission, corrected as in wrk2).
+async fn paced_connection(local: Rc<Local>, first: Duration, interval: Duration) {
+    let shared = local.shared.clone();
+    let t0 = shared.start.get().copied().expect("start set");
+    let measure_start = shared.measure_start();
+    let measure_end = shared.measure_end();
+    // In a timed run, sends still due when the window closed get one timeout to drain.
+    let hard_end = measure_end.map(|end| end + shared.timeout);
+    let intended_at = |k: u64| t0 + first + interval.mul_f64(k as f64);
+    let mut conns = local.connections();
+    let mut k = 0u64;
+    loop {
+        let intended = intended_at(k);
+        k += 1;
+        if measure_end.is_some_and(|end| intended >= end) {
+            break;
+        }
+        let now = Instant::now();
+        if hard_end.is_some_and(|hard| now >= hard) {
+            // The schedule could not be kept before the drain deadline: every send still due in the
+            // window is a timeout, with the latency it has reached.
+            let end = measure_end.expect("hard end implies an end");
+            let mut late = intended;
+            let mut kk = k - 1;
+            while late < end {
+                if late >= measure_start {
+                    if !shared.claim() {
+                        break;
+                    }
+                    local.record(
+                        Some(0),
+                        true,
+                        &Verdict::Failed(ErrorKind::Timeout),
+                        WireCount::default(),
+                        Some(now - late),
+                    );
+                }
+                kk += 1;
+                late = intended_at(kk);
+            }
+            break;
+        }
+        let measured = intended >= measure_start;
+        if measured && !shared.claim() {
+            break;
+        }
+        if intended > now {
+            tokio::time::sleep_until(intended.into()).await;
+        }
+        let from = Instant::now().min(intended + TIMER_SLACK);
+        let Some(i) = local.choose() else {
+            local.record(
+                None,
+                measured,
+                &Verdict::Failed(ErrorKind::Other),
+                WireCount::default(),
+                None,
+            );
+            continue;
+        };
+        let route = shared.scenario.requests()[i].route;
+        let (verdict, count, timed) = local.send(&mut conns, i).await;
+        let latency = from.elapsed();
+        local.record(
+            Some(route),
+            measured,
+            &verdict,
+            count,
+            timed.then_some(latency),
+        );
+    }
+}
