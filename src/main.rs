@@ -10,7 +10,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::store::{StoreConfig, StoreKind};
-use brigade_runtimes::{Mount, Runtime};
+use brigade::launch;
+use brigade_runtimes::Runtime;
 use brigade_services::{ServiceConfig, ServiceName};
 use clap::{Args, Parser, Subcommand};
 
@@ -129,25 +130,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         vec![args.service.parse::<ServiceName>().map_err(anyhow::Error::msg)?]
     };
     let workers = args.workers.unwrap_or_else(brigade_runtimes::available_cores).max(1);
-
-    // Bind first, so peers inside this process are reached on the ports actually bound.
-    let mut listeners = Vec::new();
-    for (i, s) in services.iter().enumerate() {
-        let addr = match args.listen {
-            Some(a) if a.port() == 0 => a,
-            Some(a) => SocketAddr::new(a.ip(), a.port() + i as u16),
-            None => SocketAddr::from(([127, 0, 0, 1], s.default_port())),
-        };
-        listeners.push((*s, brigade_runtimes::bind(addr)?));
-    }
-    let mut peers: HashMap<String, String> = HashMap::new();
-    for (s, l) in &listeners {
-        let addr = l.local_addr()?;
-        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
-        peers.insert(s.as_str().to_string(), format!("http://{host}:{}", addr.port()));
-    }
-    peers.extend(args.peers.iter().cloned());
-
     let config = ServiceConfig {
         runtime: runtime.name.to_string(),
         store: args.store,
@@ -156,65 +138,37 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             mongodb_uri: args.mongodb_uri.clone(),
             timeout: Duration::from_millis(args.store_timeout_ms),
         },
-        peers,
+        database_prefix: String::new(),
+        peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),
         peer_timeouts: PeerTimeouts {
             connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
             request: Duration::from_millis(args.peer_timeout_ms),
         },
     };
-
-    // Stores, signals and MongoDB's background tasks live on a small support runtime; requests are
-    // served on the runtime under test.
-    let support = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("brigade-support")
-        .enable_all()
-        .build()?;
-    let mut built = Vec::new();
-    for (s, _) in &listeners {
-        let service = support
-            .block_on(brigade_services::build(*s, &config))
-            .with_context(|| format!("Failed to start the {s} service's {} store", config.store))?;
-        built.push(service);
-    }
-
+    let store = config.store;
+    let prepared = launch::prepare(runtime, &services, args.listen, workers, config)?;
     tracing::info!(
         runtime = runtime.name,
         version = runtime.version,
         threading = runtime.threading,
         workers,
-        store = %config.store,
+        store = %store,
         data_dir = %args.data_dir.display(),
         "starting"
     );
-    let mut mounts = Vec::new();
-    let mut stores = Vec::new();
-    for ((name, listener), service) in listeners.into_iter().zip(built) {
-        let addr = listener.local_addr()?;
-        println!(
-            "listening service={name} url=http://{addr} runtime={} store={} workers={workers}",
-            runtime.name, config.store
-        );
-        stores.push(service.store.clone());
-        mounts.push(Mount { listener, app: service.app });
+    for (name, addr) in &prepared.addrs {
+        println!("listening service={name} url=http://{addr} runtime={} store={store} workers={workers}", runtime.name);
     }
     use std::io::Write;
     std::io::stdout().flush()?;
 
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
-    support.spawn(async move {
+    prepared.support().spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutting down: no new connections; finishing requests in flight");
         trigger.fire();
     });
-    runtime.serve(mounts, workers, shutdown)?;
-    support.block_on(async {
-        for s in &stores {
-            if let Err(e) = s.close().await {
-                tracing::error!(error = %e, "closing a store");
-            }
-        }
-    });
+    prepared.run(shutdown)?;
     tracing::info!("stopped");
     Ok(())
 }

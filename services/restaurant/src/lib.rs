@@ -145,6 +145,8 @@ pub struct ServiceConfig {
     pub store: StoreKind,
     /// Where the store lives.
     pub store_config: StoreConfig,
+    /// Prepended to each service's database name (`brigade_waiter`), so tests can share a server.
+    pub database_prefix: String,
     /// Peer base URLs by service name; missing ones default to `http://127.0.0.1:<default port>`.
     pub peers: HashMap<String, String>,
     /// Timeouts for peer calls.
@@ -169,7 +171,7 @@ impl fmt::Debug for BuiltService {
 
 /// Opens the service's store and binds its routes to its state.
 pub async fn build(name: ServiceName, config: &ServiceConfig) -> Result<BuiltService, store::StoreError> {
-    let store = store::open(config.store, &name.database(), name.collections(), &config.store_config).await?;
+    let store = store::open(config.store, &format!("{}{}", config.database_prefix, name.database()), name.collections(), &config.store_config).await?;
     let mut peers = HashMap::new();
     for p in name.peers() {
         let url = config
