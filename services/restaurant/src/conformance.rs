@@ -89,17 +89,20 @@ impl Default for TestClient {
 }
 
 impl TestClient {
-    /// Sends any request; panics if there is no answer within 10 s (a hang is a failure).
-    pub async fn send(&self, method: &str, url: &str, content_type: Option<&str>, body: impl Into<Bytes>) -> Answer {
+    /// Sends any request; an error if the server cannot be reached or drops the connection.
+    pub async fn try_send(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        body: impl Into<Bytes>,
+    ) -> Result<Answer, String> {
         let mut req = hyper::Request::builder().method(method).uri(url);
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
         }
-        let req = req.body(Full::new(body.into())).expect("a valid request");
-        let resp = tokio::time::timeout(Duration::from_secs(10), self.client.request(req))
-            .await
-            .unwrap_or_else(|_| panic!("{method} {url}: no answer within 10 s"))
-            .unwrap_or_else(|e| panic!("{method} {url}: {e:?}"));
+        let req = req.body(Full::new(body.into())).map_err(|e| e.to_string())?;
+        let resp = self.client.request(req).await.map_err(|e| format!("{e:?}"))?;
         let status = resp.status().as_u16();
         let content_type = resp
             .headers()
@@ -107,9 +110,22 @@ impl TestClient {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let body = resp.into_body().collect().await.expect("a whole body").to_bytes();
+        let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
         let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        Answer { status, content_type, json, body }
+        Ok(Answer { status, content_type, json, body })
+    }
+
+    /// Sends any request; panics if there is no answer within 10 s (a hang is a failure).
+    pub async fn send(&self, method: &str, url: &str, content_type: Option<&str>, body: impl Into<Bytes>) -> Answer {
+        tokio::time::timeout(Duration::from_secs(10), self.try_send(method, url, content_type, body))
+            .await
+            .unwrap_or_else(|_| panic!("{method} {url}: no answer within 10 s"))
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"))
+    }
+
+    /// POSTs a JSON value; `None` when the server cannot be reached or drops the connection.
+    pub async fn try_post(&self, url: &str, body: Value) -> Option<Answer> {
+        self.try_send("POST", url, Some("application/json"), body.to_string()).await.ok()
     }
 
     /// GET.
