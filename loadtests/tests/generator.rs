@@ -455,3 +455,44 @@ fn the_json_result_round_trips_with_its_histograms() {
     assert!(result.machine.cores >= 1);
     assert!(result.generator_cpu_percent > 0.0);
 }
+
+#[test]
+fn every_send_an_open_loop_schedules_is_accounted_for_when_the_server_stops_answering() {
+    // The server answers for 250 ms, then never again.
+    let origin = Arc::new(Mutex::new(None::<Instant>));
+    let server = support::serve(move |_| {
+        let origin = origin.clone();
+        async move {
+            let now = Instant::now();
+            let start = *origin.lock().unwrap().get_or_insert(now);
+            if now >= start + Duration::from_millis(250) {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            Answer::Reply(200, "ok".into())
+        }
+    });
+    let cfg = LoadConfig {
+        targets: BTreeMap::from([("*".into(), server.url())]),
+        rate: Some(200.0),
+        connections: 4,
+        warmup: Duration::ZERO,
+        duration: Some(Duration::from_millis(500)),
+        timeout: Duration::from_millis(200),
+        threads: 2,
+        ..LoadConfig::default()
+    };
+    let began = Instant::now();
+    let result = engine::run(&cfg, &one_route("/")).unwrap();
+    // 200/s for 0.5 s is 100 sends; those the stuck connections could not make before the drain
+    // deadline (window end + one timeout) are counted as timeouts too, none is dropped.
+    assert_eq!(result.total.requests, 100);
+    let t = &result.total;
+    assert_eq!(t.ok + t.errors.timeout, 100, "{t:?}");
+    assert!(t.ok >= 30 && t.ok <= 60, "{t:?}");
+    assert!(t.latency.max_ms >= 200.0);
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "the run waited {:?}",
+        began.elapsed()
+    );
+}

@@ -434,8 +434,10 @@ async fn paced_connection(local: Rc<Local>, first: Duration, interval: Duration)
                     if !shared.claim() {
                         break;
                     }
+                    // Attributed to routes as the mix would have chosen them.
+                    let route = local.choose().map(|i| shared.scenario.requests()[i].route);
                     local.record(
-                        Some(0),
+                        route,
                         true,
                         &Verdict::Failed(ErrorKind::Timeout),
                         WireCount::default(),
