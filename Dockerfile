@@ -1,0 +1,50 @@
+# syntax=docker/dockerfile:1
+#
+# Brigade in a container: one image per runtime.
+#   docker build -t brigade:axum .
+#   docker build --build-arg RUNTIME=actix -t brigade:actix .
+#   docker build --build-arg RUNTIME=axum,actix,hyper,warp -t brigade:all .   (all four, for `compare`)
+# RUNTIME becomes `cargo build --no-default-features --features $RUNTIME,embedded,mongo`.
+# See docs/containers.md.
+
+ARG RUST_IMAGE=rust:1-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+
+# --- chef: cargo-chef, which turns the manifests into a recipe of dependencies only ---
+FROM ${RUST_IMAGE} AS chef
+RUN cargo install cargo-chef --locked --version ^0.1
+WORKDIR /src
+
+# --- planner: the dependency recipe; it changes only when a manifest or Cargo.lock does ---
+FROM chef AS planner
+COPY . .
+RUN cargo chef prepare --recipe-path recipe.json
+
+# --- build: dependencies first (a cached layer), then Brigade itself ---
+FROM chef AS build
+ARG RUNTIME=axum
+COPY --from=planner /src/recipe.json recipe.json
+RUN cargo chef cook --release --locked --no-default-features --features "${RUNTIME},embedded,mongo" \
+        --recipe-path recipe.json
+COPY . .
+RUN cargo build --release --locked --no-default-features --features "${RUNTIME},embedded,mongo" --bin brigade \
+    && ./target/release/brigade runtimes
+
+# --- runtime: a slim image with the binary only, as an unprivileged user ---
+FROM ${RUNTIME_IMAGE} AS runtime
+ARG RUNTIME=axum
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --user-group --create-home --home-dir /app --shell /usr/sbin/nologin brigade
+COPY --from=build /src/target/release/brigade /usr/local/bin/brigade
+USER brigade:brigade
+WORKDIR /app
+LABEL org.opencontainers.image.title="brigade" \
+      org.opencontainers.image.description="Brigade restaurant services on the ${RUNTIME} runtime"
+EXPOSE 8080
+# Slim images have no curl: the binary probes itself.
+HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=6 \
+    CMD ["brigade", "probe", "http://127.0.0.1:8080/ready"]
+ENTRYPOINT ["brigade"]
+CMD ["serve", "--service", "waiter", "--listen", "0.0.0.0:8080", "--data-dir", "/app/data"]

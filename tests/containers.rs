@@ -1,0 +1,367 @@
+//! The container setup's structure, checked without Docker: `docker-compose.yml` runs three services,
+//! each on its own MongoDB with its own volume, every dependency waits for health, and the `RUNTIME`
+//! argument travels from compose into the Dockerfile's cargo features.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_norway::Value;
+
+const SERVICES: [&str; 3] = ["waiter", "tables", "kitchen"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn compose() -> Value {
+    let text =
+        std::fs::read_to_string(root().join("docker-compose.yml")).expect("docker-compose.yml");
+    serde_norway::from_str(&text).expect("docker-compose.yml is YAML")
+}
+
+fn dockerfile() -> String {
+    std::fs::read_to_string(root().join("Dockerfile")).expect("Dockerfile")
+}
+
+fn service<'a>(compose: &'a Value, name: &str) -> &'a Value {
+    let s = &compose["services"][name];
+    assert!(s.is_mapping(), "compose has no service {name}");
+    s
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_sequence()
+        .map(|s| {
+            s.iter()
+                .map(|x| x.as_str().expect("a string").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The service's environment as (name, value) pairs, from either the map or the list form.
+fn env(service: &Value, key: &str) -> Option<String> {
+    let e = &service["environment"];
+    if let Some(m) = e.as_mapping() {
+        return m.get(key).and_then(Value::as_str).map(str::to_string);
+    }
+    strings(e)
+        .iter()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_string))
+}
+
+/// The host of a `mongodb://host:port/...` URI.
+fn mongo_host(uri: &str) -> &str {
+    let rest = uri.strip_prefix("mongodb://").expect("a mongodb:// URI");
+    let hosts = rest.split(['/', '?']).next().unwrap();
+    let host = hosts.rsplit('@').next().unwrap();
+    host.split(':').next().unwrap()
+}
+
+/// Dockerfile instructions with continuation lines joined: (stage index, KEYWORD, arguments).
+fn instructions(text: &str) -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    let mut stage = 0;
+    let mut pending = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if pending.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#')) {
+            continue;
+        }
+        if let Some(body) = trimmed.strip_suffix('\\') {
+            pending.push_str(body);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(trimmed);
+        let full = std::mem::take(&mut pending);
+        let (keyword, args) = full.split_once(char::is_whitespace).unwrap_or((&full, ""));
+        let keyword = keyword.to_ascii_uppercase();
+        if keyword == "FROM" {
+            stage += 1;
+        }
+        out.push((stage, keyword, args.trim().to_string()));
+    }
+    out
+}
+
+#[test]
+fn compose_runs_three_services_each_on_its_own_mongodb() {
+    let c = compose();
+    let mut databases = BTreeSet::new();
+    let mut volumes = BTreeSet::new();
+    for name in SERVICES {
+        let s = service(&c, name);
+        let uri = env(s, "MONGODB_URI").unwrap_or_else(|| panic!("{name} has no MONGODB_URI"));
+        let host = mongo_host(&uri).to_string();
+        assert_eq!(
+            host,
+            format!("{name}-db"),
+            "{name} must use its own database service"
+        );
+        let cmd = strings(&s["command"]);
+        assert!(
+            cmd.windows(2).any(|w| w == ["--store", "mongo"]),
+            "{name} runs --store mongo: {cmd:?}"
+        );
+        assert!(
+            cmd.windows(2).any(|w| w == ["--service", name]),
+            "{name} serves itself: {cmd:?}"
+        );
+
+        let db = service(&c, &host);
+        let image = db["image"].as_str().unwrap_or_default();
+        assert_eq!(image, "mongo:7", "{host} runs mongo:7");
+        let mounts = strings(&db["volumes"]);
+        let volume = mounts
+            .iter()
+            .find_map(|m| m.strip_suffix(":/data/db"))
+            .unwrap_or_else(|| panic!("{host} keeps /data/db on a volume: {mounts:?}"))
+            .to_string();
+        assert!(
+            c["volumes"]
+                .as_mapping()
+                .is_some_and(|v| v.contains_key(volume.as_str())),
+            "{volume} is a named volume"
+        );
+        assert!(
+            db["healthcheck"]["test"].is_sequence(),
+            "{host} has a healthcheck"
+        );
+        let waits = &s["depends_on"][host.as_str()]["condition"];
+        assert_eq!(
+            waits.as_str(),
+            Some("service_healthy"),
+            "{name} waits for {host} to be healthy"
+        );
+        databases.insert(host);
+        volumes.insert(volume);
+    }
+    assert_eq!(
+        databases.len(),
+        3,
+        "three distinct databases: {databases:?}"
+    );
+    assert_eq!(volumes.len(), 3, "three distinct volumes: {volumes:?}");
+}
+
+#[test]
+fn compose_waits_for_health_on_every_dependency() {
+    let c = compose();
+    let services = c["services"].as_mapping().expect("services");
+    for (name, s) in services {
+        let name = name.as_str().unwrap();
+        let Some(deps) = s["depends_on"].as_mapping() else {
+            assert!(
+                s["depends_on"].is_null(),
+                "{name}: depends_on in the long form, with conditions"
+            );
+            continue;
+        };
+        for (dep, how) in deps {
+            let dep = dep.as_str().unwrap();
+            assert_eq!(
+                how["condition"].as_str(),
+                Some("service_healthy"),
+                "{name} → {dep}"
+            );
+            assert!(
+                service(&c, dep)["healthcheck"]["test"].is_sequence(),
+                "{name} waits for {dep}, which therefore needs a healthcheck"
+            );
+        }
+    }
+    // The service chain of DESIGN.md: tables asks the waiter, kitchen asks tables.
+    assert!(service(&c, "tables")["depends_on"]["waiter"].is_mapping());
+    assert!(service(&c, "kitchen")["depends_on"]["tables"].is_mapping());
+    for (name, peer) in [
+        ("tables", "waiter=http://waiter:8080"),
+        ("kitchen", "tables=http://tables:8080"),
+    ] {
+        let cmd = strings(&service(&c, name)["command"]);
+        assert!(
+            cmd.windows(2).any(|w| w == ["--peer", peer]),
+            "{name} reaches its peer: {cmd:?}"
+        );
+    }
+}
+
+#[test]
+fn compose_builds_the_runtime_named_by_runtime() {
+    let c = compose();
+    for name in SERVICES.iter().copied().chain(["loadtest"]) {
+        let s = service(&c, name);
+        assert_eq!(
+            s["build"]["context"].as_str(),
+            Some("."),
+            "{name} builds this repository"
+        );
+        assert_eq!(
+            s["build"]["args"]["RUNTIME"].as_str(),
+            Some("${RUNTIME:-axum}"),
+            "{name} passes RUNTIME"
+        );
+        assert_eq!(
+            s["image"].as_str(),
+            Some("brigade:${RUNTIME:-axum}"),
+            "{name} tags the image by runtime"
+        );
+    }
+    for name in SERVICES {
+        let test = strings(&service(&c, name)["healthcheck"]["test"]);
+        assert_eq!(
+            test[..3],
+            ["CMD", "brigade", "probe"],
+            "{name} probes itself (no curl in slim images)"
+        );
+        assert!(
+            test[3].ends_with("/ready"),
+            "{name} health is readiness: {test:?}"
+        );
+    }
+}
+
+#[test]
+fn compose_loadtest_runs_under_the_load_profile_and_writes_to_a_mounted_folder() {
+    let c = compose();
+    let l = service(&c, "loadtest");
+    assert_eq!(strings(&l["profiles"]), ["load"]);
+    let mounts = strings(&l["volumes"]);
+    assert!(
+        mounts.iter().any(|m| m == "./results:/results"),
+        "{mounts:?}"
+    );
+    let script = strings(&l["command"]).join("\n");
+    assert!(
+        script.contains("brigade load"),
+        "runs Brigade's load generator"
+    );
+    assert!(
+        script.contains("--json \"$$out/"),
+        "writes JSON results under the mount"
+    );
+    assert!(script.contains("/results/"), "writes under /results");
+    for name in SERVICES {
+        assert!(
+            script.contains(&format!("--target {name}=http://{name}:8080")),
+            "targets {name} on the network"
+        );
+        assert_eq!(
+            l["depends_on"][name]["condition"].as_str(),
+            Some("service_healthy")
+        );
+    }
+}
+
+#[test]
+fn dockerfile_is_multi_stage_and_runtime_reaches_the_cargo_features() {
+    let text = dockerfile();
+    let ins = instructions(&text);
+    let stages = ins.iter().filter(|(_, k, _)| k == "FROM").count();
+    assert!(stages >= 2, "multi-stage: {stages} stage(s)");
+    let last = ins.iter().map(|(s, _, _)| *s).max().unwrap();
+
+    // ARG RUNTIME=axum in the stage that runs cargo build, and the build uses it as features.
+    let (build_stage, _, build) = ins
+        .iter()
+        .find(|(_, k, a)| k == "RUN" && a.contains("cargo build"))
+        .expect("a RUN cargo build");
+    assert!(
+        build.contains("--release") && build.contains("--no-default-features"),
+        "{build}"
+    );
+    assert!(
+        build.contains("--features \"${RUNTIME},embedded,mongo\"")
+            || build.contains("--features ${RUNTIME},embedded,mongo"),
+        "RUNTIME becomes the features, with the stores: {build}"
+    );
+    assert!(
+        ins.iter()
+            .any(|(s, k, a)| s == build_stage && k == "ARG" && a == "RUNTIME=axum"),
+        "ARG RUNTIME=axum in the build stage"
+    );
+    assert_ne!(
+        *build_stage, last,
+        "the binary is built in an earlier stage than the runtime image"
+    );
+
+    // Dependencies are built before the sources are copied: a cached layer.
+    let cook = ins
+        .iter()
+        .position(|(s, k, a)| s == build_stage && k == "RUN" && a.contains("cargo chef cook"))
+        .expect("a dependency-only build step (cargo chef cook)");
+    let copy_all = ins
+        .iter()
+        .position(|(s, k, a)| s == build_stage && k == "COPY" && a == ". .")
+        .expect("COPY . . in the build stage");
+    assert!(
+        cook < copy_all,
+        "dependencies are cooked before the sources are copied"
+    );
+    assert!(
+        ins[cook].2.contains("${RUNTIME},embedded,mongo"),
+        "the cooked dependencies use the same features"
+    );
+
+    // The runtime image: slim, unprivileged, healthy by its own probe, brigade as the entrypoint.
+    let from = ins.iter().rfind(|(_, k, _)| k == "FROM").unwrap();
+    assert!(
+        from.2.contains("RUNTIME_IMAGE") || from.2.contains("bookworm-slim"),
+        "{}",
+        from.2
+    );
+    assert!(
+        text.contains("ARG RUNTIME_IMAGE=debian:bookworm-slim"),
+        "a slim Debian runtime image"
+    );
+    let user = ins
+        .iter()
+        .rfind(|(s, k, _)| *s == last && k == "USER")
+        .expect("USER in the runtime stage");
+    let name = user.2.split(':').next().unwrap();
+    assert!(
+        name != "root" && name != "0",
+        "runs as a non-root user: {}",
+        user.2
+    );
+    let health = ins
+        .iter()
+        .find(|(s, k, _)| *s == last && k == "HEALTHCHECK")
+        .expect("a HEALTHCHECK");
+    assert!(
+        health
+            .2
+            .contains(r#"CMD ["brigade", "probe", "http://127.0.0.1:8080/ready"]"#),
+        "{}",
+        health.2
+    );
+    let entry = ins
+        .iter()
+        .find(|(s, k, _)| *s == last && k == "ENTRYPOINT")
+        .expect("an ENTRYPOINT");
+    assert_eq!(entry.2, r#"["brigade"]"#);
+}
+
+#[test]
+fn every_runtime_the_docs_offer_is_a_cargo_feature() {
+    let manifest: toml::Table = std::fs::read_to_string(root().join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let features = manifest["features"].as_table().expect("[features]");
+    for f in ["axum", "actix", "hyper", "warp", "embedded", "mongo"] {
+        assert!(
+            features.contains_key(f),
+            "the Dockerfile's RUNTIME={f} needs a cargo feature {f}"
+        );
+    }
+}
+
+#[test]
+fn dockerignore_keeps_build_outputs_and_data_out_of_the_context() {
+    let text = std::fs::read_to_string(root().join(".dockerignore")).expect(".dockerignore");
+    let lines: BTreeSet<&str> = text.lines().map(str::trim).collect();
+    for must in ["target", ".git", "data", "results", ".ferretdb"] {
+        assert!(lines.contains(must), ".dockerignore lacks {must}");
+    }
+}
