@@ -25,7 +25,10 @@ pub struct Prepared {
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prepared").field("runtime", &self.runtime.name).field("addrs", &self.addrs).finish()
+        f.debug_struct("Prepared")
+            .field("runtime", &self.runtime.name)
+            .field("addrs", &self.addrs)
+            .finish()
     }
 }
 
@@ -57,8 +60,15 @@ pub fn prepare(
     let mut addrs = Vec::new();
     for (s, l) in &listeners {
         let addr = l.local_addr()?;
-        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
-        peers.insert(s.as_str().to_string(), format!("http://{host}:{}", addr.port()));
+        let host = if addr.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            addr.ip().to_string()
+        };
+        peers.insert(
+            s.as_str().to_string(),
+            format!("http://{host}:{}", addr.port()),
+        );
         addrs.push((*s, addr));
     }
     peers.extend(config.peers.drain());
@@ -75,11 +85,23 @@ pub fn prepare(
     for (name, listener) in listeners {
         let service = support
             .block_on(brigade_services::build(name, &config))
-            .with_context(|| format!("Failed to open the {name} service's {} store", config.store))?;
+            .with_context(|| {
+                format!("Failed to open the {name} service's {} store", config.store)
+            })?;
         stores.push(service.store.clone());
-        mounts.push(Mount { listener, app: service.app });
+        mounts.push(Mount {
+            listener,
+            app: service.app,
+        });
     }
-    Ok(Prepared { runtime, workers: workers.max(1), addrs, mounts, stores, support })
+    Ok(Prepared {
+        runtime,
+        workers: workers.max(1),
+        addrs,
+        mounts,
+        stores,
+        support,
+    })
 }
 
 impl Prepared {

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use brigade::launch;
 use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::store::{StoreConfig, StoreKind};
-use brigade::launch;
 use brigade_runtimes::Runtime;
 use brigade_services::{ServiceConfig, ServiceName};
 use clap::{Args, Parser, Subcommand};
@@ -110,15 +110,21 @@ fn main() {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn pick_runtime(name: Option<&str>) -> anyhow::Result<&'static Runtime> {
     let names = brigade_runtimes::names().join(", ");
     match name {
-        Some(n) => brigade_runtimes::find(n)
-            .with_context(|| format!("runtime {n:?} is not compiled into this binary (it has: {names})")),
-        None => brigade_runtimes::RUNTIMES.first().context("this binary has no runtime compiled in"),
+        Some(n) => brigade_runtimes::find(n).with_context(|| {
+            format!("runtime {n:?} is not compiled into this binary (it has: {names})")
+        }),
+        None => brigade_runtimes::RUNTIMES
+            .first()
+            .context("this binary has no runtime compiled in"),
     }
 }
 
@@ -127,9 +133,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let services: Vec<ServiceName> = if args.service == "all" {
         ServiceName::ALL.to_vec()
     } else {
-        vec![args.service.parse::<ServiceName>().map_err(anyhow::Error::msg)?]
+        vec![args
+            .service
+            .parse::<ServiceName>()
+            .map_err(anyhow::Error::msg)?]
     };
-    let workers = args.workers.unwrap_or_else(brigade_runtimes::available_cores).max(1);
+    let workers = args
+        .workers
+        .unwrap_or_else(brigade_runtimes::available_cores)
+        .max(1);
     let config = ServiceConfig {
         runtime: runtime.name.to_string(),
         store: args.store,
@@ -157,7 +169,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "starting"
     );
     for (name, addr) in &prepared.addrs {
-        println!("listening service={name} url=http://{addr} runtime={} store={store} workers={workers}", runtime.name);
+        println!(
+            "listening service={name} url=http://{addr} runtime={} store={store} workers={workers}",
+            runtime.name
+        );
     }
     use std::io::Write;
     std::io::stdout().flush()?;
@@ -195,11 +210,16 @@ async fn wait_for_signal() {
 fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
     use http_body_util::{BodyExt, Empty};
     let uri: hyper::Uri = url.parse().with_context(|| format!("bad URL {url:?}"))?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let status = rt.block_on(async {
-        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build_http::<Empty<bytes::Bytes>>();
-        let resp = tokio::time::timeout(timeout, client.get(uri)).await.context("timed out")??;
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<Empty<bytes::Bytes>>();
+        let resp = tokio::time::timeout(timeout, client.get(uri))
+            .await
+            .context("timed out")??;
         let status = resp.status();
         let _ = resp.into_body().collect().await;
         anyhow::Ok(status)

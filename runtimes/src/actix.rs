@@ -15,7 +15,9 @@ use crate::{Mount, Shutdown, GRACE};
 fn respond(reply: Reply) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(reply.status)
         .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
-    HttpResponse::build(status).insert_header((header::CONTENT_TYPE, reply.content_type)).body(reply.body)
+    HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, reply.content_type))
+        .body(reply.body)
 }
 
 fn method(m: Method) -> actix_web::http::Method {
@@ -32,25 +34,40 @@ fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint) -> actix_web::Resource {
     let mut res = web::resource(e.path).app_data(PayloadConfig::new(e.limit));
     for &(m, route) in &e.methods {
         let app = app.clone();
-        res = res.route(web::method(method(m)).to(move |req: HttpRequest, body: Result<Bytes, actix_web::Error>| {
-            let app = app.clone();
-            async move {
-                let body = match body {
-                    Ok(b) => b,
-                    Err(err) if err.as_response_error().status_code() == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE => {
-                        return respond(ApiError::payload_too_large(err.to_string()).to_reply())
-                    }
-                    Err(err) => return respond(ApiError::bad_request(err.to_string()).to_reply()),
-                };
-                let request = Request {
-                    params: req.match_info().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-                    query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
-                    content_type: req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string),
-                    body,
-                };
-                respond(app.call(route, request).await)
-            }
-        }));
+        res = res.route(web::method(method(m)).to(
+            move |req: HttpRequest, body: Result<Bytes, actix_web::Error>| {
+                let app = app.clone();
+                async move {
+                    let body = match body {
+                        Ok(b) => b,
+                        Err(err)
+                            if err.as_response_error().status_code()
+                                == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE =>
+                        {
+                            return respond(ApiError::payload_too_large(err.to_string()).to_reply())
+                        }
+                        Err(err) => {
+                            return respond(ApiError::bad_request(err.to_string()).to_reply())
+                        }
+                    };
+                    let request = Request {
+                        params: req
+                            .match_info()
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect(),
+                        query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
+                        content_type: req
+                            .headers()
+                            .get(header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string),
+                        body,
+                    };
+                    respond(app.call(route, request).await)
+                }
+            },
+        ));
     }
     let e = e.clone();
     res.default_service(web::to(move |req: HttpRequest| {
@@ -60,7 +77,9 @@ fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint) -> actix_web::Resource {
 }
 
 /// Registers `app`'s endpoints and the JSON 404 on an actix service config.
-pub(crate) fn configure(app: Arc<dyn AppHandle>) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+pub(crate) fn configure(
+    app: Arc<dyn AppHandle>,
+) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
     move |cfg: &mut web::ServiceConfig| {
         for e in app.endpoints() {
             cfg.service(resource(&app, e));
@@ -74,13 +93,14 @@ pub(crate) fn configure(app: Arc<dyn AppHandle>) -> impl Fn(&mut web::ServiceCon
 pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
     let routes = configure(mount.app);
     actix_web::rt::System::new().block_on(async move {
-        let server = actix_web::HttpServer::new(move || actix_web::App::new().configure(routes.clone()))
-            .workers(workers)
-            .backlog(1024)
-            .disable_signals()
-            .shutdown_timeout(GRACE.as_secs())
-            .listen(mount.listener)?
-            .run();
+        let server =
+            actix_web::HttpServer::new(move || actix_web::App::new().configure(routes.clone()))
+                .workers(workers)
+                .backlog(1024)
+                .disable_signals()
+                .shutdown_timeout(GRACE.as_secs())
+                .listen(mount.listener)?
+                .run();
         let handle = server.handle();
         actix_web::rt::spawn(async move {
             shutdown.wait().await;

@@ -18,7 +18,12 @@ use crate::{run_on_tokio, Mount, Shutdown};
 /// The one place a [`Reply`] becomes an axum response.
 fn respond(reply: Reply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [(header::CONTENT_TYPE, reply.content_type)], reply.body).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, reply.content_type)],
+        reply.body,
+    )
+        .into_response()
 }
 
 fn filter(m: Method) -> MethodFilter {
@@ -35,7 +40,10 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
     let mut router = MethodRouter::new();
     for &(method, route) in &e.methods {
         let app = app.clone();
-        let handler = move |params: Result<RawPathParams, axum::extract::rejection::RawPathParamsRejection>,
+        let handler = move |params: Result<
+            RawPathParams,
+            axum::extract::rejection::RawPathParamsRejection,
+        >,
                             uri: Uri,
                             headers: HeaderMap,
                             body: Result<Bytes, BytesRejection>| async move {
@@ -48,9 +56,15 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
                 (_, Err(e)) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
             };
             let request = Request {
-                params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                params: params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 query: uri.query().map(str::to_string),
-                content_type: headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string),
+                content_type: headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string),
                 body,
             };
             respond(app.call(route, request).await)
@@ -69,10 +83,16 @@ pub(crate) fn router(app: Arc<dyn AppHandle>) -> Router {
     let for_405 = app.clone();
     router
         .method_not_allowed_fallback(move |method: HttpMethod, uri: Uri| async move {
-            let e = for_405.matcher().at(uri.path()).ok().map(|m| for_405.endpoints()[*m.value].clone());
+            let e = for_405
+                .matcher()
+                .at(uri.path())
+                .ok()
+                .map(|m| for_405.endpoints()[*m.value].clone());
             match e {
                 Some(e) => respond(e.method_not_allowed(method.as_str()).to_reply()),
-                None => respond(ApiError::method_not_allowed(format!("{method} is not allowed")).to_reply()),
+                None => respond(
+                    ApiError::method_not_allowed(format!("{method} is not allowed")).to_reply(),
+                ),
             }
         })
         .fallback(|req: AxumRequest<Body>| async move {
@@ -84,7 +104,9 @@ pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow:
     let router = router(mount.app);
     run_on_tokio(workers, shutdown.clone(), async move {
         let listener = tokio::net::TcpListener::from_std(mount.listener)?;
-        axum::serve(listener, router).with_graceful_shutdown(shutdown.wait()).await?;
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.wait())
+            .await?;
         Ok(())
     })
 }

@@ -18,33 +18,59 @@ use crate::{run_on_tokio, Mount, Shutdown};
 /// The one place a [`Reply`] becomes a hyper response.
 fn respond(reply: Reply) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(reply.body));
-    *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static(reply.content_type));
+    *resp.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static(reply.content_type),
+    );
     resp
 }
 
-async fn handle(app: Arc<dyn AppHandle>, req: http::Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(
+    app: Arc<dyn AppHandle>,
+    req: http::Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let Ok(found) = app.matcher().at(path) else {
-        return Ok(respond(ApiError::no_route(parts.method.as_str(), path).to_reply()));
+        return Ok(respond(
+            ApiError::no_route(parts.method.as_str(), path).to_reply(),
+        ));
     };
     let endpoint = &app.endpoints()[*found.value];
-    let Some(route) = Method::parse(parts.method.as_str()).and_then(|m| endpoint.route_for(m)) else {
-        return Ok(respond(endpoint.method_not_allowed(parts.method.as_str()).to_reply()));
+    let Some(route) = Method::parse(parts.method.as_str()).and_then(|m| endpoint.route_for(m))
+    else {
+        return Ok(respond(
+            endpoint
+                .method_not_allowed(parts.method.as_str())
+                .to_reply(),
+        ));
     };
-    let params = found.params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let params = found
+        .params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let body = match Limited::new(body, endpoint.limit).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return Ok(respond(ApiError::too_large(endpoint.limit).to_reply()))
         }
-        Err(e) => return Ok(respond(ApiError::bad_request(format!("reading the body: {e}")).to_reply())),
+        Err(e) => {
+            return Ok(respond(
+                ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
+            ))
+        }
     };
     let request = Request {
         params,
         query: parts.uri.query().map(str::to_string),
-        content_type: parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string),
+        content_type: parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
         body,
     };
     Ok(respond(app.call(route, request).await))
@@ -69,8 +95,10 @@ pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow:
                 _ = &mut stop => break,
             };
             let app = app.clone();
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service_fn(move |req| handle(app.clone(), req)));
+            let conn = hyper::server::conn::http1::Builder::new().serve_connection(
+                TokioIo::new(stream),
+                service_fn(move |req| handle(app.clone(), req)),
+            );
             let conn = graceful.watch(conn);
             tokio::spawn(async move {
                 if let Err(e) = conn.await {

@@ -42,7 +42,12 @@ pub struct Mount {
 
 impl std::fmt::Debug for Mount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Mount({} on {:?})", self.app.name(), self.listener.local_addr().ok())
+        write!(
+            f,
+            "Mount({} on {:?})",
+            self.app.name(),
+            self.listener.local_addr().ok()
+        )
     }
 }
 
@@ -130,7 +135,9 @@ pub fn names() -> Vec<&'static str> {
 
 /// How many cores this process may run on.
 pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Binds a listener the same way for every runtime: `SO_REUSEADDR`, `TCP_NODELAY`, backlog 1024.
@@ -139,7 +146,9 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_nodelay(true)?;
-    socket.bind(&addr.into()).with_context(|| format!("Failed to bind {addr}"))?;
+    socket
+        .bind(&addr.into())
+        .with_context(|| format!("Failed to bind {addr}"))?;
     socket.listen(1024)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
@@ -148,19 +157,29 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
 impl Runtime {
     /// Serves every mount until `shutdown`, each service on its own `workers` threads. Blocks.
     /// Returns once every server has drained (at most [`GRACE`] after the shutdown began).
-    pub fn serve(&'static self, mounts: Vec<Mount>, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
+    pub fn serve(
+        &'static self,
+        mounts: Vec<Mount>,
+        workers: usize,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<()> {
         let workers = workers.max(1);
         let threads: Vec<_> = mounts
             .into_iter()
             .map(|m| {
                 let sd = shutdown.clone();
                 let name = format!("{}-{}", self.name, m.app.name());
-                std::thread::Builder::new().name(name).spawn(move || (self.serve_one)(m, workers, sd))
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || (self.serve_one)(m, workers, sd))
             })
             .collect::<Result<_, _>>()?;
         let mut first_error = None;
         for t in threads {
-            let r = t.join().map_err(|_| anyhow::anyhow!("a server thread panicked")).and_then(|r| r);
+            let r = t
+                .join()
+                .map_err(|_| anyhow::anyhow!("a server thread panicked"))
+                .and_then(|r| r);
             if let Err(e) = r {
                 first_error.get_or_insert(e);
             }

@@ -20,8 +20,12 @@ type Reply_ = Response<WarpBytes>;
 /// The one place a [`Reply`] becomes a warp response.
 fn respond(reply: Reply) -> Reply_ {
     let mut resp = Response::new(reply.body);
-    *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(reply.content_type));
+    *resp.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(reply.content_type),
+    );
     resp
 }
 
@@ -32,7 +36,8 @@ async fn collect_limited(
 ) -> Result<Bytes, ApiError> {
     let mut out = BytesMut::new();
     while let Some(chunk) = body.next().await {
-        let mut chunk = chunk.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
+        let mut chunk =
+            chunk.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
         if out.len() + chunk.remaining() > limit {
             return Err(ApiError::too_large(limit));
         }
@@ -64,38 +69,58 @@ fn path_filter(pattern: &'static str) -> BoxedFilter<(Vec<String>,)> {
 }
 
 fn endpoint_filter(app: Arc<dyn AppHandle>, e: Endpoint) -> BoxedFilter<(Reply_,)> {
-    let query = warp::query::raw().map(Some).or(warp::any().map(|| None)).unify();
+    let query = warp::query::raw()
+        .map(Some)
+        .or(warp::any().map(|| None))
+        .unify();
     path_filter(e.path)
         .and(warp::method())
         .and(query)
         .and(warp::header::optional::<String>("content-type"))
         .and(warp::body::stream())
-        .then(move |values: Vec<String>, method: warp::http::Method, query: Option<String>, ct: Option<String>, body| {
-            let app = app.clone();
-            let e = e.clone();
-            async move {
-                let Some(route) = Method::parse(method.as_str()).and_then(|m| e.route_for(m)) else {
-                    return respond(e.method_not_allowed(method.as_str()).to_reply());
-                };
-                let body = match collect_limited(Box::pin(body), e.limit).await {
-                    Ok(b) => b,
-                    Err(err) => return respond(err.to_reply()),
-                };
-                let request = Request { params: e.name_params(values), query, content_type: ct, body };
-                respond(app.call(route, request).await)
-            }
-        })
+        .then(
+            move |values: Vec<String>,
+                  method: warp::http::Method,
+                  query: Option<String>,
+                  ct: Option<String>,
+                  body| {
+                let app = app.clone();
+                let e = e.clone();
+                async move {
+                    let Some(route) = Method::parse(method.as_str()).and_then(|m| e.route_for(m))
+                    else {
+                        return respond(e.method_not_allowed(method.as_str()).to_reply());
+                    };
+                    let body = match collect_limited(Box::pin(body), e.limit).await {
+                        Ok(b) => b,
+                        Err(err) => return respond(err.to_reply()),
+                    };
+                    let request = Request {
+                        params: e.name_params(values),
+                        query,
+                        content_type: ct,
+                        body,
+                    };
+                    respond(app.call(route, request).await)
+                }
+            },
+        )
         .boxed()
 }
 
 /// The warp filter for `app`: every endpoint, then the JSON 404.
 pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
-    let not_found = warp::method().and(warp::path::full()).map(|m: warp::http::Method, p: warp::path::FullPath| {
-        respond(ApiError::no_route(m.as_str(), p.as_str()).to_reply())
-    });
+    let not_found = warp::method().and(warp::path::full()).map(
+        |m: warp::http::Method, p: warp::path::FullPath| {
+            respond(ApiError::no_route(m.as_str(), p.as_str()).to_reply())
+        },
+    );
     let mut all = not_found.boxed();
     for e in app.endpoints().iter().rev() {
-        all = endpoint_filter(app.clone(), e.clone()).or(all).unify().boxed();
+        all = endpoint_filter(app.clone(), e.clone())
+            .or(all)
+            .unify()
+            .boxed();
     }
     all
 }
@@ -104,7 +129,11 @@ pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow:
     let routes = filter(mount.app);
     run_on_tokio(workers, shutdown.clone(), async move {
         let listener = tokio::net::TcpListener::from_std(mount.listener)?;
-        warp::serve(routes).incoming(listener).graceful(shutdown.wait()).run().await;
+        warp::serve(routes)
+            .incoming(listener)
+            .graceful(shutdown.wait())
+            .run()
+            .await;
         Ok(())
     })
 }

@@ -171,7 +171,10 @@ impl ApiError {
     /// A 500 whose cause is logged here and never sent to the client.
     pub fn internal(cause: impl fmt::Display) -> ApiError {
         tracing::error!(%cause, "internal error");
-        ApiError { code: ErrorCode::Internal, message: "internal error".into() }
+        ApiError {
+            code: ErrorCode::Internal,
+            message: "internal error".into(),
+        }
     }
 
     /// The 404 for a path no route matches.
@@ -197,7 +200,12 @@ impl ApiError {
         }
         Reply::json(
             self.code.status(),
-            &Body { error: Inner { code: self.code.as_str(), message: &self.message } },
+            &Body {
+                error: Inner {
+                    code: self.code.as_str(),
+                    message: &self.message,
+                },
+            },
         )
     }
 }
@@ -218,7 +226,11 @@ pub struct Request {
 impl Request {
     /// A path parameter by name (empty if the pattern has none of that name).
     pub fn param(&self, name: &str) -> &str {
-        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
     }
 
     /// Decodes the body as JSON: syntax errors are 400, values that break a type or rule are 422
@@ -244,13 +256,18 @@ pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.inner();
-        let field = if path == "." { String::new() } else { format!("{path}: ") };
+        let field = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
         match inner.classify() {
             serde_json::error::Category::Data => ApiError::unprocessable(format!("{field}{inner}")),
             _ => ApiError::bad_request(format!("malformed JSON: {inner}")),
         }
     })?;
-    de.end().map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+    de.end()
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
     Ok(value)
 }
 
@@ -269,7 +286,11 @@ impl Reply {
     /// `status` with `value` encoded as JSON.
     pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Reply {
         match serde_json::to_vec(value) {
-            Ok(body) => Reply { status, content_type: "application/json", body: body.into() },
+            Ok(body) => Reply {
+                status,
+                content_type: "application/json",
+                body: body.into(),
+            },
             Err(e) => ApiError::internal(format!("encoding a reply: {e}")).to_reply(),
         }
     }
@@ -286,17 +307,29 @@ impl Reply {
 
     /// 204 with no body.
     pub fn no_content() -> Reply {
-        Reply { status: 204, content_type: "text/plain", body: Bytes::new() }
+        Reply {
+            status: 204,
+            content_type: "text/plain",
+            body: Bytes::new(),
+        }
     }
 
     /// 200 with a plain-text body.
     pub fn text(body: impl Into<Bytes>) -> Reply {
-        Reply { status: 200, content_type: "text/plain; charset=utf-8", body: body.into() }
+        Reply {
+            status: 200,
+            content_type: "text/plain; charset=utf-8",
+            body: body.into(),
+        }
     }
 
     /// 200 with a binary body.
     pub fn octets(body: impl Into<Bytes>) -> Reply {
-        Reply { status: 200, content_type: "application/octet-stream", body: body.into() }
+        Reply {
+            status: 200,
+            content_type: "application/octet-stream",
+            body: body.into(),
+        }
     }
 }
 
@@ -413,7 +446,10 @@ impl<S: Send + Sync + 'static> RouteTable<S> {
     /// error caught by the route-table tests, never by a request.
     pub fn route(mut self, route: Route<S>) -> Self {
         assert!(
-            !self.routes.iter().any(|r| r.method == route.method && r.path == route.path),
+            !self
+                .routes
+                .iter()
+                .any(|r| r.method == route.method && r.path == route.path),
             "route {route:?} added twice"
         );
         self.routes.push(route);
@@ -452,7 +488,10 @@ pub struct Endpoint {
 impl Endpoint {
     /// The route index for `method`, if the endpoint answers it.
     pub fn route_for(&self, method: Method) -> Option<usize> {
-        self.methods.iter().find(|(m, _)| *m == method).map(|(_, i)| *i)
+        self.methods
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, i)| *i)
     }
 
     /// The 405 error naming the methods this endpoint does answer.
@@ -467,7 +506,11 @@ impl Endpoint {
 
     /// Pairs the parameter names with values matched in order.
     pub fn name_params(&self, values: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
-        self.params.iter().map(|n| n.to_string()).zip(values).collect()
+        self.params
+            .iter()
+            .map(|n| n.to_string())
+            .zip(values)
+            .collect()
     }
 }
 
@@ -491,10 +534,12 @@ pub enum Segment<'a> {
 pub fn pattern_segments(path: &str) -> Vec<Segment<'_>> {
     path.split('/')
         .filter(|s| !s.is_empty())
-        .map(|seg| match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            Some(name) => Segment::Param(name),
-            None => Segment::Literal(seg),
-        })
+        .map(
+            |seg| match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) => Segment::Param(name),
+                None => Segment::Literal(seg),
+            },
+        )
         .collect()
 }
 
@@ -521,7 +566,10 @@ pub struct App<S> {
 
 impl<S> fmt::Debug for App<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("App").field("name", &self.name).field("table", &self.table).finish()
+        f.debug_struct("App")
+            .field("name", &self.name)
+            .field("table", &self.table)
+            .finish()
     }
 }
 
@@ -549,7 +597,13 @@ impl<S: Send + Sync + 'static> App<S> {
                 panic!("route pattern {} conflicts: {err}", e.path);
             }
         }
-        App { name: name.into(), table, state, endpoints, matcher }
+        App {
+            name: name.into(),
+            table,
+            state,
+            endpoints,
+            matcher,
+        }
     }
 
     /// The state the handlers share.
@@ -573,7 +627,9 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
 
     fn call(&self, route: usize, request: Request) -> BoxFuture<Reply> {
         let Some(r) = self.table.routes.get(route) else {
-            return Box::pin(async move { ApiError::internal("route index out of range").to_reply() });
+            return Box::pin(
+                async move { ApiError::internal("route index out of range").to_reply() },
+            );
         };
         if let Err(e) = check_body(r, &request) {
             return Box::pin(async move { e.to_reply() });
@@ -635,12 +691,17 @@ mod tests {
                 let v: serde_json::Value = r.json()?;
                 Ok(Reply::created(&v))
             })
-            .get("/items/{id}", |_, r| async move { Ok(Reply::text(r.param("id").to_string())) })
+            .get("/items/{id}", |_, r| async move {
+                Ok(Reply::text(r.param("id").to_string()))
+            })
             .get("/boom", |_, _| async { panic!("kaboom") })
     }
 
     fn call(app: &App<()>, route: usize, req: Request) -> Reply {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(app.call(route, req))
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(app.call(route, req))
     }
 
     #[test]
@@ -652,7 +713,10 @@ mod tests {
         assert_eq!(e[0].methods, vec![(Method::Get, 0), (Method::Post, 1)]);
         assert_eq!(e[1].params, vec!["id"]);
         assert_eq!(e[0].route_for(Method::Delete), None);
-        assert_eq!(e[0].method_not_allowed("DELETE").code, ErrorCode::MethodNotAllowed);
+        assert_eq!(
+            e[0].method_not_allowed("DELETE").code,
+            ErrorCode::MethodNotAllowed
+        );
     }
 
     #[test]
@@ -673,7 +737,11 @@ mod tests {
     #[test]
     fn json_route_refuses_other_content_types() {
         let app = App::new("t", table(), Arc::new(()));
-        let req = Request { content_type: Some("text/plain".into()), body: "{}".into(), ..Default::default() };
+        let req = Request {
+            content_type: Some("text/plain".into()),
+            body: "{}".into(),
+            ..Default::default()
+        };
         assert_eq!(call(&app, 1, req).status, 415);
         let req = Request {
             content_type: Some("application/json; charset=utf-8".into()),
@@ -713,7 +781,10 @@ mod tests {
         let r = ApiError::conflict("taken").to_reply();
         assert_eq!(r.status, 409);
         let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-        assert_eq!(v, serde_json::json!({"error": {"code": "conflict", "message": "taken"}}));
+        assert_eq!(
+            v,
+            serde_json::json!({"error": {"code": "conflict", "message": "taken"}})
+        );
     }
 
     #[test]
@@ -723,11 +794,17 @@ mod tests {
         struct Q {
             limit: Option<u32>,
         }
-        let r = Request { query: Some("limit=abc".into()), ..Default::default() };
+        let r = Request {
+            query: Some("limit=abc".into()),
+            ..Default::default()
+        };
         let e = r.query::<Q>().unwrap_err();
         assert_eq!(e.code, ErrorCode::BadRequest);
         assert!(e.message.contains("limit"), "{}", e.message);
-        let r = Request { query: Some("limit=7".into()), ..Default::default() };
+        let r = Request {
+            query: Some("limit=7".into()),
+            ..Default::default()
+        };
         assert_eq!(r.query::<Q>().unwrap().limit, Some(7));
     }
 }

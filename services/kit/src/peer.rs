@@ -23,7 +23,10 @@ pub struct PeerTimeouts {
 
 impl Default for PeerTimeouts {
     fn default() -> Self {
-        PeerTimeouts { connect: Duration::from_millis(500), request: Duration::from_secs(2) }
+        PeerTimeouts {
+            connect: Duration::from_millis(500),
+            request: Duration::from_secs(2),
+        }
     }
 }
 
@@ -46,7 +49,10 @@ pub struct PeerClient {
 
 impl std::fmt::Debug for PeerClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PeerClient").field("peers", &self.peers).field("timeouts", &self.timeouts).finish()
+        f.debug_struct("PeerClient")
+            .field("peers", &self.peers)
+            .field("timeouts", &self.timeouts)
+            .finish()
     }
 }
 
@@ -60,8 +66,15 @@ impl PeerClient {
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_max_idle_per_host(256)
             .build(connector);
-        let peers = peers.into_iter().map(|(k, v)| (k, v.trim_end_matches('/').to_string())).collect();
-        PeerClient { client, peers, timeouts }
+        let peers = peers
+            .into_iter()
+            .map(|(k, v)| (k, v.trim_end_matches('/').to_string()))
+            .collect();
+        PeerClient {
+            client,
+            peers,
+            timeouts,
+        }
     }
 
     /// The base URL of peer `name`, if configured.
@@ -90,7 +103,9 @@ impl PeerClient {
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| ApiError::bad_gateway(format!("{peer} service broke off its answer: {e}")))?
+                .map_err(|e| {
+                    ApiError::bad_gateway(format!("{peer} service broke off its answer: {e}"))
+                })?
                 .to_bytes();
             Ok(PeerReply { status, body })
         };

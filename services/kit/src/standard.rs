@@ -25,8 +25,13 @@ pub const HELLO: &str = "Hello, World!";
 /// Smallest and largest `GET /bench/static/{size}`.
 pub const STATIC_SIZES: std::ops::RangeInclusive<usize> = 256..=524_288;
 
-static STATIC_BODY: LazyLock<Bytes> =
-    LazyLock::new(|| Bytes::from((0..*STATIC_SIZES.end()).map(|i| b"brigade!"[i % 8]).collect::<Vec<u8>>()));
+static STATIC_BODY: LazyLock<Bytes> = LazyLock::new(|| {
+    Bytes::from(
+        (0..*STATIC_SIZES.end())
+            .map(|i| b"brigade!"[i % 8])
+            .collect::<Vec<u8>>(),
+    )
+});
 
 /// `/health`, `/ready` and `/bench/*`, for any service state.
 pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
@@ -47,9 +52,11 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
         })
         .get("/bench/hello", |_, _| async { Ok(Reply::text(HELLO)) })
         .route(
-            Route::new(crate::Method::Post, "/bench/bytes", |_, r: Request| async move {
-                Ok(Reply::ok(&json!({"length": r.body.len()})))
-            })
+            Route::new(
+                crate::Method::Post,
+                "/bench/bytes",
+                |_, r: Request| async move { Ok(Reply::ok(&json!({"length": r.body.len()}))) },
+            )
             .body(BodyKind::Raw)
             .limit(BENCH_BODY_LIMIT),
         )
@@ -58,18 +65,26 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
             Ok(Reply::octets(pseudo_random_bytes(n)))
         })
         .route(
-            Route::new(crate::Method::Post, "/bench/strings", |_, r: Request| async move {
-                let strings: Vec<String> = r.json()?;
-                Ok(Reply::ok(&json!({"count": strings.len()})))
-            })
+            Route::new(
+                crate::Method::Post,
+                "/bench/strings",
+                |_, r: Request| async move {
+                    let strings: Vec<String> = r.json()?;
+                    Ok(Reply::ok(&json!({"count": strings.len()})))
+                },
+            )
             .limit(BENCH_BODY_LIMIT),
         )
         .route(
-            Route::new(crate::Method::Post, "/bench/strings/reverse", |_, r: Request| async move {
-                let mut strings: Vec<String> = r.json()?;
-                strings.reverse();
-                Ok(Reply::ok(&strings))
-            })
+            Route::new(
+                crate::Method::Post,
+                "/bench/strings/reverse",
+                |_, r: Request| async move {
+                    let mut strings: Vec<String> = r.json()?;
+                    strings.reverse();
+                    Ok(Reply::ok(&strings))
+                },
+            )
             .limit(BENCH_BODY_LIMIT),
         )
         .get("/bench/static/{size}", |_, r: Request| async move {
@@ -79,11 +94,21 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
 }
 
 /// A size from the path: not a number is 400, out of `range` is 422.
-fn size_param(r: &Request, name: &str, range: std::ops::RangeInclusive<usize>) -> Result<usize, ApiError> {
+fn size_param(
+    r: &Request,
+    name: &str,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, ApiError> {
     let raw = r.param(name);
-    let n: usize = raw.parse().map_err(|_| ApiError::bad_request(format!("{name}: {raw:?} is not a size in bytes")))?;
+    let n: usize = raw
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("{name}: {raw:?} is not a size in bytes")))?;
     if !range.contains(&n) {
-        return Err(ApiError::unprocessable(format!("{name}: must be {}..={}", range.start(), range.end())));
+        return Err(ApiError::unprocessable(format!(
+            "{name}: must be {}..={}",
+            range.start(),
+            range.end()
+        )));
     }
     Ok(n)
 }
@@ -116,9 +141,22 @@ mod tests {
 
     #[test]
     fn sizes_outside_their_range_are_422_and_non_numbers_400() {
-        let req = |v: &str| Request { params: vec![("size".into(), v.into())], ..Default::default() };
+        let req = |v: &str| Request {
+            params: vec![("size".into(), v.into())],
+            ..Default::default()
+        };
         assert_eq!(size_param(&req("256"), "size", STATIC_SIZES).unwrap(), 256);
-        assert_eq!(size_param(&req("100"), "size", STATIC_SIZES).unwrap_err().code, crate::ErrorCode::Unprocessable);
-        assert_eq!(size_param(&req("$gt"), "size", STATIC_SIZES).unwrap_err().code, crate::ErrorCode::BadRequest);
+        assert_eq!(
+            size_param(&req("100"), "size", STATIC_SIZES)
+                .unwrap_err()
+                .code,
+            crate::ErrorCode::Unprocessable
+        );
+        assert_eq!(
+            size_param(&req("$gt"), "size", STATIC_SIZES)
+                .unwrap_err()
+                .code,
+            crate::ErrorCode::BadRequest
+        );
     }
 }

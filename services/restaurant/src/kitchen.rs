@@ -9,12 +9,19 @@ use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{now, Id, List, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table, TableStatus};
+use crate::model::{
+    now, Id, List, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table,
+    TableStatus,
+};
 use crate::tables::peer_message;
 use crate::{from_doc, to_doc, ServiceState};
 
 /// The `orders` collection.
-pub const ORDERS: CollectionSpec = CollectionSpec { name: "orders", unique: &[], indexed: &["status", "table_id"] };
+pub const ORDERS: CollectionSpec = CollectionSpec {
+    name: "orders",
+    unique: &[],
+    indexed: &["status", "table_id"],
+};
 
 /// The kitchen service's own routes.
 pub fn routes() -> RouteTable<ServiceState> {
@@ -40,20 +47,35 @@ async fn load(s: &ServiceState, id: &str) -> Result<Order, ApiError> {
 
 /// Asks the tables service whether table `id` exists and is occupied: 422 if not, 502/503 if it can't say.
 async fn ensure_occupied_table(s: &ServiceState, id: &Id) -> Result<(), ApiError> {
-    let reply = s.peers.get("tables", &format!("/tables/{}", id.as_str())).await?;
+    let reply = s
+        .peers
+        .get("tables", &format!("/tables/{}", id.as_str()))
+        .await?;
     match reply.status {
         200 => {
-            let table: Table = serde_json::from_slice(&reply.body)
-                .map_err(|e| ApiError::bad_gateway(format!("tables service answered an unreadable table: {e}")))?;
+            let table: Table = serde_json::from_slice(&reply.body).map_err(|e| {
+                ApiError::bad_gateway(format!("tables service answered an unreadable table: {e}"))
+            })?;
             if table.status == TableStatus::Occupied {
                 Ok(())
             } else {
-                Err(ApiError::unprocessable(format!("table_id: table {} is not occupied", table.number)))
+                Err(ApiError::unprocessable(format!(
+                    "table_id: table {} is not occupied",
+                    table.number
+                )))
             }
         }
-        404 => Err(ApiError::unprocessable(format!("table_id: no table {}", id.as_str()))),
-        503 => Err(ApiError::unavailable(format!("tables service is unavailable: {}", peer_message(&reply.body)))),
-        other => Err(ApiError::bad_gateway(format!("tables service answered {other}"))),
+        404 => Err(ApiError::unprocessable(format!(
+            "table_id: no table {}",
+            id.as_str()
+        ))),
+        503 => Err(ApiError::unavailable(format!(
+            "tables service is unavailable: {}",
+            peer_message(&reply.body)
+        ))),
+        other => Err(ApiError::bad_gateway(format!(
+            "tables service answered {other}"
+        ))),
     }
 }
 
@@ -82,7 +104,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         table_id: Option<String>,
     }
     let q: Query = r.query()?;
-    let page = Paging { limit: q.limit, offset: q.offset }.page()?;
+    let page = Paging {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .page()?;
     let mut filter = Filter::all();
     if let Some(status) = q.status {
         filter = filter.eq("status", status.as_str());
@@ -91,8 +117,15 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         filter = filter.eq("table_id", table);
     }
     let found = s.store.list(ORDERS.name, &filter, page).await?;
-    let items = found.items.into_iter().map(from_doc::<Order>).collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::ok(&List { items, total: found.total }))
+    let items = found
+        .items
+        .into_iter()
+        .map(from_doc::<Order>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Reply::ok(&List {
+        items,
+        total: found.total,
+    }))
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -115,13 +148,21 @@ async fn add_items(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> 
         .map(serde_json::to_value)
         .collect::<Result<_, _>>()
         .map_err(ApiError::internal)?;
-    let change = Change::default().push("items", items).set("updated_at", now());
-    let open = Filter::all().one_of("status", [OrderStatus::Queued.as_str(), OrderStatus::Cooking.as_str()]);
+    let change = Change::default()
+        .push("items", items)
+        .set("updated_at", now());
+    let open = Filter::all().one_of(
+        "status",
+        [OrderStatus::Queued.as_str(), OrderStatus::Cooking.as_str()],
+    );
     match s.store.update(ORDERS.name, id, &open, &change).await? {
         Outcome::Done(doc) => Ok(Reply::ok(&from_doc::<Order>(doc)?)),
         Outcome::Refused(doc) => {
             let order: Order = from_doc(doc)?;
-            Err(ApiError::conflict(format!("order {id} is {} and takes no more items", order.status.as_str())))
+            Err(ApiError::conflict(format!(
+                "order {id} is {} and takes no more items",
+                order.status.as_str()
+            )))
         }
         Outcome::Missing => Err(not_found(id)),
     }
@@ -138,11 +179,15 @@ async fn change_status(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiErr
             next.as_str()
         )));
     }
-    let change = Change::default().set("status", next.as_str()).set("updated_at", now());
+    let change = Change::default()
+        .set("status", next.as_str())
+        .set("updated_at", now());
     let unchanged = Filter::all().eq("status", current.status.as_str());
     match s.store.update(ORDERS.name, id, &unchanged, &change).await? {
         Outcome::Done(doc) => Ok(Reply::ok(&from_doc::<Order>(doc)?)),
-        Outcome::Refused(_) => Err(ApiError::conflict(format!("order {id} changed meanwhile; read it and retry"))),
+        Outcome::Refused(_) => Err(ApiError::conflict(format!(
+            "order {id} changed meanwhile; read it and retry"
+        ))),
         Outcome::Missing => Err(not_found(id)),
     }
 }

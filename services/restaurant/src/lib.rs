@@ -32,7 +32,11 @@ pub enum ServiceName {
 
 impl ServiceName {
     /// All three, in dependency order.
-    pub const ALL: [ServiceName; 3] = [ServiceName::Waiter, ServiceName::Tables, ServiceName::Kitchen];
+    pub const ALL: [ServiceName; 3] = [
+        ServiceName::Waiter,
+        ServiceName::Tables,
+        ServiceName::Kitchen,
+    ];
 
     /// The service's name.
     pub fn as_str(self) -> &'static str {
@@ -170,8 +174,17 @@ impl fmt::Debug for BuiltService {
 }
 
 /// Opens the service's store and binds its routes to its state.
-pub async fn build(name: ServiceName, config: &ServiceConfig) -> Result<BuiltService, store::StoreError> {
-    let store = store::open(config.store, &format!("{}{}", config.database_prefix, name.database()), name.collections(), &config.store_config).await?;
+pub async fn build(
+    name: ServiceName,
+    config: &ServiceConfig,
+) -> Result<BuiltService, store::StoreError> {
+    let store = store::open(
+        config.store,
+        &format!("{}{}", config.database_prefix, name.database()),
+        name.collections(),
+        &config.store_config,
+    )
+    .await?;
     let mut peers = HashMap::new();
     for p in name.peers() {
         let url = config
@@ -193,7 +206,8 @@ pub async fn build(name: ServiceName, config: &ServiceConfig) -> Result<BuiltSer
 
 /// Reads a stored document into a domain type; a document that does not fit is a 500.
 pub(crate) fn from_doc<T: serde::de::DeserializeOwned>(doc: store::Doc) -> Result<T, ApiError> {
-    serde_json::from_value(serde_json::Value::Object(doc)).map_err(|e| ApiError::internal(format!("stored document: {e}")))
+    serde_json::from_value(serde_json::Value::Object(doc))
+        .map_err(|e| ApiError::internal(format!("stored document: {e}")))
 }
 
 /// Turns a domain type into a stored document.
@@ -213,10 +227,17 @@ mod tests {
     fn every_service_route_table_builds_without_conflicts() {
         for name in ServiceName::ALL {
             let table = name.routes();
-            assert!(table.routes().iter().any(|r| r.path == "/health"), "{name} lacks /health");
-            assert!(table.routes().iter().any(|r| r.path == "/bench/static/{size}"));
+            assert!(
+                table.routes().iter().any(|r| r.path == "/health"),
+                "{name} lacks /health"
+            );
+            assert!(table
+                .routes()
+                .iter()
+                .any(|r| r.path == "/bench/static/{size}"));
             // App::new panics on conflicting patterns.
-            let store: Arc<dyn Store> = Arc::new(store::memory::MemoryStore::new(name.collections()));
+            let store: Arc<dyn Store> =
+                Arc::new(store::memory::MemoryStore::new(name.collections()));
             let state = Arc::new(ServiceState {
                 service: name,
                 runtime: "test".into(),
@@ -231,18 +252,40 @@ mod tests {
     #[test]
     fn the_route_table_lists_the_designed_api() {
         let paths = |n: ServiceName| -> Vec<String> {
-            n.routes().routes().iter().map(|r| format!("{} {}", r.method, r.path)).collect()
+            n.routes()
+                .routes()
+                .iter()
+                .map(|r| format!("{} {}", r.method, r.path))
+                .collect()
         };
         let w = paths(ServiceName::Waiter);
-        for want in ["POST /waiters", "GET /waiters", "GET /waiters/{id}", "PUT /waiters/{id}", "DELETE /waiters/{id}"] {
+        for want in [
+            "POST /waiters",
+            "GET /waiters",
+            "GET /waiters/{id}",
+            "PUT /waiters/{id}",
+            "DELETE /waiters/{id}",
+        ] {
             assert!(w.contains(&want.to_string()), "waiter lacks {want}");
         }
         let t = paths(ServiceName::Tables);
-        for want in ["POST /tables", "GET /tables/{id}", "DELETE /tables/{id}", "POST /tables/{id}/seat", "POST /tables/{id}/release"] {
+        for want in [
+            "POST /tables",
+            "GET /tables/{id}",
+            "DELETE /tables/{id}",
+            "POST /tables/{id}/seat",
+            "POST /tables/{id}/release",
+        ] {
             assert!(t.contains(&want.to_string()), "tables lacks {want}");
         }
         let k = paths(ServiceName::Kitchen);
-        for want in ["POST /orders", "GET /orders", "POST /orders/{id}/items", "POST /orders/{id}/status", "DELETE /orders/{id}"] {
+        for want in [
+            "POST /orders",
+            "GET /orders",
+            "POST /orders/{id}/items",
+            "POST /orders/{id}/status",
+            "DELETE /orders/{id}",
+        ] {
             assert!(k.contains(&want.to_string()), "kitchen lacks {want}");
         }
     }

@@ -49,7 +49,7 @@ macro_rules! bounded_int {
         impl TryFrom<i64> for $name {
             type Error = String;
             fn try_from(n: i64) -> Result<Self, String> {
-                if n < $min || n > $max {
+                if !($min..=$max).contains(&n) {
                     return Err(format!("must be {}..={} (got {n})", $min, $max));
                 }
                 Ok($name(n as u32))
@@ -109,7 +109,9 @@ pub struct Id(String);
 impl TryFrom<String> for Id {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
-        let ok = (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        let ok = (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         if ok {
             Ok(Id(s))
         } else {
@@ -208,7 +210,11 @@ impl OrderStatus {
         use OrderStatus::*;
         matches!(
             (self, next),
-            (Queued, Cooking) | (Cooking, Ready) | (Ready, Served) | (Queued, Cancelled) | (Cooking, Cancelled)
+            (Queued, Cooking)
+                | (Cooking, Ready)
+                | (Ready, Served)
+                | (Queued, Cancelled)
+                | (Cooking, Cancelled)
         )
     }
 
@@ -381,9 +387,14 @@ impl Paging {
     pub fn page(self) -> Result<brigade_kit::store::Page, brigade_kit::ApiError> {
         let limit = self.limit.unwrap_or(50);
         if !(1..=500).contains(&limit) {
-            return Err(brigade_kit::ApiError::unprocessable(format!("limit: must be 1..=500 (got {limit})")));
+            return Err(brigade_kit::ApiError::unprocessable(format!(
+                "limit: must be 1..=500 (got {limit})"
+            )));
         }
-        Ok(brigade_kit::store::Page { offset: self.offset.unwrap_or(0), limit: u64::from(limit) })
+        Ok(brigade_kit::store::Page {
+            offset: self.offset.unwrap_or(0),
+            limit: u64::from(limit),
+        })
     }
 }
 
@@ -413,7 +424,10 @@ mod tests {
     fn names_must_be_1_to_100_characters_and_not_blank() {
         assert!(decode_json::<NewWaiter>(br#"{"name":"Ana","shift":"morning"}"#).is_ok());
         let long = format!(r#"{{"name":"{}","shift":"night"}}"#, "é".repeat(100));
-        assert!(decode_json::<NewWaiter>(long.as_bytes()).is_ok(), "100 characters (200 bytes) fit");
+        assert!(
+            decode_json::<NewWaiter>(long.as_bytes()).is_ok(),
+            "100 characters (200 bytes) fit"
+        );
         for bad in [r#""""#, r#""   ""#, &format!("\"{}\"", "x".repeat(101))] {
             let body = format!(r#"{{"name":{bad},"shift":"night"}}"#);
             let e = decode_json::<NewWaiter>(body.as_bytes()).unwrap_err();
@@ -427,7 +441,8 @@ mod tests {
         let e = decode_json::<NewWaiter>(br#"{"name":"A","shift":"noon"}"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::Unprocessable);
         assert!(e.message.contains("shift"), "{}", e.message);
-        let e = decode_json::<NewWaiter>(br#"{"name":"A","shift":"night","boss":true}"#).unwrap_err();
+        let e =
+            decode_json::<NewWaiter>(br#"{"name":"A","shift":"night","boss":true}"#).unwrap_err();
         assert!(e.message.contains("boss"), "{}", e.message);
     }
 
@@ -443,13 +458,23 @@ mod tests {
         ] {
             let e = decode_json::<NewTable>(body.as_bytes()).unwrap_err();
             assert_eq!(e.code, ErrorCode::Unprocessable, "{body}");
-            assert!(e.message.starts_with(&format!("{field}: ")), "{body}: {}", e.message);
+            assert!(
+                e.message.starts_with(&format!("{field}: ")),
+                "{body}: {}",
+                e.message
+            );
         }
     }
 
     #[test]
     fn ids_that_look_like_operators_or_paths_are_refused() {
-        for bad in [r#""$gt""#, r#"{"$ne":1}"#, r#""../waiters""#, r#""""#, r#""a b""#] {
+        for bad in [
+            r#""$gt""#,
+            r#"{"$ne":1}"#,
+            r#""../waiters""#,
+            r#""""#,
+            r#""a b""#,
+        ] {
             let body = format!(r#"{{"party_size":2,"waiter_id":{bad}}}"#);
             let e = decode_json::<SeatParty>(body.as_bytes()).unwrap_err();
             assert_eq!(e.code, ErrorCode::Unprocessable, "{bad}");
@@ -464,21 +489,45 @@ mod tests {
         let ok = format!(r#"{{"table_id":"t1","items":[{item}]}}"#);
         assert!(decode_json::<NewOrder>(ok.as_bytes()).is_ok());
         let none = r#"{"table_id":"t1","items":[]}"#;
-        assert!(decode_json::<NewOrder>(none.as_bytes()).unwrap_err().message.starts_with("items: "));
-        let many = format!(r#"{{"table_id":"t1","items":[{}]}}"#, vec![item; 101].join(","));
-        assert_eq!(decode_json::<NewOrder>(many.as_bytes()).unwrap_err().code, ErrorCode::Unprocessable);
-        let e = decode_json::<NewOrder>(br#"{"table_id":"t1","items":[{"dish":"soup","qty":51}]}"#).unwrap_err();
+        assert!(decode_json::<NewOrder>(none.as_bytes())
+            .unwrap_err()
+            .message
+            .starts_with("items: "));
+        let many = format!(
+            r#"{{"table_id":"t1","items":[{}]}}"#,
+            vec![item; 101].join(",")
+        );
+        assert_eq!(
+            decode_json::<NewOrder>(many.as_bytes()).unwrap_err().code,
+            ErrorCode::Unprocessable
+        );
+        let e = decode_json::<NewOrder>(br#"{"table_id":"t1","items":[{"dish":"soup","qty":51}]}"#)
+            .unwrap_err();
         assert!(e.message.starts_with("items[0].qty: "), "{}", e.message);
-        let notes = format!(r#"{{"table_id":"t1","items":[{{"dish":"a","qty":1,"notes":"{}"}}]}}"#, "n".repeat(501));
-        assert!(decode_json::<NewOrder>(notes.as_bytes()).unwrap_err().message.contains("notes"));
+        let notes = format!(
+            r#"{{"table_id":"t1","items":[{{"dish":"a","qty":1,"notes":"{}"}}]}}"#,
+            "n".repeat(501)
+        );
+        assert!(decode_json::<NewOrder>(notes.as_bytes())
+            .unwrap_err()
+            .message
+            .contains("notes"));
     }
 
     #[test]
     fn order_status_moves_only_forward_or_to_cancelled() {
         use OrderStatus::*;
-        assert!(Queued.can_become(Cooking) && Cooking.can_become(Ready) && Ready.can_become(Served));
+        assert!(
+            Queued.can_become(Cooking) && Cooking.can_become(Ready) && Ready.can_become(Served)
+        );
         assert!(Queued.can_become(Cancelled) && Cooking.can_become(Cancelled));
-        for (a, b) in [(Queued, Ready), (Ready, Cancelled), (Served, Queued), (Cancelled, Cooking), (Queued, Queued)] {
+        for (a, b) in [
+            (Queued, Ready),
+            (Ready, Cancelled),
+            (Served, Queued),
+            (Cancelled, Cooking),
+            (Queued, Queued),
+        ] {
             assert!(!a.can_become(b), "{a:?} -> {b:?}");
         }
         assert!(Queued.accepts_items() && Cooking.accepts_items() && !Ready.accepts_items());
@@ -486,9 +535,24 @@ mod tests {
 
     #[test]
     fn paging_defaults_to_50_and_caps_at_500() {
-        let p = Paging { limit: None, offset: None }.page().unwrap();
+        let p = Paging {
+            limit: None,
+            offset: None,
+        }
+        .page()
+        .unwrap();
         assert_eq!((p.limit, p.offset), (50, 0));
-        assert!(Paging { limit: Some(501), offset: None }.page().is_err());
-        assert!(Paging { limit: Some(0), offset: None }.page().is_err());
+        assert!(Paging {
+            limit: Some(501),
+            offset: None
+        }
+        .page()
+        .is_err());
+        assert!(Paging {
+            limit: Some(0),
+            offset: None
+        }
+        .page()
+        .is_err());
     }
 }

@@ -13,7 +13,11 @@ use crate::model::{List, NewTable, Paging, SeatParty, Table, TableStatus, Waiter
 use crate::{from_doc, to_doc, ServiceState};
 
 /// The `tables` collection; table numbers are unique.
-pub const TABLES: CollectionSpec = CollectionSpec { name: "tables", unique: &["number"], indexed: &["status"] };
+pub const TABLES: CollectionSpec = CollectionSpec {
+    name: "tables",
+    unique: &["number"],
+    indexed: &["status"],
+};
 
 /// The tables service's own routes.
 pub fn routes() -> RouteTable<ServiceState> {
@@ -23,7 +27,10 @@ pub fn routes() -> RouteTable<ServiceState> {
         .get("/tables/{id}", get)
         .delete("/tables/{id}", delete)
         .post("/tables/{id}/seat", seat)
-        .route(brigade_kit::Route::new(brigade_kit::Method::Post, "/tables/{id}/release", release).body(brigade_kit::http::BodyKind::Empty))
+        .route(
+            brigade_kit::Route::new(brigade_kit::Method::Post, "/tables/{id}/release", release)
+                .body(brigade_kit::http::BodyKind::Empty),
+        )
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -47,12 +54,15 @@ async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         waiter_id: None,
         party_size: None,
     };
-    s.store.insert(TABLES.name, to_doc(&table)?).await.map_err(|e| match e {
-        brigade_kit::store::StoreError::Duplicate { .. } => {
-            ApiError::conflict(format!("table number {} is already used", table.number))
-        }
-        other => other.into(),
-    })?;
+    s.store
+        .insert(TABLES.name, to_doc(&table)?)
+        .await
+        .map_err(|e| match e {
+            brigade_kit::store::StoreError::Duplicate { .. } => {
+                ApiError::conflict(format!("table number {} is already used", table.number))
+            }
+            other => other.into(),
+        })?;
     Ok(Reply::created(&table))
 }
 
@@ -64,14 +74,25 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         status: Option<TableStatus>,
     }
     let q: Query = r.query()?;
-    let page = Paging { limit: q.limit, offset: q.offset }.page()?;
+    let page = Paging {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .page()?;
     let mut filter = Filter::all();
     if let Some(status) = q.status {
         filter = filter.eq("status", status.as_str());
     }
     let found = s.store.list(TABLES.name, &filter, page).await?;
-    let items = found.items.into_iter().map(from_doc::<Table>).collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::ok(&List { items, total: found.total }))
+    let items = found
+        .items
+        .into_iter()
+        .map(from_doc::<Table>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Reply::ok(&List {
+        items,
+        total: found.total,
+    }))
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -80,9 +101,15 @@ async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let id = r.param("id");
-    match s.store.delete(TABLES.name, id, &Filter::all().eq("status", "free")).await? {
+    match s
+        .store
+        .delete(TABLES.name, id, &Filter::all().eq("status", "free"))
+        .await?
+    {
         Outcome::Done(_) => Ok(Reply::no_content()),
-        Outcome::Refused(_) => Err(ApiError::conflict(format!("table {id} is occupied; release it first"))),
+        Outcome::Refused(_) => Err(ApiError::conflict(format!(
+            "table {id} is occupied; release it first"
+        ))),
         Outcome::Missing => Err(not_found(id)),
     }
 }
@@ -92,7 +119,10 @@ async fn seat(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let party: SeatParty = r.json()?;
     let table = load(&s, id).await?;
     if table.status != TableStatus::Free {
-        return Err(ApiError::conflict(format!("table {} is not free", table.number)));
+        return Err(ApiError::conflict(format!(
+            "table {} is not free",
+            table.number
+        )));
     }
     if party.party_size.get() > table.seats {
         return Err(ApiError::unprocessable(format!(
@@ -107,9 +137,21 @@ async fn seat(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         .set("status", TableStatus::Occupied.as_str())
         .set("waiter_id", party.waiter_id.as_str())
         .set("party_size", party.party_size.get());
-    match s.store.update(TABLES.name, id, &Filter::all().eq("status", "free"), &change).await? {
+    match s
+        .store
+        .update(
+            TABLES.name,
+            id,
+            &Filter::all().eq("status", "free"),
+            &change,
+        )
+        .await?
+    {
         Outcome::Done(doc) => Ok(Reply::ok(&from_doc::<Table>(doc)?)),
-        Outcome::Refused(_) => Err(ApiError::conflict(format!("table {} was taken meanwhile", table.number))),
+        Outcome::Refused(_) => Err(ApiError::conflict(format!(
+            "table {} was taken meanwhile",
+            table.number
+        ))),
         Outcome::Missing => Err(not_found(id)),
     }
 }
@@ -119,17 +161,27 @@ async fn ensure_waiter(s: &ServiceState, id: &str) -> Result<(), ApiError> {
     let reply = s.peers.get("waiter", &format!("/waiters/{id}")).await?;
     match reply.status {
         200 => {
-            let waiter: Waiter = serde_json::from_slice(&reply.body)
-                .map_err(|e| ApiError::bad_gateway(format!("waiter service answered an unreadable waiter: {e}")))?;
+            let waiter: Waiter = serde_json::from_slice(&reply.body).map_err(|e| {
+                ApiError::bad_gateway(format!("waiter service answered an unreadable waiter: {e}"))
+            })?;
             if waiter.active {
                 Ok(())
             } else {
-                Err(ApiError::unprocessable(format!("waiter_id: waiter {id} is not active")))
+                Err(ApiError::unprocessable(format!(
+                    "waiter_id: waiter {id} is not active"
+                )))
             }
         }
-        404 => Err(ApiError::unprocessable(format!("waiter_id: no waiter {id}"))),
-        503 => Err(ApiError::unavailable(format!("waiter service is unavailable: {}", peer_message(&reply.body)))),
-        other => Err(ApiError::bad_gateway(format!("waiter service answered {other}"))),
+        404 => Err(ApiError::unprocessable(format!(
+            "waiter_id: no waiter {id}"
+        ))),
+        503 => Err(ApiError::unavailable(format!(
+            "waiter service is unavailable: {}",
+            peer_message(&reply.body)
+        ))),
+        other => Err(ApiError::bad_gateway(format!(
+            "waiter service answered {other}"
+        ))),
     }
 }
 
@@ -147,7 +199,16 @@ async fn release(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         .set("status", TableStatus::Free.as_str())
         .set("waiter_id", Value::Null)
         .set("party_size", Value::Null);
-    match s.store.update(TABLES.name, id, &Filter::all().eq("status", "occupied"), &change).await? {
+    match s
+        .store
+        .update(
+            TABLES.name,
+            id,
+            &Filter::all().eq("status", "occupied"),
+            &change,
+        )
+        .await?
+    {
         Outcome::Done(doc) => Ok(Reply::ok(&from_doc::<Table>(doc)?)),
         Outcome::Refused(_) => Err(ApiError::conflict(format!("table {id} is not occupied"))),
         Outcome::Missing => Err(not_found(id)),

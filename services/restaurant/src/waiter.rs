@@ -11,7 +11,11 @@ use crate::model::{List, NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
 use crate::{from_doc, to_doc, ServiceState};
 
 /// The `waiters` collection.
-pub const WAITERS: CollectionSpec = CollectionSpec { name: "waiters", unique: &[], indexed: &["shift"] };
+pub const WAITERS: CollectionSpec = CollectionSpec {
+    name: "waiters",
+    unique: &[],
+    indexed: &["shift"],
+};
 
 /// The waiter service's own routes.
 pub fn routes() -> RouteTable<ServiceState> {
@@ -29,7 +33,12 @@ fn not_found(id: &str) -> ApiError {
 
 async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let new: NewWaiter = r.json()?;
-    let waiter = Waiter { id: new_id(), name: new.name.into(), shift: new.shift, active: true };
+    let waiter = Waiter {
+        id: new_id(),
+        name: new.name.into(),
+        shift: new.shift,
+        active: true,
+    };
     s.store.insert(WAITERS.name, to_doc(&waiter)?).await?;
     Ok(Reply::created(&waiter))
 }
@@ -42,14 +51,25 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         shift: Option<Shift>,
     }
     let q: Query = r.query()?;
-    let page = Paging { limit: q.limit, offset: q.offset }.page()?;
+    let page = Paging {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .page()?;
     let mut filter = Filter::all();
     if let Some(shift) = q.shift {
         filter = filter.eq("shift", shift.as_str());
     }
     let found = s.store.list(WAITERS.name, &filter, page).await?;
-    let items = found.items.into_iter().map(from_doc::<Waiter>).collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::ok(&List { items, total: found.total }))
+    let items = found
+        .items
+        .into_iter()
+        .map(from_doc::<Waiter>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Reply::ok(&List {
+        items,
+        total: found.total,
+    }))
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -73,7 +93,11 @@ async fn update(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     if let Some(active) = u.active {
         change = change.set("active", active);
     }
-    match s.store.update(WAITERS.name, id, &Filter::all(), &change).await? {
+    match s
+        .store
+        .update(WAITERS.name, id, &Filter::all(), &change)
+        .await?
+    {
         Outcome::Done(doc) | Outcome::Refused(doc) => Ok(Reply::ok(&from_doc::<Waiter>(doc)?)),
         Outcome::Missing => Err(not_found(id)),
     }

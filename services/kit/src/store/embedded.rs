@@ -10,7 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{
+    Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+};
 
 use super::*;
 
@@ -38,15 +40,20 @@ fn decode(bytes: &[u8]) -> Result<Doc, StoreError> {
 
 impl EmbeddedStore {
     /// Opens (or creates) the database file at `path` with `collections`.
-    pub async fn open(path: &Path, collections: &[CollectionSpec]) -> Result<EmbeddedStore, StoreError> {
+    pub async fn open(
+        path: &Path,
+        collections: &[CollectionSpec],
+    ) -> Result<EmbeddedStore, StoreError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| internal(format!("creating {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| internal(format!("creating {}: {e}", dir.display())))?;
         }
         let path = path.to_path_buf();
         let specs = collections.to_vec();
         let setup = specs.clone();
         let db = tokio::task::spawn_blocking(move || -> Result<Database, StoreError> {
-            let db = Database::create(&path).map_err(|e| internal(format!("opening {}: {e}", path.display())))?;
+            let db = Database::create(&path)
+                .map_err(|e| internal(format!("opening {}: {e}", path.display())))?;
             let tx = db.begin_write().map_err(internal)?;
             for spec in &setup {
                 tx.open_table(docs_table(spec.name)).map_err(internal)?;
@@ -60,7 +67,10 @@ impl EmbeddedStore {
         })
         .await
         .map_err(internal)??;
-        Ok(EmbeddedStore { db: Arc::new(db), specs })
+        Ok(EmbeddedStore {
+            db: Arc::new(db),
+            specs,
+        })
     }
 
     fn spec(&self, collection: &str) -> Result<CollectionSpec, StoreError> {
@@ -76,7 +86,9 @@ impl EmbeddedStore {
         f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || f(&db)).await.map_err(internal)?
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(internal)?
     }
 
     /// Runs `f` in one durable write transaction; it returns whether to commit.
@@ -100,7 +112,12 @@ impl EmbeddedStore {
 }
 
 /// Moves a document's unique keys from `old` to `new` inside `tx`, refusing a taken value.
-fn reindex(tx: &redb::WriteTransaction, spec: &CollectionSpec, old: Option<&Doc>, new: Option<&Doc>) -> Result<(), StoreError> {
+fn reindex(
+    tx: &redb::WriteTransaction,
+    spec: &CollectionSpec,
+    old: Option<&Doc>,
+    new: Option<&Doc>,
+) -> Result<(), StoreError> {
     for field in spec.unique {
         let name = format!("{}#{field}", spec.name);
         let mut t = tx.open_table(unique_table(&name)).map_err(internal)?;
@@ -111,9 +128,15 @@ fn reindex(tx: &redb::WriteTransaction, spec: &CollectionSpec, old: Option<&Doc>
         }
         if let Some(k) = &new_key {
             let id = new.map(doc_id).unwrap_or("");
-            let owner = t.get(k.as_str()).map_err(internal)?.map(|g| g.value().to_string());
+            let owner = t
+                .get(k.as_str())
+                .map_err(internal)?
+                .map(|g| g.value().to_string());
             if owner.is_some_and(|o| o != id) {
-                return Err(StoreError::Duplicate { field: field.to_string(), value: k.clone() });
+                return Err(StoreError::Duplicate {
+                    field: field.to_string(),
+                    value: k.clone(),
+                });
             }
             t.insert(k.as_str(), id).map_err(internal)?;
         }
@@ -135,7 +158,10 @@ impl Store for EmbeddedStore {
         self.write(move |tx| {
             reindex(tx, &spec, None, Some(&doc))?;
             let bytes = serde_json::to_vec(&doc).map_err(internal)?;
-            tx.open_table(docs_table(spec.name)).map_err(internal)?.insert(doc_id(&doc), bytes.as_slice()).map_err(internal)?;
+            tx.open_table(docs_table(spec.name))
+                .map_err(internal)?
+                .insert(doc_id(&doc), bytes.as_slice())
+                .map_err(internal)?;
             Ok(((), true))
         })
         .await
@@ -153,7 +179,12 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn list(&self, collection: &str, filter: &Filter, page: Page) -> Result<Listing, StoreError> {
+    async fn list(
+        &self,
+        collection: &str,
+        filter: &Filter,
+        page: Page,
+    ) -> Result<Listing, StoreError> {
         let spec = self.spec(collection)?;
         let filter = filter.clone();
         self.blocking(move |db| {
@@ -163,7 +194,12 @@ impl Store for EmbeddedStore {
             if filter.0.is_empty() {
                 // No filter: the total is the table's length and only the page is decoded.
                 let total = t.len().map_err(internal)?;
-                for entry in t.iter().map_err(internal)?.skip(page.offset as usize).take(page.limit as usize) {
+                for entry in t
+                    .iter()
+                    .map_err(internal)?
+                    .skip(page.offset as usize)
+                    .take(page.limit as usize)
+                {
                     let (_, v) = entry.map_err(internal)?;
                     items.push(decode(v.value())?);
                 }
@@ -185,7 +221,13 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn update(&self, collection: &str, id: &str, expect: &Filter, change: &Change) -> Result<Outcome, StoreError> {
+    async fn update(
+        &self,
+        collection: &str,
+        id: &str,
+        expect: &Filter,
+        change: &Change,
+    ) -> Result<Outcome, StoreError> {
         let spec = self.spec(collection)?;
         let (id, expect, change) = (id.to_string(), expect.clone(), change.clone());
         self.write(move |tx| {
@@ -207,7 +249,12 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn delete(&self, collection: &str, id: &str, expect: &Filter) -> Result<Outcome, StoreError> {
+    async fn delete(
+        &self,
+        collection: &str,
+        id: &str,
+        expect: &Filter,
+    ) -> Result<Outcome, StoreError> {
         let spec = self.spec(collection)?;
         let (id, expect) = (id.to_string(), expect.clone());
         self.write(move |tx| {
@@ -238,7 +285,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn embedded_store_passes_the_store_conformance_checks() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(&dir.path().join("t.redb"), &[conformance::SPEC]).await.unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("t.redb"), &[conformance::SPEC])
+            .await
+            .unwrap();
         conformance::run(Arc::new(store)).await;
     }
 
@@ -248,11 +297,21 @@ mod tests {
         let path = dir.path().join("t.redb");
         let id = new_id();
         {
-            let store = EmbeddedStore::open(&path, &[conformance::SPEC]).await.unwrap();
-            let doc = serde_json::json!({"id": id, "number": 7}).as_object().cloned().unwrap();
+            let store = EmbeddedStore::open(&path, &[conformance::SPEC])
+                .await
+                .unwrap();
+            let doc = serde_json::json!({"id": id, "number": 7})
+                .as_object()
+                .cloned()
+                .unwrap();
             store.insert("things", doc).await.unwrap();
         }
-        let store = EmbeddedStore::open(&path, &[conformance::SPEC]).await.unwrap();
-        assert_eq!(store.get("things", &id).await.unwrap().unwrap()["number"], serde_json::json!(7));
+        let store = EmbeddedStore::open(&path, &[conformance::SPEC])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get("things", &id).await.unwrap().unwrap()["number"],
+            serde_json::json!(7)
+        );
     }
 }

@@ -22,7 +22,10 @@ impl Collection {
             if let Some(key) = unique_key(doc, field) {
                 if let Some(owner) = self.taken.get(field).and_then(|m| m.get(&key)) {
                     if owner != doc_id(doc) {
-                        return Err(StoreError::Duplicate { field: field.to_string(), value: key });
+                        return Err(StoreError::Duplicate {
+                            field: field.to_string(),
+                            value: key,
+                        });
                     }
                 }
             }
@@ -54,14 +57,33 @@ impl MemoryStore {
     pub fn new(collections: &[CollectionSpec]) -> MemoryStore {
         let map = collections
             .iter()
-            .map(|c| (c.name.to_string(), Collection { unique: c.unique, ..Default::default() }))
+            .map(|c| {
+                (
+                    c.name.to_string(),
+                    Collection {
+                        unique: c.unique,
+                        ..Default::default()
+                    },
+                )
+            })
             .collect();
-        MemoryStore { collections: Mutex::new(map) }
+        MemoryStore {
+            collections: Mutex::new(map),
+        }
     }
 
-    fn with<T>(&self, name: &str, f: impl FnOnce(&mut Collection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut all = self.collections.lock().map_err(|_| StoreError::Internal("memory store lock poisoned".into()))?;
-        let c = all.get_mut(name).ok_or_else(|| StoreError::Internal(format!("unknown collection {name}")))?;
+    fn with<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Collection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut all = self
+            .collections
+            .lock()
+            .map_err(|_| StoreError::Internal("memory store lock poisoned".into()))?;
+        let c = all
+            .get_mut(name)
+            .ok_or_else(|| StoreError::Internal(format!("unknown collection {name}")))?;
         f(c)
     }
 }
@@ -85,7 +107,12 @@ impl Store for MemoryStore {
         self.with(collection, |c| Ok(c.docs.get(id).cloned()))
     }
 
-    async fn list(&self, collection: &str, filter: &Filter, page: Page) -> Result<Listing, StoreError> {
+    async fn list(
+        &self,
+        collection: &str,
+        filter: &Filter,
+        page: Page,
+    ) -> Result<Listing, StoreError> {
         self.with(collection, |c| {
             let mut total = 0u64;
             let mut items = Vec::new();
@@ -99,9 +126,17 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn update(&self, collection: &str, id: &str, expect: &Filter, change: &Change) -> Result<Outcome, StoreError> {
+    async fn update(
+        &self,
+        collection: &str,
+        id: &str,
+        expect: &Filter,
+        change: &Change,
+    ) -> Result<Outcome, StoreError> {
         self.with(collection, |c| {
-            let Some(current) = c.docs.get(id) else { return Ok(Outcome::Missing) };
+            let Some(current) = c.docs.get(id) else {
+                return Ok(Outcome::Missing);
+            };
             if !expect.matches(current) {
                 return Ok(Outcome::Refused(current.clone()));
             }
@@ -117,9 +152,16 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn delete(&self, collection: &str, id: &str, expect: &Filter) -> Result<Outcome, StoreError> {
+    async fn delete(
+        &self,
+        collection: &str,
+        id: &str,
+        expect: &Filter,
+    ) -> Result<Outcome, StoreError> {
         self.with(collection, |c| {
-            let Some(current) = c.docs.get(id) else { return Ok(Outcome::Missing) };
+            let Some(current) = c.docs.get(id) else {
+                return Ok(Outcome::Missing);
+            };
             if !expect.matches(current) {
                 return Ok(Outcome::Refused(current.clone()));
             }

@@ -68,8 +68,15 @@ impl Filter {
     }
 
     /// Adds `field in values`.
-    pub fn one_of(mut self, field: &str, values: impl IntoIterator<Item = impl Into<Value>>) -> Filter {
-        self.0.push((field.to_string(), Cond::In(values.into_iter().map(Into::into).collect())));
+    pub fn one_of(
+        mut self,
+        field: &str,
+        values: impl IntoIterator<Item = impl Into<Value>>,
+    ) -> Filter {
+        self.0.push((
+            field.to_string(),
+            Cond::In(values.into_iter().map(Into::into).collect()),
+        ));
         self
     }
 
@@ -113,7 +120,9 @@ impl Change {
             doc.insert(k.clone(), v.clone());
         }
         for (k, vs) in &self.push {
-            let slot = doc.entry(k.clone()).or_insert_with(|| Value::Array(Vec::new()));
+            let slot = doc
+                .entry(k.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
             if !slot.is_array() {
                 *slot = Value::Array(Vec::new());
             }
@@ -195,13 +204,29 @@ pub trait Store: Send + Sync + 'static {
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError>;
 
     /// The documents matching `filter`, ordered by id, paged.
-    async fn list(&self, collection: &str, filter: &Filter, page: Page) -> Result<Listing, StoreError>;
+    async fn list(
+        &self,
+        collection: &str,
+        filter: &Filter,
+        page: Page,
+    ) -> Result<Listing, StoreError>;
 
     /// Applies `change` to document `id` if it meets `expect`, atomically.
-    async fn update(&self, collection: &str, id: &str, expect: &Filter, change: &Change) -> Result<Outcome, StoreError>;
+    async fn update(
+        &self,
+        collection: &str,
+        id: &str,
+        expect: &Filter,
+        change: &Change,
+    ) -> Result<Outcome, StoreError>;
 
     /// Deletes document `id` if it meets `expect`, atomically; `Done` carries the deleted document.
-    async fn delete(&self, collection: &str, id: &str, expect: &Filter) -> Result<Outcome, StoreError>;
+    async fn delete(
+        &self,
+        collection: &str,
+        id: &str,
+        expect: &Filter,
+    ) -> Result<Outcome, StoreError>;
 
     /// Whether the store can be reached now.
     async fn ping(&self) -> Result<(), StoreError>;
@@ -259,7 +284,9 @@ impl std::str::FromStr for StoreKind {
             "memory" => Ok(StoreKind::Memory),
             "embedded" => Ok(StoreKind::Embedded),
             "mongo" => Ok(StoreKind::Mongo),
-            other => Err(format!("unknown store {other:?}; expected memory, embedded or mongo")),
+            other => Err(format!(
+                "unknown store {other:?}; expected memory, embedded or mongo"
+            )),
         }
     }
 }
@@ -294,23 +321,31 @@ pub async fn open(
         #[cfg(feature = "embedded")]
         StoreKind::Embedded => {
             let path = config.data_dir.join(format!("{database}.redb"));
-            Ok(Arc::new(embedded::EmbeddedStore::open(&path, collections).await?))
+            Ok(Arc::new(
+                embedded::EmbeddedStore::open(&path, collections).await?,
+            ))
         }
         #[cfg(feature = "mongo")]
         StoreKind::Mongo => {
             let uri = config.mongodb_uri.as_deref().ok_or_else(|| {
                 StoreError::Internal("--store mongo needs --mongodb-uri or MONGODB_URI".into())
             })?;
-            Ok(Arc::new(mongo::MongoStore::connect(uri, database, collections, config.timeout).await?))
+            Ok(Arc::new(
+                mongo::MongoStore::connect(uri, database, collections, config.timeout).await?,
+            ))
         }
         #[allow(unreachable_patterns)]
-        other => Err(StoreError::Internal(format!("store {other} is not compiled into this binary"))),
+        other => Err(StoreError::Internal(format!(
+            "store {other} is not compiled into this binary"
+        ))),
     }
 }
 
 /// The unique-key value of `doc` for `field` as a string key (its JSON), if the field is set.
 pub fn unique_key(doc: &Doc, field: &str) -> Option<String> {
-    doc.get(field).filter(|v| !v.is_null()).map(|v| v.to_string())
+    doc.get(field)
+        .filter(|v| !v.is_null())
+        .map(|v| v.to_string())
 }
 
 /// The document's id (empty if it has none, which the services never produce).
@@ -325,7 +360,11 @@ pub mod conformance {
     use serde_json::json;
 
     /// The collection the checks use.
-    pub const SPEC: CollectionSpec = CollectionSpec { name: "things", unique: &["number"], indexed: &["state"] };
+    pub const SPEC: CollectionSpec = CollectionSpec {
+        name: "things",
+        unique: &["number"],
+        indexed: &["state"],
+    };
 
     fn doc(v: Value) -> Doc {
         v.as_object().cloned().expect("an object")
@@ -336,11 +375,28 @@ pub mod conformance {
         let c = SPEC.name;
         let a = new_id();
         let b = new_id();
-        store.insert(c, doc(json!({"id": a, "number": 1, "state": "free", "log": []}))).await.unwrap();
-        store.insert(c, doc(json!({"id": b, "number": 2, "state": "busy", "log": []}))).await.unwrap();
+        store
+            .insert(
+                c,
+                doc(json!({"id": a, "number": 1, "state": "free", "log": []})),
+            )
+            .await
+            .unwrap();
+        store
+            .insert(
+                c,
+                doc(json!({"id": b, "number": 2, "state": "busy", "log": []})),
+            )
+            .await
+            .unwrap();
 
         // Unique keys.
-        let dup = store.insert(c, doc(json!({"id": new_id(), "number": 1, "state": "free"}))).await;
+        let dup = store
+            .insert(
+                c,
+                doc(json!({"id": new_id(), "number": 1, "state": "free"})),
+            )
+            .await;
         assert!(matches!(dup, Err(StoreError::Duplicate { .. })), "{dup:?}");
 
         // Get and operator-looking ids.
@@ -349,15 +405,57 @@ pub mod conformance {
         assert_eq!(store.get(c, "{\"$ne\":1}").await.unwrap(), None);
 
         // Lists: order, filter, paging, totals.
-        let all = store.list(c, &Filter::all(), Page { offset: 0, limit: 10 }).await.unwrap();
+        let all = store
+            .list(
+                c,
+                &Filter::all(),
+                Page {
+                    offset: 0,
+                    limit: 10,
+                },
+            )
+            .await
+            .unwrap();
         assert_eq!(all.total, 2);
         assert_eq!(doc_id(&all.items[0]), a);
-        let busy = store.list(c, &Filter::all().eq("state", "busy"), Page { offset: 0, limit: 10 }).await.unwrap();
+        let busy = store
+            .list(
+                c,
+                &Filter::all().eq("state", "busy"),
+                Page {
+                    offset: 0,
+                    limit: 10,
+                },
+            )
+            .await
+            .unwrap();
         assert_eq!((busy.total, doc_id(&busy.items[0])), (1, b.as_str()));
-        let second = store.list(c, &Filter::all(), Page { offset: 1, limit: 1 }).await.unwrap();
-        assert_eq!((second.total, second.items.len(), doc_id(&second.items[0])), (2, 1, b.as_str()));
-        let either =
-            store.list(c, &Filter::all().one_of("state", ["free", "busy"]), Page { offset: 0, limit: 10 }).await.unwrap();
+        let second = store
+            .list(
+                c,
+                &Filter::all(),
+                Page {
+                    offset: 1,
+                    limit: 1,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (second.total, second.items.len(), doc_id(&second.items[0])),
+            (2, 1, b.as_str())
+        );
+        let either = store
+            .list(
+                c,
+                &Filter::all().one_of("state", ["free", "busy"]),
+                Page {
+                    offset: 0,
+                    limit: 10,
+                },
+            )
+            .await
+            .unwrap();
         assert_eq!(either.total, 2);
 
         // Conditional update: exactly one of many racing writers wins.
@@ -366,9 +464,14 @@ pub mod conformance {
             let s = store.clone();
             let id = a.clone();
             racers.push(tokio::spawn(async move {
-                s.update(c, &id, &Filter::all().eq("state", "free"), &Change::default().set("state", "busy").set("by", i))
-                    .await
-                    .unwrap()
+                s.update(
+                    c,
+                    &id,
+                    &Filter::all().eq("state", "free"),
+                    &Change::default().set("state", "busy").set("by", i),
+                )
+                .await
+                .unwrap()
             }));
         }
         let mut wins = 0;
@@ -383,27 +486,58 @@ pub mod conformance {
             }
         }
         assert_eq!(wins, 1);
-        let missing = store.update(c, "nope", &Filter::all(), &Change::default().set("x", 1)).await.unwrap();
+        let missing = store
+            .update(c, "nope", &Filter::all(), &Change::default().set("x", 1))
+            .await
+            .unwrap();
         assert_eq!(missing, Outcome::Missing);
 
         // Appends keep every value, in order.
         for n in 0..5 {
-            store.update(c, &b, &Filter::all(), &Change::default().push("log", vec![json!(n)])).await.unwrap();
+            store
+                .update(
+                    c,
+                    &b,
+                    &Filter::all(),
+                    &Change::default().push("log", vec![json!(n)]),
+                )
+                .await
+                .unwrap();
         }
         let grown = store.get(c, &b).await.unwrap().unwrap();
         assert_eq!(grown["log"], json!([0, 1, 2, 3, 4]));
 
         // A unique field may not be changed onto a taken value.
-        let clash = store.update(c, &b, &Filter::all(), &Change::default().set("number", 1)).await;
-        assert!(matches!(clash, Err(StoreError::Duplicate { .. })), "{clash:?}");
+        let clash = store
+            .update(c, &b, &Filter::all(), &Change::default().set("number", 1))
+            .await;
+        assert!(
+            matches!(clash, Err(StoreError::Duplicate { .. })),
+            "{clash:?}"
+        );
 
         // Conditional delete, and the freed unique value is usable again.
-        let refused = store.delete(c, &a, &Filter::all().eq("state", "free")).await.unwrap();
+        let refused = store
+            .delete(c, &a, &Filter::all().eq("state", "free"))
+            .await
+            .unwrap();
         assert!(matches!(refused, Outcome::Refused(_)));
-        let done = store.delete(c, &a, &Filter::all().eq("state", "busy")).await.unwrap();
+        let done = store
+            .delete(c, &a, &Filter::all().eq("state", "busy"))
+            .await
+            .unwrap();
         assert!(matches!(done, Outcome::Done(_)));
-        assert_eq!(store.delete(c, &a, &Filter::all()).await.unwrap(), Outcome::Missing);
-        store.insert(c, doc(json!({"id": new_id(), "number": 1, "state": "free"}))).await.unwrap();
+        assert_eq!(
+            store.delete(c, &a, &Filter::all()).await.unwrap(),
+            Outcome::Missing
+        );
+        store
+            .insert(
+                c,
+                doc(json!({"id": new_id(), "number": 1, "state": "free"})),
+            )
+            .await
+            .unwrap();
         store.ping().await.unwrap();
     }
 }
