@@ -87,10 +87,12 @@ start() {
     build >/dev/null
     mkdir -p "$dir"
     dir="$(cd "$dir" && pwd)"
+    # synchronous(full): SQLite fsyncs its WAL at every commit, so an acknowledged write survives a
+    # power loss (FerretDB ignores MongoDB write concerns; durability is the backend's setting).
     # setsid so that the server outlives this script and ignores the caller's Ctrl-C.
     setsid "$BIN" \
         --handler=sqlite \
-        --sqlite-url="file:$dir/" \
+        --sqlite-url="file:$dir/?_pragma=synchronous(full)" \
         --listen-addr="127.0.0.1:$port" \
         --telemetry=disable \
         --state-dir=- \

@@ -53,7 +53,7 @@ fn free_port() -> u16 {
 fn start_ferretdb(bin: &Path, dir: &Path, port: u16) -> Running {
     let child = Command::new(bin)
         .arg("--handler=sqlite")
-        .arg(format!("--sqlite-url=file:{}/", dir.display()))
+        .arg(format!("--sqlite-url=file:{}/?_pragma=synchronous(full)", dir.display()))
         .arg(format!("--listen-addr=127.0.0.1:{port}"))
         .args([
             "--telemetry=disable",
