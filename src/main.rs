@@ -37,6 +37,10 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         timeout_ms: u64,
     },
+    /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
+    Load(brigade_loadtests::cli::LoadArgs),
+    /// The main job: run every runtime in turn under the same load and report who wins.
+    Compare(brigade_loadtests::cli::CompareArgs),
 }
 
 /// `brigade serve`.
@@ -100,6 +104,14 @@ fn main() {
             Ok(())
         }
         Command::Probe { url, timeout_ms } => probe(&url, Duration::from_millis(timeout_ms)),
+        Command::Load(args) => {
+            init_tracing();
+            brigade_loadtests::cli::run_load(args)
+        }
+        Command::Compare(args) => {
+            init_tracing();
+            brigade_loadtests::cli::run_compare(args)
+        }
     };
     if let Err(e) = result {
         eprintln!("brigade: {e:#}");
