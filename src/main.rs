@@ -37,6 +37,20 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         timeout_ms: u64,
     },
+    /// Serve a runtime's hand-written minimal hello (`GET /bench/hello`), the baseline of
+    /// `cargo bench --bench overhead`.
+    #[command(hide = true)]
+    ServeBaseline {
+        /// The runtime.
+        #[arg(long)]
+        runtime: String,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        listen: SocketAddr,
+        /// Worker threads; default: the cores this process may use.
+        #[arg(long)]
+        workers: Option<usize>,
+    },
     /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
     Load(brigade_loadtests::cli::LoadArgs),
     /// The main job: run every runtime in turn under the same load and report who wins.
@@ -104,6 +118,10 @@ fn main() {
             Ok(())
         }
         Command::Probe { url, timeout_ms } => probe(&url, Duration::from_millis(timeout_ms)),
+        Command::ServeBaseline { runtime, listen, workers } => {
+            init_tracing();
+            serve_baseline(&runtime, listen, workers)
+        }
         Command::Load(args) => {
             init_tracing();
             brigade_loadtests::cli::run_load(args)
@@ -198,6 +216,25 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     prepared.run(shutdown)?;
     tracing::info!("stopped");
     Ok(())
+}
+
+fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> anyhow::Result<()> {
+    let runtime = pick_runtime(Some(runtime))?;
+    let workers = workers.unwrap_or_else(brigade_runtimes::available_cores).max(1);
+    let listener = brigade_runtimes::bind(listen)?;
+    let addr = listener.local_addr()?;
+    println!("listening service=baseline url=http://{addr} runtime={} workers={workers}", runtime.name);
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        if let Ok(rt) = rt {
+            rt.block_on(wait_for_signal());
+        }
+        trigger.fire();
+    });
+    brigade_runtimes::baseline::serve_hello(runtime.name, listener, workers, shutdown)
 }
 
 async fn wait_for_signal() {

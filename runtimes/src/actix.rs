@@ -91,7 +91,17 @@ pub(crate) fn configure(
 }
 
 pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    let routes = configure(mount.app);
+    run_config(configure(mount.app), mount.listener, workers, shutdown)
+}
+
+/// Serves any actix service configuration with Brigade's threading and shutdown (the baseline
+/// uses it too).
+pub(crate) fn run_config(
+    routes: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
+    listener: std::net::TcpListener,
+    workers: usize,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let server =
             actix_web::HttpServer::new(move || actix_web::App::new().configure(routes.clone()))
@@ -99,7 +109,7 @@ pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow:
                 .backlog(1024)
                 .disable_signals()
                 .shutdown_timeout(GRACE.as_secs())
-                .listen(mount.listener)?
+                .listen(listener)?
                 .run();
         let handle = server.handle();
         actix_web::rt::spawn(async move {

@@ -101,9 +101,18 @@ pub(crate) fn router(app: Arc<dyn AppHandle>) -> Router {
 }
 
 pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    let router = router(mount.app);
+    run_router(router(mount.app), mount.listener, workers, shutdown)
+}
+
+/// Serves any axum `Router` with Brigade's threading and shutdown (the baseline uses it too).
+pub(crate) fn run_router(
+    router: Router,
+    listener: std::net::TcpListener,
+    workers: usize,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(mount.listener)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown.wait())
             .await?;

@@ -78,8 +78,28 @@ async fn handle(
 
 pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
     let app = mount.app;
+    run_service(
+        move |req| handle(app.clone(), req),
+        mount.listener,
+        workers,
+        shutdown,
+    )
+}
+
+/// Serves any hyper handler with Brigade's accept loop, threading and shutdown (the baseline uses
+/// it too).
+pub(crate) fn run_service<H, F>(
+    handler: H,
+    listener: std::net::TcpListener,
+    workers: usize,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    H: Fn(http::Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
+{
     run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(mount.listener)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let graceful = GracefulShutdown::new();
         let stop = shutdown.wait();
         tokio::pin!(stop);
@@ -94,11 +114,8 @@ pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow:
                 },
                 _ = &mut stop => break,
             };
-            let app = app.clone();
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(
-                TokioIo::new(stream),
-                service_fn(move |req| handle(app.clone(), req)),
-            );
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service_fn(handler.clone()));
             let conn = graceful.watch(conn);
             tokio::spawn(async move {
                 if let Err(e) = conn.await {

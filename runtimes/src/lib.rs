@@ -29,6 +29,8 @@ mod hyper;
 #[cfg(feature = "warp")]
 mod warp;
 
+pub mod baseline;
+
 /// How long in-flight requests may run after a shutdown begins.
 pub const GRACE: Duration = Duration::from_secs(10);
 

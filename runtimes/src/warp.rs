@@ -126,9 +126,22 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
 }
 
 pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    let routes = filter(mount.app);
+    run_filter(filter(mount.app), mount.listener, workers, shutdown)
+}
+
+/// Serves any warp filter with Brigade's threading and shutdown (the baseline uses it too).
+pub(crate) fn run_filter<F>(
+    routes: F,
+    listener: std::net::TcpListener,
+    workers: usize,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    F: Filter + Clone + Send + Sync + 'static,
+    F::Extract: warp::Reply,
+{
     run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(mount.listener)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         warp::serve(routes)
             .incoming(listener)
             .graceful(shutdown.wait())
