@@ -786,10 +786,23 @@ pub mod testing {
                 if require_mongo() {
                     panic!("BRIGADE_REQUIRE_MONGO=1 but no MongoDB is available: {why}");
                 }
-                eprintln!("!!! SKIPPING MongoDB tests: {why} (set MONGODB_URI, e.g. via `bash scripts/ferretdb.sh start`)");
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    loud(&format!(
+                        "!!! SKIPPING MongoDB tests: {why} (set MONGODB_URI, e.g. \
+                         `eval \"export $(bash scripts/ferretdb.sh start)\"`)"
+                    ))
+                });
                 None
             }
         }
+    }
+
+    /// Writes one line to the process's stderr directly: the test harness captures `eprintln!`
+    /// of passing tests, and a skip must be seen.
+    pub fn loud(line: &str) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
 
     /// Whether `BRIGADE_REQUIRE_MONGO` asks for a failure instead of a skip.
@@ -893,7 +906,9 @@ pub mod testing {
         let uri = rx
             .await
             .map_err(|_| "the container thread ended early".to_string())??;
-        eprintln!("MongoDB tests use a mongo:{MONGO_IMAGE_TAG} container at {uri}");
+        loud(&format!(
+            "MongoDB tests use a mongo:{MONGO_IMAGE_TAG} container at {uri}"
+        ));
         Ok(uri)
     }
 
