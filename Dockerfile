@@ -24,8 +24,9 @@ RUN cargo chef prepare --recipe-path recipe.json
 FROM chef AS build
 ARG RUNTIME=axum
 COPY --from=planner /src/recipe.json recipe.json
-RUN cargo chef cook --release --locked --no-default-features --features "${RUNTIME},embedded,mongo" \
-        --recipe-path recipe.json
+# (cook reuses the recipe's Cargo.lock as it is; the final build checks it with --locked)
+RUN cargo chef cook --release --no-default-features --features "${RUNTIME},embedded,mongo" \
+        --bin brigade --recipe-path recipe.json
 COPY . .
 RUN cargo build --release --locked --no-default-features --features "${RUNTIME},embedded,mongo" --bin brigade \
     && ./target/release/brigade runtimes
