@@ -10,3 +10,7 @@ pub mod histogram;
 pub mod machine;
 pub mod scenario;
 pub mod table;
+
+// --- the comparison (`brigade compare`) and its reports ---
+pub mod compare;
+pub mod report;

@@ -1,0 +1,220 @@
+//! The `brigade compare` command line: its arguments, their defaults (chosen so the default run
+//! fits in 10 minutes on a 2-core machine and `--quick` in 2), and the entry point.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use super::{pin, servers, verdict, CompareSettings, CpuChoice, Interleave};
+use crate::report::markdown;
+
+/// Scenarios run by default: each service alone, all together, and the read-heavy mix.
+pub const DEFAULT_SCENARIOS: &str = "waiter,tables,kitchen,all,read-heavy";
+/// User counts run by default (the study's).
+pub const DEFAULT_USERS: &str = "10,20,30";
+/// Measured time per run by default.
+pub const DEFAULT_DURATION: &str = "3s";
+/// Warm-up per run by default.
+pub const DEFAULT_WARMUP: &str = "1s";
+/// Repeats per cell by default.
+pub const DEFAULT_REPEAT: u32 = 2;
+/// `--quick`: user counts.
+pub const QUICK_USERS: &str = "10";
+/// `--quick`: measured time per run.
+pub const QUICK_DURATION: &str = "2s";
+/// `--quick`: warm-up per run.
+pub const QUICK_WARMUP: &str = "500ms";
+
+/// Arguments of `brigade compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Runtimes to compare, comma-separated [default: every runtime the binary has]
+    #[arg(long, value_delimiter = ',')]
+    pub runtimes: Vec<String>,
+    /// Store every service uses: embedded, memory or mongo
+    #[arg(long, default_value = "embedded")]
+    pub store: String,
+    /// MongoDB URI for --store mongo
+    #[arg(long, env = "MONGODB_URI")]
+    pub mongodb_uri: Option<String>,
+    /// Scenarios, comma-separated: built-in names or TOML files
+    /// [default: waiter,tables,kitchen,all,read-heavy]
+    #[arg(long, value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// Closed-loop user counts, comma-separated [default: 10,20,30; --quick: 10]
+    #[arg(long, value_delimiter = ',')]
+    pub users: Vec<u32>,
+    /// Measured time per run, e.g. 3s, 1m [default: 3s; --quick: 2s]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warm-up per run, not counted [default: 1s; --quick: 500ms]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Runs per runtime, scenario and user count; verdicts use the median and spread
+    /// [default: 2; --quick: 1]
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Worker threads for every runtime [default: the number of server CPUs]
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Generator threads [default: the number of generator CPUs]
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Per-request timeout
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+    pub timeout: Duration,
+    /// Leads under this percentage are ties
+    #[arg(long, default_value_t = verdict::DEFAULT_NOISE_FLOOR_PCT)]
+    pub noise_floor: f64,
+    /// Where to write report.json, report.md, report.html and the server logs
+    /// [default: results/compare-<UTC timestamp>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A short comparison (one user count, shorter runs, one repeat): under 2 minutes
+    #[arg(long)]
+    pub quick: bool,
+    /// The brigade binary to start the servers with [default: this executable]
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Pin nothing: servers and generator share every CPU
+    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
+    pub no_pin: bool,
+    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
+    #[arg(long, requires = "generator_cpus")]
+    pub server_cpus: Option<String>,
+    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
+    #[arg(long, requires = "server_cpus")]
+    pub generator_cpus: Option<String>,
+    /// Run one runtime's server at a time (a round per repeat) instead of all at once; always so
+    /// with --store mongo, where the runtimes would share databases
+    #[arg(long)]
+    pub one_at_a_time: bool,
+    /// No progress bar during runs
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl CompareArgs {
+    /// Resolves defaults (and `--quick`) into settings.
+    pub fn settings(&self) -> anyhow::Result<CompareSettings> {
+        let binary = match &self.binary {
+            Some(path) => path.clone(),
+            None => std::env::current_exe().context("Failed to find this executable")?,
+        };
+        if !["embedded", "memory", "mongo"].contains(&self.store.as_str()) {
+            bail!(
+                "--store must be embedded, memory or mongo, not {:?}",
+                self.store
+            );
+        }
+        if self.store == "mongo" && self.mongodb_uri.is_none() {
+            bail!("--store mongo needs --mongodb-uri (or MONGODB_URI)");
+        }
+        let runtimes = if self.runtimes.is_empty() {
+            servers::list_runtimes(&binary).with_context(|| {
+                format!(
+                    "Failed to ask {} for its runtimes; give --runtimes",
+                    binary.display()
+                )
+            })?
+        } else {
+            self.runtimes.clone()
+        };
+        let list = |given: &[String], default: &str| -> Vec<String> {
+            if given.is_empty() {
+                default.split(',').map(str::to_owned).collect()
+            } else {
+                given.to_vec()
+            }
+        };
+        let parse_duration = |text: &str| humantime::parse_duration(text).expect("a valid default");
+        let users = if self.users.is_empty() {
+            let default = if self.quick {
+                QUICK_USERS
+            } else {
+                DEFAULT_USERS
+            };
+            default
+                .split(',')
+                .map(|u| u.parse().expect("a valid default"))
+                .collect()
+        } else {
+            self.users.clone()
+        };
+        if users.contains(&0) {
+            bail!("--users must be at least 1");
+        }
+        let duration = self.duration.unwrap_or_else(|| {
+            parse_duration(if self.quick {
+                QUICK_DURATION
+            } else {
+                DEFAULT_DURATION
+            })
+        });
+        let warmup = self.warmup.unwrap_or_else(|| {
+            parse_duration(if self.quick {
+                QUICK_WARMUP
+            } else {
+                DEFAULT_WARMUP
+            })
+        });
+        let cpus = match (&self.server_cpus, &self.generator_cpus) {
+            (Some(server), Some(generator)) => CpuChoice::Explicit {
+                server: pin::parse_list(server)?,
+                generator: pin::parse_list(generator)?,
+            },
+            _ if self.no_pin => CpuChoice::NoPin,
+            _ => CpuChoice::Auto,
+        };
+        let interleave = if self.one_at_a_time || self.store == "mongo" {
+            Interleave::OneAtATime
+        } else {
+            Interleave::Together
+        };
+        let out_dir = self.out.clone().unwrap_or_else(|| {
+            let stamp = time::OffsetDateTime::now_utc()
+                .format(time::macros::format_description!(
+                    "[year][month][day]-[hour][minute][second]"
+                ))
+                .unwrap_or_default();
+            PathBuf::from("results").join(format!("compare-{stamp}"))
+        });
+        Ok(CompareSettings {
+            binary,
+            runtimes,
+            store: self.store.clone(),
+            mongodb_uri: self.mongodb_uri.clone(),
+            scenarios: list(&self.scenarios, DEFAULT_SCENARIOS),
+            users,
+            duration,
+            warmup,
+            repeat: self
+                .repeat
+                .unwrap_or(if self.quick { 1 } else { DEFAULT_REPEAT }),
+            workers: self.workers,
+            threads: self.threads,
+            timeout: self.timeout,
+            noise_floor_pct: self.noise_floor,
+            cpus,
+            interleave,
+            out_dir,
+            quick: self.quick,
+            progress: !self.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        })
+    }
+}
+
+/// Runs `brigade compare`: the comparison, the three reports, and the summary on the terminal.
+pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
+    let settings = args.settings()?;
+    let report = super::run(&settings)?;
+    println!("\n{}", markdown::summary(&report));
+    println!(
+        "Reports: {} (report.md, report.json, report.html)",
+        settings.out_dir.display()
+    );
+    Ok(())
+}

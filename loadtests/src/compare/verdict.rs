@@ -1,0 +1,377 @@
+//! Who won, by how much, or why nobody did.
+//!
+//! A cell (one scenario at one user count) compares the runtimes' median successful hits/s over
+//! the repeats. The leader wins only if it is ahead of the runner-up by more than the noise floor
+//! (5% unless told otherwise) *and* its slowest run beat the runner-up's fastest; otherwise it is a
+//! tie. A cell in which any run was generator-bound names no winner at all: the figures then
+//! measure the generator, not the servers.
+//!
+//! A scenario's verdict sums its cells up: a runtime wins the scenario when it is the only runtime
+//! to win any cell and it wins most of the cells that could be judged.
+
+use serde::{Deserialize, Serialize};
+
+/// The largest margin reported (a runner-up with no successful request at all).
+pub const MAX_MARGIN_PCT: f64 = 1_000_000.0;
+
+/// The noise floor used unless `--noise-floor` says otherwise, percent.
+pub const DEFAULT_NOISE_FLOOR_PCT: f64 = 5.0;
+
+/// The generator counts as saturated at this share of its CPUs.
+pub const GENERATOR_SATURATED: f64 = 0.90;
+
+/// The server has headroom below this share of its CPUs.
+pub const SERVER_HEADROOM: f64 = 0.90;
+
+/// How the CPUs were shared between the servers and the generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuShape {
+    /// CPUs the generator may use.
+    pub generator_cpus: usize,
+    /// CPUs the server may use.
+    pub server_cpus: usize,
+    /// Whether the two are pinned to disjoint CPUs (false: they share all of them).
+    pub pinned: bool,
+}
+
+/// Why a run counts as generator-bound, or `None` if it does not.
+///
+/// Pinned: the generator used at least 90% of its CPUs while the server stayed under 90% of its
+/// own. Sharing CPUs: together they filled at least 90% of them and the generator took the
+/// larger part. CPU figures are percent of one core, as `/proc` reports them.
+pub fn generator_bound(
+    generator_cpu_pct: f64,
+    server_cpu_pct: f64,
+    shape: CpuShape,
+) -> Option<String> {
+    let generator_cap = shape.generator_cpus.max(1) as f64 * 100.0;
+    let server_cap = shape.server_cpus.max(1) as f64 * 100.0;
+    if shape.pinned {
+        let saturated = generator_cpu_pct >= GENERATOR_SATURATED * generator_cap;
+        let headroom = server_cpu_pct < SERVER_HEADROOM * server_cap;
+        (saturated && headroom).then(|| {
+            format!(
+                "the generator used {:.0}% of its {} CPU(s) while the server used {:.0}% of its {}",
+                generator_cpu_pct / shape.generator_cpus.max(1) as f64,
+                shape.generator_cpus,
+                server_cpu_pct / shape.server_cpus.max(1) as f64,
+                shape.server_cpus
+            )
+        })
+    } else {
+        let full = generator_cpu_pct + server_cpu_pct >= GENERATOR_SATURATED * server_cap;
+        (full && generator_cpu_pct >= server_cpu_pct).then(|| {
+            format!(
+                "the generator ({generator_cpu_pct:.0}% of a core) took more of the shared CPUs \
+                 than the server ({server_cpu_pct:.0}%)"
+            )
+        })
+    }
+}
+
+/// One runtime's figures in one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeFigures {
+    /// The runtime.
+    pub runtime: String,
+    /// Successful hits/s of each repeat that produced a result.
+    pub values: Vec<f64>,
+    /// Why one of its runs was generator-bound, if one was.
+    pub generator_bound: Option<String>,
+}
+
+/// The outcome of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Outcome {
+    /// One runtime is ahead beyond the noise.
+    Winner {
+        /// The winner.
+        runtime: String,
+        /// The next best.
+        runner_up: String,
+        /// How far ahead, percent of the runner-up's figure (for a scenario: the smallest lead).
+        margin_pct: f64,
+    },
+    /// The leaders are within the noise of each other.
+    Tie {
+        /// The runtimes that could not be told apart at the top.
+        leaders: Vec<String>,
+    },
+    /// The generator, not the servers, limited the figures.
+    GeneratorBound,
+    /// Not enough results to compare.
+    NoData,
+}
+
+/// An outcome and the sentence that explains it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// What was decided.
+    pub outcome: Outcome,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl Verdict {
+    /// A short label: `axum +12.3%`, `tie`, `generator-bound`, `no data`.
+    pub fn label(&self) -> String {
+        match &self.outcome {
+            Outcome::Winner {
+                runtime,
+                margin_pct,
+                ..
+            } => format!("{runtime} +{margin_pct:.1}%"),
+            Outcome::Tie { .. } => "tie".to_owned(),
+            Outcome::GeneratorBound => "generator-bound".to_owned(),
+            Outcome::NoData => "no data".to_owned(),
+        }
+    }
+}
+
+/// The median of `values` (0 when empty).
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+fn min(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// Judges one cell (one scenario at one user count).
+pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
+    if let Some(bound) = figures.iter().find(|f| f.generator_bound.is_some()) {
+        return Verdict {
+            outcome: Outcome::GeneratorBound,
+            reason: format!(
+                "no winner: generator-bound in the {} run ({})",
+                bound.runtime,
+                bound.generator_bound.as_deref().unwrap_or_default()
+            ),
+        };
+    }
+    let mut ranked: Vec<(&RuntimeFigures, f64)> = figures
+        .iter()
+        .filter(|f| !f.values.is_empty())
+        .map(|f| (f, median(&f.values)))
+        .collect();
+    if ranked.len() < 2 {
+        return Verdict {
+            outcome: Outcome::NoData,
+            reason: format!(
+                "{} runtime(s) produced results; nothing to compare",
+                ranked.len()
+            ),
+        };
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (best, best_median) = ranked[0];
+    if best_median <= 0.0 {
+        return Verdict {
+            outcome: Outcome::NoData,
+            reason: "no runtime answered a request successfully".to_owned(),
+        };
+    }
+    // Everyone the leader cannot be told apart from shares the top.
+    let indistinct = |other: &RuntimeFigures, other_median: f64| -> Option<String> {
+        let margin = lead_pct(best_median, other_median);
+        if margin < noise_floor_pct {
+            return Some(format!(
+                "{} leads {} by {margin:.1}%, under the {noise_floor_pct:.0}% noise floor",
+                best.runtime, other.runtime
+            ));
+        }
+        if best.values.len() > 1
+            && other.values.len() > 1
+            && min(&best.values) <= max(&other.values)
+        {
+            return Some(format!(
+                "{} leads {} by {margin:.1}%, but their runs overlap ({}'s slowest {:.0} ≤ {}'s \
+                 fastest {:.0} hits/s)",
+                best.runtime,
+                other.runtime,
+                best.runtime,
+                min(&best.values),
+                other.runtime,
+                max(&other.values)
+            ));
+        }
+        None
+    };
+    let (runner_up, runner_up_median) = ranked[1];
+    match indistinct(runner_up, runner_up_median) {
+        Some(reason) => {
+            let mut leaders = vec![best.runtime.clone()];
+            leaders.extend(
+                ranked[1..]
+                    .iter()
+                    .filter(|(f, m)| indistinct(f, *m).is_some())
+                    .map(|(f, _)| f.runtime.clone()),
+            );
+            Verdict {
+                outcome: Outcome::Tie { leaders },
+                reason,
+            }
+        }
+        None => {
+            let margin_pct = lead_pct(best_median, runner_up_median);
+            let spread = if best.values.len() > 1 {
+                format!("; {} runs each, no overlap", best.values.len())
+            } else {
+                String::new()
+            };
+            Verdict {
+                outcome: Outcome::Winner {
+                    runtime: best.runtime.clone(),
+                    runner_up: runner_up.runtime.clone(),
+                    margin_pct,
+                },
+                reason: format!(
+                    "{} {best_median:.0} vs {} {runner_up_median:.0} successful hits/s \
+                     (+{margin_pct:.1}%{spread})",
+                    best.runtime, runner_up.runtime
+                ),
+            }
+        }
+    }
+}
+
+/// How far `a` is ahead of `b`, percent of `b` (capped, so a runner-up with nothing stays finite).
+fn lead_pct(a: f64, b: f64) -> f64 {
+    if b <= 0.0 {
+        MAX_MARGIN_PCT
+    } else {
+        (a / b - 1.0) * 100.0
+    }
+}
+
+/// Sums up a scenario from its cells, given as (users, verdict).
+pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
+    let judged: Vec<&(u32, Verdict)> = cells
+        .iter()
+        .filter(|(_, v)| !matches!(v.outcome, Outcome::GeneratorBound | Outcome::NoData))
+        .collect();
+    let bound: Vec<u32> = cells
+        .iter()
+        .filter(|(_, v)| v.outcome == Outcome::GeneratorBound)
+        .map(|(users, _)| *users)
+        .collect();
+    let bound_note = if bound.is_empty() {
+        String::new()
+    } else {
+        format!("; generator-bound at {} users", join_users(&bound))
+    };
+    if judged.is_empty() {
+        return if bound.is_empty() {
+            Verdict {
+                outcome: Outcome::NoData,
+                reason: "no user count could be judged".to_owned(),
+            }
+        } else {
+            Verdict {
+                outcome: Outcome::GeneratorBound,
+                reason: format!(
+                    "generator-bound at every user count ({}): these figures measure the generator",
+                    join_users(&bound)
+                ),
+            }
+        };
+    }
+    let mut winners: Vec<&str> = Vec::new();
+    let mut margins = Vec::new();
+    let mut runners_up = Vec::new();
+    let mut leaders: Vec<String> = Vec::new();
+    for (_, verdict) in &judged {
+        match &verdict.outcome {
+            Outcome::Winner {
+                runtime,
+                runner_up,
+                margin_pct,
+            } => {
+                if !winners.contains(&runtime.as_str()) {
+                    winners.push(runtime);
+                }
+                margins.push(*margin_pct);
+                runners_up.push(runner_up.clone());
+                if !leaders.contains(runtime) {
+                    leaders.push(runtime.clone());
+                }
+            }
+            Outcome::Tie { leaders: tied } => {
+                for runtime in tied {
+                    if !leaders.contains(runtime) {
+                        leaders.push(runtime.clone());
+                    }
+                }
+            }
+            Outcome::GeneratorBound | Outcome::NoData => {}
+        }
+    }
+    let per_cell = judged
+        .iter()
+        .map(|(users, v)| format!("{users} users: {}", v.label()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if winners.len() == 1 && margins.len() * 2 > judged.len() {
+        let low = min(&margins);
+        let high = max(&margins);
+        let range = if (high - low).abs() < 0.05 {
+            format!("{low:.1}%")
+        } else {
+            format!("{low:.1}–{high:.1}%")
+        };
+        runners_up.sort();
+        runners_up.dedup();
+        return Verdict {
+            outcome: Outcome::Winner {
+                runtime: winners[0].to_owned(),
+                runner_up: runners_up.join("/"),
+                margin_pct: low,
+            },
+            reason: format!(
+                "{} wins {} of {} judged user counts by {range} ({per_cell}){bound_note}",
+                winners[0],
+                margins.len(),
+                judged.len()
+            ),
+        };
+    }
+    let why = if winners.len() > 1 {
+        format!("different runtimes lead at different user counts ({per_cell})")
+    } else if winners.len() == 1 {
+        format!(
+            "{} wins only {} of {} judged user counts ({per_cell})",
+            winners[0],
+            margins.len(),
+            judged.len()
+        )
+    } else {
+        format!("within the noise at every judged user count ({per_cell})")
+    };
+    Verdict {
+        outcome: Outcome::Tie { leaders },
+        reason: format!("{why}{bound_note}"),
+    }
+}
+
+fn join_users(users: &[u32]) -> String {
+    users
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

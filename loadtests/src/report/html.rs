@@ -1,0 +1,583 @@
+//! `report.html`: one self-contained page (inline CSS, inline SVG, no script, no network) with the
+//! report's tables and, per scenario, three charts drawn by `plotters`: throughput per runtime (bars
+//! with the repeats' min–max), throughput against users, and latency percentiles at the highest
+//! user count.
+
+use std::fmt::Write as _;
+
+use anyhow::anyhow;
+use plotters::prelude::*;
+
+use super::{markdown, Report, Row};
+use crate::compare::pin;
+
+/// Chart size in pixels.
+const CHART: (u32, u32) = (560, 340);
+
+/// One colour per runtime, in the order the runtimes were given.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn colour(report: &Report, runtime: &str) -> RGBColor {
+    let index = report
+        .settings
+        .runtimes
+        .iter()
+        .position(|r| r == runtime)
+        .unwrap_or(0);
+    PALETTE[index % PALETTE.len()]
+}
+
+/// Renders the whole page.
+pub fn render(report: &Report) -> anyhow::Result<String> {
+    let mut out = String::new();
+    out.push_str(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>Brigade runtime comparison</title>\n<style>\n\
+         body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}\n\
+         table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}\n\
+         th,td{border:1px solid #ccc;padding:.25rem .5rem}td.n{text-align:right;font-variant-numeric:tabular-nums}\n\
+         th{background:#f3f3f3}.charts{display:flex;flex-wrap:wrap;gap:1rem}\n\
+         .verdict{font-weight:bold}.why{color:#555}code{background:#f3f3f3;padding:0 .2rem}\n\
+         </style>\n</head>\n<body>\n",
+    );
+    let s = &report.settings;
+    let _ = writeln!(out, "<h1>Brigade runtime comparison</h1>");
+    let _ = writeln!(
+        out,
+        "<p>{} runtimes ({}) on the <b>{}</b> store, started {}, took {:.0} s.</p>",
+        s.runtimes.len(),
+        esc(&s.runtimes.join(", ")),
+        esc(&s.store),
+        esc(&report.started_at),
+        report.wall_s
+    );
+
+    out.push_str(
+        "<h2>Verdicts</h2>\n<table><tr><th>scenario</th><th>verdict</th><th>why</th></tr>\n",
+    );
+    for v in &report.scenarios {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"verdict\">{}</td><td class=\"why\">{}</td></tr>",
+            esc(&v.scenario),
+            esc(&v.verdict.label()),
+            esc(&v.verdict.reason)
+        );
+    }
+    out.push_str("</table>\n");
+    let _ = writeln!(
+        out,
+        "<p>A lead under {:.0}% or within the spread of the repeats is a tie; a run in which the \
+         generator, not the server, ran out of CPU names no winner (generator-bound). Verdicts \
+         compare median successful hits/s.</p>",
+        s.noise_floor_pct
+    );
+    if !report.notes.is_empty() {
+        out.push_str("<ul>\n");
+        for note in &report.notes {
+            let _ = writeln!(out, "<li>{}</li>", esc(note));
+        }
+        out.push_str("</ul>\n");
+    }
+
+    out.push_str(&setup(report));
+
+    for scenario in &s.scenarios {
+        let _ = writeln!(out, "<h2>Scenario <code>{}</code></h2>", esc(scenario));
+        if let Some(v) = report.scenarios.iter().find(|v| &v.scenario == scenario) {
+            let _ = writeln!(
+                out,
+                "<p><span class=\"verdict\">{}</span> — <span class=\"why\">{}</span></p>",
+                esc(&v.verdict.label()),
+                esc(&v.verdict.reason)
+            );
+        }
+        let rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| &r.scenario == scenario)
+            .collect();
+        if !rows.is_empty() {
+            out.push_str("<div class=\"charts\">\n");
+            out.push_str(&throughput_bars(report, scenario, &rows)?);
+            out.push_str(&throughput_by_users(report, scenario, &rows)?);
+            out.push_str(&latency_percentiles(report, scenario, &rows)?);
+            out.push_str("</div>\n");
+        }
+        out.push_str(&table(&rows));
+        out.push_str("<ul>\n");
+        for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
+            let _ = writeln!(
+                out,
+                "<li>{} users: <b>{}</b> — {}</li>",
+                cell.users,
+                esc(&cell.verdict.label()),
+                esc(&cell.verdict.reason)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+
+    out.push_str(&servers(report));
+    out.push_str(&runs(report));
+    out.push_str("</body>\n</html>\n");
+    Ok(out)
+}
+
+fn setup(report: &Report) -> String {
+    let m = &report.machine;
+    let v = &report.versions;
+    let t = &report.threads;
+    let s = &report.settings;
+    let mut out = String::from("<h2>Setup</h2>\n<table>\n");
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+    };
+    line(
+        "machine",
+        format!(
+            "{} — {} ({} cores), {} MiB, {}",
+            m.hostname, m.cpu, m.cores, m.memory_mib, m.os
+        ),
+    );
+    line("brigade", format!("{} ({})", v.brigade, v.rustc));
+    line(
+        "crates",
+        v.crates
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    for (runtime, description) in &v.runtimes {
+        line(&format!("runtime {runtime}"), description.clone());
+    }
+    line(
+        "server binary",
+        format!(
+            "{} {}",
+            v.server_binary,
+            v.server_binary_version.clone().unwrap_or_default()
+        ),
+    );
+    line(
+        "threads",
+        format!(
+            "every runtime --workers {} (as printed: {}); generator {} thread(s)",
+            t.server_workers,
+            t.workers_reported
+                .iter()
+                .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
+                .collect::<Vec<_>>()
+                .join(", "),
+            t.generator_threads
+        ),
+    );
+    line(
+        "CPUs",
+        format!(
+            "server {} / generator {} — {}",
+            pin::list(&t.cpus.server),
+            pin::list(&t.cpus.generator),
+            t.cpus.note
+        ),
+    );
+    line("scenarios", s.scenarios.join(", "));
+    line(
+        "users",
+        s.users
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    line(
+        "durations",
+        format!(
+            "{} s measured after {} s warm-up, repeat {}, timeout {} ms",
+            s.duration_s, s.warmup_s, s.repeat, s.timeout_ms
+        ),
+    );
+    line("noise floor", format!("{:.0}%", s.noise_floor_pct));
+    line("interleaving", s.interleaving.clone());
+    line("command", s.command_line.clone());
+    out.push_str("</table>\n");
+    out
+}
+
+fn table(rows: &[&Row]) -> String {
+    let mut out = String::from("<table>\n<tr>");
+    for head in markdown::TABLE_HEADER {
+        let _ = write!(out, "<th>{}</th>", esc(head));
+    }
+    out.push_str("</tr>\n");
+    for row in rows {
+        out.push_str("<tr>");
+        let cells = markdown::row_cells(row);
+        let last = cells.len() - 1;
+        for (i, cell) in cells.iter().enumerate() {
+            let class = if i == 0 || i == last {
+                ""
+            } else {
+                " class=\"n\""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn servers(report: &Report) -> String {
+    let mut out = String::from(
+        "<h2>Server processes</h2>\n<table><tr><th>runtime</th><th>round</th><th>pid</th><th>CPUs</th>\
+         <th>ready after s</th><th>idle RSS MiB</th><th>RSS after MiB</th><th>peak RSS MiB</th><th>stop</th></tr>\n",
+    );
+    for s in &report.servers {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2}</td>\
+             <td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&s.runtime),
+            s.round,
+            s.pid,
+            esc(s.cpus_allowed.as_deref().unwrap_or("?")),
+            s.startup_s,
+            s.rss_idle_mib,
+            s.rss_after_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+            s.rss_peak_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+            esc(&s.stop.as_ref().map_or("?".to_owned(), ToString::to_string))
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn runs(report: &Report) -> String {
+    let mut out = String::from(
+        "<details><summary>Every run</summary>\n<table><tr><th>#</th><th>repeat</th><th>runtime</th>\
+         <th>scenario</th><th>users</th><th>hits/s</th><th>requests</th><th>seconds</th>\
+         <th>server CPU %</th><th>generator CPU %</th><th>result</th></tr>\n",
+    );
+    for run in &report.runs {
+        let (hits, requests, elapsed) =
+            run.result
+                .as_ref()
+                .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
+                    (
+                        format!("{:.1}", r.total.hits_per_s),
+                        r.total.requests.to_string(),
+                        format!("{:.2}", r.elapsed_s),
+                    )
+                });
+        let outcome = match (&run.error, &run.generator_bound) {
+            (Some(err), _) => format!("failed: {err}"),
+            (None, Some(why)) => format!("generator-bound: {why}"),
+            (None, None) => "ok".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{hits}</td><td class=\"n\">{requests}</td><td class=\"n\">{elapsed}</td>\
+             <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td>{}</td></tr>",
+            run.index + 1,
+            run.repeat + 1,
+            esc(&run.runtime),
+            esc(&run.scenario),
+            run.users,
+            run.server.cpu_percent,
+            run.generator_cpu_percent,
+            esc(&outcome)
+        );
+    }
+    out.push_str("</table>\n</details>\n");
+    out
+}
+
+/// Escapes text for HTML.
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
+    anyhow!("Failed to draw a chart: {err:?}")
+}
+
+/// The user counts present in `rows`, ascending.
+fn user_counts(rows: &[&Row]) -> Vec<u32> {
+    let mut users: Vec<u32> = rows.iter().map(|r| r.users).collect();
+    users.sort_unstable();
+    users.dedup();
+    users
+}
+
+/// The runtimes present in `rows`, in the report's order.
+fn runtimes<'a>(report: &'a Report, rows: &[&Row]) -> Vec<&'a str> {
+    report
+        .settings
+        .runtimes
+        .iter()
+        .filter(|rt| rows.iter().any(|r| &r.runtime == *rt))
+        .map(String::as_str)
+        .collect()
+}
+
+/// Grouped bars: one group per user count, one bar per runtime, a whisker from min to max.
+fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let users = user_counts(rows);
+    let runtimes = runtimes(report, rows);
+    let top = rows
+        .iter()
+        .map(|r| r.hits_per_s_max.max(r.hits_per_s))
+        .fold(1.0, f64::max)
+        * 1.3;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: throughput per runtime"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5f64..users.len() as f64 - 0.5, 0f64..top)
+            .map_err(plot_err)?;
+        let labels = users.clone();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(users.len().max(2))
+            .x_label_formatter(&move |x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    format!("{} users", labels[i as usize])
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("hits/s (median)")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        let width = 0.8 / runtimes.len().max(1) as f64;
+        for (k, runtime) in runtimes.iter().enumerate() {
+            let color = colour(report, runtime);
+            let bars: Vec<(f64, &Row)> = users
+                .iter()
+                .enumerate()
+                .filter_map(|(i, u)| {
+                    rows.iter()
+                        .find(|r| r.users == *u && r.runtime == *runtime)
+                        .map(|r| (i as f64 - 0.4 + width * k as f64, *r))
+                })
+                .collect();
+            chart
+                .draw_series(bars.iter().map(|(x, r)| {
+                    Rectangle::new(
+                        [(*x + width * 0.05, 0.0), (*x + width * 0.95, r.hits_per_s)],
+                        color.filled(),
+                    )
+                }))
+                .map_err(plot_err)?
+                .label(runtime.to_string())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+            chart
+                .draw_series(bars.iter().filter(|(_, r)| r.runs > 1).map(|(x, r)| {
+                    let mid = *x + width / 2.0;
+                    PathElement::new(
+                        vec![(mid, r.hits_per_s_min), (mid, r.hits_per_s_max)],
+                        BLACK.stroke_width(2),
+                    )
+                }))
+                .map_err(plot_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// Lines: hits/s against users, one line per runtime.
+fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let users = user_counts(rows);
+    let runtimes = runtimes(report, rows);
+    let (lo, hi) = (users[0] as f64, users[users.len() - 1] as f64);
+    let pad = ((hi - lo) * 0.08).max(1.0);
+    let top = rows.iter().map(|r| r.hits_per_s).fold(1.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: throughput against users"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("users")
+            .y_desc("hits/s (median)")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        for runtime in &runtimes {
+            let color = colour(report, runtime);
+            let points: Vec<(f64, f64)> = users
+                .iter()
+                .filter_map(|u| {
+                    rows.iter()
+                        .find(|r| r.users == *u && r.runtime == *runtime)
+                        .map(|r| (*u as f64, r.hits_per_s))
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(plot_err)?
+                .label(runtime.to_string())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .map_err(plot_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// A latency for an axis label: two significant digits, no trailing noise.
+fn significant(ms: f64) -> String {
+    if ms <= 0.0 || !ms.is_finite() {
+        return "0".to_owned();
+    }
+    let magnitude = ms.log10().floor() as i32 - 1;
+    let scale = 10f64.powi(magnitude);
+    let rounded = (ms / scale).round() * scale;
+    format!("{rounded:.*}", (-magnitude).max(0) as usize)
+}
+
+/// Lines over p50, p90, p99, p99.9 and max at the highest user count, on a log scale (the values'
+/// logarithms on a linear axis, labelled with the values, so every decade gets its ticks).
+fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    const NAMES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "max"];
+    let users = *user_counts(rows).last().unwrap_or(&0);
+    let at: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.users == users && r.runs > 0)
+        .collect();
+    let values = |r: &Row| [r.p50_ms, r.p90_ms, r.p99_ms, r.p999_ms, r.max_ms];
+    let all: Vec<f64> = at
+        .iter()
+        .flat_map(|r| values(r))
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = if all.is_empty() {
+        (0.01, 1.0)
+    } else {
+        (lo / 1.5, hi * 1.5)
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: latency at {users} users"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.3f64..4.3f64, lo.log10()..hi.log10())
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(5)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && (0.0..5.0).contains(&i) {
+                    NAMES[i as usize].to_owned()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("ms (log scale)")
+            .y_labels(10)
+            .y_label_formatter(&|y| significant(10f64.powf(*y)))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        for row in &at {
+            let color = colour(report, &row.runtime);
+            let points: Vec<(f64, f64)> = values(row)
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 0.0)
+                .map(|(i, v)| (i as f64, v.log10()))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(plot_err)?
+                .label(row.runtime.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(plot_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}

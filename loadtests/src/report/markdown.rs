@@ -1,0 +1,306 @@
+//! `report.md`: the study's table shape (per runtime, scenario and user count: hits/s, KiB/s, mean
+//! ms, p99 ms, error %, server CPU %, peak RSS MiB), each scenario's winner and margin or why there
+//! is none, then the setup and every run. [`summary`] is the part printed to the terminal.
+
+use std::fmt::Write as _;
+
+use super::{Report, Row};
+use crate::compare::pin;
+
+/// The whole markdown report.
+pub fn render(report: &Report) -> String {
+    let mut out = summary(report);
+    out.push_str(&servers(report));
+    out.push_str(&runs(report));
+    out
+}
+
+/// The headline, setup, tables and verdicts (without the per-run appendix).
+pub fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    let s = &report.settings;
+    let _ = writeln!(out, "# Brigade runtime comparison\n");
+    let _ = writeln!(
+        out,
+        "{} runtimes ({}) on the {} store, started {}, took {}.\n",
+        s.runtimes.len(),
+        s.runtimes.join(", "),
+        s.store,
+        report.started_at,
+        duration_words(report.wall_s)
+    );
+    out.push_str(&verdicts(report));
+    out.push_str(&setup(report));
+    for scenario in &s.scenarios {
+        out.push_str(&scenario_table(report, scenario));
+    }
+    out
+}
+
+/// `1 min 23 s` style.
+fn duration_words(seconds: f64) -> String {
+    let total = seconds.round() as u64;
+    if total >= 60 {
+        format!("{} min {} s", total / 60, total % 60)
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
+fn verdicts(report: &Report) -> String {
+    let mut out =
+        String::from("## Verdicts\n\n| scenario | verdict | why |\n| --- | --- | --- |\n");
+    for scenario in &report.scenarios {
+        let _ = writeln!(
+            out,
+            "| {} | **{}** | {} |",
+            scenario.scenario,
+            scenario.verdict.label(),
+            cell_text(&scenario.verdict.reason)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nA lead under {:.0}% or within the spread of the repeats is a tie; a run in which the \
+         generator, not the server, ran out of CPU names no winner (generator-bound). Verdicts \
+         compare median successful hits/s.\n",
+        report.settings.noise_floor_pct
+    );
+    for note in &report.notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    if !report.notes.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+fn setup(report: &Report) -> String {
+    let m = &report.machine;
+    let v = &report.versions;
+    let t = &report.threads;
+    let s = &report.settings;
+    let mut out = String::from("## Setup\n\n");
+    let _ = writeln!(
+        out,
+        "- Machine: {} — {} ({} cores), {} MiB, {}",
+        m.hostname, m.cpu, m.cores, m.memory_mib, m.os
+    );
+    let crates = v
+        .crates
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "- Versions: brigade {}, {}{}{}",
+        v.brigade,
+        v.rustc,
+        if crates.is_empty() {
+            String::new()
+        } else {
+            format!("; {crates}")
+        },
+        v.server_binary_version
+            .as_ref()
+            .map(|b| format!("; server binary: {b}"))
+            .unwrap_or_default()
+    );
+    for line in v.runtimes.values() {
+        let _ = writeln!(out, "- Runtime: {line}");
+    }
+    let reported = t
+        .workers_reported
+        .iter()
+        .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "- Threads: every runtime `--workers {}` (as printed: {reported}); generator {} thread(s); {}",
+        t.server_workers, t.generator_threads, t.cpus.note
+    );
+    let _ = writeln!(
+        out,
+        "- CPUs: server {} / generator {}{}",
+        pin::list(&t.cpus.server),
+        pin::list(&t.cpus.generator),
+        if t.cpus.pinned {
+            ""
+        } else {
+            " (shared, not pinned)"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "- Settings: scenarios {}; users {}; {} s measured after {} s warm-up; repeat {}; \
+         request timeout {} ms; noise floor {:.0}%{}",
+        s.scenarios.join(", "),
+        s.users
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        trim(s.duration_s),
+        trim(s.warmup_s),
+        s.repeat,
+        s.timeout_ms,
+        s.noise_floor_pct,
+        if s.quick { "; --quick" } else { "" }
+    );
+    let _ = writeln!(out, "- Interleaving: {}", s.interleaving);
+    let _ = writeln!(out, "- Command: `{}`\n", s.command_line);
+    out
+}
+
+fn trim(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The header shared by every scenario table; the tests read tables by these names.
+pub const TABLE_HEADER: [&str; 13] = [
+    "runtime",
+    "users",
+    "hits/s",
+    "spread %",
+    "KiB/s",
+    "mean ms",
+    "p99 ms",
+    "error %",
+    "server CPU %",
+    "peak RSS MiB",
+    "generator CPU %",
+    "requests",
+    "note",
+];
+
+fn scenario_table(report: &Report, scenario: &str) -> String {
+    let mut out = format!("## Scenario `{scenario}`\n\n");
+    let _ = writeln!(out, "| {} |", TABLE_HEADER.join(" | "));
+    let mut rule = vec!["---"];
+    rule.extend(std::iter::repeat_n("---:", TABLE_HEADER.len() - 2));
+    rule.push("---");
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for row in report.rows.iter().filter(|r| r.scenario == scenario) {
+        let _ = writeln!(out, "| {} |", row_cells(row).join(" | "));
+    }
+    out.push('\n');
+    for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
+        let _ = writeln!(
+            out,
+            "- {} users: **{}** — {}",
+            cell.users,
+            cell.verdict.label(),
+            cell.verdict.reason
+        );
+    }
+    if let Some(verdict) = report.scenarios.iter().find(|v| v.scenario == scenario) {
+        let _ = writeln!(
+            out,
+            "- Scenario: **{}** — {}",
+            verdict.verdict.label(),
+            verdict.verdict.reason
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// One table row's cells, formatted as printed (the JSON keeps full precision).
+pub fn row_cells(row: &Row) -> Vec<String> {
+    let mut note = Vec::new();
+    if row.generator_bound_runs > 0 {
+        note.push(format!(
+            "generator-bound ({}/{})",
+            row.generator_bound_runs, row.runs
+        ));
+    }
+    if row.failed_runs > 0 {
+        note.push(format!("{} run(s) failed", row.failed_runs));
+    }
+    vec![
+        row.runtime.clone(),
+        row.users.to_string(),
+        format!("{:.1}", row.hits_per_s),
+        format!("{:.1}", row.spread_pct),
+        format!("{:.1}", row.kib_per_s),
+        format!("{:.3}", row.mean_ms),
+        format!("{:.3}", row.p99_ms),
+        format!("{:.2}", row.error_pct),
+        format!("{:.1}", row.server_cpu_pct),
+        format!("{:.1}", row.peak_rss_mib),
+        format!("{:.1}", row.generator_cpu_pct),
+        row.requests.to_string(),
+        note.join("; "),
+    ]
+}
+
+fn servers(report: &Report) -> String {
+    let mut out = String::from(
+        "## Server processes\n\n| runtime | round | pid | CPUs | ready after s | idle RSS MiB | \
+         RSS after MiB | peak RSS MiB | stop |\n| --- | ---: | ---: | --- | ---: | ---: | ---: | \
+         ---: | --- |\n",
+    );
+    for s in &report.servers {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.2} | {:.1} | {} | {} | {} |",
+            s.runtime,
+            s.round,
+            s.pid,
+            s.cpus_allowed.as_deref().unwrap_or("?"),
+            s.startup_s,
+            s.rss_idle_mib,
+            s.rss_after_mib
+                .map_or("?".to_owned(), |v| format!("{v:.1}")),
+            s.rss_peak_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+            s.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
+        );
+    }
+    out.push('\n');
+    out
+}
+
+fn runs(report: &Report) -> String {
+    let mut out = String::from(
+        "## Every run\n\n| # | repeat | runtime | scenario | users | hits/s | requests | seconds | \
+         server CPU % | generator CPU % | result |\n| ---: | ---: | --- | --- | ---: | ---: | ---: | \
+         ---: | ---: | ---: | --- |\n",
+    );
+    for run in &report.runs {
+        let (hits, requests, elapsed) =
+            run.result
+                .as_ref()
+                .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
+                    (
+                        format!("{:.1}", r.total.hits_per_s),
+                        r.total.requests.to_string(),
+                        format!("{:.2}", r.elapsed_s),
+                    )
+                });
+        let outcome = match (&run.error, &run.generator_bound) {
+            (Some(err), _) => format!("failed: {}", cell_text(err)),
+            (None, Some(why)) => format!("generator-bound: {why}"),
+            (None, None) => "ok".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {hits} | {requests} | {elapsed} | {:.1} | {:.1} | {outcome} |",
+            run.index + 1,
+            run.repeat + 1,
+            run.runtime,
+            run.scenario,
+            run.users,
+            run.server.cpu_percent,
+            run.generator_cpu_percent
+        );
+    }
+    out
+}
+
+/// Makes text safe inside a table cell.
+fn cell_text(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}

@@ -1,0 +1,75 @@
+//! `/proc` sampling and CPU pinning on real child processes.
+
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use brigade_loadtests::compare::pin;
+use brigade_loadtests::compare::procstat::{self, Sampler};
+
+/// Kills the child when the test ends, pass or fail.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(script: &str, cpus: Option<&[usize]>) -> Reaped {
+    let mut command = Command::new("sh");
+    command.args(["-c", script]);
+    Reaped(pin::spawn_pinned(&mut command, cpus).expect("sh starts"))
+}
+
+#[test]
+fn a_busy_child_shows_cpu_and_memory_and_an_idle_one_shows_no_cpu() {
+    let busy = spawn("while :; do :; done", None);
+    let idle = spawn("sleep 30", None);
+    let sampler = Sampler::start(&[busy.0.id(), idle.0.id()], Duration::from_millis(50));
+    std::thread::sleep(Duration::from_millis(800));
+    let end = sampler.now_s();
+    let series = sampler.finish();
+    assert_eq!(series.len(), 2);
+    assert!(
+        series[0].samples.len() >= 5,
+        "{} samples",
+        series[0].samples.len()
+    );
+
+    let busy_usage = series[0].usage(0.1, end);
+    let idle_usage = series[1].usage(0.1, end);
+    // A spinning shell owns a core; on a loaded 2-core machine it still gets a good share.
+    assert!(busy_usage.cpu_percent > 25.0, "busy child: {busy_usage:?}");
+    assert!(
+        busy_usage.cpu_percent < 150.0,
+        "one thread cannot use more than one core: {busy_usage:?}"
+    );
+    assert!(busy_usage.peak_rss_mib > 0.0, "{busy_usage:?}");
+    assert!(
+        idle_usage.cpu_percent < 10.0,
+        "sleeping child: {idle_usage:?}"
+    );
+
+    let reading = procstat::read(busy.0.id()).unwrap();
+    assert!(reading.rss_kib > 0);
+    assert!(procstat::peak_rss_kib(busy.0.id()).unwrap() >= reading.rss_kib);
+}
+
+#[test]
+fn reading_a_process_that_does_not_exist_fails() {
+    assert!(procstat::read(u32::MAX / 2).is_err());
+}
+
+#[test]
+fn a_child_started_pinned_is_confined_to_its_cpus() {
+    let available = pin::available_cpus();
+    let Some(&last) = available.last() else {
+        return;
+    };
+    let child = spawn("sleep 30", Some(&[last]));
+    let allowed = procstat::allowed_cpus(child.0.id()).expect("Cpus_allowed_list is readable");
+    assert_eq!(allowed, last.to_string());
+    // The thread that spawned it is not pinned.
+    assert_eq!(pin::available_cpus(), available);
+}
