@@ -85,8 +85,9 @@ struct ServeArgs {
     /// Worker threads per service; default: the cores this process may use.
     #[arg(long)]
     workers: Option<usize>,
-    /// A peer's base URL, `name=URL` (e.g. `waiter=http://waiter:8080`); repeatable.
-    #[arg(long = "peer", value_parser = parse_peer)]
+    /// A peer's base URL, `name=URL` (e.g. `waiter=http://waiter:8080`); repeatable, or
+    /// comma-separated in `BRIGADE_PEERS`.
+    #[arg(long = "peer", env = "BRIGADE_PEERS", value_delimiter = ',', value_parser = parse_peer)]
     peers: Vec<(String, String)>,
     /// Timeout of a whole call to a peer, in milliseconds.
     #[arg(long, default_value_t = 2000)]
@@ -118,7 +119,11 @@ fn main() {
             Ok(())
         }
         Command::Probe { url, timeout_ms } => probe(&url, Duration::from_millis(timeout_ms)),
-        Command::ServeBaseline { runtime, listen, workers } => {
+        Command::ServeBaseline {
+            runtime,
+            listen,
+            workers,
+        } => {
             init_tracing();
             serve_baseline(&runtime, listen, workers)
         }
@@ -220,15 +225,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> anyhow::Result<()> {
     let runtime = pick_runtime(Some(runtime))?;
-    let workers = workers.unwrap_or_else(brigade_runtimes::available_cores).max(1);
+    let workers = workers
+        .unwrap_or_else(brigade_runtimes::available_cores)
+        .max(1);
     let listener = brigade_runtimes::bind(listen)?;
     let addr = listener.local_addr()?;
-    println!("listening service=baseline url=http://{addr} runtime={} workers={workers}", runtime.name);
+    println!(
+        "listening service=baseline url=http://{addr} runtime={} workers={workers}",
+        runtime.name
+    );
     use std::io::Write;
     std::io::stdout().flush()?;
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
         if let Ok(rt) = rt {
             rt.block_on(wait_for_signal());
         }

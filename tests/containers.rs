@@ -178,10 +178,11 @@ fn compose_waits_for_health_on_every_dependency() {
         ("tables", "waiter=http://waiter:8080"),
         ("kitchen", "tables=http://tables:8080"),
     ] {
-        let cmd = strings(&service(&c, name)["command"]);
-        assert!(
-            cmd.windows(2).any(|w| w == ["--peer", peer]),
-            "{name} reaches its peer: {cmd:?}"
+        let env = &service(&c, name)["environment"];
+        assert_eq!(
+            env["BRIGADE_PEERS"].as_str(),
+            Some(peer),
+            "{name} reaches its peer through BRIGADE_PEERS: {env:?}"
         );
     }
 }

@@ -16,7 +16,10 @@ fn respond(reply: Reply) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(reply.status)
         .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
     HttpResponse::build(status)
-        .insert_header((header::CONTENT_TYPE, reply.content_type))
+        .insert_header((
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(reply.content_type),
+        ))
         .body(reply.body)
 }
 

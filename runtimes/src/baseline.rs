@@ -47,8 +47,10 @@ pub fn serve_hello(
                 if req.uri().path() != "/bench/hello" {
                     *resp.status_mut() = http::StatusCode::NOT_FOUND;
                 }
-                resp.headers_mut()
-                    .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(TEXT));
+                resp.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static(TEXT),
+                );
                 Ok::<_, std::convert::Infallible>(resp)
             };
             crate::hyper::run_service(hello, listener, workers, shutdown)
