@@ -55,7 +55,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
         let _ = self.child.wait();
     }
 }
@@ -84,30 +86,66 @@ fn measure(server: &Server, cfg: &LoadConfig, scenario: &Scenario, into: &mut Sa
     let before = procstat::read(pid).expect("server stats");
     let r = engine::run(cfg, scenario).expect("load");
     let after = procstat::read(pid).expect("server stats");
-    assert_eq!(r.total.errors.total(), 0, "errors during the run: {:?}", r.total.errors);
+    assert_eq!(
+        r.total.errors.total(),
+        0,
+        "errors during the run: {:?}",
+        r.total.errors
+    );
     into.rps.push(r.total.hits_per_s);
-    into.cpu_us_per_req.push((after.cpu_s - before.cpu_s) * 1e6 / r.total.requests.max(1) as f64);
+    into.cpu_us_per_req
+        .push((after.cpu_s - before.cpu_s) * 1e6 / r.total.requests.max(1) as f64);
     into.generator_cpu.push(r.generator_cpu_percent);
 }
 
 fn main() {
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
     let rounds = env("OVERHEAD_ROUNDS", 5);
     let secs = env("OVERHEAD_SECS", 3);
     let users = env("OVERHEAD_USERS", 32) as u32;
     let runtimes: Vec<String> = match std::env::var("OVERHEAD_RUNTIMES") {
         Ok(v) => v.split(',').map(str::to_string).collect(),
-        Err(_) => brigade_runtimes::names().into_iter().map(str::to_string).collect(),
+        Err(_) => brigade_runtimes::names()
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let generator_cpus: Vec<usize> = if cores > 1 { (1..cores).collect() } else { vec![0] };
+    let generator_cpus: Vec<usize> = if cores > 1 {
+        (1..cores).collect()
+    } else {
+        vec![0]
+    };
     let scenario = Scenario::builtin("hello").expect("the hello scenario");
 
     let mut servers = BTreeMap::new();
     for rt in &runtimes {
-        let native = Server::start(&["serve-baseline", "--runtime", rt, "--listen", "127.0.0.1:0", "--workers", "1"]);
+        let native = Server::start(&[
+            "serve-baseline",
+            "--runtime",
+            rt,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ]);
         let brigade = Server::start(&[
-            "serve", "--runtime", rt, "--service", "waiter", "--store", "memory", "--listen", "127.0.0.1:0", "--workers", "1",
+            "serve",
+            "--runtime",
+            rt,
+            "--service",
+            "waiter",
+            "--store",
+            "memory",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
         ]);
         servers.insert(rt.clone(), (native, brigade));
     }
@@ -131,7 +169,12 @@ fn main() {
                     progress: false,
                     ..LoadConfig::default()
                 };
-                measure(server, &cfg, &scenario, results.entry((rt.clone(), variant)).or_default());
+                measure(
+                    server,
+                    &cfg,
+                    &scenario,
+                    results.entry((rt.clone(), variant)).or_default(),
+                );
             }
             eprintln!("round {}/{rounds}: {rt} done", round + 1);
         }
@@ -149,7 +192,11 @@ fn main() {
         let (brps, grps) = (median(&b.rps), median(&g.rps));
         let (bcpu, gcpu) = (median(&b.cpu_us_per_req), median(&g.cpu_us_per_req));
         let gen_cpu = median(&[b.generator_cpu.clone(), g.generator_cpu.clone()].concat());
-        let bound = if gen_cpu >= 0.9 * 100.0 * generator_cpus.len() as f64 { "generator" } else { "server" };
+        let bound = if gen_cpu >= 0.9 * 100.0 * generator_cpus.len() as f64 {
+            "generator"
+        } else {
+            "server"
+        };
         out.push_str(&format!(
             "| {rt} | {brps:.0} | {grps:.0} | {:.3} | {bcpu:.1} | {gcpu:.1} | {:.3} | {gen_cpu:.0} | {bound} |\n",
             grps / brps,

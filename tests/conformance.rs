@@ -25,7 +25,9 @@ struct InProcess {
     _dir: tempfile::TempDir,
 }
 
-fn spawn(prepared: launch::Prepared) -> (ShutdownTrigger, std::thread::JoinHandle<anyhow::Result<()>>) {
+fn spawn(
+    prepared: launch::Prepared,
+) -> (ShutdownTrigger, std::thread::JoinHandle<anyhow::Result<()>>) {
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     (trigger, std::thread::spawn(move || prepared.run(shutdown)))
 }
@@ -45,13 +47,24 @@ impl InProcess {
             },
             database_prefix: prefix.clone(),
             peers,
-            peer_timeouts: PeerTimeouts { connect: Duration::from_millis(500), request: Duration::from_secs(2) },
+            peer_timeouts: PeerTimeouts {
+                connect: Duration::from_millis(500),
+                request: Duration::from_secs(2),
+            },
         };
         let any = Some("127.0.0.1:0".parse().unwrap());
-        let waiter = launch::prepare(rt, &[ServiceName::Waiter], any, 2, config(HashMap::new())).unwrap();
+        let waiter =
+            launch::prepare(rt, &[ServiceName::Waiter], any, 2, config(HashMap::new())).unwrap();
         let waiter_url = format!("http://{}", waiter.addrs[0].1);
         let peers = HashMap::from([("waiter".to_string(), waiter_url.clone())]);
-        let rest = launch::prepare(rt, &[ServiceName::Tables, ServiceName::Kitchen], any, 2, config(peers)).unwrap();
+        let rest = launch::prepare(
+            rt,
+            &[ServiceName::Tables, ServiceName::Kitchen],
+            any,
+            2,
+            config(peers),
+        )
+        .unwrap();
         let target = Target {
             waiter: waiter_url,
             tables: format!("http://{}", rest.addrs[0].1),
@@ -71,7 +84,10 @@ impl InProcess {
 fn stop(server: &mut Option<(ShutdownTrigger, std::thread::JoinHandle<anyhow::Result<()>>)>) {
     if let Some((trigger, thread)) = server.take() {
         trigger.fire();
-        thread.join().expect("server thread").expect("server stopped cleanly");
+        thread
+            .join()
+            .expect("server thread")
+            .expect("server stopped cleanly");
     }
 }
 
@@ -98,12 +114,18 @@ impl Drop for InProcess {
 }
 
 fn run(runtime: &str, store: StoreKind) {
-    let client_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let uri = match store {
-        StoreKind::Mongo => match client_rt.block_on(brigade_kit::store::mongo::testing::mongo_uri()) {
-            Some(uri) => Some(uri),
-            None => return, // mongo_uri() said why, loudly, or panicked under BRIGADE_REQUIRE_MONGO=1
-        },
+        StoreKind::Mongo => {
+            match client_rt.block_on(brigade_kit::store::mongo::testing::mongo_uri()) {
+                Some(uri) => Some(uri),
+                None => return, // mongo_uri() said why, loudly, or panicked under BRIGADE_REQUIRE_MONGO=1
+            }
+        }
         _ => None,
     };
     let mut deployment = InProcess::start(runtime, store, uri);

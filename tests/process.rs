@@ -18,7 +18,17 @@ struct Server {
 impl Server {
     fn start(runtime: &str, service: &str, data_dir: &std::path::Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
-            .args(["serve", "--runtime", runtime, "--service", service, "--listen", "127.0.0.1:0", "--workers", "2"])
+            .args([
+                "serve",
+                "--runtime",
+                runtime,
+                "--service",
+                service,
+                "--listen",
+                "127.0.0.1:0",
+                "--workers",
+                "2",
+            ])
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", "warn")
@@ -31,7 +41,11 @@ impl Server {
         let mut urls = Vec::new();
         while urls.len() < expected {
             let line = lines.next().expect("a listening line").unwrap();
-            let field = |k: &str| line.split(' ').find_map(|w| w.strip_prefix(k)).map(str::to_string);
+            let field = |k: &str| {
+                line.split(' ')
+                    .find_map(|w| w.strip_prefix(k))
+                    .map(str::to_string)
+            };
             if let (Some(s), Some(u)) = (field("service="), field("url=")) {
                 urls.push((s, u));
             }
@@ -40,11 +54,19 @@ impl Server {
     }
 
     fn url(&self, service: &str) -> String {
-        self.urls.iter().find(|(s, _)| s == service).map(|(_, u)| u.clone()).unwrap()
+        self.urls
+            .iter()
+            .find(|(s, _)| s == service)
+            .map(|(_, u)| u.clone())
+            .unwrap()
     }
 
     fn signal(&self, sig: &str) {
-        let ok = Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap().success();
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "kill {sig}");
     }
 
@@ -54,7 +76,10 @@ impl Server {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(started.elapsed() < limit, "the server did not exit within {limit:?}");
+            assert!(
+                started.elapsed() < limit,
+                "the server did not exit within {limit:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -73,7 +98,11 @@ fn every_runtime() -> Vec<&'static str> {
 
 #[test]
 fn acknowledged_writes_survive_sigkill_on_the_embedded_store() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     for runtime in every_runtime() {
         let dir = tempfile::tempdir().unwrap();
         let mut server = Server::start(runtime, "all", dir.path());
@@ -89,15 +118,29 @@ fn acknowledged_writes_survive_sigkill_on_the_embedded_store() {
                         let mut acked = Vec::new();
                         for i in 0u32.. {
                             let (url, body) = if i % 2 == 0 {
-                                (format!("{waiter}/waiters"), json!({"name": format!("w{w}-{i}"), "shift": "night"}))
+                                (
+                                    format!("{waiter}/waiters"),
+                                    json!({"name": format!("w{w}-{i}"), "shift": "night"}),
+                                )
                             } else {
-                                (format!("{tables}/tables"), json!({"number": w * 1_000_000 + i, "seats": 2}))
+                                (
+                                    format!("{tables}/tables"),
+                                    json!({"number": w * 1_000_000 + i, "seats": 2}),
+                                )
                             };
-                            let Ok(a) = tokio::time::timeout(Duration::from_secs(3), c.try_post(&url, body)).await else {
+                            let Ok(a) = tokio::time::timeout(
+                                Duration::from_secs(3),
+                                c.try_post(&url, body),
+                            )
+                            .await
+                            else {
                                 break;
                             };
                             match a {
-                                Some(a) if a.status == 201 => acked.push((url.clone(), a.json["id"].as_str().unwrap().to_string())),
+                                Some(a) if a.status == 201 => acked.push((
+                                    url.clone(),
+                                    a.json["id"].as_str().unwrap().to_string(),
+                                )),
                                 Some(a) => panic!("unexpected {} {}", a.status, a.json),
                                 None => break, // the server is gone
                             }
@@ -118,18 +161,30 @@ fn acknowledged_writes_survive_sigkill_on_the_embedded_store() {
             all
         });
         server.wait(Duration::from_secs(5));
-        assert!(acked.len() > 10, "{runtime}: only {} writes were acknowledged before the kill", acked.len());
+        assert!(
+            acked.len() > 10,
+            "{runtime}: only {} writes were acknowledged before the kill",
+            acked.len()
+        );
 
         let restarted = Server::start(runtime, "all", dir.path());
         let (new_waiter, new_tables) = (restarted.url("waiter"), restarted.url("tables"));
         rt.block_on(async {
             for (url, id) in &acked {
-                let url = url.replacen(&waiter, &new_waiter, 1).replacen(&tables, &new_tables, 1);
+                let url = url
+                    .replacen(&waiter, &new_waiter, 1)
+                    .replacen(&tables, &new_tables, 1);
                 let a = c.get(&format!("{url}/{id}")).await;
-                assert_eq!(a.status, 200, "{runtime}: acknowledged write {url}/{id} was lost");
+                assert_eq!(
+                    a.status, 200,
+                    "{runtime}: acknowledged write {url}/{id} was lost"
+                );
             }
         });
-        eprintln!("{runtime}: all {} acknowledged writes survived SIGKILL", acked.len());
+        eprintln!(
+            "{runtime}: all {} acknowledged writes survived SIGKILL",
+            acked.len()
+        );
     }
 }
 
@@ -138,9 +193,13 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
     for runtime in every_runtime() {
         let dir = tempfile::tempdir().unwrap();
         let mut server = Server::start(runtime, "waiter", dir.path());
-        let addr = server.url("waiter").trim_start_matches("http://").to_string();
+        let addr = server
+            .url("waiter")
+            .trim_start_matches("http://")
+            .to_string();
         let mut conn = TcpStream::connect(&addr).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let body = vec![b'x'; 100_000];
         write!(conn, "POST /bench/bytes HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
         conn.write_all(&body[..50_000]).unwrap();
@@ -150,10 +209,19 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
         conn.write_all(&body[50_000..]).unwrap();
         let mut answer = String::new();
         conn.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200"), "{runtime}: in-flight request got: {answer}");
-        assert!(answer.contains("{\"length\":100000}"), "{runtime}: {answer}");
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "{runtime}: in-flight request got: {answer}"
+        );
+        assert!(
+            answer.contains("{\"length\":100000}"),
+            "{runtime}: {answer}"
+        );
         let status = server.wait(Duration::from_secs(15));
         assert!(status.success(), "{runtime}: exit status {status}");
-        assert!(TcpStream::connect(&addr).is_err(), "{runtime}: still accepting after shutdown");
+        assert!(
+            TcpStream::connect(&addr).is_err(),
+            "{runtime}: still accepting after shutdown"
+        );
     }
 }
