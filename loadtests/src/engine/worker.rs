@@ -3,6 +3,7 @@
 //! the thread's own statistics.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
@@ -205,6 +206,50 @@ fn rusage_s(who: nix::sys::resource::UsageWho) -> f64 {
     }
 }
 
+/// A task's request timeout. A fresh `tokio::time::timeout` per request would insert into and
+/// remove from the timer wheel every time; this keeps one timer per task armed at some earlier
+/// request's limit, which is never later than the current one's. When it fires before the current
+/// request's limit it is re-armed at that limit, so the timer is touched about once per timeout
+/// period instead of once per request, and a request still times out exactly at its limit.
+pub(crate) struct Deadline {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+}
+
+impl Deadline {
+    pub(crate) fn new(timeout: Duration) -> Deadline {
+        Deadline {
+            sleep: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
+        }
+    }
+
+    /// Runs `fut` until it completes (`Some`) or `timeout` has passed since `start` (`None`).
+    pub(crate) async fn run<F: Future>(
+        &mut self,
+        start: Instant,
+        fut: F,
+    ) -> Option<F::Output> {
+        let limit = start + self.timeout;
+        let mut fut = std::pin::pin!(fut);
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Some(out));
+            }
+            loop {
+                match self.sleep.as_mut().poll(cx) {
+                    std::task::Poll::Pending => return std::task::Poll::Pending,
+                    std::task::Poll::Ready(()) if Instant::now() >= limit => {
+                        return std::task::Poll::Ready(None)
+                    }
+                    std::task::Poll::Ready(()) => self.sleep.as_mut().reset(limit.into()),
+                }
+            }
+        })
+        .await
+    }
+}
+
 /// How one request ended, from the scenario's point of view.
 enum Verdict {
     Ok,
@@ -242,7 +287,13 @@ impl Local {
 
     /// Sends request `i` and judges the answer. Returns the verdict, the bytes on the wire and
     /// whether the request has a latency (answered or timed out; a refused connection has none).
-    async fn send(&self, conns: &mut [Option<Connection>], i: usize) -> (Verdict, WireCount, bool) {
+    async fn send(
+        &self,
+        conns: &mut [Option<Connection>],
+        deadline: &mut Deadline,
+        start: Instant,
+        i: usize,
+    ) -> (Verdict, WireCount, bool) {
         let shared = &self.shared;
         let spec = &shared.scenario.requests()[i];
         let rendered = {
@@ -261,21 +312,22 @@ impl Local {
         let slot = &mut conns[spec.service];
         let target = &shared.targets[spec.service];
         let want_body = spec.captures_anything();
-        let ex = match tokio::time::timeout(
-            shared.timeout,
-            exchange(
-                slot,
-                target,
-                &rendered,
-                shared.keepalive,
-                want_body,
-                &mut count,
-            ),
-        )
-        .await
+        let ex = match deadline
+            .run(
+                start,
+                exchange(
+                    slot,
+                    target,
+                    &rendered,
+                    shared.keepalive,
+                    want_body,
+                    &mut count,
+                ),
+            )
+            .await
         {
-            Ok(ex) => ex,
-            Err(_) => {
+            Some(ex) => ex,
+            None => {
                 // The connection is mid-request: it cannot be reused.
                 *slot = None;
                 Exchange {
@@ -357,6 +409,7 @@ async fn closed_user(local: Rc<Local>) {
     let measure_start = shared.measure_start();
     let measure_end = shared.measure_end();
     let mut conns = local.connections();
+    let mut deadline = Deadline::new(shared.timeout);
     // After a refused connection, wait a little before trying again rather than spinning.
     let mut backoff = Duration::ZERO;
     loop {
@@ -384,7 +437,7 @@ async fn closed_user(local: Rc<Local>) {
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut conns, i).await;
+        let (verdict, count, timed) = local.send(&mut conns, &mut deadline, start, i).await;
         let latency = start.elapsed();
         backoff = match verdict {
             Verdict::Failed(ErrorKind::Connect) => Duration::from_millis(10),
@@ -415,6 +468,7 @@ async fn paced_connection(local: Rc<Local>, first: Duration, interval: Duration)
     let hard_end = measure_end.map(|end| end + shared.timeout);
     let intended_at = |k: u64| t0 + first + interval.mul_f64(k as f64);
     let mut conns = local.connections();
+    let mut deadline = Deadline::new(shared.timeout);
     let mut k = 0u64;
     loop {
         let intended = intended_at(k);
@@ -468,7 +522,8 @@ async fn paced_connection(local: Rc<Local>, first: Duration, interval: Duration)
             continue;
         };
         let route = shared.scenario.requests()[i].route;
-        let (verdict, count, timed) = local.send(&mut conns, i).await;
+        let start = Instant::now();
+        let (verdict, count, timed) = local.send(&mut conns, &mut deadline, start, i).await;
         let latency = from.elapsed();
         local.record(
             Some(route),
