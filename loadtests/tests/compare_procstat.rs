@@ -26,10 +26,10 @@ fn spawn(script: &str, cpus: Option<&[usize]>) -> Reaped {
 fn a_busy_child_shows_cpu_and_memory_and_an_idle_one_shows_no_cpu() {
     let busy = spawn("while :; do :; done", None);
     let idle = spawn("sleep 30", None);
-    let sampler = Sampler::start(&[busy.0.id(), idle.0.id()], Duration::from_millis(50));
+    let sampler = Sampler::start(&[busy.0.id(), idle.0.id()], &[], Duration::from_millis(50));
     std::thread::sleep(Duration::from_millis(800));
     let end = sampler.now_s();
-    let series = sampler.finish();
+    let series = sampler.finish().processes;
     assert_eq!(series.len(), 2);
     assert!(
         series[0].samples.len() >= 5,
@@ -72,4 +72,34 @@ fn a_child_started_pinned_is_confined_to_its_cpus() {
     assert_eq!(allowed, last.to_string());
     // The thread that spawned it is not pinned.
     assert_eq!(pin::available_cpus(), available);
+}
+
+#[test]
+fn a_cpu_running_a_pinned_busy_child_reads_at_least_as_busy_as_the_child() {
+    let available = pin::available_cpus();
+    let Some(&last) = available.last() else {
+        return;
+    };
+    let busy = spawn("while :; do :; done", Some(&[last]));
+    let sampler = Sampler::start(&[busy.0.id()], &[vec![last]], Duration::from_millis(50));
+    std::thread::sleep(Duration::from_millis(800));
+    let end = sampler.now_s();
+    let recorded = sampler.finish();
+    let child = recorded.processes[0].usage(0.1, end);
+    let cpu = recorded.cpus[0].busy(0.1, end);
+    assert_eq!(cpu.capacity_percent, 100.0);
+    assert!(cpu.busy_percent > 25.0, "{cpu:?}");
+    // The CPU's own counters include the child's time (tick accounting allows some slack).
+    assert!(
+        cpu.busy_percent + 15.0 >= child.cpu_percent,
+        "{cpu:?} vs {child:?}"
+    );
+    assert!(cpu.busy_percent <= 100.0 + 1e-6 && cpu.task_percent <= cpu.busy_percent + 1e-6);
+}
+
+#[test]
+fn cpu_counters_of_an_unknown_cpu_are_an_error() {
+    assert!(procstat::read_cpus(&[100_000]).is_err());
+    let sample = procstat::read_cpus(&pin::available_cpus()).unwrap();
+    assert!(sample.total_s >= sample.busy_s && sample.busy_s >= sample.task_s);
 }

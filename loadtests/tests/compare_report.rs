@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use brigade_loadtests::compare::pin::CpuPlan;
 use brigade_loadtests::compare::procstat::{ProcSeries, ProcUsage};
-use brigade_loadtests::compare::verdict::{self, RuntimeFigures};
+use brigade_loadtests::compare::verdict::{self, RunCpu, RuntimeFigures};
 use brigade_loadtests::report::{
     self, json, markdown, CellVerdict, Report, RunRecord, ScenarioVerdict,
 };
@@ -93,6 +93,8 @@ fn run(
         },
         generator_cpu_percent: 40.0,
         generator_bound: None,
+        contended: None,
+        cpu: RunCpu::default(),
         server_samples: ProcSeries {
             pid: 42,
             samples: Vec::new(),
@@ -124,9 +126,13 @@ fn synthetic() -> Report {
                     if scenario == "hello" {
                         record.generator_cpu_percent = 99.0;
                         record.server.cpu_percent = 55.0;
+                        record.cpu = RunCpu {
+                            generator_process: 99.0,
+                            server_process: 55.0,
+                            ..RunCpu::default()
+                        };
                         record.generator_bound = verdict::generator_bound(
-                            99.0,
-                            55.0,
+                            &record.cpu,
                             verdict::CpuShape {
                                 generator_cpus: 1,
                                 server_cpus: 1,
@@ -156,6 +162,7 @@ fn synthetic() -> Report {
                         runtime: rt.clone(),
                         values: mine.iter().filter_map(|r| r.ok_per_s()).collect(),
                         generator_bound: mine.iter().find_map(|r| r.generator_bound.clone()),
+                        contended: mine.iter().find_map(|r| r.contended.clone()),
                     }
                 })
                 .collect();

@@ -1,8 +1,10 @@
 //! Verdict logic on synthetic figures: a clear lead wins, a small or overlapping lead ties, and a
 //! generator-bound run names no winner.
 
+use brigade_loadtests::compare::procstat::CpuBusy;
 use brigade_loadtests::compare::verdict::{
-    generator_bound, judge_cell, judge_scenario, CpuShape, Outcome, RuntimeFigures, Verdict,
+    contended, generator_bound, judge_cell, judge_scenario, CpuShape, Outcome, RunCpu,
+    RuntimeFigures, Verdict,
 };
 
 fn figures(runtime: &str, values: &[f64]) -> RuntimeFigures {
@@ -10,6 +12,7 @@ fn figures(runtime: &str, values: &[f64]) -> RuntimeFigures {
         runtime: runtime.to_owned(),
         values: values.to_vec(),
         generator_bound: None,
+        contended: None,
     }
 }
 
@@ -115,27 +118,86 @@ fn fewer_than_two_runtimes_with_results_is_no_data() {
     assert_eq!(verdict.outcome, Outcome::NoData);
 }
 
+/// Process figures only (the CPUs not sampled): the sides' busy shares are the processes' own.
+fn processes(generator: f64, server: f64) -> RunCpu {
+    RunCpu {
+        generator_process: generator,
+        server_process: server,
+        ..RunCpu::default()
+    }
+}
+
+/// Process figures and the busy share of each side's CPUs (one CPU each).
+fn sampled(
+    generator: f64,
+    generator_cpu: (f64, f64),
+    server: f64,
+    server_cpu: (f64, f64),
+) -> RunCpu {
+    let busy = |(busy_percent, task_percent): (f64, f64)| CpuBusy {
+        busy_percent,
+        task_percent,
+        capacity_percent: 100.0,
+    };
+    RunCpu {
+        generator_process: generator,
+        server_process: server,
+        generator_cpus: busy(generator_cpu),
+        server_cpus: busy(server_cpu),
+    }
+}
+
 #[test]
 fn generator_bound_needs_a_saturated_generator_and_a_server_with_headroom() {
-    assert!(generator_bound(97.0, 60.0, PINNED_1_1).is_some());
+    assert!(generator_bound(&processes(97.0, 60.0), PINNED_1_1).is_some());
     assert!(
-        generator_bound(97.0, 99.0, PINNED_1_1).is_none(),
+        generator_bound(&processes(97.0, 99.0), PINNED_1_1).is_none(),
         "server saturated too"
     );
     assert!(
-        generator_bound(50.0, 60.0, PINNED_1_1).is_none(),
+        generator_bound(&processes(50.0, 60.0), PINNED_1_1).is_none(),
         "generator has headroom"
     );
-    let two_generator_cpus = CpuShape {
+    let two = CpuShape {
         generator_cpus: 2,
         server_cpus: 2,
         pinned: true,
     };
     assert!(
-        generator_bound(100.0, 50.0, two_generator_cpus).is_none(),
-        "one of two CPUs is not saturated"
+        generator_bound(&processes(100.0, 50.0), two).is_none(),
+        "one of two CPUs is idle"
     );
-    assert!(generator_bound(185.0, 50.0, two_generator_cpus).is_some());
+    assert!(generator_bound(&processes(185.0, 50.0), two).is_some());
+}
+
+#[test]
+fn a_generator_starved_by_other_processes_is_generator_bound_too() {
+    // The generator itself used 40%, but its CPU was 97% busy: others took the rest.
+    let run = sampled(40.0, (97.0, 95.0), 45.0, (50.0, 46.0));
+    let why = generator_bound(&run, PINNED_1_1).expect("generator-bound");
+    assert!(why.contains("97% busy"), "{why}");
+}
+
+#[test]
+fn a_server_whose_cpu_is_full_is_not_generator_bound_even_if_others_filled_it() {
+    // The server used 40% and other processes the rest of its CPU: the server side has no
+    // headroom, so the generator is not to blame (but the run is contended).
+    let run = sampled(95.0, (97.0, 95.0), 40.0, (98.0, 96.0));
+    assert!(generator_bound(&run, PINNED_1_1).is_none());
+    let why = contended(&run, PINNED_1_1).expect("contended");
+    assert!(why.contains("server"), "{why}");
+}
+
+#[test]
+fn contention_counts_other_processes_task_time_not_the_runs_own_interrupts() {
+    // 30% of the server's CPU went to interrupts (the loopback traffic): not contention.
+    let quiet = sampled(60.0, (65.0, 62.0), 60.0, (92.0, 62.0));
+    assert_eq!(contended(&quiet, PINNED_1_1), None);
+    // A compiler took 35% of the generator's CPU.
+    let noisy = sampled(40.0, (80.0, 75.0), 60.0, (70.0, 61.0));
+    assert!(contended(&noisy, PINNED_1_1).unwrap().contains("generator"));
+    // Without CPU samples nothing can be said.
+    assert_eq!(contended(&processes(10.0, 10.0), PINNED_1_1), None);
 }
 
 #[test]
@@ -145,12 +207,37 @@ fn on_shared_cpus_the_generator_is_the_bottleneck_when_it_takes_the_larger_share
         server_cpus: 1,
         pinned: false,
     };
-    assert!(generator_bound(60.0, 38.0, shared).is_some());
-    assert!(generator_bound(30.0, 68.0, shared).is_none());
+    let run = |generator: f64, server: f64| RunCpu {
+        generator_process: generator,
+        server_process: server,
+        generator_cpus: CpuBusy {
+            busy_percent: generator + server,
+            task_percent: generator + server,
+            capacity_percent: 100.0,
+        },
+        server_cpus: CpuBusy {
+            busy_percent: generator + server,
+            task_percent: generator + server,
+            capacity_percent: 100.0,
+        },
+    };
+    assert!(generator_bound(&run(60.0, 38.0), shared).is_some());
+    assert!(generator_bound(&run(30.0, 68.0), shared).is_none());
     assert!(
-        generator_bound(40.0, 20.0, shared).is_none(),
+        generator_bound(&run(40.0, 20.0), shared).is_none(),
         "the CPU was not full"
     );
+}
+
+#[test]
+fn a_contended_run_names_no_winner() {
+    let mut noisy = figures("warp", &[1000.0]);
+    noisy.contended = Some("other processes used 40% of the server CPUs".into());
+    let verdict = judge_cell(&[figures("axum", &[5000.0]), noisy], 5.0);
+    assert_eq!(verdict.outcome, Outcome::Contended);
+    assert!(verdict.reason.contains("warp"), "{}", verdict.reason);
+    let scenario = judge_scenario(&[(10, verdict.clone()), (20, verdict)]);
+    assert_eq!(scenario.outcome, Outcome::Contended);
 }
 
 fn cell(outcome: Outcome) -> Verdict {

@@ -17,7 +17,7 @@ pub const DEFAULT_USERS: &str = "10,20,30";
 /// Measured time per run by default.
 pub const DEFAULT_DURATION: &str = "3s";
 /// Warm-up per run by default.
-pub const DEFAULT_WARMUP: &str = "1s";
+pub const DEFAULT_WARMUP: &str = "500ms";
 /// Repeats per cell by default.
 pub const DEFAULT_REPEAT: u32 = 2;
 /// `--quick`: user counts.
@@ -49,7 +49,7 @@ pub struct CompareArgs {
     /// Measured time per run, e.g. 3s, 1m [default: 3s; --quick: 2s]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
-    /// Warm-up per run, not counted [default: 1s; --quick: 500ms]
+    /// Warm-up per run, not counted [default: 500ms; --quick: 500ms]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub warmup: Option<Duration>,
     /// Runs per runtime, scenario and user count; verdicts use the median and spread

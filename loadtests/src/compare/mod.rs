@@ -35,7 +35,7 @@ use crate::scenario::Scenario;
 use pin::CpuPlan;
 use procstat::{ProcSeries, ProcUsage, Sampler};
 use servers::{ServerProcess, ServerSpec};
-use verdict::{CpuShape, RuntimeFigures};
+use verdict::{CpuShape, RunCpu, RuntimeFigures};
 
 /// How often `/proc` is sampled during a run.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -47,10 +47,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Seconds of fixture setup and bookkeeping a run costs beyond warm-up and measurement (estimates).
-const RUN_OVERHEAD_S: f64 = 0.6;
+const RUN_OVERHEAD_S: f64 = 0.3;
 
 /// Seconds to start one server process (estimates).
-const START_OVERHEAD_S: f64 = 1.5;
+const START_OVERHEAD_S: f64 = 0.5;
 
 /// How servers are kept while runs are interleaved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,6 +358,8 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 generator: ProcUsage::default(),
                 generator_cpu_percent: 0.0,
                 generator_bound: None,
+                contended: None,
+                cpu: RunCpu::default(),
                 server_samples: ProcSeries {
                     pid: 0,
                     samples: Vec::new(),
@@ -412,16 +414,23 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 progress: settings.progress,
             };
             let server_pid = server.process.pid();
-            let sampler = Sampler::start(&[server_pid, std::process::id()], SAMPLE_EVERY);
+            let cpu_sets = if cpus.pinned {
+                vec![cpus.server.clone(), cpus.generator.clone()]
+            } else {
+                vec![cpus.server.clone()]
+            };
+            let sampler =
+                Sampler::start(&[server_pid, std::process::id()], &cpu_sets, SAMPLE_EVERY);
             let outcome = engine::run(&config, scenario);
             let end_s = sampler.now_s();
-            let mut series = sampler.finish();
-            let own = series.pop().unwrap_or(ProcSeries {
-                pid: 0,
+            let recorded = sampler.finish();
+            let mut processes = recorded.processes.into_iter();
+            let served = processes.next().unwrap_or(ProcSeries {
+                pid: server_pid,
                 samples: Vec::new(),
             });
-            let served = series.pop().unwrap_or(ProcSeries {
-                pid: server_pid,
+            let own = processes.next().unwrap_or(ProcSeries {
+                pid: std::process::id(),
                 samples: Vec::new(),
             });
             match outcome {
@@ -434,24 +443,39 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                     } else {
                         record.generator.cpu_percent
                     };
-                    record.generator_bound = verdict::generator_bound(
-                        record.generator_cpu_percent,
-                        record.server.cpu_percent,
-                        shape,
-                    );
+                    let busy = |i: usize| {
+                        recorded
+                            .cpus
+                            .get(i)
+                            .map(|series| series.busy(window.0, window.1))
+                    };
+                    record.cpu = RunCpu {
+                        generator_process: record.generator_cpu_percent,
+                        server_process: record.server.cpu_percent,
+                        server_cpus: busy(0).unwrap_or_default(),
+                        generator_cpus: busy(if cpus.pinned { 1 } else { 0 }).unwrap_or_default(),
+                    };
+                    record.generator_bound = verdict::generator_bound(&record.cpu, shape);
+                    record.contended = verdict::contended(&record.cpu, shape);
                     record.window_s = window;
                     let total = &result.total;
                     let errors = total.errors.total();
+                    let flag = match (&record.generator_bound, &record.contended) {
+                        (Some(_), _) => " — generator-bound",
+                        (None, Some(_)) => " — contended by other processes",
+                        (None, None) => "",
+                    };
                     println!(
-                        "{progress}: {:.0} hits/s, mean {:.2} ms, p99 {:.2} ms, {} errors, server CPU {:.0}%, \
-                         generator CPU {:.0}%{}",
+                        "{progress}: {:.0} hits/s, mean {:.2} ms, p99 {:.2} ms, {} errors, server CPU \
+                         {:.0}% (its CPUs {:.0}% busy), generator CPU {:.0}% (its CPUs {:.0}% busy){flag}",
                         total.hits_per_s,
                         total.latency.mean_ms,
                         total.latency.p99_ms,
                         errors,
                         record.server.cpu_percent,
+                        record.cpu.server_cpus.busy_percent,
                         record.generator_cpu_percent,
-                        if record.generator_bound.is_some() { " — generator-bound" } else { "" }
+                        record.cpu.generator_cpus.busy_percent,
                     );
                     record.result = Some(result);
                 }
@@ -627,6 +651,7 @@ fn judge(
                         runtime: runtime.clone(),
                         values: mine.iter().filter_map(|r| r.ok_per_s()).collect(),
                         generator_bound: mine.iter().find_map(|r| r.generator_bound.clone()),
+                        contended: mine.iter().find_map(|r| r.contended.clone()),
                     }
                 })
                 .collect();
@@ -683,6 +708,45 @@ fn notes(report: &Report) -> Vec<String> {
             "{bound} of {} runs were generator-bound (the generator saturated its CPU while the \
              server had headroom); their cells name no winner.",
             report.runs.len()
+        ));
+    }
+    let contended = report.runs.iter().filter(|r| r.contended.is_some()).count();
+    if contended > 0 {
+        notes.push(format!(
+            "{contended} of {} runs shared their CPUs with other processes (at least {:.0}% of a \
+             side's CPUs went to someone else); their cells name no winner. Rerun on a quiet machine.",
+            report.runs.len(),
+            verdict::CONTENTION * 100.0
+        ));
+    }
+    // Neither side near its CPU limit: the runs waited on something else (disk syncs, peers).
+    let waiting: Vec<&str> = report
+        .settings
+        .scenarios
+        .iter()
+        .filter(|scenario| {
+            let rows: Vec<&report::Row> = report
+                .rows
+                .iter()
+                .filter(|r| &r.scenario == *scenario && r.runs > 0)
+                .collect();
+            let server_cap = report.threads.cpus.server.len().max(1) as f64 * 100.0;
+            let generator_cap = report.threads.cpus.generator.len().max(1) as f64 * 100.0;
+            !rows.is_empty()
+                && rows.iter().all(|r| {
+                    r.server_cpus_busy_pct.max(r.server_cpu_pct) < 0.8 * server_cap
+                        && r.generator_cpu_pct < 0.8 * generator_cap
+                })
+        })
+        .map(String::as_str)
+        .collect();
+    if !waiting.is_empty() {
+        notes.push(format!(
+            "In {}, neither the servers' CPUs nor the generator were busy 80% of the time: \
+             throughput there is bounded by waiting (with the {} store, mostly for its durable \
+             writes), which every runtime pays alike, so differences are small.",
+            waiting.join(", "),
+            report.settings.store
         ));
     }
     let failed: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();

@@ -4,6 +4,11 @@
 //! CPU is the process's user + system time summed over all its threads (`/proc/<pid>/stat`), so a
 //! multi-threaded server at full tilt on two cores reads 200%. Memory is the resident set size; the
 //! kernel's own high-water mark (`VmHWM`) is read once at the end of a server's life.
+//!
+//! The sampler also reads `/proc/stat` for the CPUs the servers and the generator are pinned to:
+//! how busy those CPUs were, whoever used them. A process's own CPU figure cannot tell a server
+//! that idles for want of load from one starved by other processes on a shared machine; the CPUs'
+//! busy time can.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -142,19 +147,150 @@ impl ProcSeries {
     }
 }
 
-/// Samples a set of processes on a background thread until finished.
+/// Cumulative time counters of a set of CPUs (`/proc/stat`), in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSample {
+    /// Seconds since the sampler started.
+    pub t_s: f64,
+    /// Time the CPUs were not idle: tasks, interrupts, and time stolen by the hypervisor.
+    pub busy_s: f64,
+    /// Time the CPUs ran tasks (user, nice, system) or were stolen: `busy_s` without interrupts,
+    /// whose share of a process's network traffic `/proc/<pid>/stat` does not count.
+    pub task_s: f64,
+    /// All time of the CPUs (busy + idle + iowait).
+    pub total_s: f64,
+}
+
+/// Reads the cumulative counters of `cpus` from `/proc/stat`.
+pub fn read_cpus(cpus: &[usize]) -> anyhow::Result<CpuSample> {
+    let text = std::fs::read_to_string("/proc/stat").context("Failed to read /proc/stat")?;
+    let ticks = procfs::ticks_per_second() as f64;
+    let mut sample = CpuSample::default();
+    let mut found = 0;
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(cpu) = words
+            .next()
+            .and_then(|w| w.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal (guest time is inside user already).
+        let v: Vec<f64> = words.take(8).map(|w| w.parse().unwrap_or(0.0)).collect();
+        if v.len() < 8 {
+            continue;
+        }
+        let task = v[0] + v[1] + v[2] + v[7];
+        let busy = task + v[5] + v[6];
+        sample.task_s += task / ticks;
+        sample.busy_s += busy / ticks;
+        sample.total_s += (busy + v[3] + v[4]) / ticks;
+        found += 1;
+    }
+    if found == 0 {
+        anyhow::bail!("/proc/stat has none of CPU {cpus:?}");
+    }
+    Ok(sample)
+}
+
+/// What a sampler recorded about a set of CPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuSeries {
+    /// The CPUs, summed together.
+    pub cpus: Vec<usize>,
+    /// Their samples in time order.
+    pub samples: Vec<CpuSample>,
+}
+
+/// How busy a set of CPUs was over a window; percent of one core, like process figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuBusy {
+    /// Non-idle time (anyone's, interrupts included), percent of one core; at most 100 × CPUs.
+    pub busy_percent: f64,
+    /// Task time (anyone's, interrupts excluded), percent of one core.
+    pub task_percent: f64,
+    /// 100 × the number of CPUs.
+    pub capacity_percent: f64,
+}
+
+impl CpuSeries {
+    /// How busy the CPUs were between `start_s` and `end_s` (seconds on the sampler's clock).
+    pub fn busy(&self, start_s: f64, end_s: f64) -> CpuBusy {
+        let capacity = self.cpus.len() as f64 * 100.0;
+        if self.samples.len() < 2 || end_s <= start_s {
+            return CpuBusy {
+                capacity_percent: capacity,
+                ..CpuBusy::default()
+            };
+        }
+        let at = |t: f64| -> CpuSample {
+            let samples = &self.samples;
+            let after = samples
+                .partition_point(|s| s.t_s <= t)
+                .clamp(1, samples.len() - 1);
+            let (a, b) = (samples[after - 1], samples[after]);
+            let f = if b.t_s > a.t_s {
+                ((t - a.t_s) / (b.t_s - a.t_s)).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            CpuSample {
+                t_s: t,
+                busy_s: a.busy_s + (b.busy_s - a.busy_s) * f,
+                task_s: a.task_s + (b.task_s - a.task_s) * f,
+                total_s: a.total_s + (b.total_s - a.total_s) * f,
+            }
+        };
+        let (a, b) = (at(start_s), at(end_s));
+        let total = b.total_s - a.total_s;
+        if total <= 0.0 {
+            return CpuBusy {
+                capacity_percent: capacity,
+                ..CpuBusy::default()
+            };
+        }
+        CpuBusy {
+            busy_percent: (b.busy_s - a.busy_s) / total * capacity,
+            task_percent: (b.task_s - a.task_s) / total * capacity,
+            capacity_percent: capacity,
+        }
+    }
+}
+
+/// Everything a sampler recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// One series per pid, in the order given.
+    pub processes: Vec<ProcSeries>,
+    /// One series per CPU set, in the order given.
+    pub cpus: Vec<CpuSeries>,
+}
+
+/// Samples a set of processes (and CPU sets) on a background thread until finished.
 pub struct Sampler {
     origin: Instant,
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<ProcSeries>>,
+    handle: JoinHandle<Recorded>,
 }
 
 impl Sampler {
-    /// Starts sampling `pids` every `interval`, taking a first sample at once.
-    pub fn start(pids: &[u32], interval: Duration) -> Sampler {
+    /// Starts sampling `pids` and the CPU sets `cpu_sets` every `interval`, taking a first sample
+    /// at once.
+    pub fn start(pids: &[u32], cpu_sets: &[Vec<usize>], interval: Duration) -> Sampler {
         let origin = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
         let pids = pids.to_vec();
+        let mut cpus: Vec<CpuSeries> = cpu_sets
+            .iter()
+            .map(|set| CpuSeries {
+                cpus: set.clone(),
+                samples: Vec::new(),
+            })
+            .collect();
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("brigade-procstat".into())
@@ -179,8 +315,17 @@ impl Sampler {
                             });
                         }
                     }
+                    for one in &mut cpus {
+                        if let Ok(mut sample) = read_cpus(&one.cpus) {
+                            sample.t_s = origin.elapsed().as_secs_f64();
+                            one.samples.push(sample);
+                        }
+                    }
                     if stopping {
-                        return series;
+                        return Recorded {
+                            processes: series,
+                            cpus,
+                        };
                     }
                     std::thread::park_timeout(interval);
                 }
@@ -198,11 +343,14 @@ impl Sampler {
         self.origin.elapsed().as_secs_f64()
     }
 
-    /// Takes a last sample, stops the thread and returns what it recorded, one series per pid.
-    pub fn finish(self) -> Vec<ProcSeries> {
+    /// Takes a last sample, stops the thread and returns what it recorded.
+    pub fn finish(self) -> Recorded {
         self.stop.store(true, Ordering::Release);
         self.handle.thread().unpark();
-        self.handle.join().unwrap_or_default()
+        self.handle.join().unwrap_or(Recorded {
+            processes: Vec::new(),
+            cpus: Vec::new(),
+        })
     }
 }
 

@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::procstat::CpuBusy;
+
 /// The largest margin reported (a runner-up with no successful request at all).
 pub const MAX_MARGIN_PCT: f64 = 1_000_000.0;
 
@@ -34,39 +36,115 @@ pub struct CpuShape {
     pub pinned: bool,
 }
 
+/// Other processes may use at most this share of a side's CPUs before a run counts as contended.
+pub const CONTENTION: f64 = 0.20;
+
+/// The CPU figures of one run, all in percent of one core.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunCpu {
+    /// The generator process.
+    pub generator_process: f64,
+    /// The server process.
+    pub server_process: f64,
+    /// The generator's CPUs, whoever used them (the same CPUs as the server's when unpinned).
+    pub generator_cpus: CpuBusy,
+    /// The server's CPUs, whoever used them.
+    pub server_cpus: CpuBusy,
+}
+
+impl RunCpu {
+    /// Busy share of the generator's CPUs (its own figure if the CPUs were not sampled).
+    fn generator_busy(&self, shape: CpuShape) -> f64 {
+        self.generator_cpus.busy_percent.max(self.generator_process)
+            / capacity(self.generator_cpus, shape.generator_cpus)
+    }
+
+    /// Busy share of the server's CPUs (its own figure if the CPUs were not sampled).
+    fn server_busy(&self, shape: CpuShape) -> f64 {
+        self.server_cpus.busy_percent.max(self.server_process)
+            / capacity(self.server_cpus, shape.server_cpus)
+    }
+}
+
+fn capacity(busy: CpuBusy, cpus: usize) -> f64 {
+    if busy.capacity_percent > 0.0 {
+        busy.capacity_percent
+    } else {
+        cpus.max(1) as f64 * 100.0
+    }
+}
+
 /// Why a run counts as generator-bound, or `None` if it does not.
 ///
-/// Pinned: the generator used at least 90% of its CPUs while the server stayed under 90% of its
-/// own. Sharing CPUs: together they filled at least 90% of them and the generator took the
-/// larger part. CPU figures are percent of one core, as `/proc` reports them.
-pub fn generator_bound(
-    generator_cpu_pct: f64,
-    server_cpu_pct: f64,
-    shape: CpuShape,
-) -> Option<String> {
-    let generator_cap = shape.generator_cpus.max(1) as f64 * 100.0;
-    let server_cap = shape.server_cpus.max(1) as f64 * 100.0;
+/// Pinned: the generator's CPUs were at least 90% busy (by the generator, or by anything else that
+/// starved it) while the server's CPUs had more than 10% idle. Sharing CPUs: they were at least
+/// 90% busy and the generator used more of them than the server.
+pub fn generator_bound(run: &RunCpu, shape: CpuShape) -> Option<String> {
+    let generator = run.generator_busy(shape);
+    let server = run.server_busy(shape);
     if shape.pinned {
-        let saturated = generator_cpu_pct >= GENERATOR_SATURATED * generator_cap;
-        let headroom = server_cpu_pct < SERVER_HEADROOM * server_cap;
-        (saturated && headroom).then(|| {
+        (generator >= GENERATOR_SATURATED && server < SERVER_HEADROOM).then(|| {
             format!(
-                "the generator used {:.0}% of its {} CPU(s) while the server used {:.0}% of its {}",
-                generator_cpu_pct / shape.generator_cpus.max(1) as f64,
-                shape.generator_cpus,
-                server_cpu_pct / shape.server_cpus.max(1) as f64,
-                shape.server_cpus
+                "the generator's CPUs were {:.0}% busy (the generator itself {:.0}% of a core) \
+                 while the server's were {:.0}% busy (the server itself {:.0}%)",
+                generator * 100.0,
+                run.generator_process,
+                server * 100.0,
+                run.server_process
             )
         })
     } else {
-        let full = generator_cpu_pct + server_cpu_pct >= GENERATOR_SATURATED * server_cap;
-        (full && generator_cpu_pct >= server_cpu_pct).then(|| {
+        (server >= GENERATOR_SATURATED && run.generator_process >= run.server_process).then(|| {
             format!(
-                "the generator ({generator_cpu_pct:.0}% of a core) took more of the shared CPUs \
-                 than the server ({server_cpu_pct:.0}%)"
+                "the shared CPUs were {:.0}% busy and the generator ({:.0}% of a core) used more \
+                 of them than the server ({:.0}%)",
+                server * 100.0,
+                run.generator_process,
+                run.server_process
             )
         })
     }
+}
+
+/// Why a run counts as contended (other processes took at least 20% of the server's or the
+/// generator's CPUs), or `None`.
+///
+/// Task time is compared, not interrupts: the kernel's network work for the run itself is
+/// interrupt time that no process is charged with.
+pub fn contended(run: &RunCpu, shape: CpuShape) -> Option<String> {
+    if run.server_cpus.capacity_percent <= 0.0 {
+        return None;
+    }
+    let sides: Vec<(&str, f64, f64)> = if shape.pinned {
+        vec![
+            (
+                "server",
+                run.server_cpus.task_percent - run.server_process,
+                run.server_cpus.capacity_percent,
+            ),
+            (
+                "generator",
+                run.generator_cpus.task_percent - run.generator_process,
+                run.generator_cpus.capacity_percent,
+            ),
+        ]
+    } else {
+        vec![(
+            "shared",
+            run.server_cpus.task_percent - run.server_process - run.generator_process,
+            run.server_cpus.capacity_percent,
+        )]
+    };
+    sides
+        .into_iter()
+        .find(|(_, others, cap)| *cap > 0.0 && *others >= CONTENTION * cap)
+        .map(|(side, others, cap)| {
+            format!(
+                "other processes used {:.0}% of the {side} CPUs ({:.0}% of a core)",
+                others / cap * 100.0,
+                others
+            )
+        })
 }
 
 /// One runtime's figures in one cell.
@@ -78,6 +156,8 @@ pub struct RuntimeFigures {
     pub values: Vec<f64>,
     /// Why one of its runs was generator-bound, if one was.
     pub generator_bound: Option<String>,
+    /// Why one of its runs was contended by other processes, if one was.
+    pub contended: Option<String>,
 }
 
 /// The outcome of a comparison.
@@ -100,6 +180,8 @@ pub enum Outcome {
     },
     /// The generator, not the servers, limited the figures.
     GeneratorBound,
+    /// Other processes took a share of the CPUs during a run: the figures are not comparable.
+    Contended,
     /// Not enough results to compare.
     NoData,
 }
@@ -124,6 +206,7 @@ impl Verdict {
             } => format!("{runtime} +{margin_pct:.1}%"),
             Outcome::Tie { .. } => "tie".to_owned(),
             Outcome::GeneratorBound => "generator-bound".to_owned(),
+            Outcome::Contended => "contended".to_owned(),
             Outcome::NoData => "no data".to_owned(),
         }
     }
@@ -161,6 +244,16 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
                 "no winner: generator-bound in the {} run ({})",
                 bound.runtime,
                 bound.generator_bound.as_deref().unwrap_or_default()
+            ),
+        };
+    }
+    if let Some(busy) = figures.iter().find(|f| f.contended.is_some()) {
+        return Verdict {
+            outcome: Outcome::Contended,
+            reason: format!(
+                "no winner: in the {} run {}; rerun on a quieter machine",
+                busy.runtime,
+                busy.contended.as_deref().unwrap_or_default()
             ),
         };
     }
@@ -263,31 +356,59 @@ fn lead_pct(a: f64, b: f64) -> f64 {
 pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
     let judged: Vec<&(u32, Verdict)> = cells
         .iter()
-        .filter(|(_, v)| !matches!(v.outcome, Outcome::GeneratorBound | Outcome::NoData))
+        .filter(|(_, v)| {
+            !matches!(
+                v.outcome,
+                Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData
+            )
+        })
         .collect();
-    let bound: Vec<u32> = cells
-        .iter()
-        .filter(|(_, v)| v.outcome == Outcome::GeneratorBound)
-        .map(|(users, _)| *users)
-        .collect();
-    let bound_note = if bound.is_empty() {
-        String::new()
-    } else {
-        format!("; generator-bound at {} users", join_users(&bound))
+    let users_where = |outcome: Outcome| -> Vec<u32> {
+        cells
+            .iter()
+            .filter(|(_, v)| v.outcome == outcome)
+            .map(|(users, _)| *users)
+            .collect()
     };
+    let bound = users_where(Outcome::GeneratorBound);
+    let contended = users_where(Outcome::Contended);
+    let mut bound_note = String::new();
+    if !bound.is_empty() {
+        bound_note.push_str(&format!(
+            "; generator-bound at {} users",
+            join_users(&bound)
+        ));
+    }
+    if !contended.is_empty() {
+        bound_note.push_str(&format!("; contended at {} users", join_users(&contended)));
+    }
     if judged.is_empty() {
-        return if bound.is_empty() {
-            Verdict {
-                outcome: Outcome::NoData,
-                reason: "no user count could be judged".to_owned(),
-            }
-        } else {
+        return if !bound.is_empty() {
             Verdict {
                 outcome: Outcome::GeneratorBound,
                 reason: format!(
-                    "generator-bound at every user count ({}): these figures measure the generator",
-                    join_users(&bound)
+                    "no user count could be judged; generator-bound at {} users: these figures \
+                     measure the generator{}",
+                    join_users(&bound),
+                    if contended.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; contended at {} users", join_users(&contended))
+                    }
                 ),
+            }
+        } else if !contended.is_empty() {
+            Verdict {
+                outcome: Outcome::Contended,
+                reason: format!(
+                    "other processes took CPU at every user count ({}): no comparable figures",
+                    join_users(&contended)
+                ),
+            }
+        } else {
+            Verdict {
+                outcome: Outcome::NoData,
+                reason: "no user count could be judged".to_owned(),
             }
         };
     }
@@ -318,7 +439,7 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
                     }
                 }
             }
-            Outcome::GeneratorBound | Outcome::NoData => {}
+            Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData => {}
         }
     }
     let per_cell = judged

@@ -264,41 +264,20 @@ fn servers(report: &Report) -> String {
 }
 
 fn runs(report: &Report) -> String {
-    let mut out = String::from(
-        "<details><summary>Every run</summary>\n<table><tr><th>#</th><th>repeat</th><th>runtime</th>\
-         <th>scenario</th><th>users</th><th>hits/s</th><th>requests</th><th>seconds</th>\
-         <th>server CPU %</th><th>generator CPU %</th><th>result</th></tr>\n",
-    );
+    let mut out = String::from("<details><summary>Every run</summary>\n<table><tr>");
+    for head in markdown::RUN_HEADER {
+        let _ = write!(out, "<th>{}</th>", esc(head));
+    }
+    out.push_str("</tr>\n");
     for run in &report.runs {
-        let (hits, requests, elapsed) =
-            run.result
-                .as_ref()
-                .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
-                    (
-                        format!("{:.1}", r.total.hits_per_s),
-                        r.total.requests.to_string(),
-                        format!("{:.2}", r.elapsed_s),
-                    )
-                });
-        let outcome = match (&run.error, &run.generator_bound) {
-            (Some(err), _) => format!("failed: {err}"),
-            (None, Some(why)) => format!("generator-bound: {why}"),
-            (None, None) => "ok".to_owned(),
-        };
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{hits}</td><td class=\"n\">{requests}</td><td class=\"n\">{elapsed}</td>\
-             <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td>{}</td></tr>",
-            run.index + 1,
-            run.repeat + 1,
-            esc(&run.runtime),
-            esc(&run.scenario),
-            run.users,
-            run.server.cpu_percent,
-            run.generator_cpu_percent,
-            esc(&outcome)
-        );
+        out.push_str("<tr>");
+        let cells = markdown::run_cells(run);
+        for (i, cell) in cells.iter().enumerate() {
+            let text = matches!(i, 2 | 3) || i == cells.len() - 1;
+            let class = if text { "" } else { " class=\"n\"" };
+            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table>\n</details>\n");
     out

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, Row};
+use super::{Report, Row, RunRecord};
 use crate::compare::pin;
 
 /// The whole markdown report.
@@ -217,6 +217,9 @@ pub fn row_cells(row: &Row) -> Vec<String> {
             row.generator_bound_runs, row.runs
         ));
     }
+    if row.contended_runs > 0 {
+        note.push(format!("contended ({}/{})", row.contended_runs, row.runs));
+    }
     if row.failed_runs > 0 {
         note.push(format!("{} run(s) failed", row.failed_runs));
     }
@@ -263,39 +266,68 @@ fn servers(report: &Report) -> String {
     out
 }
 
+/// The header of the every-run table.
+pub const RUN_HEADER: [&str; 13] = [
+    "#",
+    "repeat",
+    "runtime",
+    "scenario",
+    "users",
+    "hits/s",
+    "requests",
+    "seconds",
+    "server CPU %",
+    "server CPUs busy %",
+    "generator CPU %",
+    "generator CPUs busy %",
+    "result",
+];
+
+/// One run's cells in the every-run table.
+pub fn run_cells(run: &RunRecord) -> Vec<String> {
+    let (hits, requests, elapsed) =
+        run.result
+            .as_ref()
+            .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
+                (
+                    format!("{:.1}", r.total.hits_per_s),
+                    r.total.requests.to_string(),
+                    format!("{:.2}", r.elapsed_s),
+                )
+            });
+    let outcome = match (&run.error, &run.generator_bound, &run.contended) {
+        (Some(err), _, _) => format!("failed: {err}"),
+        (None, Some(why), _) => format!("generator-bound: {why}"),
+        (None, None, Some(why)) => format!("contended: {why}"),
+        (None, None, None) => "ok".to_owned(),
+    };
+    vec![
+        (run.index + 1).to_string(),
+        (run.repeat + 1).to_string(),
+        run.runtime.clone(),
+        run.scenario.clone(),
+        run.users.to_string(),
+        hits,
+        requests,
+        elapsed,
+        format!("{:.1}", run.server.cpu_percent),
+        format!("{:.1}", run.cpu.server_cpus.busy_percent),
+        format!("{:.1}", run.generator_cpu_percent),
+        format!("{:.1}", run.cpu.generator_cpus.busy_percent),
+        outcome,
+    ]
+}
+
 fn runs(report: &Report) -> String {
-    let mut out = String::from(
-        "## Every run\n\n| # | repeat | runtime | scenario | users | hits/s | requests | seconds | \
-         server CPU % | generator CPU % | result |\n| ---: | ---: | --- | --- | ---: | ---: | ---: | \
-         ---: | ---: | ---: | --- |\n",
-    );
+    let mut out = format!("## Every run\n\n| {} |\n", RUN_HEADER.join(" | "));
+    let mut rule = vec!["---:"; RUN_HEADER.len()];
+    rule[2] = "---";
+    rule[3] = "---";
+    rule[RUN_HEADER.len() - 1] = "---";
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
     for run in &report.runs {
-        let (hits, requests, elapsed) =
-            run.result
-                .as_ref()
-                .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
-                    (
-                        format!("{:.1}", r.total.hits_per_s),
-                        r.total.requests.to_string(),
-                        format!("{:.2}", r.elapsed_s),
-                    )
-                });
-        let outcome = match (&run.error, &run.generator_bound) {
-            (Some(err), _) => format!("failed: {}", cell_text(err)),
-            (None, Some(why)) => format!("generator-bound: {why}"),
-            (None, None) => "ok".to_owned(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {hits} | {requests} | {elapsed} | {:.1} | {:.1} | {outcome} |",
-            run.index + 1,
-            run.repeat + 1,
-            run.runtime,
-            run.scenario,
-            run.users,
-            run.server.cpu_percent,
-            run.generator_cpu_percent
-        );
+        let cells: Vec<String> = run_cells(run).iter().map(|c| cell_text(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
 }

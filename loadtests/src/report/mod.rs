@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::pin::CpuPlan;
 use crate::compare::procstat::{ProcSeries, ProcUsage};
 use crate::compare::servers::StopOutcome;
-use crate::compare::verdict::{self, Verdict};
+use crate::compare::verdict::{self, RunCpu, Verdict};
 use crate::result::{LoadResult, Machine};
 
 /// Everything one comparison measured and decided.
@@ -162,6 +162,12 @@ pub struct RunRecord {
     pub generator_cpu_percent: f64,
     /// Why the run counts as generator-bound, if it does.
     pub generator_bound: Option<String>,
+    /// Why the run counts as contended by other processes, if it does.
+    #[serde(default)]
+    pub contended: Option<String>,
+    /// The run's CPU figures: both processes and both sides' CPUs (whoever used them).
+    #[serde(default)]
+    pub cpu: RunCpu,
     /// The server's raw samples over the whole run (fixtures and warm-up included).
     pub server_samples: ProcSeries,
     /// The measured window on the samples' clock, seconds: (start, end).
@@ -225,6 +231,12 @@ pub struct Row {
     pub peak_rss_mib: f64,
     /// Runs that were generator-bound.
     pub generator_bound_runs: u32,
+    /// Runs in which other processes took a share of the CPUs.
+    #[serde(default)]
+    pub contended_runs: u32,
+    /// Median busy share of the server's CPUs (anyone's use), percent of one core.
+    #[serde(default)]
+    pub server_cpus_busy_pct: f64,
 }
 
 /// The verdict for one scenario at one user count.
@@ -329,6 +341,8 @@ fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
             .map(|r| r.server.peak_rss_mib)
             .fold(0.0, f64::max),
         generator_bound_runs: runs.iter().filter(|r| r.generator_bound.is_some()).count() as u32,
+        contended_runs: runs.iter().filter(|r| r.contended.is_some()).count() as u32,
+        server_cpus_busy_pct: pick(&|r, _| r.cpu.server_cpus.busy_percent),
     }
 }
 
