@@ -3,8 +3,10 @@
 //! A cell (one scenario at one user count) compares the runtimes' median successful hits/s over
 //! the repeats. The leader wins only if it is ahead of the runner-up by more than the noise floor
 //! (5% unless told otherwise) *and* its slowest run beat the runner-up's fastest; otherwise it is a
-//! tie. A cell in which any run was generator-bound names no winner at all: the figures then
-//! measure the generator, not the servers.
+//! tie. A cell in which any run was generator-bound (the generator's CPUs had no headroom) names
+//! no winner at all: the figures then measure the generator, not the servers. Nor does a cell in
+//! which any run was contended (other processes took at least 20% of the server's or the
+//! generator's CPUs): on a shared machine that run's figures say more about the neighbours.
 //!
 //! A scenario's verdict sums its cells up: a runtime wins the scenario when it is the only runtime
 //! to win any cell and it wins most of the cells that could be judged.
@@ -22,7 +24,7 @@ pub const DEFAULT_NOISE_FLOOR_PCT: f64 = 5.0;
 /// The generator counts as saturated at this share of its CPUs.
 pub const GENERATOR_SATURATED: f64 = 0.90;
 
-/// The server has headroom below this share of its CPUs.
+/// The server has headroom below this share of its CPUs (said in a generator-bound run's reason).
 pub const SERVER_HEADROOM: f64 = 0.90;
 
 /// How the CPUs were shared between the servers and the generator.
@@ -76,17 +78,24 @@ fn capacity(busy: CpuBusy, cpus: usize) -> f64 {
 
 /// Why a run counts as generator-bound, or `None` if it does not.
 ///
-/// Pinned: the generator's CPUs were at least 90% busy (by the generator, or by anything else that
-/// starved it) while the server's CPUs had more than 10% idle. Sharing CPUs: they were at least
-/// 90% busy and the generator used more of them than the server.
+/// Pinned: the generator's CPUs were at least 90% busy — by the generator, by the kernel's work
+/// sending its traffic, or by anything else that starved it. With no headroom on the generator's
+/// side the run cannot show what the server could do, whether or not the server's CPUs were full
+/// too, so the run names no winner either way. Sharing CPUs: they were at least 90% busy and the
+/// generator used more of them than the server.
 pub fn generator_bound(run: &RunCpu, shape: CpuShape) -> Option<String> {
     let generator = run.generator_busy(shape);
     let server = run.server_busy(shape);
     if shape.pinned {
-        (generator >= GENERATOR_SATURATED && server < SERVER_HEADROOM).then(|| {
+        (generator >= GENERATOR_SATURATED).then(|| {
+            let server_side = if server < SERVER_HEADROOM {
+                "while the server's had headroom"
+            } else {
+                "and the server's were full too, so either side may be the limit"
+            };
             format!(
                 "the generator's CPUs were {:.0}% busy (the generator itself {:.0}% of a core) \
-                 while the server's were {:.0}% busy (the server itself {:.0}%)",
+                 {server_side} ({:.0}% busy, the server itself {:.0}%)",
                 generator * 100.0,
                 run.generator_process,
                 server * 100.0,
