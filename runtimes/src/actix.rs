@@ -11,15 +11,14 @@ use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
 use crate::{Mount, Shutdown, GRACE};
 
+content_type_values!(header::HeaderValue);
+
 /// The one place a [`Reply`] becomes an actix response.
 fn respond(reply: Reply) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(reply.status)
         .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
     HttpResponse::build(status)
-        .insert_header((
-            header::CONTENT_TYPE,
-            header::HeaderValue::from_static(reply.content_type),
-        ))
+        .insert_header((header::CONTENT_TYPE, content_type_value(reply.content_type)))
         .body(reply.body)
 }
 
@@ -33,8 +32,8 @@ fn method(m: Method) -> actix_web::http::Method {
     }
 }
 
-fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint) -> actix_web::Resource {
-    let mut res = web::resource(e.path).app_data(PayloadConfig::new(e.limit));
+fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint, path: &str) -> actix_web::Resource {
+    let mut res = web::resource(path).app_data(PayloadConfig::new(e.limit));
     for &(m, route) in &e.methods {
         let app = app.clone();
         res = res.route(web::method(method(m)).to(
@@ -79,17 +78,45 @@ fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint) -> actix_web::Resource {
     }))
 }
 
-/// Registers `app`'s endpoints and the JSON 404 on an actix service config.
+async fn not_found(req: HttpRequest) -> HttpResponse {
+    respond(ApiError::no_route(req.method().as_str(), req.path()).to_reply())
+}
+
+/// Registers `app`'s endpoints and the JSON 404 on an actix service config: one `Scope` per first
+/// path segment (`/waiters`, `/bench`, ...) holding its resources, as an actix app is usually laid
+/// out, so a request is matched against its scope's few resources rather than all of them.
 pub(crate) fn configure(
     app: Arc<dyn AppHandle>,
 ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
     move |cfg: &mut web::ServiceConfig| {
+        let mut scopes: Vec<(&str, Vec<&Endpoint>)> = Vec::new();
         for e in app.endpoints() {
-            cfg.service(resource(&app, e));
+            let first = e
+                .path
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                .unwrap_or("");
+            match scopes.iter_mut().find(|(f, _)| *f == first) {
+                Some((_, group)) => group.push(e),
+                None => scopes.push((first, vec![e])),
+            }
         }
-        cfg.default_service(web::to(|req: HttpRequest| async move {
-            respond(ApiError::no_route(req.method().as_str(), req.path()).to_reply())
-        }));
+        for (first, group) in scopes {
+            let prefix = format!("/{first}");
+            if first.starts_with('{') {
+                for e in group {
+                    cfg.service(resource(&app, e, e.path));
+                }
+                continue;
+            }
+            let mut scope = web::scope(&prefix).default_service(web::to(not_found));
+            for e in group {
+                scope = scope.service(resource(&app, e, &e.path[prefix.len()..]));
+            }
+            cfg.service(scope);
+        }
+        cfg.default_service(web::to(not_found));
     }
 }
 

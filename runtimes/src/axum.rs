@@ -1,14 +1,15 @@
-//! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; the body comes through axum's
-//! `Bytes` extractor under `DefaultBodyLimit`.
+//! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; path parameters come through
+//! axum's `RawPathParams` extractor and the body through `axum::body::to_bytes` under the endpoint's
+//! limit.
 
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, RawPathParams, Request as AxumRequest};
-use axum::http::{header, HeaderMap, Method as HttpMethod, StatusCode, Uri};
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::{RawPathParams, Request as AxumRequest};
+use axum::http::{header, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 use brigade_kit::http::Endpoint;
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
@@ -20,7 +21,10 @@ fn respond(reply: Reply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         status,
-        [(header::CONTENT_TYPE, reply.content_type)],
+        [(
+            header::CONTENT_TYPE,
+            crate::content_type_value(reply.content_type),
+        )],
         reply.body,
     )
         .into_response()
@@ -39,29 +43,40 @@ fn filter(m: Method) -> MethodFilter {
 fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
     let mut router = MethodRouter::new();
     for &(method, route) in &e.methods {
-        let app = app.clone();
-        let handler = move |params: Result<
-            RawPathParams,
-            axum::extract::rejection::RawPathParamsRejection,
-        >,
-                            uri: Uri,
-                            headers: HeaderMap,
-                            body: Result<Bytes, BytesRejection>| async move {
-            let (params, body) = match (params, body) {
-                (Ok(p), Ok(b)) => (p, b),
-                (Err(e), _) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
-                (_, Err(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                    return respond(ApiError::payload_too_large(e.body_text()).to_reply())
-                }
-                (_, Err(e)) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
-            };
-            let request = Request {
-                params: params
+        let (app, limit) = (app.clone(), e.limit);
+        let handler = move |params: Result<RawPathParams, RawPathParamsRejection>,
+                            req: AxumRequest| async move {
+            let params = match params {
+                Ok(p) => p
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
-                query: uri.query().map(str::to_string),
-                content_type: headers
+                Err(e) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
+            };
+            let (parts, body) = req.into_parts();
+            let body = if hyper::body::Body::is_end_stream(&body) {
+                Bytes::new() // no body (a GET): nothing to read
+            } else {
+                match axum::body::to_bytes(body, limit).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let e = e.into_inner();
+                        if e.downcast_ref::<http_body_util::LengthLimitError>()
+                            .is_some()
+                        {
+                            return respond(ApiError::too_large(limit).to_reply());
+                        }
+                        return respond(
+                            ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
+                        );
+                    }
+                }
+            };
+            let request = Request {
+                params,
+                query: parts.uri.query().map(str::to_string),
+                content_type: parts
+                    .headers
                     .get(header::CONTENT_TYPE)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string),
@@ -69,9 +84,9 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
             };
             respond(app.call(route, request).await)
         };
-        router = router.merge(on(filter(method), handler));
+        router = router.on(filter(method), handler);
     }
-    router.layer(DefaultBodyLimit::max(e.limit))
+    router
 }
 
 /// The axum `Router` for `app`: its endpoints, JSON 404 and 405 fallbacks.

@@ -22,7 +22,7 @@ fn respond(reply: Reply) -> Response<Full<Bytes>> {
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        http::HeaderValue::from_static(reply.content_type),
+        crate::content_type_value(reply.content_type),
     );
     resp
 }
@@ -52,15 +52,19 @@ async fn handle(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let body = match Limited::new(body, endpoint.limit).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Ok(respond(ApiError::too_large(endpoint.limit).to_reply()))
-        }
-        Err(e) => {
-            return Ok(respond(
-                ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
-            ))
+    let body = if hyper::body::Body::is_end_stream(&body) {
+        Bytes::new() // no body (a GET): nothing to collect
+    } else {
+        match Limited::new(body, endpoint.limit).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Ok(respond(ApiError::too_large(endpoint.limit).to_reply()))
+            }
+            Err(e) => {
+                return Ok(respond(
+                    ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
+                ))
+            }
         }
     };
     let request = Request {

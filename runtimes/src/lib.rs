@@ -20,6 +20,26 @@ use std::time::Duration;
 use anyhow::Context;
 use brigade_kit::AppHandle;
 
+/// Defines `fn content_type_value(&'static str) -> $value`: the `Content-Type` header value of a
+/// reply, the kit's usual types pre-validated at compile time (a `from_static` at run time re-checks
+/// every byte on every request). One macro because actix-web's header type is not `http` 1's.
+macro_rules! content_type_values {
+    ($value:ty) => {
+        fn content_type_value(ct: &'static str) -> $value {
+            use brigade_kit::http::content_type::{JSON, OCTETS, TEXT};
+            const JSON_V: $value = <$value>::from_static(JSON);
+            const TEXT_V: $value = <$value>::from_static(TEXT);
+            const OCTETS_V: $value = <$value>::from_static(OCTETS);
+            match ct {
+                JSON => JSON_V,
+                TEXT => TEXT_V,
+                OCTETS => OCTETS_V,
+                other => <$value>::from_static(other),
+            }
+        }
+    };
+}
+
 #[cfg(feature = "actix")]
 mod actix;
 #[cfg(feature = "axum")]
@@ -213,8 +233,5 @@ where
     })
 }
 
-/// Splits a raw `path?query` target's query part off (`None` when there is none).
-#[allow(dead_code)]
-fn query_of(uri: &http::Uri) -> Option<String> {
-    uri.query().map(str::to_string)
-}
+#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
+content_type_values!(http::HeaderValue);

@@ -1,10 +1,11 @@
-//! warp: each endpoint becomes a chain of warp path filters (`warp::path(..)`, `warp::path::param`)
-//! ending in `path::end()`, then method, query, content type and the body stream; endpoints are
-//! combined with `or`, and a final filter answers the JSON 404.
+//! warp: the endpoints become nested warp path filters (`warp::path(..)`, `warp::path::param`,
+//! `path::end()`), one branch per segment as a hand-written warp app nests them; method, query,
+//! content type and the body stream are taken once after the path matched; a final filter answers
+//! the JSON 404.
 
 use std::sync::Arc;
 
-use brigade_kit::http::{pattern_segments, Endpoint, Segment};
+use brigade_kit::http::{pattern_segments, Segment};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{Stream, StreamExt};
@@ -24,7 +25,7 @@ fn respond(reply: Reply) -> Reply_ {
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static(reply.content_type),
+        crate::content_type_value(reply.content_type),
     );
     resp
 }
@@ -51,42 +52,99 @@ async fn collect_limited(
     Ok(out.freeze())
 }
 
-fn path_filter(pattern: &'static str) -> BoxedFilter<(Vec<String>,)> {
-    let mut f = warp::any().map(Vec::new).boxed();
-    for seg in pattern_segments(pattern) {
-        f = match seg {
-            Segment::Literal(lit) => f.and(warp::path(lit)).boxed(),
-            Segment::Param(_) => f
-                .and(warp::path::param::<String>())
-                .map(|mut v: Vec<String>, p: String| {
-                    v.push(p);
-                    v
-                })
-                .boxed(),
-        };
-    }
-    f.and(warp::path::end()).boxed()
+/// The endpoints as a tree of path segments, so that warp's filters nest the way a hand-written
+/// warp app nests them (`path("tables").and(path::param().and(...))`) and a request tries only the
+/// branches its first segments match.
+#[derive(Default)]
+struct Node {
+    endpoint: Option<usize>,
+    literals: Vec<(&'static str, Node)>,
+    param: Option<Box<Node>>,
 }
 
-fn endpoint_filter(app: Arc<dyn AppHandle>, e: Endpoint) -> BoxedFilter<(Reply_,)> {
+impl Node {
+    fn insert(&mut self, segments: &[Segment<'static>], endpoint: usize) {
+        match segments.split_first() {
+            None => self.endpoint = Some(endpoint),
+            Some((Segment::Literal(lit), rest)) => {
+                let i = match self.literals.iter().position(|(l, _)| l == lit) {
+                    Some(i) => i,
+                    None => {
+                        self.literals.push((lit, Node::default()));
+                        self.literals.len() - 1
+                    }
+                };
+                self.literals[i].1.insert(rest, endpoint);
+            }
+            Some((Segment::Param(_), rest)) => self
+                .param
+                .get_or_insert_with(Box::default)
+                .insert(rest, endpoint),
+        }
+    }
+
+    /// Matches the rest of the path: the parameter values (in order) and the endpoint's index.
+    fn filter(self) -> BoxedFilter<(Vec<String>, usize)> {
+        let mut branches: Vec<BoxedFilter<(Vec<String>, usize)>> = Vec::new();
+        if let Some(e) = self.endpoint {
+            branches.push(
+                warp::path::end()
+                    .map(move || (Vec::new(), e))
+                    .untuple_one()
+                    .boxed(),
+            );
+        }
+        for (lit, child) in self.literals {
+            branches.push(warp::path(lit).and(child.filter()).boxed());
+        }
+        if let Some(child) = self.param {
+            let f = warp::path::param::<String>()
+                .and(child.filter())
+                .map(|p: String, mut values: Vec<String>, e: usize| {
+                    values.insert(0, p);
+                    (values, e)
+                })
+                .untuple_one();
+            branches.push(f.boxed());
+        }
+        let mut branches = branches.into_iter();
+        let first = branches.next().unwrap_or_else(|| {
+            warp::any()
+                .and_then(|| async { Err::<(Vec<String>, usize), _>(warp::reject::not_found()) })
+                .untuple_one()
+                .boxed()
+        });
+        branches.fold(first, |acc, b| acc.or(b).unify().boxed())
+    }
+}
+
+/// The warp filter for `app`: the endpoint tree, then method, query, content type and body once,
+/// and the JSON 404 when no path matches.
+pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
+    let mut root = Node::default();
+    for (i, e) in app.endpoints().iter().enumerate() {
+        root.insert(&pattern_segments(e.path), i);
+    }
     let query = warp::query::raw()
         .map(Some)
         .or(warp::any().map(|| None))
         .unify();
-    path_filter(e.path)
+    let routes = root
+        .filter()
         .and(warp::method())
         .and(query)
         .and(warp::header::optional::<String>("content-type"))
         .and(warp::body::stream())
         .then(
             move |values: Vec<String>,
+                  endpoint: usize,
                   method: warp::http::Method,
                   query: Option<String>,
                   ct: Option<String>,
                   body| {
                 let app = app.clone();
-                let e = e.clone();
                 async move {
+                    let e = &app.endpoints()[endpoint];
                     let Some(route) = Method::parse(method.as_str()).and_then(|m| e.route_for(m))
                     else {
                         return respond(e.method_not_allowed(method.as_str()).to_reply());
@@ -95,8 +153,9 @@ fn endpoint_filter(app: Arc<dyn AppHandle>, e: Endpoint) -> BoxedFilter<(Reply_,
                         Ok(b) => b,
                         Err(err) => return respond(err.to_reply()),
                     };
+                    let params = e.name_params(values);
                     let request = Request {
-                        params: e.name_params(values),
+                        params,
                         query,
                         content_type: ct,
                         body,
@@ -104,25 +163,13 @@ fn endpoint_filter(app: Arc<dyn AppHandle>, e: Endpoint) -> BoxedFilter<(Reply_,
                     respond(app.call(route, request).await)
                 }
             },
-        )
-        .boxed()
-}
-
-/// The warp filter for `app`: every endpoint, then the JSON 404.
-pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
+        );
     let not_found = warp::method().and(warp::path::full()).map(
         |m: warp::http::Method, p: warp::path::FullPath| {
             respond(ApiError::no_route(m.as_str(), p.as_str()).to_reply())
         },
     );
-    let mut all = not_found.boxed();
-    for e in app.endpoints().iter().rev() {
-        all = endpoint_filter(app.clone(), e.clone())
-            .or(all)
-            .unify()
-            .boxed();
-    }
-    all
+    routes.or(not_found).unify().boxed()
 }
 
 pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {

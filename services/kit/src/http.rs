@@ -21,6 +21,16 @@ use futures::FutureExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+/// The content types replies carry; adapters turn these into header values without re-validating.
+pub mod content_type {
+    /// JSON bodies and every error.
+    pub const JSON: &str = "application/json";
+    /// `/bench/hello`.
+    pub const TEXT: &str = "text/plain; charset=utf-8";
+    /// Raw bytes.
+    pub const OCTETS: &str = "application/octet-stream";
+}
+
 /// A boxed, sendable future, the shape every handler returns.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -288,7 +298,7 @@ impl Reply {
         match serde_json::to_vec(value) {
             Ok(body) => Reply {
                 status,
-                content_type: "application/json",
+                content_type: content_type::JSON,
                 body: body.into(),
             },
             Err(e) => ApiError::internal(format!("encoding a reply: {e}")).to_reply(),
@@ -309,7 +319,7 @@ impl Reply {
     pub fn no_content() -> Reply {
         Reply {
             status: 204,
-            content_type: "text/plain",
+            content_type: content_type::TEXT,
             body: Bytes::new(),
         }
     }
@@ -318,7 +328,7 @@ impl Reply {
     pub fn text(body: impl Into<Bytes>) -> Reply {
         Reply {
             status: 200,
-            content_type: "text/plain; charset=utf-8",
+            content_type: content_type::TEXT,
             body: body.into(),
         }
     }
@@ -327,7 +337,7 @@ impl Reply {
     pub fn octets(body: impl Into<Bytes>) -> Reply {
         Reply {
             status: 200,
-            content_type: "application/octet-stream",
+            content_type: content_type::OCTETS,
             body: body.into(),
         }
     }
