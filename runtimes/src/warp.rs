@@ -107,14 +107,25 @@ impl Node {
                 .untuple_one();
             branches.push(f.boxed());
         }
-        let mut branches = branches.into_iter();
-        let first = branches.next().unwrap_or_else(|| {
-            warp::any()
-                .and_then(|| async { Err::<(Vec<String>, usize), _>(warp::reject::not_found()) })
-                .untuple_one()
-                .boxed()
-        });
-        branches.fold(first, |acc, b| acc.or(b).unify().boxed())
+        any_of(branches)
+    }
+}
+
+/// `or` over `branches`, as a balanced tree: each boxed `or` costs a call and an allocation per
+/// request, so a request passes log2(n) of them rather than n.
+fn any_of(
+    mut branches: Vec<BoxedFilter<(Vec<String>, usize)>>,
+) -> BoxedFilter<(Vec<String>, usize)> {
+    match branches.len() {
+        0 => warp::any()
+            .and_then(|| async { Err::<(Vec<String>, usize), _>(warp::reject::not_found()) })
+            .untuple_one()
+            .boxed(),
+        1 => branches.pop().expect("one branch"),
+        n => {
+            let right = branches.split_off(n / 2);
+            any_of(branches).or(any_of(right)).unify().boxed()
+        }
     }
 }
 

@@ -360,7 +360,9 @@ pub enum BodyKind {
     Raw,
 }
 
-type Handler<S> = Arc<dyn Fn(Arc<S>, Request) -> BoxFuture<Result<Reply, ApiError>> + Send + Sync>;
+/// A type-erased handler: its future already maps errors and panics to replies, so a request costs
+/// one allocation for the whole handler future.
+type Handler<S> = Arc<dyn Fn(Arc<S>, Request) -> BoxFuture<Reply> + Send + Sync>;
 
 /// One route: method, path pattern, body rules and handler.
 pub struct Route<S> {
@@ -397,7 +399,16 @@ impl<S: Send + Sync + 'static> Route<S> {
             path,
             body,
             limit: JSON_BODY_LIMIT,
-            handler: Arc::new(move |s, r| Box::pin(handler(s, r))),
+            handler: Arc::new(move |s, r| {
+                let fut = AssertUnwindSafe(handler(s, r)).catch_unwind();
+                Box::pin(async move {
+                    match fut.await {
+                        Ok(Ok(reply)) => reply,
+                        Ok(Err(e)) => e.to_reply(),
+                        Err(panic) => ApiError::internal(panic_message(&panic)).to_reply(),
+                    }
+                })
+            }),
         }
     }
 
@@ -644,18 +655,15 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
         if let Err(e) = check_body(r, &request) {
             return Box::pin(async move { e.to_reply() });
         }
-        let (method, path) = (r.method, r.path);
-        let started = tracing::enabled!(tracing::Level::DEBUG).then(Instant::now);
-        let fut = AssertUnwindSafe((r.handler)(self.state.clone(), request)).catch_unwind();
+        let fut = (r.handler)(self.state.clone(), request);
+        if !tracing::enabled!(tracing::Level::DEBUG) {
+            return fut;
+        }
+        let (method, path, started) = (r.method, r.path, Instant::now());
         Box::pin(async move {
-            let reply = match fut.await {
-                Ok(Ok(reply)) => reply,
-                Ok(Err(e)) => e.to_reply(),
-                Err(panic) => ApiError::internal(panic_message(&panic)).to_reply(),
-            };
-            if let Some(t) = started {
-                tracing::debug!(%method, path, status = reply.status, micros = t.elapsed().as_micros() as u64, "request");
-            }
+            let reply = fut.await;
+            let micros = started.elapsed().as_micros() as u64;
+            tracing::debug!(%method, path, status = reply.status, micros, "request");
             reply
         })
     }
