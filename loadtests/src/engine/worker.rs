@@ -225,11 +225,7 @@ impl Deadline {
     }
 
     /// Runs `fut` until it completes (`Some`) or `timeout` has passed since `start` (`None`).
-    pub(crate) async fn run<F: Future>(
-        &mut self,
-        start: Instant,
-        fut: F,
-    ) -> Option<F::Output> {
+    pub(crate) async fn run<F: Future>(&mut self, start: Instant, fut: F) -> Option<F::Output> {
         let limit = start + self.timeout;
         let mut fut = std::pin::pin!(fut);
         std::future::poll_fn(|cx| {
