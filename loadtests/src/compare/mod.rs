@@ -460,9 +460,10 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                     record.window_s = window;
                     let total = &result.total;
                     let errors = total.errors.total();
-                    let flag = match (&record.generator_bound, &record.contended) {
-                        (Some(_), _) => " — generator-bound",
-                        (None, Some(_)) => " — contended by other processes",
+                    // Contention first: a generator starved by other processes is their doing.
+                    let flag = match (&record.contended, &record.generator_bound) {
+                        (Some(_), _) => " — contended by other processes",
+                        (None, Some(_)) => " — generator-bound",
                         (None, None) => "",
                     };
                     println!(

@@ -246,16 +246,6 @@ fn max(values: &[f64]) -> f64 {
 
 /// Judges one cell (one scenario at one user count).
 pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
-    if let Some(bound) = figures.iter().find(|f| f.generator_bound.is_some()) {
-        return Verdict {
-            outcome: Outcome::GeneratorBound,
-            reason: format!(
-                "no winner: generator-bound in the {} run ({})",
-                bound.runtime,
-                bound.generator_bound.as_deref().unwrap_or_default()
-            ),
-        };
-    }
     if let Some(busy) = figures.iter().find(|f| f.contended.is_some()) {
         return Verdict {
             outcome: Outcome::Contended,
@@ -263,6 +253,16 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
                 "no winner: in the {} run {}; rerun on a quieter machine",
                 busy.runtime,
                 busy.contended.as_deref().unwrap_or_default()
+            ),
+        };
+    }
+    if let Some(bound) = figures.iter().find(|f| f.generator_bound.is_some()) {
+        return Verdict {
+            outcome: Outcome::GeneratorBound,
+            reason: format!(
+                "no winner: generator-bound in the {} run ({})",
+                bound.runtime,
+                bound.generator_bound.as_deref().unwrap_or_default()
             ),
         };
     }

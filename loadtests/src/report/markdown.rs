@@ -295,10 +295,10 @@ pub fn run_cells(run: &RunRecord) -> Vec<String> {
                     format!("{:.2}", r.elapsed_s),
                 )
             });
-    let outcome = match (&run.error, &run.generator_bound, &run.contended) {
+    let outcome = match (&run.error, &run.contended, &run.generator_bound) {
         (Some(err), _, _) => format!("failed: {err}"),
-        (None, Some(why), _) => format!("generator-bound: {why}"),
-        (None, None, Some(why)) => format!("contended: {why}"),
+        (None, Some(why), _) => format!("contended: {why}"),
+        (None, None, Some(why)) => format!("generator-bound: {why}"),
         (None, None, None) => "ok".to_owned(),
     };
     vec![
