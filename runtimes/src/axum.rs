@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 use brigade_kit::http::Endpoint;
-use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use brigade_kit::{ApiError, AppHandle, Method, Reply};
 
 use crate::{run_on_tokio, Mount, Shutdown};
 
@@ -72,16 +72,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
                     }
                 }
             };
-            let request = Request {
-                params,
-                query: parts.uri.query().map(str::to_string),
-                content_type: parts
-                    .headers
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string),
-                body,
-            };
+            let request = crate::request_from(&parts, params, body);
             respond(app.call(route, request).await)
         };
         router = router.on(filter(method), handler);

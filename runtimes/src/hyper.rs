@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
@@ -67,16 +67,7 @@ async fn handle(
             }
         }
     };
-    let request = Request {
-        params,
-        query: parts.uri.query().map(str::to_string),
-        content_type: parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
-        body,
-    };
+    let request = crate::request_from(&parts, params, body);
     Ok(respond(app.call(route, request).await))
 }
 

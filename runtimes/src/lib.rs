@@ -235,3 +235,22 @@ where
 
 #[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
 content_type_values!(http::HeaderValue);
+
+/// The kit's request from an `http` 1 request head (axum and hyper share these types).
+#[cfg(any(feature = "axum", feature = "hyper"))]
+fn request_from(
+    parts: &http::request::Parts,
+    params: Vec<(String, String)>,
+    body: bytes::Bytes,
+) -> brigade_kit::Request {
+    brigade_kit::Request {
+        params,
+        query: parts.uri.query().map(str::to_string),
+        content_type: parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        body,
+    }
+}

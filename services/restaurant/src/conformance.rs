@@ -828,34 +828,32 @@ pub async fn bench_endpoints(c: &TestClient, t: &Target) {
     .expect(200, "2 MiB on a bench route");
 }
 
-/// 50 concurrent seat requests on one free table: exactly one 200, the rest 409.
-pub async fn fifty_concurrent_seats_give_exactly_one_200(c: &TestClient, t: &Target) {
-    let waiter = new_waiter(c, t).await;
-    let table = new_table(c, t, 4).await;
-    let url = format!("{}/tables/{table}/seat", t.tables);
-    let tasks: Vec<_> = (0..50)
+/// Sends `n` copies of one POST at once: exactly one must answer 200, every other 409.
+pub async fn exactly_one_wins(c: &TestClient, url: &str, body: Value, n: usize) {
+    let tasks: Vec<_> = (0..n)
         .map(|_| {
-            let (c, url, waiter) = (c.clone(), url.clone(), waiter.clone());
-            tokio::spawn(async move {
-                c.post(&url, json!({"party_size": 2, "waiter_id": waiter}))
-                    .await
-                    .status
-            })
+            let (c, url, body) = (c.clone(), url.to_string(), body.clone());
+            tokio::spawn(async move { c.post(&url, body).await.status })
         })
         .collect();
     let mut statuses = Vec::new();
     for task in tasks {
         statuses.push(task.await.unwrap());
     }
-    assert_eq!(
-        statuses.iter().filter(|&&s| s == 200).count(),
-        1,
-        "{statuses:?}"
-    );
+    let wins = statuses.iter().filter(|&&s| s == 200).count();
+    assert_eq!(wins, 1, "{url}: {statuses:?}");
     assert!(
         statuses.iter().all(|&s| s == 200 || s == 409),
-        "{statuses:?}"
+        "{url}: {statuses:?}"
     );
+}
+
+/// 50 concurrent seat requests on one free table: exactly one 200, the rest 409.
+pub async fn fifty_concurrent_seats_give_exactly_one_200(c: &TestClient, t: &Target) {
+    let waiter = new_waiter(c, t).await;
+    let table = new_table(c, t, 4).await;
+    let url = format!("{}/tables/{table}/seat", t.tables);
+    exactly_one_wins(c, &url, json!({"party_size": 2, "waiter_id": waiter}), 50).await;
 }
 
 /// 20 racing `queued → cooking` changes of one order: exactly one wins, the rest get 409.
@@ -873,25 +871,7 @@ pub async fn racing_status_changes_give_exactly_one_200(c: &TestClient, t: &Targ
         t.kitchen,
         o.json["id"].as_str().unwrap()
     );
-    let tasks: Vec<_> = (0..20)
-        .map(|_| {
-            let (c, url) = (c.clone(), url.clone());
-            tokio::spawn(async move { c.post(&url, json!({"status": "cooking"})).await.status })
-        })
-        .collect();
-    let mut statuses = Vec::new();
-    for task in tasks {
-        statuses.push(task.await.unwrap());
-    }
-    assert_eq!(
-        statuses.iter().filter(|&&s| s == 200).count(),
-        1,
-        "{statuses:?}"
-    );
-    assert!(
-        statuses.iter().all(|&s| s == 200 || s == 409),
-        "{statuses:?}"
-    );
+    exactly_one_wins(c, &url, json!({"status": "cooking"}), 20).await;
 }
 
 /// With the waiter service stopped, seating answers 502/503 quickly, never hangs.

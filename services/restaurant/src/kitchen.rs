@@ -10,11 +10,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    now, Id, List, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table,
-    TableStatus,
+    now, Id, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table, TableStatus,
 };
 use crate::tables::peer_message;
-use crate::{from_doc, to_doc, ServiceState};
+use crate::{from_doc, list_reply, load, to_doc, ServiceState};
 
 /// The `orders` collection.
 pub const ORDERS: CollectionSpec = CollectionSpec {
@@ -36,13 +35,6 @@ pub fn routes() -> RouteTable<ServiceState> {
 
 fn not_found(id: &str) -> ApiError {
     ApiError::not_found(format!("no order {id}"))
-}
-
-async fn load(s: &ServiceState, id: &str) -> Result<Order, ApiError> {
-    match s.store.get(ORDERS.name, id).await? {
-        Some(doc) => from_doc(doc),
-        None => Err(not_found(id)),
-    }
 }
 
 /// Asks the tables service whether table `id` exists and is occupied: 422 if not, 502/503 if it can't say.
@@ -104,11 +96,6 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         table_id: Option<String>,
     }
     let q: Query = r.query()?;
-    let page = Paging {
-        limit: q.limit,
-        offset: q.offset,
-    }
-    .page()?;
     let mut filter = Filter::all();
     if let Some(status) = q.status {
         filter = filter.eq("status", status.as_str());
@@ -116,20 +103,17 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     if let Some(table) = q.table_id {
         filter = filter.eq("table_id", table);
     }
-    let found = s.store.list(ORDERS.name, &filter, page).await?;
-    let items = found
-        .items
-        .into_iter()
-        .map(from_doc::<Order>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::ok(&List {
-        items,
-        total: found.total,
-    }))
+    let paging = Paging {
+        limit: q.limit,
+        offset: q.offset,
+    };
+    list_reply::<Order>(&s, ORDERS.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    Ok(Reply::ok(&load(&s, r.param("id")).await?))
+    Ok(Reply::ok(
+        &load::<Order>(&s, ORDERS.name, "order", r.param("id")).await?,
+    ))
 }
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -171,7 +155,7 @@ async fn add_items(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> 
 async fn change_status(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let id = r.param("id");
     let StatusChange { status: next } = r.json()?;
-    let current = load(&s, id).await?;
+    let current = load::<Order>(&s, ORDERS.name, "order", id).await?;
     if !current.status.can_become(next) {
         return Err(ApiError::conflict(format!(
             "order {id} cannot go from {} to {}",

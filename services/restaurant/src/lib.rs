@@ -204,6 +204,38 @@ pub async fn build(
     Ok(BuiltService { name, app, store })
 }
 
+/// The document `id` of `collection` as a `T`; 404 "no {what} {id}" if there is none.
+pub(crate) async fn load<T: serde::de::DeserializeOwned>(
+    s: &ServiceState,
+    collection: &str,
+    what: &str,
+    id: &str,
+) -> Result<T, ApiError> {
+    match s.store.get(collection, id).await? {
+        Some(doc) => from_doc(doc),
+        None => Err(ApiError::not_found(format!("no {what} {id}"))),
+    }
+}
+
+/// Answers a list request: the page of `collection` matching `filter`, as `{"items", "total"}`.
+pub(crate) async fn list_reply<T: serde::de::DeserializeOwned + serde::Serialize>(
+    s: &ServiceState,
+    collection: &str,
+    filter: store::Filter,
+    paging: model::Paging,
+) -> Result<brigade_kit::Reply, ApiError> {
+    let found = s.store.list(collection, &filter, paging.page()?).await?;
+    let items = found
+        .items
+        .into_iter()
+        .map(from_doc::<T>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(brigade_kit::Reply::ok(&model::List {
+        items,
+        total: found.total,
+    }))
+}
+
 /// Reads a stored document into a domain type; a document that does not fit is a 500.
 pub(crate) fn from_doc<T: serde::de::DeserializeOwned>(doc: store::Doc) -> Result<T, ApiError> {
     serde_json::from_value(serde_json::Value::Object(doc))

@@ -9,8 +9,8 @@ use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{List, NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
-use crate::{from_doc, to_doc, ServiceState};
+use crate::model::{NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
+use crate::{from_doc, list_reply, load, to_doc, ServiceState};
 
 /// The `tables` collection; table numbers are unique.
 pub const TABLES: CollectionSpec = CollectionSpec {
@@ -35,13 +35,6 @@ pub fn routes() -> RouteTable<ServiceState> {
 
 fn not_found(id: &str) -> ApiError {
     ApiError::not_found(format!("no table {id}"))
-}
-
-async fn load(s: &ServiceState, id: &str) -> Result<Table, ApiError> {
-    match s.store.get(TABLES.name, id).await? {
-        Some(doc) => from_doc(doc),
-        None => Err(not_found(id)),
-    }
 }
 
 async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -74,29 +67,21 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         status: Option<TableStatus>,
     }
     let q: Query = r.query()?;
-    let page = Paging {
-        limit: q.limit,
-        offset: q.offset,
-    }
-    .page()?;
     let mut filter = Filter::all();
     if let Some(status) = q.status {
         filter = filter.eq("status", status.as_str());
     }
-    let found = s.store.list(TABLES.name, &filter, page).await?;
-    let items = found
-        .items
-        .into_iter()
-        .map(from_doc::<Table>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::ok(&List {
-        items,
-        total: found.total,
-    }))
+    let paging = Paging {
+        limit: q.limit,
+        offset: q.offset,
+    };
+    list_reply::<Table>(&s, TABLES.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    Ok(Reply::ok(&load(&s, r.param("id")).await?))
+    Ok(Reply::ok(
+        &load::<Table>(&s, TABLES.name, "table", r.param("id")).await?,
+    ))
 }
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -117,7 +102,7 @@ async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
 async fn seat(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let id = r.param("id");
     let party: SeatParty = r.json()?;
-    let table = load(&s, id).await?;
+    let table = load::<Table>(&s, TABLES.name, "table", id).await?;
     if table.status != TableStatus::Free {
         return Err(ApiError::conflict(format!(
             "table {} is not free",

@@ -7,8 +7,8 @@ use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
 
-use crate::model::{List, NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
-use crate::{from_doc, to_doc, ServiceState};
+use crate::model::{NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
+use crate::{from_doc, list_reply, load, to_doc, ServiceState};
 
 /// The `waiters` collection.
 pub const WAITERS: CollectionSpec = CollectionSpec {
@@ -51,33 +51,20 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         shift: Option<Shift>,
     }
     let q: Query = r.query()?;
-    let page = Paging {
-        limit: q.limit,
-        offset: q.offset,
-    }
-    .page()?;
     let mut filter = Filter::all();
     if let Some(shift) = q.shift {
         filter = filter.eq("shift", shift.as_str());
     }
-    let found = s.store.list(WAITERS.name, &filter, page).await?;
-    let items = found
-        .items
-        .into_iter()
-        .map(from_doc::<Waiter>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Reply::ok(&List {
-        items,
-        total: found.total,
-    }))
+    let paging = Paging {
+        limit: q.limit,
+        offset: q.offset,
+    };
+    list_reply::<Waiter>(&s, WAITERS.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    let id = r.param("id");
-    match s.store.get(WAITERS.name, id).await? {
-        Some(doc) => Ok(Reply::ok(&from_doc::<Waiter>(doc)?)),
-        None => Err(not_found(id)),
-    }
+    let waiter: Waiter = load(&s, WAITERS.name, "waiter", r.param("id")).await?;
+    Ok(Reply::ok(&waiter))
 }
 
 async fn update(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
