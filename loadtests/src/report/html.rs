@@ -322,7 +322,7 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
         .iter()
         .map(|r| r.hits_per_s_max.max(r.hits_per_s))
         .fold(1.0, f64::max)
-        * 1.3;
+        * 1.45; // room for the legend above the bars
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
