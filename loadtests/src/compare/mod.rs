@@ -702,12 +702,12 @@ fn notes(report: &Report) -> Vec<String> {
     let bound = report
         .runs
         .iter()
-        .filter(|r| r.generator_bound.is_some())
+        .filter(|r| r.generator_bound.is_some() && r.contended.is_none())
         .count();
     if bound > 0 {
         notes.push(format!(
-            "{bound} of {} runs were generator-bound (the generator saturated its CPU while the \
-             server had headroom); their cells name no winner.",
+            "{bound} of {} runs were generator-bound (the generator's CPUs were at least 90% busy, \
+             so the figures may show the generator's limit); their cells name no winner.",
             report.runs.len()
         ));
     }
