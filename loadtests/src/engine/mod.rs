@@ -34,7 +34,7 @@ use crate::result::{LoadResult, LoadSettings};
 use crate::scenario::{Pools, RenderContext, Scenario};
 use conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
 use stats::RouteStats;
-use worker::{Progress, Share, Shared};
+use worker::{Pace, Progress, Share, Shared};
 
 /// How to run a load.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,11 +173,13 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
             })
             .collect(),
         Some(rate) => {
-            let mut v: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); threads];
-            let interval = Duration::from_secs_f64(f64::from(tasks) / rate);
+            let mut v: Vec<Vec<Pace>> = vec![Vec::new(); threads];
             for c in 0..tasks {
-                let first = Duration::from_secs_f64(f64::from(c) / rate);
-                v[c as usize % threads].push((first, interval));
+                v[c as usize % threads].push(Pace {
+                    first: u64::from(c),
+                    stride: u64::from(tasks),
+                    rate,
+                });
             }
             v.into_iter()
                 .map(|connections| Share::Open { connections })

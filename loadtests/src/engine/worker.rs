@@ -78,10 +78,27 @@ pub(crate) struct Progress {
 pub(crate) enum Share {
     /// Closed loop: this many users.
     Closed { users: u32 },
-    /// Open loop: paced connections, each `(first send after t0, interval)`.
-    Open {
-        connections: Vec<(Duration, Duration)>,
-    },
+    /// Open loop: paced connections.
+    Open { connections: Vec<Pace> },
+}
+
+/// One paced connection's share of the open-loop schedule: the run's sends are numbered 0, 1, 2, ...
+/// and send `n` is due `n / rate` seconds after the start; this connection makes sends `first`,
+/// `first + stride`, `first + 2 * stride`, ... Computing each due time from its number (rather than
+/// adding an interval again and again) keeps rounding from drifting the schedule, so a run of `D`
+/// seconds at `R` per second schedules exactly `R * D` sends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pace {
+    pub(crate) first: u64,
+    pub(crate) stride: u64,
+    pub(crate) rate: f64,
+}
+
+impl Pace {
+    /// When this connection's `k`-th send is due, after the run's start.
+    fn due(&self, k: u64) -> Duration {
+        Duration::from_secs_f64((self.first + k * self.stride) as f64 / self.rate)
+    }
 }
 
 /// What a thread hands back.
@@ -149,11 +166,10 @@ pub(crate) fn thread_main(
                 }
             }
             Share::Open { connections } => {
-                for (first, interval) in connections {
+                for pace in connections {
                     tasks.push(tokio::task::spawn_local(paced_connection(
                         local.clone(),
-                        first,
-                        interval,
+                        pace,
                     )));
                 }
             }
@@ -452,17 +468,17 @@ async fn closed_user(local: Rc<Local>) {
     }
 }
 
-/// An open-loop connection: sends on a fixed schedule (first, first + interval, ...) and measures
+/// An open-loop connection: sends on a fixed schedule (see [`Pace`]) and measures
 /// each latency from the send's intended time, so time a stalled server keeps requests waiting is
 /// counted, not hidden (coordinated omission, corrected as in wrk2).
-async fn paced_connection(local: Rc<Local>, first: Duration, interval: Duration) {
+async fn paced_connection(local: Rc<Local>, pace: Pace) {
     let shared = local.shared.clone();
     let t0 = shared.start.get().copied().expect("start set");
     let measure_start = shared.measure_start();
     let measure_end = shared.measure_end();
     // In a timed run, sends still due when the window closed get one timeout to drain.
     let hard_end = measure_end.map(|end| end + shared.timeout);
-    let intended_at = |k: u64| t0 + first + interval.mul_f64(k as f64);
+    let intended_at = |k: u64| t0 + pace.due(k);
     let mut conns = local.connections();
     let mut deadline = Deadline::new(shared.timeout);
     let mut k = 0u64;
@@ -528,5 +544,39 @@ async fn paced_connection(local: Rc<Local>, first: Duration, interval: Duration)
             count,
             timed.then_some(latency),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_schedule_holds_exactly_rate_times_duration_sends() {
+        // 316 connections sharing 3000 sends/s for 600 s: no send lost or added to rounding.
+        let (rate, connections, end) = (3000.0, 316u64, Duration::from_secs(600));
+        let mut total = 0u64;
+        for c in 0..connections {
+            let pace = Pace {
+                first: c,
+                stride: connections,
+                rate,
+            };
+            total += (0..).take_while(|&k| pace.due(k) < end).count() as u64;
+        }
+        assert_eq!(total, 1_800_000);
+        // Consecutive sends of the whole run are 1/rate apart.
+        let a = Pace {
+            first: 0,
+            stride: 2,
+            rate: 1000.0,
+        };
+        let b = Pace {
+            first: 1,
+            stride: 2,
+            rate: 1000.0,
+        };
+        assert_eq!(b.due(0) - a.due(0), Duration::from_millis(1));
+        assert_eq!(a.due(1) - b.due(0), Duration::from_millis(1));
     }
 }
