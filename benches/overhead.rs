@@ -192,10 +192,14 @@ fn main() {
         let (brps, grps) = (median(&b.rps), median(&g.rps));
         let (bcpu, gcpu) = (median(&b.cpu_us_per_req), median(&g.cpu_us_per_req));
         let gen_cpu = median(&[b.generator_cpu.clone(), g.generator_cpu.clone()].concat());
+        // The server's CPU use follows from its CPU per request and its rate (one worker, one core).
+        let server_cpu = (bcpu * brps).max(gcpu * grps) / 1e4;
         let bound = if gen_cpu >= 0.9 * 100.0 * generator_cpus.len() as f64 {
             "generator"
-        } else {
+        } else if server_cpu >= 90.0 {
             "server"
+        } else {
+            "neither: waiting (other processes on these CPUs?)"
         };
         out.push_str(&format!(
             "| {rt} | {brps:.0} | {grps:.0} | {:.3} | {bcpu:.1} | {gcpu:.1} | {:.3} | {gen_cpu:.0} | {bound} |\n",
