@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use brigade_loadtests::compare;
 use brigade_loadtests::compare::pin::CpuPlan;
 use brigade_loadtests::compare::procstat::{ProcSeries, ProcUsage};
-use brigade_loadtests::compare::verdict::{self, RunCpu, RuntimeFigures};
-use brigade_loadtests::report::{
-    self, json, markdown, CellVerdict, Report, RunRecord, ScenarioVerdict,
-};
+use brigade_loadtests::compare::verdict::{self, RunCpu};
+use brigade_loadtests::report::{self, json, markdown, Report, RunRecord};
 use brigade_loadtests::result::{Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult};
 
 fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadResult {
@@ -146,39 +145,7 @@ fn synthetic() -> Report {
         }
     }
     let rows = report::rows(&runs, &scenarios, &users, &runtimes);
-    let mut cells = Vec::new();
-    let mut scenario_verdicts = Vec::new();
-    for scenario in &scenarios {
-        let mut per = Vec::new();
-        for &u in &users {
-            let figures: Vec<RuntimeFigures> = runtimes
-                .iter()
-                .map(|rt| {
-                    let mine: Vec<&RunRecord> = runs
-                        .iter()
-                        .filter(|r| &r.scenario == scenario && r.users == u && &r.runtime == rt)
-                        .collect();
-                    RuntimeFigures {
-                        runtime: rt.clone(),
-                        values: mine.iter().filter_map(|r| r.ok_per_s()).collect(),
-                        generator_bound: mine.iter().find_map(|r| r.generator_bound.clone()),
-                        contended: mine.iter().find_map(|r| r.contended.clone()),
-                    }
-                })
-                .collect();
-            let v = verdict::judge_cell(&figures, 5.0);
-            per.push((u, v.clone()));
-            cells.push(CellVerdict {
-                scenario: scenario.clone(),
-                users: u,
-                verdict: v,
-            });
-        }
-        scenario_verdicts.push(ScenarioVerdict {
-            scenario: scenario.clone(),
-            verdict: verdict::judge_scenario(&per),
-        });
-    }
+    let (cells, scenario_verdicts) = compare::judge(&runs, &scenarios, &users, &runtimes, 5.0);
     Report {
         started_at: "2025-01-01T00:00:00Z".into(),
         wall_s: 75.0,
@@ -380,4 +347,30 @@ fn the_html_is_self_contained_with_inline_svg_charts() {
         "no remote resources"
     );
     assert!(html.contains("actix") && html.contains("axum"));
+}
+
+#[test]
+fn rejudging_a_written_report_applies_a_new_noise_floor_to_the_recorded_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    report::write_all(&synthetic(), dir.path()).unwrap();
+    // actix leads axum by about 29% in every repeat: a win at 5%, a tie at 50%.
+    let rejudged = compare::rejudge(dir.path(), 50.0).unwrap();
+    let waiter = rejudged
+        .scenarios
+        .iter()
+        .find(|s| s.scenario == "waiter")
+        .unwrap();
+    assert_eq!(waiter.verdict.label(), "tie");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("noise floor 50%"),
+        "the rewritten report says its floor"
+    );
+    assert_eq!(
+        json::read(&dir.path().join("report.json"))
+            .unwrap()
+            .settings
+            .noise_floor_pct,
+        50.0
+    );
 }

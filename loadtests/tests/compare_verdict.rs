@@ -10,7 +10,7 @@ use brigade_loadtests::compare::verdict::{
 fn figures(runtime: &str, values: &[f64]) -> RuntimeFigures {
     RuntimeFigures {
         runtime: runtime.to_owned(),
-        values: values.to_vec(),
+        values: values.iter().copied().map(Some).collect(),
         generator_bound: None,
         contended: None,
     }
@@ -69,12 +69,12 @@ fn a_lead_under_the_noise_floor_is_a_tie() {
 }
 
 #[test]
-fn a_lead_within_the_spread_of_the_repeats_is_a_tie() {
-    // 10% ahead on the median, but axum's fastest run beats hyper's slowest.
+fn a_lead_the_runner_up_reverses_in_one_repeat_is_a_tie() {
+    // hyper is 10% ahead on the medians, but axum was ahead in the third repeat.
     let verdict = judge_cell(
         &[
-            figures("axum", &[900.0, 1000.0, 1150.0]),
-            figures("hyper", &[1120.0, 1100.0, 1200.0]),
+            figures("axum", &[1000.0, 1000.0, 1150.0]),
+            figures("hyper", &[1120.0, 1100.0, 1100.0]),
         ],
         5.0,
     );
@@ -82,7 +82,51 @@ fn a_lead_within_the_spread_of_the_repeats_is_a_tie() {
         matches!(verdict.outcome, Outcome::Tie { .. }),
         "{verdict:?}"
     );
-    assert!(verdict.reason.contains("overlap"), "{}", verdict.reason);
+    assert!(
+        verdict.reason.contains("ahead in repeat 3"),
+        "{}",
+        verdict.reason
+    );
+}
+
+#[test]
+fn drift_that_hits_both_alike_does_not_hide_a_consistent_lead() {
+    // The stores grow, so the second repeat is half as fast for everyone; actix stays 20% ahead.
+    // The min–max ranges overlap widely, but in each repeat actix leads.
+    let verdict = judge_cell(
+        &[
+            figures("axum", &[1000.0, 500.0]),
+            figures("actix", &[1200.0, 600.0]),
+        ],
+        5.0,
+    );
+    match &verdict.outcome {
+        Outcome::Winner {
+            runtime,
+            margin_pct,
+            ..
+        } => {
+            assert_eq!(runtime, "actix");
+            assert!((margin_pct - 20.0).abs() < 1e-9, "{margin_pct}");
+        }
+        other => panic!("expected a winner, got {other:?}"),
+    }
+    assert!(
+        verdict.reason.contains("ahead in each of 2 repeats"),
+        "{}",
+        verdict.reason
+    );
+}
+
+#[test]
+fn a_failed_repeat_is_left_out_of_the_pairs() {
+    let mut axum = figures("axum", &[1000.0, 1000.0]);
+    axum.values[1] = None;
+    let verdict = judge_cell(&[axum, figures("warp", &[1300.0, 1250.0])], 5.0);
+    assert!(
+        matches!(&verdict.outcome, Outcome::Winner { runtime, .. } if runtime == "warp"),
+        "{verdict:?}"
+    );
 }
 
 #[test]

@@ -94,6 +94,10 @@ pub struct CompareArgs {
     /// No progress bar during runs
     #[arg(long)]
     pub no_progress: bool,
+    /// Run nothing: re-judge the report in DIR (its report.json) with the current rules and
+    /// --noise-floor, and rewrite its report.json, report.md and report.html
+    #[arg(long, value_name = "DIR")]
+    pub rejudge: Option<PathBuf>,
 }
 
 impl CompareArgs {
@@ -209,6 +213,15 @@ impl CompareArgs {
 
 /// Runs `brigade compare`: the comparison, the three reports, and the summary on the terminal.
 pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.rejudge {
+        let report = super::rejudge(dir, args.noise_floor)?;
+        println!("{}", markdown::summary(&report));
+        println!(
+            "Rewrote {} (report.md, report.json, report.html)",
+            dir.display()
+        );
+        return Ok(());
+    }
     let settings = args.settings()?;
     let report = super::run(&settings)?;
     println!("\n{}", markdown::summary(&report));

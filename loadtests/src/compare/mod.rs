@@ -510,7 +510,13 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         &settings.users,
         &settings.runtimes,
     );
-    let (cells, scenario_verdicts) = judge(settings, &runs);
+    let (cells, scenario_verdicts) = judge(
+        &runs,
+        &settings.scenarios,
+        &settings.users,
+        &settings.runtimes,
+        settings.noise_floor_pct,
+    );
     let mut report = Report {
         started_at,
         wall_s: 0.0,
@@ -546,6 +552,40 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     report.notes = notes(&report);
     report.wall_s = began.elapsed().as_secs_f64();
     report::write_all(&report, &settings.out_dir)?;
+    Ok(report)
+}
+
+/// Re-judges the report in `dir` (its `report.json`) with the current rules and `noise_floor_pct`,
+/// and rewrites its three files: every flag, row, verdict and note is derived again from the
+/// recorded runs; nothing is run.
+pub fn rejudge(dir: &std::path::Path, noise_floor_pct: f64) -> anyhow::Result<Report> {
+    let mut report = report::json::read(&dir.join("report.json"))?;
+    let cpus = &report.threads.cpus;
+    let shape = CpuShape {
+        generator_cpus: cpus.generator.len(),
+        server_cpus: cpus.server.len(),
+        pinned: cpus.pinned,
+    };
+    for run in &mut report.runs {
+        if run.result.is_some() {
+            run.generator_bound = verdict::generator_bound(&run.cpu, shape);
+            run.contended = verdict::contended(&run.cpu, shape);
+        }
+    }
+    report.settings.noise_floor_pct = noise_floor_pct;
+    let s = &report.settings;
+    report.rows = report::rows(&report.runs, &s.scenarios, &s.users, &s.runtimes);
+    let (cells, scenarios) = judge(
+        &report.runs,
+        &s.scenarios,
+        &s.users,
+        &s.runtimes,
+        noise_floor_pct,
+    );
+    report.cells = cells;
+    report.scenarios = scenarios;
+    report.notes = notes(&report);
+    report::write_all(&report, dir)?;
     Ok(report)
 }
 
@@ -628,48 +668,55 @@ fn port_of(url: &str) -> Option<u16> {
     url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
 }
 
-/// Judges every cell and every scenario.
-fn judge(
-    settings: &CompareSettings,
+/// Judges every cell (scenario × user count) and every scenario from the runs made.
+pub fn judge(
     runs: &[RunRecord],
+    scenarios: &[String],
+    users: &[u32],
+    runtimes: &[String],
+    noise_floor_pct: f64,
 ) -> (Vec<CellVerdict>, Vec<ScenarioVerdict>) {
+    let repeats = runs.iter().map(|r| r.repeat + 1).max().unwrap_or(0) as usize;
     let mut cells = Vec::new();
-    let mut scenarios = Vec::new();
-    for scenario in &settings.scenarios {
+    let mut verdicts = Vec::new();
+    for scenario in scenarios {
         let mut per_users = Vec::new();
-        for &users in &settings.users {
-            let figures: Vec<RuntimeFigures> = settings
-                .runtimes
+        for &count in users {
+            let figures: Vec<RuntimeFigures> = runtimes
                 .iter()
                 .map(|runtime| {
                     let mine: Vec<&RunRecord> = runs
                         .iter()
                         .filter(|r| {
-                            &r.scenario == scenario && r.users == users && &r.runtime == runtime
+                            &r.scenario == scenario && r.users == count && &r.runtime == runtime
                         })
                         .collect();
+                    let mut values = vec![None; repeats];
+                    for run in &mine {
+                        values[run.repeat as usize] = run.ok_per_s();
+                    }
                     RuntimeFigures {
                         runtime: runtime.clone(),
-                        values: mine.iter().filter_map(|r| r.ok_per_s()).collect(),
+                        values,
                         generator_bound: mine.iter().find_map(|r| r.generator_bound.clone()),
                         contended: mine.iter().find_map(|r| r.contended.clone()),
                     }
                 })
                 .collect();
-            let verdict = verdict::judge_cell(&figures, settings.noise_floor_pct);
-            per_users.push((users, verdict.clone()));
+            let verdict = verdict::judge_cell(&figures, noise_floor_pct);
+            per_users.push((count, verdict.clone()));
             cells.push(CellVerdict {
                 scenario: scenario.clone(),
-                users,
+                users: count,
                 verdict,
             });
         }
-        scenarios.push(ScenarioVerdict {
+        verdicts.push(ScenarioVerdict {
             scenario: scenario.clone(),
             verdict: verdict::judge_scenario(&per_users),
         });
     }
-    (cells, scenarios)
+    (cells, verdicts)
 }
 
 /// The caveats a reader of this report should know.

@@ -1,9 +1,10 @@
 //! Who won, by how much, or why nobody did.
 //!
-//! A cell (one scenario at one user count) compares the runtimes' median successful hits/s over
-//! the repeats. The leader wins only if it is ahead of the runner-up by more than the noise floor
-//! (5% unless told otherwise) *and* its slowest run beat the runner-up's fastest; otherwise it is a
-//! tie. A cell in which any run was generator-bound (the generator's CPUs had no headroom) names
+//! A cell (one scenario at one user count) ranks the runtimes by their median successful hits/s
+//! over the repeats. The leader wins only if, repeat by repeat, it was ahead of the runner-up every
+//! time, and its median lead clears the noise floor (5% unless told otherwise); otherwise it is a
+//! tie. Repeats are compared pairwise because the runs of one repeat are made back to back: drift
+//! over the comparison (the stores growing, the machine warming) moves both sides of a pair alike. A cell in which any run was generator-bound (the generator's CPUs had no headroom) names
 //! no winner at all: the figures then measure the generator, not the servers. Nor does a cell in
 //! which any run was contended (other processes took at least 20% of the server's or the
 //! generator's CPUs): on a shared machine that run's figures say more about the neighbours.
@@ -161,12 +162,19 @@ pub fn contended(run: &RunCpu, shape: CpuShape) -> Option<String> {
 pub struct RuntimeFigures {
     /// The runtime.
     pub runtime: String,
-    /// Successful hits/s of each repeat that produced a result.
-    pub values: Vec<f64>,
+    /// Successful hits/s per repeat (index = repeat), `None` where the run failed.
+    pub values: Vec<Option<f64>>,
     /// Why one of its runs was generator-bound, if one was.
     pub generator_bound: Option<String>,
     /// Why one of its runs was contended by other processes, if one was.
     pub contended: Option<String>,
+}
+
+impl RuntimeFigures {
+    /// The figures of the runs that completed.
+    fn present(&self) -> Vec<f64> {
+        self.values.iter().flatten().copied().collect()
+    }
 }
 
 /// The outcome of a comparison.
@@ -268,8 +276,8 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
     }
     let mut ranked: Vec<(&RuntimeFigures, f64)> = figures
         .iter()
-        .filter(|f| !f.values.is_empty())
-        .map(|f| (f, median(&f.values)))
+        .filter(|f| !f.present().is_empty())
+        .map(|f| (f, median(&f.present())))
         .collect();
     if ranked.len() < 2 {
         return Verdict {
@@ -288,28 +296,25 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
             reason: "no runtime answered a request successfully".to_owned(),
         };
     }
+    let compare =
+        |other: &RuntimeFigures, other_median: f64| pair(best, best_median, other, other_median);
     // Everyone the leader cannot be told apart from shares the top.
     let indistinct = |other: &RuntimeFigures, other_median: f64| -> Option<String> {
-        let margin = lead_pct(best_median, other_median);
-        if margin < noise_floor_pct {
+        let lead = compare(other, other_median);
+        if lead.margin_pct < noise_floor_pct {
             return Some(format!(
-                "{} leads {} by {margin:.1}%, under the {noise_floor_pct:.0}% noise floor",
-                best.runtime, other.runtime
+                "{} leads {} by {:.1}%, under the {noise_floor_pct:.0}% noise floor",
+                best.runtime, other.runtime, lead.margin_pct
             ));
         }
-        if best.values.len() > 1
-            && other.values.len() > 1
-            && min(&best.values) <= max(&other.values)
-        {
+        if let Some(repeat) = lead.behind_in {
             return Some(format!(
-                "{} leads {} by {margin:.1}%, but their runs overlap ({}'s slowest {:.0} ≤ {}'s \
-                 fastest {:.0} hits/s)",
+                "{} leads {} by {:.1}%, but {} was ahead in repeat {}: within the spread",
                 best.runtime,
                 other.runtime,
-                best.runtime,
-                min(&best.values),
+                lead.margin_pct,
                 other.runtime,
-                max(&other.values)
+                repeat + 1
             ));
         }
         None
@@ -330,9 +335,13 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
             }
         }
         None => {
-            let margin_pct = lead_pct(best_median, runner_up_median);
-            let spread = if best.values.len() > 1 {
-                format!("; {} runs each, no overlap", best.values.len())
+            let lead = compare(runner_up, runner_up_median);
+            let margin_pct = lead.margin_pct;
+            let spread = if lead.pairs > 1 {
+                format!(
+                    "; ahead in each of {} repeats, by {:.1}–{:.1}%",
+                    lead.pairs, lead.low_pct, lead.high_pct
+                )
             } else {
                 String::new()
             };
@@ -349,6 +358,65 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
                 ),
             }
         }
+    }
+}
+
+/// How the leader compares with another runtime.
+struct Lead {
+    /// The lead, percent: the median of the per-repeat leads, or of the medians without pairs.
+    margin_pct: f64,
+    /// Smallest and largest per-repeat lead, percent.
+    low_pct: f64,
+    high_pct: f64,
+    /// Repeats in which both completed.
+    pairs: usize,
+    /// A repeat in which the other runtime was ahead (or level), if any.
+    behind_in: Option<usize>,
+}
+
+/// Compares the leader with `other` repeat by repeat.
+///
+/// Runs of one repeat are made back to back, so whatever drifts over a comparison — the stores
+/// growing, the machine warming, a neighbour's load — affects both sides of a pair alike, while it
+/// widens each runtime's own min–max range. Pairing keeps the drift out of the spread: the leader
+/// must be ahead in every repeat, and its median lead must clear the noise floor.
+fn pair(
+    best: &RuntimeFigures,
+    best_median: f64,
+    other: &RuntimeFigures,
+    other_median: f64,
+) -> Lead {
+    let leads: Vec<(usize, f64)> = best
+        .values
+        .iter()
+        .zip(&other.values)
+        .enumerate()
+        .filter_map(|(repeat, (a, b))| Some((repeat, lead_pct((*a)?, (*b)?))))
+        .collect();
+    if leads.is_empty() {
+        let margin = lead_pct(best_median, other_median);
+        return Lead {
+            margin_pct: margin,
+            low_pct: margin,
+            high_pct: margin,
+            pairs: 0,
+            behind_in: None,
+        };
+    }
+    let values: Vec<f64> = leads.iter().map(|(_, lead)| *lead).collect();
+    Lead {
+        margin_pct: median(&values),
+        low_pct: min(&values),
+        high_pct: max(&values),
+        pairs: leads.len(),
+        behind_in: if leads.len() > 1 {
+            leads
+                .iter()
+                .find(|(_, lead)| *lead <= 0.0)
+                .map(|(repeat, _)| *repeat)
+        } else {
+            None
+        },
     }
 }
 
