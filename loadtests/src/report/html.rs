@@ -76,9 +76,13 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     out.push_str("</table>\n");
     let _ = writeln!(
         out,
-        "<p>A lead under {:.0}% or within the spread of the repeats is a tie; a run in which the \
-         generator, not the server, ran out of CPU names no winner (generator-bound). Verdicts \
-         compare median successful hits/s.</p>",
+        "<p>Verdicts compare successful hits/s repeat by repeat (the runs of a \
+         repeat are made back to back, so drift such as the stores growing hits both sides of a \
+         pair alike): a runtime wins when it led in every repeat by a median of at least {:.0}%; \
+         anything less is a tie. A run in which the generator's CPU had no headroom \
+         (generator-bound) or other processes took a fifth of a side's CPU (contended) names no \
+         winner. The spread column is each runtime's own min–max over the repeats, drift \
+         included.</p>",
         s.noise_floor_pct
     );
     if !report.notes.is_empty() {
