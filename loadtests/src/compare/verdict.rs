@@ -301,6 +301,12 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
     // Everyone the leader cannot be told apart from shares the top.
     let indistinct = |other: &RuntimeFigures, other_median: f64| -> Option<String> {
         let lead = compare(other, other_median);
+        if lead.margin_pct <= 0.0 {
+            return Some(format!(
+                "{} and {} are level: {} was ahead by a median {:.1}% repeat by repeat",
+                best.runtime, other.runtime, other.runtime, -lead.margin_pct
+            ));
+        }
         if lead.margin_pct < noise_floor_pct {
             return Some(format!(
                 "{} leads {} by {:.1}%, under the {noise_floor_pct:.0}% noise floor",
