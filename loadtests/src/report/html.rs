@@ -295,6 +295,46 @@ fn esc(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A chart with `f64` axes drawn as SVG, the kind every line chart here is.
+type LineChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One runtime's line with a dot on each point, and its legend entry.
+fn draw_line(
+    chart: &mut LineChart<'_, '_>,
+    points: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: impl Into<String>,
+    dot: i32,
+) -> anyhow::Result<()> {
+    chart
+        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+        .map_err(plot_err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+    chart
+        .draw_series(points.iter().map(|p| Circle::new(*p, dot, color.filled())))
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// The legend box at `position`.
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut LineChart<'a, 'b>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)
+}
+
 fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
     anyhow!("Failed to draw a chart: {err:?}")
 }
@@ -393,13 +433,7 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
                 }))
                 .map_err(plot_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")
@@ -445,24 +479,9 @@ fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
                         .map(|r| (*u as f64, r.hits_per_s))
                 })
                 .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(plot_err)?
-                .label(runtime.to_string())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
-                .map_err(plot_err)?;
+            draw_line(&mut chart, points, color, runtime.to_string(), 4)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")
@@ -542,24 +561,9 @@ fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
                 .filter(|(_, v)| **v > 0.0)
                 .map(|(i, v)| (i as f64, v.log10()))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(plot_err)?
-                .label(row.runtime.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-                .map_err(plot_err)?;
+            draw_line(&mut chart, points, color, row.runtime.clone(), 3)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")
