@@ -370,6 +370,13 @@ impl Local {
     }
 
     /// Counts one request: always for the progress bar, in the statistics when `measured`.
+    /// Counts a request that could not be made because no route could be chosen (every one needs
+    /// an id from an empty pool): an `other` error with no latency.
+    fn record_unroutable(&self, measured: bool) {
+        let failed = Verdict::Failed(ErrorKind::Other);
+        self.record(None, measured, &failed, WireCount::default(), None);
+    }
+
     fn record(
         &self,
         route: Option<usize>,
@@ -437,13 +444,7 @@ async fn closed_user(local: Rc<Local>) {
             break;
         }
         let Some(i) = local.choose() else {
-            local.record(
-                None,
-                measured,
-                &Verdict::Failed(ErrorKind::Other),
-                WireCount::default(),
-                None,
-            );
+            local.record_unroutable(measured);
             backoff = Duration::from_millis(10);
             continue;
         };
@@ -524,13 +525,7 @@ async fn paced_connection(local: Rc<Local>, pace: Pace) {
         }
         let from = Instant::now().min(intended + TIMER_SLACK);
         let Some(i) = local.choose() else {
-            local.record(
-                None,
-                measured,
-                &Verdict::Failed(ErrorKind::Other),
-                WireCount::default(),
-                None,
-            );
+            local.record_unroutable(measured);
             continue;
         };
         let route = shared.scenario.requests()[i].route;

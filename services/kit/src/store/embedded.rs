@@ -232,13 +232,15 @@ impl Store for EmbeddedStore {
         let (id, expect, change) = (id.to_string(), expect.clone(), change.clone());
         self.write(move |tx| {
             let mut t = tx.open_table(docs_table(spec.name)).map_err(internal)?;
-            let current = match t.get(id.as_str()).map_err(internal)? {
-                Some(g) => decode(g.value())?,
-                None => return Ok((Outcome::Missing, false)),
+            let found = t
+                .get(id.as_str())
+                .map_err(internal)?
+                .map(|g| decode(g.value()))
+                .transpose()?;
+            let current = match admit(found, &expect) {
+                Ok(doc) => doc,
+                Err(outcome) => return Ok((outcome, false)),
             };
-            if !expect.matches(&current) {
-                return Ok((Outcome::Refused(current), false));
-            }
             let mut next = current.clone();
             change.apply(&mut next);
             reindex(tx, &spec, Some(&current), Some(&next))?;
@@ -259,13 +261,15 @@ impl Store for EmbeddedStore {
         let (id, expect) = (id.to_string(), expect.clone());
         self.write(move |tx| {
             let mut t = tx.open_table(docs_table(spec.name)).map_err(internal)?;
-            let current = match t.get(id.as_str()).map_err(internal)? {
-                Some(g) => decode(g.value())?,
-                None => return Ok((Outcome::Missing, false)),
+            let found = t
+                .get(id.as_str())
+                .map_err(internal)?
+                .map(|g| decode(g.value()))
+                .transpose()?;
+            let current = match admit(found, &expect) {
+                Ok(doc) => doc,
+                Err(outcome) => return Ok((outcome, false)),
             };
-            if !expect.matches(&current) {
-                return Ok((Outcome::Refused(current), false));
-            }
             t.remove(id.as_str()).map_err(internal)?;
             reindex(tx, &spec, Some(&current), None)?;
             Ok((Outcome::Done(current), true))

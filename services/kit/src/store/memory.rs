@@ -134,13 +134,10 @@ impl Store for MemoryStore {
         change: &Change,
     ) -> Result<Outcome, StoreError> {
         self.with(collection, |c| {
-            let Some(current) = c.docs.get(id) else {
-                return Ok(Outcome::Missing);
+            let mut next = match admit(c.docs.get(id).cloned(), expect) {
+                Ok(doc) => doc,
+                Err(outcome) => return Ok(outcome),
             };
-            if !expect.matches(current) {
-                return Ok(Outcome::Refused(current.clone()));
-            }
-            let mut next = current.clone();
             change.apply(&mut next);
             c.check_unique(&next)?;
             let old = c.docs.insert(id.to_string(), next.clone());
@@ -159,11 +156,8 @@ impl Store for MemoryStore {
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
         self.with(collection, |c| {
-            let Some(current) = c.docs.get(id) else {
-                return Ok(Outcome::Missing);
-            };
-            if !expect.matches(current) {
-                return Ok(Outcome::Refused(current.clone()));
+            if let Err(outcome) = admit(c.docs.get(id).cloned(), expect) {
+                return Ok(outcome);
             }
             let gone = c.docs.remove(id).expect("present under the lock");
             c.index(&gone, false);

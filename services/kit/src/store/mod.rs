@@ -162,6 +162,17 @@ pub enum Outcome {
     Refused(Doc),
 }
 
+/// The first step of every conditional change a backend applies itself (memory, embedded): the
+/// document must exist (else [`Outcome::Missing`]) and meet `expect` (else [`Outcome::Refused`] with
+/// the document as it is). Returns the document to change when the change may go ahead.
+pub(crate) fn admit(current: Option<Doc>, expect: &Filter) -> Result<Doc, Outcome> {
+    match current {
+        None => Err(Outcome::Missing),
+        Some(doc) if !expect.matches(&doc) => Err(Outcome::Refused(doc)),
+        Some(doc) => Ok(doc),
+    }
+}
+
 /// What can go wrong in a store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
