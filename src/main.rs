@@ -184,6 +184,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             data_dir: args.data_dir.clone(),
             mongodb_uri: args.mongodb_uri.clone(),
             timeout: Duration::from_millis(args.store_timeout_ms),
+            cache_bytes: None,
         },
         database_prefix: String::new(),
         peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),

@@ -44,6 +44,7 @@ impl InProcess {
                 data_dir: dir.path().to_path_buf(),
                 mongodb_uri: mongodb_uri.clone(),
                 timeout: Duration::from_secs(5),
+                cache_bytes: None,
             },
             database_prefix: prefix.clone(),
             peers,

@@ -20,6 +20,7 @@ use super::*;
 pub struct EmbeddedStore {
     db: Arc<Database>,
     specs: Vec<CollectionSpec>,
+    path: std::path::PathBuf,
 }
 
 fn internal(e: impl fmt::Display) -> StoreError {
@@ -39,20 +40,28 @@ fn decode(bytes: &[u8]) -> Result<Doc, StoreError> {
 }
 
 impl EmbeddedStore {
-    /// Opens (or creates) the database file at `path` with `collections`.
+    /// Opens (or creates) the database file at `path` with `collections`; `cache_bytes` caps redb's
+    /// cache (its default when `None`).
     pub async fn open(
         path: &Path,
         collections: &[CollectionSpec],
+        cache_bytes: Option<u64>,
     ) -> Result<EmbeddedStore, StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| internal(format!("creating {}: {e}", dir.display())))?;
         }
+        let file = path.to_path_buf();
         let path = path.to_path_buf();
         let specs = collections.to_vec();
         let setup = specs.clone();
         let db = tokio::task::spawn_blocking(move || -> Result<Database, StoreError> {
-            let db = Database::create(&path)
+            let mut builder = Database::builder();
+            if let Some(bytes) = cache_bytes {
+                builder.set_cache_size(usize::try_from(bytes).unwrap_or(usize::MAX));
+            }
+            let db = builder
+                .create(&path)
                 .map_err(|e| internal(format!("opening {}: {e}", path.display())))?;
             let tx = db.begin_write().map_err(internal)?;
             for spec in &setup {
@@ -70,6 +79,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             db: Arc::new(db),
             specs,
+            path: file,
         })
     }
 
@@ -280,6 +290,12 @@ impl Store for EmbeddedStore {
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
+        let meta = std::fs::metadata(&self.path)
+            .map_err(|e| internal(format!("reading {}: {e}", self.path.display())))?;
+        Ok(Some(meta.len()))
+    }
 }
 
 #[cfg(test)]
@@ -289,7 +305,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn embedded_store_passes_the_store_conformance_checks() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(&dir.path().join("t.redb"), &[conformance::SPEC])
+        let store = EmbeddedStore::open(&dir.path().join("t.redb"), &[conformance::SPEC], None)
             .await
             .unwrap();
         conformance::run(Arc::new(store)).await;
@@ -301,7 +317,7 @@ mod tests {
         let path = dir.path().join("t.redb");
         let id = new_id();
         {
-            let store = EmbeddedStore::open(&path, &[conformance::SPEC])
+            let store = EmbeddedStore::open(&path, &[conformance::SPEC], None)
                 .await
                 .unwrap();
             let doc = serde_json::json!({"id": id, "number": 7})
@@ -310,7 +326,7 @@ mod tests {
                 .unwrap();
             store.insert("things", doc).await.unwrap();
         }
-        let store = EmbeddedStore::open(&path, &[conformance::SPEC])
+        let store = EmbeddedStore::open(&path, &[conformance::SPEC], None)
             .await
             .unwrap();
         assert_eq!(

@@ -211,6 +211,16 @@ pub trait Store: Send + Sync + 'static {
     /// Inserts `doc` (which carries its `id`).
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError>;
 
+    /// Inserts many documents, for bulk loading (`--preload`, the storage study). Backends that can
+    /// write them in far fewer durable commits than one per document do; the default inserts one by
+    /// one. All or a prefix of `docs` may be stored when it fails.
+    async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
+        for doc in docs {
+            self.insert(collection, doc).await?;
+        }
+        Ok(())
+    }
+
     /// The document with `id`, if any.
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError>;
 
@@ -241,6 +251,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether the store can be reached now.
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The bytes the store takes on disk now (`None` where it keeps nothing on disk or cannot say).
+    async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
 
     /// Flushes and releases what the store holds; called once at shutdown.
     async fn close(&self) -> Result<(), StoreError> {
@@ -317,6 +332,9 @@ pub struct StoreConfig {
     pub mongodb_uri: Option<String>,
     /// For `mongo`: the operation and server-selection timeout.
     pub timeout: std::time::Duration,
+    /// A cap on the store's own cache, bytes (`embedded`: redb's cache; `None`: the backend's
+    /// default). The storage study sets it so that its data outgrows the cache, not the machine.
+    pub cache_bytes: Option<u64>,
 }
 
 /// Opens the `kind` store for the database `database` (one per service) with its collections.
@@ -333,7 +351,7 @@ pub async fn open(
         StoreKind::Embedded => {
             let path = config.data_dir.join(format!("{database}.redb"));
             Ok(Arc::new(
-                embedded::EmbeddedStore::open(&path, collections).await?,
+                embedded::EmbeddedStore::open(&path, collections, config.cache_bytes).await?,
             ))
         }
         #[cfg(feature = "mongo")]
