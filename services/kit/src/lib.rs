@@ -4,10 +4,12 @@
 //! - [`http`]: the route table, the request and reply values, the one error type ([`ApiError`]).
 //! - [`store`]: the [`store::Store`] trait and its backends (memory, embedded redb, MongoDB).
 //! - [`peer`]: the pooled HTTP client services use to call each other.
+//! - [`preload`]: filling an empty store with an application's realistic documents, in bulk.
 //! - [`standard`]: `/health`, `/ready` and the `/bench/*` endpoints every service carries.
 
 pub mod http;
 pub mod peer;
+pub mod preload;
 pub mod standard;
 pub mod store;
 
