@@ -6,8 +6,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use brigade_kit::preload::{self, Filled};
 use brigade_kit::store::Store;
 use brigade_runtimes::{Mount, Runtime, Shutdown};
+use brigade_services::preload::RestaurantData;
 use brigade_services::{ServiceConfig, ServiceName};
 
 /// Services bound to their listeners and built, ready to serve.
@@ -110,6 +112,26 @@ impl Prepared {
         self.support.handle()
     }
 
+    /// Fills each service's empty collections with `count` realistic documents (the restaurant's
+    /// [`RestaurantData`]), in bulk; collections that hold documents already are left alone, so a
+    /// restart on the same data does not double them. Returns what was done per service.
+    pub fn preload(&self, count: u64) -> anyhow::Result<Vec<(ServiceName, Vec<Filled>)>> {
+        let mut done = Vec::new();
+        for ((name, _), store) in self.addrs.iter().zip(&self.stores) {
+            let filled = self
+                .support
+                .block_on(preload::fill(
+                    store.as_ref(),
+                    name.collections(),
+                    &RestaurantData,
+                    count,
+                ))
+                .with_context(|| format!("Failed to preload the {name} service's store"))?;
+            done.push((*name, filled));
+        }
+        Ok(done)
+    }
+
     /// Serves until `shutdown`, then closes the stores. Blocks.
     pub fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
         let served = self.runtime.serve(self.mounts, self.workers, shutdown);
@@ -122,4 +144,43 @@ impl Prepared {
         });
         served
     }
+}
+
+/// Drops the MongoDB databases of `services` (with `config`'s prefix): what `brigade serve
+/// --drop-databases-on-exit` does after it stops, so a comparison that gives every run its own
+/// databases leaves none behind. Does nothing for other stores.
+pub fn drop_databases(services: &[ServiceName], config: &ServiceConfig) -> anyhow::Result<()> {
+    #[cfg(feature = "mongo")]
+    if config.store == brigade_kit::store::StoreKind::Mongo {
+        use brigade_kit::store::mongo::MongoStore;
+        let uri = config
+            .store_config
+            .mongodb_uri
+            .as_deref()
+            .context("--store mongo needs --mongodb-uri")?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        for name in services {
+            let database = format!("{}{}", config.database_prefix, name.database());
+            runtime
+                .block_on(async {
+                    let store =
+                        MongoStore::connect(uri, &database, &[], config.store_config.timeout)
+                            .await?;
+                    // A URI that names its own database overrides ours: never drop that one.
+                    if store.database_name() != database {
+                        tracing::warn!(
+                            uri_database = store.database_name(),
+                            "the MongoDB URI names a database; not dropping it"
+                        );
+                        return Ok(());
+                    }
+                    store.drop_database().await
+                })
+                .with_context(|| format!("Failed to drop the database {database}"))?;
+        }
+    }
+    let _ = (services, config);
+    Ok(())
 }

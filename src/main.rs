@@ -92,6 +92,29 @@ struct ServeArgs {
     /// Timeout of a whole call to a peer, in milliseconds.
     #[arg(long, default_value_t = 2000)]
     peer_timeout_ms: u64,
+    /// Before listening, fill each service's collections with N realistic documents, in bulk;
+    /// collections that already hold documents are left alone (a restart does not double them).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    preload: u64,
+    /// Prepended to each service's database name (`<prefix>brigade_waiter`): the embedded store's
+    /// file name and the MongoDB database. Letters, digits, `_` and `-`, at most 32.
+    #[arg(long, default_value = "", value_parser = parse_prefix)]
+    database_prefix: String,
+    /// After stopping, drop the services' MongoDB databases (for throw-away databases, as
+    /// `brigade compare` gives each run); ignored by other stores.
+    #[arg(long)]
+    drop_databases_on_exit: bool,
+}
+
+fn parse_prefix(s: &str) -> Result<String, String> {
+    let ok = s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected at most 32 letters, digits, '_' or '-'".to_string())
+    }
 }
 
 fn parse_peer(s: &str) -> Result<(String, String), String> {
@@ -186,7 +209,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             timeout: Duration::from_millis(args.store_timeout_ms),
             cache_bytes: None,
         },
-        database_prefix: String::new(),
+        database_prefix: args.database_prefix.clone(),
         peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),
         peer_timeouts: PeerTimeouts {
             connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
@@ -194,7 +217,30 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
     };
     let store = config.store;
+    let drop_config = args.drop_databases_on_exit.then(|| config.clone());
     let prepared = launch::prepare(runtime, &services, args.listen, workers, config)?;
+    if args.preload > 0 {
+        // Before the listening lines: whoever waits for them gets a store already filled.
+        for (service, filled) in prepared.preload(args.preload)? {
+            for f in filled {
+                tracing::info!(
+                    %service,
+                    collection = f.collection,
+                    inserted = f.inserted,
+                    existing = f.existing,
+                    seconds = f.elapsed.as_secs_f64(),
+                    "preloaded"
+                );
+                println!(
+                    "preloaded service={service} collection={} documents={} existing={} seconds={:.3}",
+                    f.collection,
+                    f.inserted,
+                    f.existing,
+                    f.elapsed.as_secs_f64()
+                );
+            }
+        }
+    }
     tracing::info!(
         runtime = runtime.name,
         version = runtime.version,
@@ -221,6 +267,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     prepared.run(shutdown)?;
     tracing::info!("stopped");
+    if let Some(config) = drop_config {
+        launch::drop_databases(&services, &config)?;
+    }
     Ok(())
 }
 
