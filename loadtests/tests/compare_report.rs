@@ -76,6 +76,8 @@ fn run(
         runtime: runtime.into(),
         scenario: scenario.into(),
         users,
+        preload: 0,
+        reset: None,
         result: Some(result(hits, 3.0, errors, 1000.0 * users as f64 / hits)),
         error: None,
         server: ProcUsage {
@@ -144,8 +146,9 @@ fn synthetic() -> Report {
             }
         }
     }
-    let rows = report::rows(&runs, &scenarios, &users, &runtimes);
-    let (cells, scenario_verdicts) = compare::judge(&runs, &scenarios, &users, &runtimes, 5.0);
+    let rows = report::rows(&runs, &scenarios, &users, &[0], &runtimes);
+    let (cells, scenario_verdicts) =
+        compare::judge(&runs, &scenarios, &users, &[0], &runtimes, 5.0);
     Report {
         started_at: "2025-01-01T00:00:00Z".into(),
         wall_s: 75.0,
@@ -173,6 +176,7 @@ fn synthetic() -> Report {
             store: "embedded".into(),
             scenarios,
             users,
+            preloads: vec![0],
             duration_s: 3.0,
             warmup_s: 1.0,
             repeat: 2,
@@ -182,6 +186,7 @@ fn synthetic() -> Report {
             interleaving: "together".into(),
             command_line: "brigade compare".into(),
         },
+        state: report::StateSetup::default(),
         servers: Vec::new(),
         runs,
         rows,
@@ -373,4 +378,102 @@ fn rejudging_a_written_report_applies_a_new_noise_floor_to_the_recorded_runs() {
             .noise_floor_pct,
         50.0
     );
+}
+
+#[test]
+fn an_old_report_without_preloads_or_efficiency_is_rejudged_with_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = serde_json::to_value(synthetic()).unwrap();
+    // What a report.json written before preloads, fresh state and efficiency verdicts lacks.
+    let object = old.as_object_mut().unwrap();
+    object.remove("state");
+    object["settings"]
+        .as_object_mut()
+        .unwrap()
+        .remove("preloads");
+    for run in object["runs"].as_array_mut().unwrap() {
+        let run = run.as_object_mut().unwrap();
+        run.remove("preload");
+        run.remove("reset");
+    }
+    for row in object["rows"].as_array_mut().unwrap() {
+        let row = row.as_object_mut().unwrap();
+        row.remove("preload");
+        row.remove("server_cpu_us_per_request");
+    }
+    for list in ["cells", "scenarios"] {
+        for cell in object[list].as_array_mut().unwrap() {
+            let cell = cell.as_object_mut().unwrap();
+            cell.remove("preload");
+            cell.remove("efficiency");
+        }
+    }
+    std::fs::write(
+        dir.path().join("report.json"),
+        serde_json::to_string(&old).unwrap(),
+    )
+    .unwrap();
+    let rejudged = compare::rejudge(dir.path(), 5.0).unwrap();
+    assert_eq!(rejudged.settings.preloads, vec![0]);
+    assert!(rejudged.cells.iter().all(|c| c.efficiency.is_some()));
+    // Every run used 97.5% of a core for 3 s: the µs per request follow from the requests.
+    let row = &rejudged.rows[0];
+    let run = rejudged
+        .runs
+        .iter()
+        .find(|r| r.runtime == row.runtime && r.scenario == row.scenario && r.users == row.users)
+        .unwrap();
+    let requests = run.result.as_ref().unwrap().total.requests as f64;
+    assert!((run.server_cpu_us_per_request().unwrap() - 0.975 * 3.0 * 1e6 / requests).abs() < 1e-6);
+    assert!(row.server_cpu_us_per_request > 0.0);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("efficiency verdict"), "{md}");
+}
+
+#[test]
+fn the_preload_is_a_dimension_of_rows_and_cells() {
+    let mut report = synthetic();
+    // The same runs again at a preload of 1,000 documents, a little slower.
+    let more: Vec<RunRecord> = report
+        .runs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.preload = 1_000;
+            r
+        })
+        .collect();
+    report.runs.extend(more);
+    let s = &mut report.settings;
+    s.preloads = vec![0, 1_000];
+    report.rows = report::rows(
+        &report.runs,
+        &s.scenarios,
+        &s.users,
+        &s.preloads,
+        &s.runtimes,
+    );
+    let (cells, scenarios) = compare::judge(
+        &report.runs,
+        &s.scenarios,
+        &s.users,
+        &s.preloads,
+        &s.runtimes,
+        5.0,
+    );
+    assert_eq!(report.rows.len(), 2 * 2 * 2 * 2);
+    assert_eq!(cells.len(), 2 * 2 * 2);
+    assert!(cells.iter().any(|c| c.preload == 1_000));
+    report.cells = cells;
+    report.scenarios = scenarios;
+    let md = markdown::render(&report);
+    let rows = markdown_rows(&md, "waiter");
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().any(|r| r["preload"] == "1000"));
+    assert!(
+        md.contains("10 users, preload 1,000: throughput **actix +"),
+        "{md}"
+    );
+    let html = report::html::render(&report).unwrap();
+    assert!(html.contains("throughput against preload"));
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{pin, servers, verdict, CompareSettings, CpuChoice, Interleave};
+use super::{pin, servers, verdict, CompareSettings, CpuChoice};
 use crate::report::markdown;
 
 /// Scenarios run by default: each service alone, all together, and the read-heavy mix.
@@ -46,6 +46,10 @@ pub struct CompareArgs {
     /// Closed-loop user counts, comma-separated [default: 10,20,30; --quick: 10]
     #[arg(long, value_delimiter = ',')]
     pub users: Vec<u32>,
+    /// Documents per collection to preload before the fixtures, comma-separated: a dimension like
+    /// --users (e.g. 1000,1000000) [default: 0]
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]")]
+    pub preload: Vec<u64>,
     /// Measured time per run, e.g. 3s, 1m [default: 3s; --quick: 2s]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
@@ -87,9 +91,8 @@ pub struct CompareArgs {
     /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
     #[arg(long, requires = "server_cpus")]
     pub generator_cpus: Option<String>,
-    /// Run one runtime's server at a time (a round per repeat) instead of all at once; always so
-    /// with --store mongo, where the runtimes would share databases
-    #[arg(long)]
+    /// Accepted for old command lines and ignored: every run now has a server of its own
+    #[arg(long, hide = true)]
     pub one_at_a_time: bool,
     /// No progress bar during runs
     #[arg(long)]
@@ -172,11 +175,21 @@ impl CompareArgs {
             _ if self.no_pin => CpuChoice::NoPin,
             _ => CpuChoice::Auto,
         };
-        let interleave = if self.one_at_a_time || self.store == "mongo" {
-            Interleave::OneAtATime
+        if self.store == "mongo" {
+            if let Some(database) = self.mongodb_uri.as_deref().and_then(uri_database) {
+                bail!(
+                    "the MongoDB URI names the database {database:?}: every run would share it; \
+                     give the URI without a database (compare gives each run fresh databases)"
+                );
+            }
+        }
+        let mut preloads = if self.preload.is_empty() {
+            vec![0]
         } else {
-            Interleave::Together
+            self.preload.clone()
         };
+        let mut seen = std::collections::BTreeSet::new();
+        preloads.retain(|n| seen.insert(*n));
         let out_dir = self.out.clone().unwrap_or_else(|| {
             let stamp = time::OffsetDateTime::now_utc()
                 .format(time::macros::format_description!(
@@ -192,6 +205,7 @@ impl CompareArgs {
             mongodb_uri: self.mongodb_uri.clone(),
             scenarios: list(&self.scenarios, DEFAULT_SCENARIOS),
             users,
+            preloads,
             duration,
             warmup,
             repeat: self
@@ -202,13 +216,19 @@ impl CompareArgs {
             timeout: self.timeout,
             noise_floor_pct: self.noise_floor,
             cpus,
-            interleave,
             out_dir,
             quick: self.quick,
             progress: !self.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         })
     }
+}
+
+/// The database a MongoDB URI names (`mongodb://host/db?...` → `db`), if any.
+fn uri_database(uri: &str) -> Option<&str> {
+    let rest = uri.split_once("://")?.1;
+    let path = rest.split('?').next()?.split_once('/')?.1;
+    (!path.is_empty()).then_some(path)
 }
 
 /// Runs `brigade compare`: the comparison, the three reports, and the summary on the terminal.
@@ -230,4 +250,16 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
         settings.out_dir.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uri_database_is_found_where_there_is_one() {
+        assert_eq!(uri_database("mongodb://h:27017/shop?x=1"), Some("shop"));
+        assert_eq!(uri_database("mongodb://h:27017/?x=1"), None);
+        assert_eq!(uri_database("mongodb://u:p@h1,h2"), None);
+    }
 }

@@ -1,6 +1,7 @@
 //! The services under test as child processes: `brigade serve --runtime R --service all ...` started
-//! pinned on free ports with a fresh data folder, watched until every service answers `/ready`, and
-//! stopped cleanly (SIGTERM, then SIGKILL if it does not exit in time).
+//! pinned on free ports with a fresh data folder (or fresh databases, or a preload), watched until
+//! every service answers `/ready`, and stopped cleanly (SIGTERM, then SIGKILL if it does not exit in
+//! time).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -38,6 +39,12 @@ pub struct ServerSpec {
     pub port: u16,
     /// A fresh folder for the embedded store's files.
     pub data_dir: PathBuf,
+    /// `--preload N`: documents per collection the server fills its empty store with before it
+    /// listens (0: none).
+    pub preload: u64,
+    /// `--database-prefix`: fresh database names for a store shared between runs (MongoDB); the
+    /// server drops those databases when it stops.
+    pub database_prefix: Option<String>,
     /// Where the process's stdout and stderr go.
     pub log_path: PathBuf,
     /// CPUs to pin the process to, if any.
@@ -65,6 +72,15 @@ impl ServerSpec {
         if let Some(uri) = &self.mongodb_uri {
             args.push("--mongodb-uri".to_owned());
             args.push(uri.clone());
+        }
+        if self.preload > 0 {
+            args.push("--preload".to_owned());
+            args.push(self.preload.to_string());
+        }
+        if let Some(prefix) = &self.database_prefix {
+            args.push("--database-prefix".to_owned());
+            args.push(prefix.clone());
+            args.push("--drop-databases-on-exit".to_owned());
         }
         args
     }
@@ -110,6 +126,7 @@ pub struct ServerProcess {
     child: Child,
     urls: BTreeMap<String, String>,
     workers_reported: Option<u32>,
+    preloaded: Vec<Preloaded>,
     started_in: Duration,
     stopped: bool,
 }
@@ -150,6 +167,7 @@ impl ServerProcess {
             child,
             urls: BTreeMap::new(),
             workers_reported: None,
+            preloaded: Vec::new(),
             started_in: Duration::ZERO,
             stopped: false,
         };
@@ -158,6 +176,9 @@ impl ServerProcess {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines_rx.recv_timeout(left.min(Duration::from_millis(200))) {
                 Ok(line) => {
+                    if let Some(preloaded) = Preloaded::parse(&line) {
+                        server.preloaded.push(preloaded);
+                    }
                     if let Some(listening) = Listening::parse(&line) {
                         if let Some(workers) = listening.workers {
                             server.workers_reported = Some(workers);
@@ -224,6 +245,11 @@ impl ServerProcess {
     /// The worker count the process said it runs with, if it said.
     pub fn workers_reported(&self) -> Option<u32> {
         self.workers_reported
+    }
+
+    /// What the process said it preloaded before listening, one entry per collection.
+    pub fn preloaded(&self) -> &[Preloaded] {
+        &self.preloaded
     }
 
     /// How long it took from spawn to every service ready.
@@ -316,6 +342,40 @@ impl Listening {
     }
 }
 
+/// A parsed `preloaded service=waiter collection=waiters documents=1000 existing=0 seconds=0.4`
+/// line, printed by `brigade serve --preload` before its `listening` lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preloaded {
+    /// The service.
+    pub service: String,
+    /// The collection filled.
+    pub collection: String,
+    /// Documents written.
+    pub documents: u64,
+    /// Documents it held already (then none were written).
+    pub existing: u64,
+    /// Seconds the fill took.
+    pub seconds: f64,
+}
+
+impl Preloaded {
+    /// Parses a stdout line; `None` unless it is a complete `preloaded` line.
+    pub fn parse(line: &str) -> Option<Preloaded> {
+        let mut words = line.split_whitespace();
+        if words.next()? != "preloaded" {
+            return None;
+        }
+        let fields: BTreeMap<&str, &str> = words.filter_map(|w| w.split_once('=')).collect();
+        Some(Preloaded {
+            service: fields.get("service")?.to_string(),
+            collection: fields.get("collection")?.to_string(),
+            documents: fields.get("documents")?.parse().ok()?,
+            existing: fields.get("existing")?.parse().ok()?,
+            seconds: fields.get("seconds")?.parse().ok()?,
+        })
+    }
+}
+
 /// Polls `GET {url}/ready` until it answers 200 or `timeout` passes.
 pub fn wait_ready(url: &str, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
@@ -356,6 +416,36 @@ fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
         .nth(1)
         .with_context(|| format!("malformed status line {status_line:?}"))?;
     Ok(code.parse()?)
+}
+
+/// Starts `spec` on a block of free ports (its `port` replaced), avoiding `taken`; a port found free
+/// can be taken before the server binds it, so a few blocks are tried.
+pub fn start_on_free_ports(
+    spec: &ServerSpec,
+    taken: &[u16],
+    ready_timeout: Duration,
+) -> anyhow::Result<ServerProcess> {
+    let mut last_err = None;
+    for _ in 0..3 {
+        let port = free_port_block(ALL_SERVICES.len() as u16, taken)?;
+        let spec = ServerSpec {
+            port,
+            ..spec.clone()
+        };
+        match ServerProcess::start(&spec, ready_timeout) {
+            Ok(process) => return Ok(process),
+            Err(err) => {
+                // Only a port taken meanwhile is worth another block; anything else would fail
+                // again (and a preload would be paid again).
+                let log = std::fs::read_to_string(&spec.log_path).unwrap_or_default();
+                if !log.contains("Failed to bind") {
+                    return Err(err);
+                }
+                last_err = Some(err);
+            }
+        }
+    }
+    Err(last_err.unwrap_or_else(|| anyhow::anyhow!("the server did not start")))
 }
 
 /// Finds `count` consecutive free TCP ports on 127.0.0.1, avoiding those in `taken`.
@@ -439,6 +529,19 @@ mod tests {
         assert_eq!(parsed.workers, Some(2));
         assert_eq!(Listening::parse("2024-01-01 INFO listening on 8082"), None);
         assert_eq!(Listening::parse("listening service=waiter"), None);
+        let preloaded = Preloaded::parse(
+            "preloaded service=kitchen collection=orders documents=200 existing=0 seconds=0.125",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                preloaded.collection.as_str(),
+                preloaded.documents,
+                preloaded.seconds
+            ),
+            ("orders", 200, 0.125)
+        );
+        assert_eq!(Preloaded::parse(line), None);
     }
 
     #[test]
@@ -461,6 +564,8 @@ mod tests {
             workers: 1,
             port: 9000,
             data_dir: "/tmp/x".into(),
+            preload: 0,
+            database_prefix: None,
             log_path: "/tmp/x.log".into(),
             cpus: None,
         };
@@ -468,6 +573,21 @@ mod tests {
             spec.args().join(" "),
             "serve --runtime warp --service all --listen 127.0.0.1:9000 --store embedded \
              --data-dir /tmp/x --workers 1"
+        );
+        let fresh = ServerSpec {
+            store: "mongo".into(),
+            mongodb_uri: Some("mongodb://h".into()),
+            preload: 500,
+            database_prefix: Some("run3_".into()),
+            ..spec
+        };
+        assert!(
+            fresh.args().join(" ").ends_with(
+                "--mongodb-uri mongodb://h --preload 500 --database-prefix run3_ \
+                 --drop-databases-on-exit"
+            ),
+            "{:?}",
+            fresh.args()
         );
     }
 }

@@ -1,13 +1,23 @@
-//! Who won, by how much, or why nobody did.
+//! Who won, by how much, or why nobody did — on throughput and on efficiency.
 //!
-//! A cell (one scenario at one user count) ranks the runtimes by their median successful hits/s
-//! over the repeats. The leader wins only if, repeat by repeat, it was ahead of the runner-up every
-//! time, and its median lead clears the noise floor (5% unless told otherwise); otherwise it is a
-//! tie. Repeats are compared pairwise because the runs of one repeat are made back to back: drift
-//! over the comparison (the stores growing, the machine warming) moves both sides of a pair alike. A cell in which any run was generator-bound (the generator's CPUs had no headroom) names
-//! no winner at all: the figures then measure the generator, not the servers. Nor does a cell in
-//! which any run was contended (other processes took at least 20% of the server's or the
-//! generator's CPUs): on a shared machine that run's figures say more about the neighbours.
+//! A cell (one scenario at one user count and one preload) gets two verdicts:
+//! - **throughput**: the runtimes ranked by their median successful hits/s over the repeats;
+//! - **efficiency**: ranked by their median server CPU µs per request (lower is better); the lead
+//!   is how much more CPU per request the runner-up spent.
+//!
+//! Either way the leader wins only if, repeat by repeat, it was ahead of the runner-up every time,
+//! and its median paired lead clears the noise floor (5% unless told otherwise); otherwise it is a
+//! tie. Repeats are compared pairwise because the runs of one cell are made back to back: whatever
+//! drifts over a comparison (the machine warming, a neighbour's load) moves both sides of a pair
+//! alike. The verdict line shows the numbers its percentage comes from: the paired leads, and the
+//! medians of each side.
+//!
+//! A cell in which any run was generator-bound (the generator's CPUs had no headroom) names no
+//! throughput winner: the figures then measure the generator, not the servers. Its efficiency
+//! verdict still stands, since a server's CPU per request does not depend on who set the pace. A
+//! cell in which any run was contended (other processes took at least 20% of the server's or the
+//! generator's CPUs) names no winner on either: that run's CPU figures say more about the
+//! neighbours.
 //!
 //! A scenario's verdict sums its cells up: a runtime wins the scenario when it is the only runtime
 //! to win any cell and it wins most of the cells that could be judged.
@@ -157,12 +167,43 @@ pub fn contended(run: &RunCpu, shape: CpuShape) -> Option<String> {
         })
 }
 
+/// What a verdict compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// Successful hits/s; higher is better. Generator-bound cells name no winner.
+    Throughput,
+    /// Server CPU µs per request (user + system over the measured window ÷ requests); lower is
+    /// better. A lead is how much more CPU per request the other runtime spent. Generator-bound
+    /// cells are judged too: the server's cost per request does not depend on who set the pace.
+    Efficiency,
+}
+
+impl Measure {
+    /// The figures' unit, as the verdict line prints it.
+    fn unit(self) -> &'static str {
+        match self {
+            Measure::Throughput => "successful hits/s",
+            Measure::Efficiency => "server CPU µs per request",
+        }
+    }
+
+    /// The figure as a score where higher is better (`None` for a figure that cannot rank).
+    fn score(self, value: f64) -> Option<f64> {
+        match self {
+            Measure::Throughput => Some(value),
+            Measure::Efficiency => (value > 0.0 && value.is_finite()).then(|| 1.0 / value),
+        }
+    }
+}
+
 /// One runtime's figures in one cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeFigures {
     /// The runtime.
     pub runtime: String,
-    /// Successful hits/s per repeat (index = repeat), `None` where the run failed.
+    /// Its figure per repeat (index = repeat; successful hits/s, or server CPU µs per request for
+    /// [`Measure::Efficiency`]), `None` where the run failed.
     pub values: Vec<Option<f64>>,
     /// Why one of its runs was generator-bound, if one was.
     pub generator_bound: Option<String>,
@@ -170,10 +211,43 @@ pub struct RuntimeFigures {
     pub contended: Option<String>,
 }
 
-impl RuntimeFigures {
-    /// The figures of the runs that completed.
-    fn present(&self) -> Vec<f64> {
-        self.values.iter().flatten().copied().collect()
+/// One runtime's scores (higher is better) per repeat, and its median figure as measured.
+struct Scored<'a> {
+    figures: &'a RuntimeFigures,
+    scores: Vec<Option<f64>>,
+    /// The median score, used to rank.
+    rank: f64,
+    /// The median of the figures as measured, for the reader.
+    median: f64,
+}
+
+impl<'a> Scored<'a> {
+    fn new(figures: &'a RuntimeFigures, measure: Measure) -> Option<Scored<'a>> {
+        let scores: Vec<Option<f64>> = figures
+            .values
+            .iter()
+            .map(|v| v.and_then(|v| measure.score(v)))
+            .collect();
+        let present: Vec<f64> = scores.iter().flatten().copied().collect();
+        if present.is_empty() {
+            return None;
+        }
+        let raw: Vec<f64> = figures
+            .values
+            .iter()
+            .zip(&scores)
+            .filter_map(|(v, s)| s.and(*v))
+            .collect();
+        Some(Scored {
+            figures,
+            rank: median(&present),
+            median: median(&raw),
+            scores,
+        })
+    }
+
+    fn runtime(&self) -> &str {
+        &self.figures.runtime
     }
 }
 
@@ -252,8 +326,47 @@ fn max(values: &[f64]) -> f64 {
     values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
 }
 
-/// Judges one cell (one scenario at one user count).
+/// A figure as a reader wants it: thousands separated and no false precision (`58,026`, `412`,
+/// `41.2`, `4.12`).
+pub fn figure(value: f64) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    let magnitude = value.abs();
+    if magnitude >= 1000.0 {
+        let digits = format!("{:.0}", magnitude);
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if value < 0.0 {
+            out.insert(0, '-');
+        }
+        out
+    } else if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// Judges one cell (one scenario at one user count and preload) on throughput.
 pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
+    judge_cell_on(figures, noise_floor_pct, Measure::Throughput)
+}
+
+/// Judges one cell on `measure`: the leader wins when it was ahead of the runner-up in every
+/// repeat and its median paired lead clears the noise floor.
+pub fn judge_cell_on(
+    figures: &[RuntimeFigures],
+    noise_floor_pct: f64,
+    measure: Measure,
+) -> Verdict {
     if let Some(busy) = figures.iter().find(|f| f.contended.is_some()) {
         return Verdict {
             outcome: Outcome::Contended,
@@ -264,20 +377,22 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
             ),
         };
     }
-    if let Some(bound) = figures.iter().find(|f| f.generator_bound.is_some()) {
-        return Verdict {
-            outcome: Outcome::GeneratorBound,
-            reason: format!(
-                "no winner: generator-bound in the {} run ({})",
-                bound.runtime,
-                bound.generator_bound.as_deref().unwrap_or_default()
-            ),
-        };
+    if measure == Measure::Throughput {
+        if let Some(bound) = figures.iter().find(|f| f.generator_bound.is_some()) {
+            return Verdict {
+                outcome: Outcome::GeneratorBound,
+                reason: format!(
+                    "no winner: generator-bound in the {} run ({}); the efficiency verdict still \
+                     ranks the servers' CPU per request",
+                    bound.runtime,
+                    bound.generator_bound.as_deref().unwrap_or_default()
+                ),
+            };
+        }
     }
-    let mut ranked: Vec<(&RuntimeFigures, f64)> = figures
+    let mut ranked: Vec<Scored<'_>> = figures
         .iter()
-        .filter(|f| !f.present().is_empty())
-        .map(|f| (f, median(&f.present())))
+        .filter_map(|f| Scored::new(f, measure))
         .collect();
     if ranked.len() < 2 {
         return Verdict {
@@ -288,52 +403,48 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
             ),
         };
     }
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (best, best_median) = ranked[0];
-    if best_median <= 0.0 {
+    ranked.sort_by(|a, b| b.rank.total_cmp(&a.rank));
+    if ranked[0].rank <= 0.0 {
         return Verdict {
             outcome: Outcome::NoData,
             reason: "no runtime answered a request successfully".to_owned(),
         };
     }
-    let compare =
-        |other: &RuntimeFigures, other_median: f64| pair(best, best_median, other, other_median);
+    let best = &ranked[0];
     // Everyone the leader cannot be told apart from shares the top.
-    let indistinct = |other: &RuntimeFigures, other_median: f64| -> Option<String> {
-        let lead = compare(other, other_median);
+    let indistinct = |other: &Scored<'_>| -> Option<String> {
+        let lead = pair(best, other);
+        let said = lead.sentence(best, other, measure);
         if lead.margin_pct <= 0.0 {
             return Some(format!(
-                "{} and {} are level: {} was ahead by a median {:.1}% repeat by repeat",
-                best.runtime, other.runtime, other.runtime, -lead.margin_pct
+                "{} and {} are level: {said}",
+                best.runtime(),
+                other.runtime()
             ));
         }
         if lead.margin_pct < noise_floor_pct {
             return Some(format!(
-                "{} leads {} by {:.1}%, under the {noise_floor_pct:.0}% noise floor",
-                best.runtime, other.runtime, lead.margin_pct
+                "{said}, under the {noise_floor_pct:.0}% noise floor"
             ));
         }
         if let Some(repeat) = lead.behind_in {
             return Some(format!(
-                "{} leads {} by {:.1}%, but {} was ahead in repeat {}: within the spread",
-                best.runtime,
-                other.runtime,
-                lead.margin_pct,
-                other.runtime,
+                "{said}, but {} was ahead in repeat {}: within the spread",
+                other.runtime(),
                 repeat + 1
             ));
         }
         None
     };
-    let (runner_up, runner_up_median) = ranked[1];
-    match indistinct(runner_up, runner_up_median) {
+    let runner_up = &ranked[1];
+    match indistinct(runner_up) {
         Some(reason) => {
-            let mut leaders = vec![best.runtime.clone()];
+            let mut leaders = vec![best.runtime().to_owned()];
             leaders.extend(
                 ranked[1..]
                     .iter()
-                    .filter(|(f, m)| indistinct(f, *m).is_some())
-                    .map(|(f, _)| f.runtime.clone()),
+                    .filter(|f| indistinct(f).is_some())
+                    .map(|f| f.runtime().to_owned()),
             );
             Verdict {
                 outcome: Outcome::Tie { leaders },
@@ -341,27 +452,14 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
             }
         }
         None => {
-            let lead = compare(runner_up, runner_up_median);
-            let margin_pct = lead.margin_pct;
-            let spread = if lead.pairs > 1 {
-                format!(
-                    "; ahead in each of {} repeats, by {:.1}–{:.1}%",
-                    lead.pairs, lead.low_pct, lead.high_pct
-                )
-            } else {
-                String::new()
-            };
+            let lead = pair(best, runner_up);
             Verdict {
                 outcome: Outcome::Winner {
-                    runtime: best.runtime.clone(),
-                    runner_up: runner_up.runtime.clone(),
-                    margin_pct,
+                    runtime: best.runtime().to_owned(),
+                    runner_up: runner_up.runtime().to_owned(),
+                    margin_pct: lead.margin_pct,
                 },
-                reason: format!(
-                    "{} {best_median:.0} vs {} {runner_up_median:.0} successful hits/s \
-                     (+{margin_pct:.1}%{spread})",
-                    best.runtime, runner_up.runtime
-                ),
+                reason: lead.sentence(best, runner_up, measure),
             }
         }
     }
@@ -369,52 +467,86 @@ pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
 
 /// How the leader compares with another runtime.
 struct Lead {
-    /// The lead, percent: the median of the per-repeat leads, or of the medians without pairs.
+    /// The lead, percent: the median of the paired leads, or of the medians without pairs.
     margin_pct: f64,
-    /// Smallest and largest per-repeat lead, percent.
-    low_pct: f64,
-    high_pct: f64,
-    /// Repeats in which both completed.
-    pairs: usize,
+    /// The lead in each repeat in which both completed, percent, in repeat order.
+    paired: Vec<f64>,
     /// A repeat in which the other runtime was ahead (or level), if any.
     behind_in: Option<usize>,
 }
 
+impl Lead {
+    /// The verdict line: the median lead and the numbers it comes from, e.g. "hyper leads axum by
+    /// a median 12.2% over 3 repeats (paired leads 1.4%, 12.2%, 15.3%; medians 58,026 vs 57,213
+    /// successful hits/s)".
+    fn sentence(&self, best: &Scored<'_>, other: &Scored<'_>, measure: Measure) -> String {
+        let medians = format!(
+            "medians {} vs {} {}",
+            figure(best.median),
+            figure(other.median),
+            measure.unit()
+        );
+        let meaning = match measure {
+            Measure::Throughput => String::new(),
+            Measure::Efficiency => format!(
+                " ({} spent that much more CPU per request)",
+                other.runtime()
+            ),
+        };
+        let leads = |values: &[f64]| {
+            values
+                .iter()
+                .map(|v| format!("{v:.1}%"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let how = match self.paired.len() {
+            0 => format!(
+                "by {:.1}% on the medians, with no repeat in which both completed ({medians})",
+                self.margin_pct
+            ),
+            1 => format!(
+                "by {:.1}% in the one repeat both completed ({medians})",
+                self.margin_pct
+            ),
+            n => format!(
+                "by a median {:.1}% over {n} repeats (paired leads {}; {medians})",
+                self.margin_pct,
+                leads(&self.paired)
+            ),
+        };
+        format!(
+            "{} leads {} {how}{meaning}",
+            best.runtime(),
+            other.runtime()
+        )
+    }
+}
+
 /// Compares the leader with `other` repeat by repeat.
 ///
-/// Runs of one repeat are made back to back, so whatever drifts over a comparison — the stores
-/// growing, the machine warming, a neighbour's load — affects both sides of a pair alike, while it
-/// widens each runtime's own min–max range. Pairing keeps the drift out of the spread: the leader
-/// must be ahead in every repeat, and its median lead must clear the noise floor.
-fn pair(
-    best: &RuntimeFigures,
-    best_median: f64,
-    other: &RuntimeFigures,
-    other_median: f64,
-) -> Lead {
+/// Runs of one repeat are made back to back, so whatever drifts over a comparison — the machine
+/// warming, a neighbour's load — affects both sides of a pair alike, while it widens each runtime's
+/// own min–max range. Pairing keeps the drift out of the spread: the leader must be ahead in every
+/// repeat, and its median lead must clear the noise floor.
+fn pair(best: &Scored<'_>, other: &Scored<'_>) -> Lead {
     let leads: Vec<(usize, f64)> = best
-        .values
+        .scores
         .iter()
-        .zip(&other.values)
+        .zip(&other.scores)
         .enumerate()
         .filter_map(|(repeat, (a, b))| Some((repeat, lead_pct((*a)?, (*b)?))))
         .collect();
     if leads.is_empty() {
-        let margin = lead_pct(best_median, other_median);
         return Lead {
-            margin_pct: margin,
-            low_pct: margin,
-            high_pct: margin,
-            pairs: 0,
+            margin_pct: lead_pct(best.rank, other.rank),
+            paired: Vec::new(),
             behind_in: None,
         };
     }
-    let values: Vec<f64> = leads.iter().map(|(_, lead)| *lead).collect();
+    let paired: Vec<f64> = leads.iter().map(|(_, lead)| *lead).collect();
     Lead {
-        margin_pct: median(&values),
-        low_pct: min(&values),
-        high_pct: max(&values),
-        pairs: leads.len(),
+        margin_pct: median(&paired),
         behind_in: if leads.len() > 1 {
             leads
                 .iter()
@@ -423,6 +555,7 @@ fn pair(
         } else {
             None
         },
+        paired,
     }
 }
 
@@ -435,9 +568,52 @@ fn lead_pct(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Where in a scenario a cell lies: its user count and, when the comparison has several, its
+/// preload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellAt {
+    /// Closed-loop users.
+    pub users: u32,
+    /// Documents preloaded per collection, when preloads are a dimension of the comparison.
+    pub preload: Option<u64>,
+}
+
+impl From<u32> for CellAt {
+    fn from(users: u32) -> CellAt {
+        CellAt {
+            users,
+            preload: None,
+        }
+    }
+}
+
+impl std::fmt::Display for CellAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.preload {
+            None => write!(f, "{} users", self.users),
+            Some(n) => write!(
+                f,
+                "{} users with {} preloaded",
+                self.users,
+                figure(n as f64)
+            ),
+        }
+    }
+}
+
 /// Sums up a scenario from its cells, given as (users, verdict).
 pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
-    let judged: Vec<&(u32, Verdict)> = cells
+    let cells: Vec<(CellAt, Verdict)> = cells
+        .iter()
+        .map(|(users, v)| (CellAt::from(*users), v.clone()))
+        .collect();
+    judge_scenario_at(&cells)
+}
+
+/// Sums up a scenario from its cells, each given with where it lies: a runtime wins when it is the
+/// only one to win any cell and it wins most of the cells that could be judged.
+pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
+    let judged: Vec<&(CellAt, Verdict)> = cells
         .iter()
         .filter(|(_, v)| {
             !matches!(
@@ -446,37 +622,34 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
             )
         })
         .collect();
-    let users_where = |outcome: Outcome| -> Vec<u32> {
+    let cells_where = |outcome: Outcome| -> Vec<CellAt> {
         cells
             .iter()
             .filter(|(_, v)| v.outcome == outcome)
-            .map(|(users, _)| *users)
+            .map(|(at, _)| *at)
             .collect()
     };
-    let bound = users_where(Outcome::GeneratorBound);
-    let contended = users_where(Outcome::Contended);
+    let bound = cells_where(Outcome::GeneratorBound);
+    let contended = cells_where(Outcome::Contended);
     let mut bound_note = String::new();
     if !bound.is_empty() {
-        bound_note.push_str(&format!(
-            "; generator-bound at {} users",
-            join_users(&bound)
-        ));
+        bound_note.push_str(&format!("; generator-bound at {}", join_cells(&bound)));
     }
     if !contended.is_empty() {
-        bound_note.push_str(&format!("; contended at {} users", join_users(&contended)));
+        bound_note.push_str(&format!("; contended at {}", join_cells(&contended)));
     }
     if judged.is_empty() {
         return if !bound.is_empty() {
             Verdict {
                 outcome: Outcome::GeneratorBound,
                 reason: format!(
-                    "no user count could be judged; generator-bound at {} users: these figures \
+                    "no user count could be judged; generator-bound at {}: these figures \
                      measure the generator{}",
-                    join_users(&bound),
+                    join_cells(&bound),
                     if contended.is_empty() {
                         String::new()
                     } else {
-                        format!("; contended at {} users", join_users(&contended))
+                        format!("; contended at {}", join_cells(&contended))
                     }
                 ),
             }
@@ -485,7 +658,7 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
                 outcome: Outcome::Contended,
                 reason: format!(
                     "other processes took CPU at every user count ({}): no comparable figures",
-                    join_users(&contended)
+                    join_cells(&contended)
                 ),
             }
         } else {
@@ -527,9 +700,14 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
     }
     let per_cell = judged
         .iter()
-        .map(|(users, v)| format!("{users} users: {}", v.label()))
+        .map(|(at, v)| format!("{at}: {}", v.label()))
         .collect::<Vec<_>>()
         .join(", ");
+    let counts = if judged.iter().any(|(at, _)| at.preload.is_some()) {
+        "cells"
+    } else {
+        "user counts"
+    };
     if winners.len() == 1 && margins.len() * 2 > judged.len() {
         let low = min(&margins);
         let high = max(&margins);
@@ -547,7 +725,7 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
                 margin_pct: low,
             },
             reason: format!(
-                "{} wins {} of {} judged user counts by {range} ({per_cell}){bound_note}",
+                "{} wins {} of {} judged {counts} by {range} ({per_cell}){bound_note}",
                 winners[0],
                 margins.len(),
                 judged.len()
@@ -555,16 +733,16 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
         };
     }
     let why = if winners.len() > 1 {
-        format!("different runtimes lead at different user counts ({per_cell})")
+        format!("different runtimes lead at different {counts} ({per_cell})")
     } else if winners.len() == 1 {
         format!(
-            "{} wins only {} of {} judged user counts ({per_cell})",
+            "{} wins only {} of {} judged {counts} ({per_cell})",
             winners[0],
             margins.len(),
             judged.len()
         )
     } else {
-        format!("within the noise at every judged user count ({per_cell})")
+        format!("within the noise at every judged cell ({per_cell})")
     };
     Verdict {
         outcome: Outcome::Tie { leaders },
@@ -572,10 +750,131 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
     }
 }
 
-fn join_users(users: &[u32]) -> String {
-    users
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+/// `10, 20 users` when only user counts differ, else each cell in full.
+fn join_cells(cells: &[CellAt]) -> String {
+    if cells.iter().all(|c| c.preload.is_none()) {
+        let users = cells
+            .iter()
+            .map(|c| c.users.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("{users} users")
+    } else {
+        cells
+            .iter()
+            .map(CellAt::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(runtime: &str, values: &[f64]) -> RuntimeFigures {
+        RuntimeFigures {
+            runtime: runtime.to_owned(),
+            values: values.iter().copied().map(Some).collect(),
+            generator_bound: None,
+            contended: None,
+        }
+    }
+
+    #[test]
+    fn the_verdict_line_shows_the_numbers_its_percentage_comes_from() {
+        let verdict = judge_cell(
+            &[
+                figures("hyper", &[58_026.0 * 1.014, 58_026.0, 57_213.0 * 1.153]),
+                figures("axum", &[58_026.0, 58_026.0 / 1.122, 57_213.0]),
+            ],
+            1.0,
+        );
+        assert_eq!(verdict.label(), "hyper +12.2%");
+        assert!(
+            verdict.reason.starts_with(
+                "hyper leads axum by a median 12.2% over 3 repeats (paired leads 1.4%, 12.2%, 15.3%; medians"
+            ),
+            "{}",
+            verdict.reason
+        );
+        assert!(
+            verdict.reason.ends_with("successful hits/s)"),
+            "{}",
+            verdict.reason
+        );
+    }
+
+    #[test]
+    fn efficiency_ranks_the_runtime_spending_less_cpu_per_request_even_when_generator_bound() {
+        let mut lean = figures("actix", &[40.0, 41.0]);
+        lean.generator_bound = Some("generator at 99%".into());
+        let heavy = figures("warp", &[50.0, 49.2]);
+        let throughput = judge_cell(&[lean.clone(), heavy.clone()], 5.0);
+        assert_eq!(throughput.outcome, Outcome::GeneratorBound);
+        let efficiency = judge_cell_on(&[heavy, lean], 5.0, Measure::Efficiency);
+        match &efficiency.outcome {
+            Outcome::Winner {
+                runtime,
+                margin_pct,
+                ..
+            } => {
+                assert_eq!(runtime, "actix");
+                // warp spent 25% and 20% more per request: the median of the paired leads.
+                assert!((margin_pct - 22.5).abs() < 1e-9, "{margin_pct}");
+            }
+            other => panic!("expected a winner, got {other:?}"),
+        }
+        assert!(
+            efficiency
+                .reason
+                .contains("medians 40.5 vs 49.6 server CPU µs per request")
+                && efficiency
+                    .reason
+                    .contains("warp spent that much more CPU per request"),
+            "{}",
+            efficiency.reason
+        );
+    }
+
+    #[test]
+    fn contended_cells_get_no_efficiency_verdict() {
+        let mut noisy = figures("warp", &[50.0]);
+        noisy.contended = Some("others took 40%".into());
+        let verdict = judge_cell_on(&[figures("axum", &[10.0]), noisy], 5.0, Measure::Efficiency);
+        assert_eq!(verdict.outcome, Outcome::Contended);
+    }
+
+    #[test]
+    fn figures_are_grouped_by_thousands_without_false_precision() {
+        assert_eq!(figure(58_026.4), "58,026");
+        assert_eq!(figure(1_000_000.0), "1,000,000");
+        assert_eq!(figure(412.3), "412");
+        assert_eq!(figure(41.23), "41.2");
+        assert_eq!(figure(4.123), "4.12");
+    }
+
+    #[test]
+    fn scenario_reasons_name_the_preload_of_each_cell_when_it_varies() {
+        let win = Verdict {
+            outcome: Outcome::Winner {
+                runtime: "axum".into(),
+                runner_up: "warp".into(),
+                margin_pct: 9.0,
+            },
+            reason: String::new(),
+        };
+        let at = |users, preload| CellAt {
+            users,
+            preload: Some(preload),
+        };
+        let verdict = judge_scenario_at(&[(at(10, 1_000), win.clone()), (at(10, 1_000_000), win)]);
+        assert!(
+            verdict
+                .reason
+                .contains("axum wins 2 of 2 judged cells by 9.0% (10 users with 1,000 preloaded"),
+            "{}",
+            verdict.reason
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no script, no network) with the
 //! report's tables and, per scenario, three charts drawn by `plotters`: throughput per runtime (bars
 //! with the repeats' min–max), throughput against users, and latency percentiles at the highest
-//! user count.
+//! user count — plus throughput against the preload when the comparison has several.
 
 use std::fmt::Write as _;
 
@@ -10,6 +10,7 @@ use plotters::prelude::*;
 
 use super::{markdown, Report, Row};
 use crate::compare::pin;
+use crate::compare::verdict::{figure, Verdict};
 
 /// Chart size in pixels.
 const CHART: (u32, u32) = (560, 340);
@@ -53,37 +54,37 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     let _ = writeln!(out, "<h1>Brigade runtime comparison</h1>");
     let _ = writeln!(
         out,
-        "<p>{} runtimes ({}) on the <b>{}</b> store, started {}, took {:.0} s.</p>",
+        "<p>{} runtimes ({}) on the <b>{}</b> store{}, started {}, took {:.0} s.</p>",
         s.runtimes.len(),
         esc(&s.runtimes.join(", ")),
         esc(&s.store),
+        esc(&markdown::preload_words(&s.preloads)),
         esc(&report.started_at),
         report.wall_s
     );
 
     out.push_str(
-        "<h2>Verdicts</h2>\n<table><tr><th>scenario</th><th>verdict</th><th>why</th></tr>\n",
+        "<h2>Verdicts</h2>\n<table><tr><th>scenario</th><th>throughput verdict</th><th>why</th>\
+         <th>efficiency verdict</th><th>why</th></tr>\n",
     );
     for v in &report.scenarios {
+        let (label, reason) = label_and_reason(v.efficiency.as_ref());
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"verdict\">{}</td><td class=\"why\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"verdict\">{}</td><td class=\"why\">{}</td>\
+             <td class=\"verdict\">{}</td><td class=\"why\">{}</td></tr>",
             esc(&v.scenario),
             esc(&v.verdict.label()),
-            esc(&v.verdict.reason)
+            esc(&v.verdict.reason),
+            esc(&label),
+            esc(&reason)
         );
     }
     out.push_str("</table>\n");
     let _ = writeln!(
         out,
-        "<p>Verdicts compare successful hits/s repeat by repeat (the runs of a \
-         repeat are made back to back, so drift such as the stores growing hits both sides of a \
-         pair alike): a runtime wins when it led in every repeat by a median of at least {:.0}%; \
-         anything less is a tie. A run in which the generator's CPU had no headroom \
-         (generator-bound) or other processes took a fifth of a side's CPU (contended) names no \
-         winner. The spread column is each runtime's own min–max over the repeats, drift \
-         included.</p>",
-        s.noise_floor_pct
+        "<p>{}</p>",
+        esc(&markdown::verdict_rules(s.noise_floor_pct)).replace("**", "")
     );
     if !report.notes.is_empty() {
         out.push_str("<ul>\n");
@@ -98,11 +99,15 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     for scenario in &s.scenarios {
         let _ = writeln!(out, "<h2>Scenario <code>{}</code></h2>", esc(scenario));
         if let Some(v) = report.scenarios.iter().find(|v| &v.scenario == scenario) {
+            let (label, reason) = label_and_reason(v.efficiency.as_ref());
             let _ = writeln!(
                 out,
-                "<p><span class=\"verdict\">{}</span> — <span class=\"why\">{}</span></p>",
+                "<p>Throughput: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span><br>\
+                 Efficiency: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span></p>",
                 esc(&v.verdict.label()),
-                esc(&v.verdict.reason)
+                esc(&v.verdict.reason),
+                esc(&label),
+                esc(&reason)
             );
         }
         let rows: Vec<&Row> = report
@@ -115,17 +120,23 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
             out.push_str(&throughput_bars(report, scenario, &rows)?);
             out.push_str(&throughput_by_users(report, scenario, &rows)?);
             out.push_str(&latency_percentiles(report, scenario, &rows)?);
+            if preloads(&rows).len() > 1 {
+                out.push_str(&throughput_by_preload(report, scenario, &rows)?);
+            }
             out.push_str("</div>\n");
         }
         out.push_str(&table(&rows));
         out.push_str("<ul>\n");
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
+            let (label, reason) = label_and_reason(cell.efficiency.as_ref());
             let _ = writeln!(
                 out,
-                "<li>{} users: <b>{}</b> — {}</li>",
-                cell.users,
+                "<li>{}: throughput <b>{}</b> — {}; efficiency <b>{}</b> — {}</li>",
+                esc(&markdown::cell_name(report, cell)),
                 esc(&cell.verdict.label()),
-                esc(&cell.verdict.reason)
+                esc(&cell.verdict.reason),
+                esc(&label),
+                esc(&reason)
             );
         }
         out.push_str("</ul>\n");
@@ -135,6 +146,13 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     out.push_str(&runs(report));
     out.push_str("</body>\n</html>\n");
     Ok(out)
+}
+
+/// A verdict's label and reason, or dashes where there is none (reports older than it).
+fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
+    verdict.map_or(("-".to_owned(), "-".to_owned()), |v| {
+        (v.label(), v.reason.clone())
+    })
 }
 
 fn setup(report: &Report) -> String {
@@ -211,8 +229,31 @@ fn setup(report: &Report) -> String {
             s.duration_s, s.warmup_s, s.repeat, s.timeout_ms
         ),
     );
+    line(
+        "preload",
+        s.preloads
+            .iter()
+            .map(|&n| figure(n as f64))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
     line("noise floor", format!("{:.0}%", s.noise_floor_pct));
     line("interleaving", s.interleaving.clone());
+    if !report.state.how.is_empty() {
+        line("fresh state", report.state.how.clone());
+    }
+    for p in &report.state.prepared {
+        line(
+            &format!("prepared, preload {}", figure(p.preload as f64)),
+            format!(
+                "filled in {:.2} s (server ready after {:.2} s), {:.1} MiB, {}",
+                p.fill_s,
+                p.startup_s,
+                p.bytes as f64 / (1024.0 * 1024.0),
+                p.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
+            ),
+        );
+    }
     line("command", s.command_line.clone());
     out.push_str("</table>\n");
     out
@@ -244,16 +285,17 @@ fn table(rows: &[&Row]) -> String {
 
 fn servers(report: &Report) -> String {
     let mut out = String::from(
-        "<h2>Server processes</h2>\n<table><tr><th>runtime</th><th>round</th><th>pid</th><th>CPUs</th>\
+        "<h2>Server processes</h2>\n<table><tr><th>runtime</th><th>run</th><th>preload</th><th>pid</th><th>CPUs</th>\
          <th>ready after s</th><th>idle RSS MiB</th><th>RSS after MiB</th><th>peak RSS MiB</th><th>stop</th></tr>\n",
     );
     for s in &report.servers {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2}</td>\
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2}</td>\
              <td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             esc(&s.runtime),
-            s.round,
+            s.round + 1,
+            s.preload,
             s.pid,
             esc(s.cpus_allowed.as_deref().unwrap_or("?")),
             s.startup_s,
@@ -277,7 +319,7 @@ fn runs(report: &Report) -> String {
         out.push_str("<tr>");
         let cells = markdown::run_cells(run);
         for (i, cell) in cells.iter().enumerate() {
-            let text = matches!(i, 2 | 3) || i == cells.len() - 1;
+            let text = markdown::RUN_TEXT_COLUMNS.contains(&i);
             let class = if text { "" } else { " class=\"n\"" };
             let _ = write!(out, "<td{class}>{}</td>", esc(cell));
         }
@@ -347,6 +389,34 @@ fn user_counts(rows: &[&Row]) -> Vec<u32> {
     users
 }
 
+/// The preloads present in `rows`, ascending.
+fn preloads(rows: &[&Row]) -> Vec<u64> {
+    let mut preloads: Vec<u64> = rows.iter().map(|r| r.preload).collect();
+    preloads.sort_unstable();
+    preloads.dedup();
+    preloads
+}
+
+/// A document count for a chart label: `200`, `1k`, `2.5M`.
+fn short(n: u64) -> String {
+    let (value, unit) = match n {
+        n if n >= 1_000_000 => (n as f64 / 1e6, "M"),
+        n if n >= 1_000 => (n as f64 / 1e3, "k"),
+        n => return n.to_string(),
+    };
+    let text = format!("{value:.1}");
+    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// A series' name: the runtime, and its preload when the rows have several.
+fn series_name(runtime: &str, preload: u64, several: bool) -> String {
+    if several {
+        format!("{runtime}, {} docs", short(preload))
+    } else {
+        runtime.to_owned()
+    }
+}
+
 /// The runtimes present in `rows`, in the report's order.
 fn runtimes<'a>(report: &'a Report, rows: &[&Row]) -> Vec<&'a str> {
     report
@@ -358,9 +428,15 @@ fn runtimes<'a>(report: &'a Report, rows: &[&Row]) -> Vec<&'a str> {
         .collect()
 }
 
-/// Grouped bars: one group per user count, one bar per runtime, a whisker from min to max.
+/// Grouped bars: one group per user count (and preload), one bar per runtime, a whisker from min to
+/// max.
 fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
-    let users = user_counts(rows);
+    let several = preloads(rows).len() > 1;
+    let groups: Vec<(u64, u32)> = preloads(rows)
+        .into_iter()
+        .flat_map(|p| user_counts(rows).into_iter().map(move |u| (p, u)))
+        .filter(|(p, u)| rows.iter().any(|r| r.preload == *p && r.users == *u))
+        .collect();
     let runtimes = runtimes(report, rows);
     let top = rows
         .iter()
@@ -379,17 +455,26 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..users.len() as f64 - 0.5, 0f64..top)
+            .build_cartesian_2d(-0.5f64..groups.len() as f64 - 0.5, 0f64..top)
             .map_err(plot_err)?;
-        let labels = users.clone();
+        let labels: Vec<String> = groups
+            .iter()
+            .map(|(p, u)| {
+                if several {
+                    format!("{u} u, {} docs", short(*p))
+                } else {
+                    format!("{u} users")
+                }
+            })
+            .collect();
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(users.len().max(2))
+            .x_labels(groups.len().max(2))
             .x_label_formatter(&move |x| {
                 let i = x.round();
                 if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                    format!("{} users", labels[i as usize])
+                    labels[i as usize].clone()
                 } else {
                     String::new()
                 }
@@ -402,12 +487,12 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
         let width = 0.8 / runtimes.len().max(1) as f64;
         for (k, runtime) in runtimes.iter().enumerate() {
             let color = colour(report, runtime);
-            let bars: Vec<(f64, &Row)> = users
+            let bars: Vec<(f64, &Row)> = groups
                 .iter()
                 .enumerate()
-                .filter_map(|(i, u)| {
+                .filter_map(|(i, (p, u))| {
                     rows.iter()
-                        .find(|r| r.users == *u && r.runtime == *runtime)
+                        .find(|r| r.users == *u && r.preload == *p && r.runtime == *runtime)
                         .map(|r| (i as f64 - 0.4 + width * k as f64, *r))
                 })
                 .collect();
@@ -469,17 +554,23 @@ fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
             .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(plot_err)?;
-        for runtime in &runtimes {
-            let color = colour(report, runtime);
-            let points: Vec<(f64, f64)> = users
-                .iter()
-                .filter_map(|u| {
-                    rows.iter()
-                        .find(|r| r.users == *u && r.runtime == *runtime)
-                        .map(|r| (*u as f64, r.hits_per_s))
-                })
-                .collect();
-            draw_line(&mut chart, points, color, runtime.to_string(), 4)?;
+        let several = preloads(rows).len() > 1;
+        for preload in preloads(rows) {
+            for runtime in &runtimes {
+                let color = colour(report, runtime);
+                let points: Vec<(f64, f64)> = users
+                    .iter()
+                    .filter_map(|u| {
+                        rows.iter()
+                            .find(|r| {
+                                r.users == *u && r.preload == preload && r.runtime == *runtime
+                            })
+                            .map(|r| (*u as f64, r.hits_per_s))
+                    })
+                    .collect();
+                let name = series_name(runtime, preload, several);
+                draw_line(&mut chart, points, color, name, 4)?;
+            }
         }
         draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
@@ -553,6 +644,7 @@ fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
             .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(plot_err)?;
+        let several = preloads(&at).len() > 1;
         for row in &at {
             let color = colour(report, &row.runtime);
             let points: Vec<(f64, f64)> = values(row)
@@ -561,9 +653,82 @@ fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
                 .filter(|(_, v)| **v > 0.0)
                 .map(|(i, v)| (i as f64, v.log10()))
                 .collect();
-            draw_line(&mut chart, points, color, row.runtime.clone(), 3)?;
+            let name = series_name(&row.runtime, row.preload, several);
+            draw_line(&mut chart, points, color, name, 3)?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// Lines: hits/s against the preload (log scale) at the highest user count, one line per runtime:
+/// a flat line is a store that does not slow down as its data grows.
+fn throughput_by_preload(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let users = *user_counts(rows).last().unwrap_or(&0);
+    let at: Vec<&Row> = rows.iter().copied().filter(|r| r.users == users).collect();
+    let preloads = preloads(&at);
+    // log10 of the preload, with 0 drawn one decade below the smallest other preload.
+    let smallest = preloads
+        .iter()
+        .copied()
+        .filter(|&p| p > 0)
+        .min()
+        .unwrap_or(1);
+    let x = |p: u64| {
+        if p == 0 {
+            (smallest as f64).log10() - 1.0
+        } else {
+            (p as f64).log10()
+        }
+    };
+    let (lo, hi) = (x(preloads[0]), x(preloads[preloads.len() - 1]));
+    let pad = ((hi - lo) * 0.08).max(0.2);
+    let top = at.iter().map(|r| r.hits_per_s).fold(1.0, f64::max) * 1.15;
+    let labels: Vec<(f64, String)> = preloads.iter().map(|&p| (x(p), short(p))).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: throughput against preload at {users} users"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("documents per collection (log scale)")
+            .y_desc("hits/s (median)")
+            .x_labels(40)
+            .x_label_formatter(&|v| {
+                labels
+                    .iter()
+                    .find(|(at, _)| (at - v).abs() < 0.03)
+                    .map(|(_, text)| text.clone())
+                    .unwrap_or_default()
+            })
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        for runtime in runtimes(report, &at) {
+            let color = colour(report, runtime);
+            let points: Vec<(f64, f64)> = preloads
+                .iter()
+                .filter_map(|&p| {
+                    at.iter()
+                        .find(|r| r.preload == p && r.runtime == runtime)
+                        .map(|r| (x(p), r.hits_per_s))
+                })
+                .collect();
+            draw_line(&mut chart, points, color, runtime.to_string(), 4)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")

@@ -1,11 +1,13 @@
-//! `report.md`: the study's table shape (per runtime, scenario and user count: hits/s, KiB/s, mean
-//! ms, p99 ms, error %, server CPU %, peak RSS MiB), each scenario's winner and margin or why there
-//! is none, then the setup and every run. [`summary`] is the part printed to the terminal.
+//! `report.md`: the study's table shape (per runtime, scenario, user count and preload: hits/s,
+//! KiB/s, mean ms, p99 ms, error %, server CPU %, server CPU µs per request, peak RSS MiB), each
+//! scenario's throughput and efficiency verdicts with their margins or why there are none, then the
+//! setup and every run. [`summary`] is the part printed to the terminal.
 
 use std::fmt::Write as _;
 
-use super::{Report, Row, RunRecord};
+use super::{CellVerdict, Report, Row, RunRecord};
 use crate::compare::pin;
+use crate::compare::verdict::{figure, Verdict};
 
 /// The whole markdown report.
 pub fn render(report: &Report) -> String {
@@ -22,10 +24,11 @@ pub fn summary(report: &Report) -> String {
     let _ = writeln!(out, "# Brigade runtime comparison\n");
     let _ = writeln!(
         out,
-        "{} runtimes ({}) on the {} store, started {}, took {}.\n",
+        "{} runtimes ({}) on the {} store{}, started {}, took {}.\n",
         s.runtimes.len(),
         s.runtimes.join(", "),
         s.store,
+        preload_words(&s.preloads),
         report.started_at,
         duration_words(report.wall_s)
     );
@@ -35,6 +38,55 @@ pub fn summary(report: &Report) -> String {
         out.push_str(&scenario_table(report, scenario));
     }
     out
+}
+
+/// `, preloaded with 1,000 and 1,000,000 documents per collection` (nothing without a preload).
+pub fn preload_words(preloads: &[u64]) -> String {
+    if preloads.iter().all(|&n| n == 0) {
+        return String::new();
+    }
+    let list: Vec<String> = preloads.iter().map(|&n| figure(n as f64)).collect();
+    let list = match list.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => list.join(""),
+    };
+    format!(", preloaded with {list} documents per collection")
+}
+
+/// Whether the report's cells differ by preload (then every cell names its own).
+pub fn preload_varies(report: &Report) -> bool {
+    report.settings.preloads.iter().any(|&n| n != 0)
+}
+
+/// `10 users` or `10 users, preload 1,000`.
+pub fn cell_name(report: &Report, cell: &CellVerdict) -> String {
+    if preload_varies(report) {
+        format!(
+            "{} users, preload {}",
+            cell.users,
+            figure(cell.preload as f64)
+        )
+    } else {
+        format!("{} users", cell.users)
+    }
+}
+
+/// The explanation printed under the verdicts: which verdict is which, and the rules.
+pub fn verdict_rules(noise_floor_pct: f64) -> String {
+    format!(
+        "Two verdicts per cell (scenario × users × preload), both paired repeat by repeat (the runs \
+         of a cell are made back to back, the runtime order rotating from cell to cell, so drift \
+         hits both sides of a pair alike): a runtime wins when it was ahead of the runner-up in \
+         every repeat by a median of at least {noise_floor_pct:.0}%; anything less is a tie. The \
+         **throughput verdict** compares successful hits/s (higher is better); a run in which the \
+         generator's CPU had no headroom (generator-bound) names no throughput winner. The \
+         **efficiency verdict** compares the server's CPU µs per request (user + system time over \
+         the measured window ÷ requests; lower is better; the margin is how much more CPU per \
+         request the runner-up spent); it ranks runtimes even when the generator set the pace. A \
+         run in which other processes took a fifth of a side's CPU (contended) names no winner on \
+         either. The verdict line gives the paired leads its median comes from, and each side's \
+         median. The spread column is each runtime's own min–max over the repeats."
+    )
 }
 
 /// `1 min 23 s` style.
@@ -47,28 +99,34 @@ fn duration_words(seconds: f64) -> String {
     }
 }
 
+/// A verdict's label and reason, or a dash where there is none (reports older than it).
+fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
+    verdict.map_or(("-".to_owned(), "-".to_owned()), |v| {
+        (v.label(), v.reason.clone())
+    })
+}
+
 fn verdicts(report: &Report) -> String {
-    let mut out =
-        String::from("## Verdicts\n\n| scenario | verdict | why |\n| --- | --- | --- |\n");
+    let mut out = String::from(
+        "## Verdicts\n\n| scenario | throughput verdict | why | efficiency verdict | why |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
     for scenario in &report.scenarios {
+        let (label, reason) = label_and_reason(scenario.efficiency.as_ref());
         let _ = writeln!(
             out,
-            "| {} | **{}** | {} |",
+            "| {} | **{}** | {} | **{}** | {} |",
             scenario.scenario,
             scenario.verdict.label(),
-            cell_text(&scenario.verdict.reason)
+            cell_text(&scenario.verdict.reason),
+            label,
+            cell_text(&reason)
         );
     }
     let _ = writeln!(
         out,
-        "\nVerdicts compare successful hits/s repeat by repeat (the runs of a \
-         repeat are made back to back, so drift such as the stores growing hits both sides of a \
-         pair alike): a runtime wins when it led in every repeat by a median of at least {:.0}%; \
-         anything less is a tie. A run in which the generator's CPU had no headroom \
-         (generator-bound) or other processes took a fifth of a side's CPU (contended) names no \
-         winner. The spread column is each runtime's own min–max over the repeats, drift \
-         included.\n",
-        report.settings.noise_floor_pct
+        "\n{}\n",
+        verdict_rules(report.settings.noise_floor_pct)
     );
     for note in &report.notes {
         let _ = writeln!(out, "- {note}");
@@ -138,12 +196,17 @@ fn setup(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "- Settings: scenarios {}; users {}; {} s measured after {} s warm-up; repeat {}; \
-         request timeout {} ms; noise floor {:.0}%{}",
+        "- Settings: scenarios {}; users {}; preload {}; {} s measured after {} s warm-up; repeat \
+         {}; request timeout {} ms; noise floor {:.0}%{}",
         s.scenarios.join(", "),
         s.users
             .iter()
             .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        s.preloads
+            .iter()
+            .map(|&n| figure(n as f64))
             .collect::<Vec<_>>()
             .join(", "),
         trim(s.duration_s),
@@ -154,6 +217,21 @@ fn setup(report: &Report) -> String {
         if s.quick { "; --quick" } else { "" }
     );
     let _ = writeln!(out, "- Interleaving: {}", s.interleaving);
+    if !report.state.how.is_empty() {
+        let _ = writeln!(out, "- Fresh state: {}", report.state.how);
+    }
+    for p in &report.state.prepared {
+        let _ = writeln!(
+            out,
+            "- Prepared data folder, preload {}: filled in {:.2} s (server ready after {:.2} s), \
+             {:.1} MiB, {}",
+            figure(p.preload as f64),
+            p.fill_s,
+            p.startup_s,
+            p.bytes as f64 / (1024.0 * 1024.0),
+            p.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
+        );
+    }
     let _ = writeln!(out, "- Command: `{}`\n", s.command_line);
     out
 }
@@ -164,9 +242,10 @@ fn trim(value: f64) -> String {
 }
 
 /// The header shared by every scenario table; the tests read tables by these names.
-pub const TABLE_HEADER: [&str; 13] = [
+pub const TABLE_HEADER: [&str; 15] = [
     "runtime",
     "users",
+    "preload",
     "hits/s",
     "spread %",
     "KiB/s",
@@ -174,6 +253,7 @@ pub const TABLE_HEADER: [&str; 13] = [
     "p99 ms",
     "error %",
     "server CPU %",
+    "server CPU µs/req",
     "peak RSS MiB",
     "generator CPU %",
     "requests",
@@ -192,18 +272,20 @@ fn scenario_table(report: &Report, scenario: &str) -> String {
     }
     out.push('\n');
     for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
+        let (label, reason) = label_and_reason(cell.efficiency.as_ref());
         let _ = writeln!(
             out,
-            "- {} users: **{}** — {}",
-            cell.users,
+            "- {}: throughput **{}** — {}; efficiency **{label}** — {reason}",
+            cell_name(report, cell),
             cell.verdict.label(),
             cell.verdict.reason
         );
     }
     if let Some(verdict) = report.scenarios.iter().find(|v| v.scenario == scenario) {
+        let (label, reason) = label_and_reason(verdict.efficiency.as_ref());
         let _ = writeln!(
             out,
-            "- Scenario: **{}** — {}",
+            "- Scenario: throughput **{}** — {}; efficiency **{label}** — {reason}",
             verdict.verdict.label(),
             verdict.verdict.reason
         );
@@ -230,6 +312,7 @@ pub fn row_cells(row: &Row) -> Vec<String> {
     vec![
         row.runtime.clone(),
         row.users.to_string(),
+        row.preload.to_string(),
         format!("{:.1}", row.hits_per_s),
         format!("{:.1}", row.spread_pct),
         format!("{:.1}", row.kib_per_s),
@@ -237,6 +320,7 @@ pub fn row_cells(row: &Row) -> Vec<String> {
         format!("{:.3}", row.p99_ms),
         format!("{:.2}", row.error_pct),
         format!("{:.1}", row.server_cpu_pct),
+        format!("{:.1}", row.server_cpu_us_per_request),
         format!("{:.1}", row.peak_rss_mib),
         format!("{:.1}", row.generator_cpu_pct),
         row.requests.to_string(),
@@ -246,16 +330,17 @@ pub fn row_cells(row: &Row) -> Vec<String> {
 
 fn servers(report: &Report) -> String {
     let mut out = String::from(
-        "## Server processes\n\n| runtime | round | pid | CPUs | ready after s | idle RSS MiB | \
-         RSS after MiB | peak RSS MiB | stop |\n| --- | ---: | ---: | --- | ---: | ---: | ---: | \
+        "## Server processes\n\n| runtime | run | preload | pid | CPUs | ready after s | idle RSS MiB | \
+         RSS after MiB | peak RSS MiB | stop |\n| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | \
          ---: | --- |\n",
     );
     for s in &report.servers {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.2} | {:.1} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.2} | {:.1} | {} | {} | {} |",
             s.runtime,
-            s.round,
+            s.round + 1,
+            s.preload,
             s.pid,
             s.cpus_allowed.as_deref().unwrap_or("?"),
             s.startup_s,
@@ -271,21 +356,28 @@ fn servers(report: &Report) -> String {
 }
 
 /// The header of the every-run table.
-pub const RUN_HEADER: [&str; 13] = [
+pub const RUN_HEADER: [&str; 17] = [
     "#",
     "repeat",
     "runtime",
     "scenario",
     "users",
+    "preload",
+    "server pid",
+    "fresh state",
     "hits/s",
     "requests",
     "seconds",
     "server CPU %",
+    "server CPU µs/req",
     "server CPUs busy %",
     "generator CPU %",
     "generator CPUs busy %",
     "result",
 ];
+
+/// The columns of [`RUN_HEADER`] that hold text (left-aligned), the others hold numbers.
+pub const RUN_TEXT_COLUMNS: [usize; 4] = [2, 3, 7, 16];
 
 /// One run's cells in the every-run table.
 pub fn run_cells(run: &RunRecord) -> Vec<String> {
@@ -305,16 +397,34 @@ pub fn run_cells(run: &RunRecord) -> Vec<String> {
         (None, None, Some(why)) => format!("generator-bound: {why}"),
         (None, None, None) => "ok".to_owned(),
     };
+    let (pid, fresh) = run
+        .reset
+        .as_ref()
+        .map_or(("-".to_owned(), "-".to_owned()), |r| {
+            let mut how = r.how.clone();
+            if let Some(copy) = r.copy_s {
+                let _ = write!(how, " (copied in {copy:.2} s)");
+            }
+            if let Some(fill) = r.preload_s {
+                let _ = write!(how, " (filled in {fill:.2} s)");
+            }
+            (r.pid.to_string(), how)
+        });
     vec![
         (run.index + 1).to_string(),
         (run.repeat + 1).to_string(),
         run.runtime.clone(),
         run.scenario.clone(),
         run.users.to_string(),
+        run.preload.to_string(),
+        pid,
+        fresh,
         hits,
         requests,
         elapsed,
         format!("{:.1}", run.server.cpu_percent),
+        run.server_cpu_us_per_request()
+            .map_or("-".to_owned(), |us| format!("{us:.1}")),
         format!("{:.1}", run.cpu.server_cpus.busy_percent),
         format!("{:.1}", run.generator_cpu_percent),
         format!("{:.1}", run.cpu.generator_cpus.busy_percent),
@@ -325,9 +435,9 @@ pub fn run_cells(run: &RunRecord) -> Vec<String> {
 fn runs(report: &Report) -> String {
     let mut out = format!("## Every run\n\n| {} |\n", RUN_HEADER.join(" | "));
     let mut rule = vec!["---:"; RUN_HEADER.len()];
-    rule[2] = "---";
-    rule[3] = "---";
-    rule[RUN_HEADER.len() - 1] = "---";
+    for text in RUN_TEXT_COLUMNS {
+        rule[text] = "---";
+    }
     let _ = writeln!(out, "| {} |", rule.join(" | "));
     for run in &report.runs {
         let cells: Vec<String> = run_cells(run).iter().map(|c| cell_text(c)).collect();

@@ -1,9 +1,10 @@
 //! The comparison report: what `brigade compare` found, as data ([`Report`], serialized whole into
 //! `report.json`) and as documents (`report.md`, `report.html` with SVG charts).
 //!
-//! The table rows are derived from the runs by [`rows`]: one row per scenario, user count and
-//! runtime, each figure the median over the repeats, so the markdown, the HTML and the JSON all
-//! show the same numbers.
+//! The table rows are derived from the runs by [`rows`]: one row per scenario, preload, user count
+//! and runtime, each figure the median over the repeats, so the markdown, the HTML and the JSON all
+//! show the same numbers. Fields added since the first reports carry serde defaults, so an older
+//! `report.json` still reads (and `--rejudge` still works on it).
 
 pub mod html;
 pub mod json;
@@ -36,6 +37,9 @@ pub struct Report {
     pub threads: ThreadSetup,
     /// The settings it ran with.
     pub settings: Settings,
+    /// How every run's store state was made fresh, and the preloaded data prepared for it.
+    #[serde(default)]
+    pub state: StateSetup,
     /// Each server process started (one per runtime, or one per runtime and round).
     pub servers: Vec<ServerRecord>,
     /// Every load run, in the order run.
@@ -92,6 +96,9 @@ pub struct Settings {
     pub scenarios: Vec<String>,
     /// The closed-loop user counts.
     pub users: Vec<u32>,
+    /// Documents preloaded per collection before the fixtures, one value per cell (`[0]`: none).
+    #[serde(default = "no_preload")]
+    pub preloads: Vec<u64>,
     /// Measured seconds per run.
     pub duration_s: f64,
     /// Warm-up seconds per run (not counted).
@@ -110,13 +117,66 @@ pub struct Settings {
     pub command_line: String,
 }
 
+fn no_preload() -> Vec<u64> {
+    vec![0]
+}
+
+/// How the store state of every run was made fresh.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateSetup {
+    /// In words: what each run started from (empty for reports made before runs had their own
+    /// servers).
+    pub how: String,
+    /// Preloaded data folders prepared once and copied for each run (the embedded store).
+    pub prepared: Vec<PreparedState>,
+}
+
+/// A data folder filled once with `--preload` and copied for every run that needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreparedState {
+    /// Documents per collection.
+    pub preload: u64,
+    /// Seconds the preparing server took from spawn to ready (the fill included).
+    pub startup_s: f64,
+    /// Seconds the fill itself took, as the server reported it (all collections).
+    pub fill_s: f64,
+    /// Bytes of the folder.
+    pub bytes: u64,
+    /// How the preparing server ended.
+    pub stop: Option<StopOutcome>,
+    /// Its log file.
+    pub log: String,
+}
+
+/// How one run's fresh store state was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateReset {
+    /// The fresh server process the run was made on.
+    pub pid: u32,
+    /// In words: `fresh data folder`, `copy of the prepared 1,000-document folder`, `fresh
+    /// process`, `fresh databases run7_*`.
+    pub how: String,
+    /// Seconds spent copying a prepared data folder, before the server started (not measured).
+    pub copy_s: Option<f64>,
+    /// Seconds the server spent preloading at start-up, as it reported them (all collections).
+    pub preload_s: Option<f64>,
+    /// Documents the server said it preloaded, per collection.
+    pub preloaded: BTreeMap<String, u64>,
+    /// Seconds from spawn to every service ready (any preload included).
+    pub startup_s: f64,
+}
+
 /// One server process's life.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerRecord {
     /// The runtime it served with.
     pub runtime: String,
-    /// The round it served (0 when every runtime's server lived for the whole comparison).
+    /// The run it served (its index in the order of runs; every run has a fresh server). In reports
+    /// made before that, the round it served.
     pub round: u32,
+    /// Documents per collection its store held at start.
+    #[serde(default)]
+    pub preload: u64,
     /// Its process id.
     pub pid: u32,
     /// Service → base URL.
@@ -150,6 +210,12 @@ pub struct RunRecord {
     pub scenario: String,
     /// Closed-loop users.
     pub users: u32,
+    /// Documents per collection preloaded before the fixtures.
+    #[serde(default)]
+    pub preload: u64,
+    /// How the run's fresh store state was made (absent in older reports).
+    #[serde(default)]
+    pub reset: Option<StateReset>,
     /// The generator's result, if the run completed.
     pub result: Option<LoadResult>,
     /// Why the run failed, if it did.
@@ -180,15 +246,28 @@ impl RunRecord {
         let result = self.result.as_ref()?;
         (result.elapsed_s > 0.0).then(|| result.total.ok as f64 / result.elapsed_s)
     }
+
+    /// The server's user + system CPU time over the measured window ÷ the requests completed in
+    /// it, µs; `None` if the run failed, completed nothing, or the server was not sampled.
+    pub fn server_cpu_us_per_request(&self) -> Option<f64> {
+        let result = self.result.as_ref()?;
+        let cpu_s = self.server.cpu_percent / 100.0 * result.elapsed_s;
+        (result.total.requests > 0 && cpu_s > 0.0)
+            .then(|| cpu_s * 1e6 / result.total.requests as f64)
+    }
 }
 
-/// One line of the table: a runtime at one scenario and user count, medians over the repeats.
+/// One line of the table: a runtime at one scenario, user count and preload, medians over the
+/// repeats.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The scenario.
     pub scenario: String,
     /// Closed-loop users.
     pub users: u32,
+    /// Documents per collection preloaded before the fixtures.
+    #[serde(default)]
+    pub preload: u64,
     /// The runtime.
     pub runtime: String,
     /// Runs that completed.
@@ -225,6 +304,10 @@ pub struct Row {
     pub error_pct: f64,
     /// Median server CPU, percent of one core.
     pub server_cpu_pct: f64,
+    /// Median server CPU µs per request (user + system over the window ÷ requests; what the
+    /// efficiency verdict compares), 0 where unknown.
+    #[serde(default)]
+    pub server_cpu_us_per_request: f64,
     /// Median generator CPU, percent of one core.
     pub generator_cpu_pct: f64,
     /// Largest server RSS seen in any run, MiB.
@@ -239,47 +322,65 @@ pub struct Row {
     pub server_cpus_busy_pct: f64,
 }
 
-/// The verdict for one scenario at one user count.
+/// The verdicts for one scenario at one user count and preload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellVerdict {
     /// The scenario.
     pub scenario: String,
     /// Closed-loop users.
     pub users: u32,
-    /// What was decided and why.
+    /// Documents per collection preloaded.
+    #[serde(default)]
+    pub preload: u64,
+    /// The throughput verdict (successful hits/s): what was decided and why.
     pub verdict: Verdict,
+    /// The efficiency verdict (server CPU µs per request, lower is better).
+    #[serde(default)]
+    pub efficiency: Option<Verdict>,
 }
 
-/// The verdict for one scenario over its user counts.
+/// The verdicts for one scenario over its cells.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioVerdict {
     /// The scenario.
     pub scenario: String,
-    /// What was decided and why.
+    /// The throughput verdict: what was decided and why.
     pub verdict: Verdict,
+    /// The efficiency verdict (server CPU µs per request, lower is better).
+    #[serde(default)]
+    pub efficiency: Option<Verdict>,
 }
 
-/// Builds the table rows from the runs, in the order of `scenarios`, `users` and `runtimes`.
+/// Builds the table rows from the runs, in the order of `scenarios`, `preloads`, `users` and
+/// `runtimes`.
 pub fn rows(
     runs: &[RunRecord],
     scenarios: &[String],
     users: &[u32],
+    preloads: &[u64],
     runtimes: &[String],
 ) -> Vec<Row> {
     let mut rows = Vec::new();
     for scenario in scenarios {
-        for &count in users {
-            for runtime in runtimes {
-                let all: Vec<&RunRecord> = runs
-                    .iter()
-                    .filter(|r| {
-                        &r.scenario == scenario && r.users == count && &r.runtime == runtime
-                    })
-                    .collect();
-                if all.is_empty() {
-                    continue;
+        for &preload in preloads {
+            for &count in users {
+                for runtime in runtimes {
+                    let all: Vec<&RunRecord> = runs
+                        .iter()
+                        .filter(|r| {
+                            &r.scenario == scenario
+                                && r.users == count
+                                && r.preload == preload
+                                && &r.runtime == runtime
+                        })
+                        .collect();
+                    if all.is_empty() {
+                        continue;
+                    }
+                    let mut row = row(scenario, count, runtime, &all);
+                    row.preload = preload;
+                    rows.push(row);
                 }
-                rows.push(row(scenario, count, runtime, &all));
             }
         }
     }
@@ -307,6 +408,7 @@ fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
     Row {
         scenario: scenario.to_owned(),
         users,
+        preload: 0,
         runtime: runtime.to_owned(),
         runs: done.len() as u32,
         failed_runs: (runs.len() - done.len()) as u32,
@@ -335,6 +437,12 @@ fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
             }
         }),
         server_cpu_pct: pick(&|r, _| r.server.cpu_percent),
+        server_cpu_us_per_request: verdict::median(
+            &done
+                .iter()
+                .filter_map(|(r, _)| r.server_cpu_us_per_request())
+                .collect::<Vec<_>>(),
+        ),
         generator_cpu_pct: pick(&|r, _| r.generator_cpu_percent),
         peak_rss_mib: runs
             .iter()
