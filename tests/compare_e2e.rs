@@ -1,127 +1,67 @@
-//! End to end: `brigade compare --quick` over two runtimes with the real binary, one scenario and
-//! one user count, checking the three reports and that their numbers hold together.
+//! End to end with the real binary: `brigade compare` over two runtimes on the memory and embedded
+//! stores with `--preload 0,200` (every run on a fresh server, the preloaded data visible to the
+//! fixtures, the CPU-per-request column, both verdicts, three consistent reports), and `brigade
+//! serve --preload` on its own (lists total the preload, and a restart does not double it).
 
-use std::process::Command;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
-use brigade_loadtests::report::json;
+use brigade_loadtests::compare;
+use brigade_loadtests::compare::verdict::Outcome;
+use brigade_loadtests::report::{json, markdown, Report};
+use brigade_services::conformance::TestClient;
 
-#[test]
-fn compare_quick_over_two_runtimes_writes_three_consistent_reports() {
-    let out = tempfile::tempdir().unwrap();
+/// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
+/// least 200 waiters before the fixtures, i.e. unless the preload is there.
+const PRELOADED_CHECK: &str = r#"
+name = "preloaded"
+description = "Reads the waiters the preload made; its fixture fails unless at least 200 are there."
+service = "waiter"
+
+[[setup]]
+path = "/waiters?offset=199&limit=1"
+times = 1
+expect = [200]
+capture = { old = "/items/0/id" }
+
+[[request]]
+name = "GET /waiters/{id}"
+path = "/waiters/{{pick old}}"
+"#;
+
+/// Runs `brigade compare` with `args` into `out`, and returns its report and stdout.
+fn compare(out: &Path, args: &[&str]) -> (Report, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
-        .args([
-            "compare",
-            "--quick",
-            "--runtimes",
-            "axum,hyper",
-            "--store",
-            "embedded",
-            "--scenarios",
-            "waiter",
-            "--users",
-            "4",
-            "--duration",
-            "1500ms",
-            "--warmup",
-            "300ms",
-            "--no-progress",
-            "--out",
-        ])
-        .arg(out.path())
+        .arg("compare")
+        .args(args)
+        .args(["--no-progress", "--out"])
+        .arg(out)
         .output()
         .expect("brigade runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
         "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
+    (json::read(&out.join("report.json")).unwrap(), stdout)
+}
 
-    let json_path = out.path().join("report.json");
-    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
-    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
-    let report = json::read(&json_path).unwrap();
+/// Checks what every compare report must show, whatever the store.
+fn check_report(report: &Report, out: &Path, check: &str, stdout: &str) {
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
 
-    // One run per runtime, both completed, with real traffic and few errors.
-    assert_eq!(report.runs.len(), 2, "{stdout}");
-    let mut runtimes: Vec<&str> = report.runs.iter().map(|r| r.runtime.as_str()).collect();
-    runtimes.sort_unstable();
-    assert_eq!(runtimes, ["axum", "hyper"]);
-    for run in &report.runs {
-        let result = run
-            .result
-            .as_ref()
-            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
-        let total = &result.total;
-        assert!(
-            // Real traffic, but no speed goal: a debug build on a busy 2-core machine can be slow.
-            total.requests >= 10,
-            "{}: only {} requests",
-            run.runtime,
-            total.requests
-        );
-        // hits/s × measured seconds ≈ requests counted.
-        let implied = total.hits_per_s * result.elapsed_s;
-        let gap = (implied - total.requests as f64).abs() / total.requests as f64;
-        assert!(
-            gap < 0.01,
-            "{}: {implied:.1} implied vs {} counted",
-            run.runtime,
-            total.requests
-        );
-        assert!(
-            (result.elapsed_s - 1.5).abs() < 0.5,
-            "measured {} s",
-            result.elapsed_s
-        );
-        assert!(
-            total.errors.total() * 100 <= total.requests,
-            "{}: {:?}",
-            run.runtime,
-            total.errors
-        );
-        // The server did the work: it used CPU and memory during the window.
-        assert!(
-            run.server.cpu_percent > 1.0,
-            "{}: server CPU {:?}",
-            run.runtime,
-            run.server
-        );
-        assert!(
-            run.server.peak_rss_mib > 1.0,
-            "{}: server RSS {:?}",
-            run.runtime,
-            run.server
-        );
-        assert!(run.generator_cpu_percent > 0.0);
-    }
-
-    // The table's numbers are the runs' numbers, in JSON and in markdown alike.
-    assert_eq!(report.rows.len(), 2);
-    for row in &report.rows {
-        let run = report
-            .runs
-            .iter()
-            .find(|r| r.runtime == row.runtime)
-            .unwrap();
-        let result = run.result.as_ref().unwrap();
-        assert!((row.hits_per_s - result.total.hits_per_s).abs() < 1e-6);
-        assert_eq!(row.requests, result.total.requests);
-        let line = md
-            .lines()
-            .find(|l| l.starts_with(&format!("| {} | 4 |", row.runtime)))
-            .unwrap_or_else(|| panic!("no markdown row for {}", row.runtime));
-        assert!(
-            line.contains(&format!("| {:.1} |", row.hits_per_s)),
-            "{line}"
-        );
-        assert!(line.contains(&format!("| {} |", row.requests)), "{line}");
-    }
-    assert_eq!(report.scenarios.len(), 1);
-    assert!(md.contains(&format!("**{}**", report.scenarios[0].verdict.label())));
-
-    // Every server came up and went down cleanly, and the setup is recorded.
-    assert_eq!(report.servers.len(), 2);
+    // Every run had a server of its own, started for it and stopped cleanly after it.
+    assert_eq!(report.servers.len(), report.runs.len(), "{stdout}");
+    let pids: BTreeSet<u32> = report
+        .runs
+        .iter()
+        .map(|r| r.reset.as_ref().expect("a reset record").pid)
+        .collect();
+    assert_eq!(pids.len(), report.runs.len(), "a fresh process per run");
     for server in &report.servers {
         let stop = server.stop.as_ref().expect("stopped");
         assert_eq!(
@@ -131,17 +71,325 @@ fn compare_quick_over_two_runtimes_writes_three_consistent_reports() {
             server.runtime
         );
         assert!(
-            !std::path::Path::new(&format!("/proc/{}", server.pid)).exists(),
+            !Path::new(&format!("/proc/{}", server.pid)).exists(),
             "server process left behind"
         );
     }
-    assert!(report.threads.server_workers >= 1);
-    assert!(report.machine.cores >= 1);
-    assert!(md.contains("## Setup") && md.contains("Threads:"));
+    assert!(report.state.how.contains("server process of its own"));
 
-    assert!(html.contains("<svg"), "charts are inline SVG");
-    assert!(html.contains("waiter: throughput per runtime"));
+    for run in &report.runs {
+        let reset = run.reset.as_ref().unwrap();
+        // The preloaded counts, as the server (or the folder's preparing server) reported them.
+        if run.preload == 200 {
+            let held: Vec<u64> = ["waiters", "tables", "orders"]
+                .iter()
+                .map(|c| reset.preloaded.get(*c).copied().unwrap_or(0))
+                .collect();
+            assert_eq!(held, [200, 200, 200], "{reset:?}");
+        } else {
+            assert!(reset.preloaded.is_empty(), "{reset:?}");
+        }
+        // The fixtures see the preload: reading the 200th waiter works with it, fails without.
+        if run.scenario == check {
+            match run.preload {
+                200 => assert!(run.result.is_some(), "{}: {:?}", run.runtime, run.error),
+                _ => assert!(
+                    run.error
+                        .as_deref()
+                        .is_some_and(|e| e.contains("nothing at /items/0/id")),
+                    "{:?}",
+                    run.error
+                ),
+            }
+            continue;
+        }
+        let result = run
+            .result
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
+        let total = &result.total;
+        // Real traffic, but no speed goal: a debug build on a busy 2-core machine can be slow.
+        assert!(
+            total.requests >= 10,
+            "{}: {} requests",
+            run.runtime,
+            total.requests
+        );
+        let implied = total.hits_per_s * result.elapsed_s;
+        assert!((implied - total.requests as f64).abs() / (total.requests as f64) < 0.01);
+        assert!(
+            (result.elapsed_s - 1.0).abs() < 0.5,
+            "measured {} s",
+            result.elapsed_s
+        );
+        assert!(
+            total.errors.total() * 100 <= total.requests,
+            "{:?}",
+            total.errors
+        );
+        assert!(run.server.cpu_percent > 1.0 && run.server.peak_rss_mib > 1.0);
+        assert!(run.server_cpu_us_per_request().unwrap() > 0.0);
+    }
 
-    // The summary reached the terminal.
+    // The table: one row per runtime, users and preload, its numbers the JSON's, with the CPU
+    // per request column filled.
+    for row in report.rows.iter().filter(|r| r.runs > 0) {
+        assert!(row.server_cpu_us_per_request > 0.0, "{row:?}");
+        let line = md
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "| {} | {} | {} |",
+                    row.runtime, row.users, row.preload
+                )) && l.contains(&format!("| {} |", row.requests))
+            })
+            .unwrap_or_else(|| panic!("no markdown row for {row:?}"));
+        assert!(
+            line.contains(&format!("| {:.1} |", row.hits_per_s)),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!("| {:.1} |", row.server_cpu_us_per_request)),
+            "{line}"
+        );
+    }
+    assert!(md.contains(&markdown::TABLE_HEADER.join(" | ")));
+    assert!(md.contains("server CPU µs/req"));
+
+    // Both verdicts, for every cell and scenario.
+    assert_eq!(report.cells.len(), 2 * 2);
+    assert!(report.cells.iter().all(|c| c.efficiency.is_some()));
+    assert!(report.scenarios.iter().all(|s| s.efficiency.is_some()));
+    assert!(md.contains("| scenario | throughput verdict | why | efficiency verdict | why |"));
+    for v in &report.scenarios {
+        assert!(md.contains(&format!("throughput **{}**", v.verdict.label())));
+    }
+
+    assert!(html.contains("<svg") && html.contains("throughput against preload"));
     assert!(stdout.contains("# Brigade runtime comparison"), "{stdout}");
+}
+
+#[test]
+fn compare_runs_every_run_on_a_fresh_server_with_the_preload_visible_to_its_fixtures() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = dir.path().join("preloaded.toml");
+    std::fs::write(&check, PRELOADED_CHECK).unwrap();
+    let check = check.to_str().unwrap();
+    let scenarios = format!("waiter,{check}");
+    let common = [
+        "--runtimes",
+        "axum,hyper",
+        "--scenarios",
+        &scenarios,
+        "--users",
+        "4",
+        "--preload",
+        "0,200",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+    ];
+
+    // Memory: a fresh process per run, filling itself at start-up; two repeats for paired leads.
+    let out = dir.path().join("memory");
+    let mut args = common.to_vec();
+    args.extend(["--store", "memory", "--repeat", "2"]);
+    let (report, stdout) = compare(&out, &args);
+    assert_eq!(report.runs.len(), 2 * 2 * 2 * 2);
+    check_report(&report, &out, check, &stdout);
+    for run in report.runs.iter().filter(|r| r.preload == 200) {
+        let reset = run.reset.as_ref().unwrap();
+        assert!(
+            reset.how.contains("fresh process, filled with 200"),
+            "{}",
+            reset.how
+        );
+        assert!(reset.preload_s.is_some());
+    }
+    // The runs of a cell are back to back and the order rotates from cell to cell.
+    let firsts: Vec<&str> = report
+        .runs
+        .chunks(2)
+        .map(|c| c[0].runtime.as_str())
+        .collect();
+    assert_eq!(&firsts[..3], ["axum", "hyper", "axum"]);
+    // The verdict line shows the numbers its percentage comes from. Judged without the busy-
+    // machine flags (the figures themselves are real), every cell compares two paired repeats.
+    let mut runs = report.runs.clone();
+    for run in &mut runs {
+        run.contended = None;
+        run.generator_bound = None;
+    }
+    let s = &report.settings;
+    let (cells, _) = compare::judge(&runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes, 5.0);
+    for cell in cells.iter().filter(|c| c.scenario == "waiter") {
+        for verdict in [&cell.verdict, cell.efficiency.as_ref().unwrap()] {
+            assert!(
+                matches!(
+                    verdict.outcome,
+                    Outcome::Winner { .. } | Outcome::Tie { .. }
+                ),
+                "{verdict:?}"
+            );
+            assert!(
+                verdict.reason.contains("over 2 repeats (paired leads ")
+                    && verdict.reason.contains("; medians "),
+                "{}",
+                verdict.reason
+            );
+        }
+    }
+
+    // Embedded: a fresh folder per run, a copy of one prepared once for the preload.
+    let out = dir.path().join("embedded");
+    let mut args = common.to_vec();
+    args.extend(["--store", "embedded", "--repeat", "1"]);
+    let (report, stdout) = compare(&out, &args);
+    assert_eq!(report.runs.len(), 2 * 2 * 2);
+    check_report(&report, &out, check, &stdout);
+    assert_eq!(report.state.prepared.len(), 1);
+    assert!(report.state.prepared[0].preload == 200 && report.state.prepared[0].bytes > 0);
+    for run in &report.runs {
+        let reset = run.reset.as_ref().unwrap();
+        match run.preload {
+            200 => assert!(reset
+                .how
+                .starts_with("copy of the folder prepared with 200")),
+            _ => assert_eq!(reset.how, "fresh data folder"),
+        }
+    }
+}
+
+/// A `brigade serve` child and the lines it printed before it listened.
+struct Served {
+    child: Child,
+    lines: Vec<String>,
+}
+
+impl Served {
+    fn start(store: &str, data: &Path, preload: u64) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
+            .args([
+                "serve",
+                "--runtime",
+                "axum",
+                "--listen",
+                "127.0.0.1:0",
+                "--workers",
+                "1",
+            ])
+            .args(["--store", store, "--preload", &preload.to_string()])
+            .arg("--data-dir")
+            .arg(data)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("brigade starts");
+        let mut reader = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut lines = Vec::new();
+        while lines
+            .iter()
+            .filter(|l: &&String| l.starts_with("listening"))
+            .count()
+            < 3
+        {
+            lines.push(reader.next().expect("a line").unwrap());
+        }
+        Served { child, lines }
+    }
+
+    fn url(&self, service: &str) -> String {
+        self.lines
+            .iter()
+            .find_map(|l| {
+                l.strip_prefix(&format!("listening service={service} url="))
+                    .and_then(|rest| rest.split(' ').next())
+            })
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The `total` of each service's list.
+    fn totals(&self, rt: &tokio::runtime::Runtime) -> Vec<u64> {
+        let c = TestClient::default();
+        [
+            ("waiter", "waiters"),
+            ("tables", "tables"),
+            ("kitchen", "orders"),
+        ]
+        .iter()
+        .map(|(service, path)| {
+            let url = format!("{}/{path}?limit=1", self.url(service));
+            rt.block_on(c.get(&url)).expect(200, &url).json["total"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+    }
+
+    fn stop(mut self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn serve_preload_fills_every_service_once_and_a_restart_does_not_double_it() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let data = tempfile::tempdir().unwrap();
+
+    let first = Served::start("embedded", data.path(), 120);
+    assert_eq!(first.totals(&rt), [120, 120, 120]);
+    let filled: Vec<&String> = first
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("preloaded"))
+        .collect();
+    assert_eq!(filled.len(), 3, "{:?}", first.lines);
+    assert!(filled
+        .iter()
+        .all(|l| l.contains("documents=120 existing=0")));
+    // The preload comes before the listening lines: a client that waits for them sees it whole.
+    let listening = first
+        .lines
+        .iter()
+        .position(|l| l.starts_with("listening"))
+        .unwrap();
+    assert!(
+        first.lines[..listening]
+            .iter()
+            .filter(|l| l.starts_with("preloaded"))
+            .count()
+            == 3
+    );
+    first.stop();
+
+    let again = Served::start("embedded", data.path(), 120);
+    assert_eq!(again.totals(&rt), [120, 120, 120], "not doubled");
+    assert!(again
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("preloaded"))
+        .all(|l| l.contains("documents=0 existing=120")));
+    again.stop();
+
+    let memory = Served::start("memory", data.path(), 30);
+    assert_eq!(memory.totals(&rt), [30, 30, 30]);
+    memory.stop();
 }

@@ -145,10 +145,14 @@ impl Bench<'_> {
             how: fresh.how.clone(),
             copy_s: fresh.copy_s,
             preload_s: (!preloaded.is_empty()).then(|| preloaded.iter().map(|p| p.seconds).sum()),
-            preloaded: preloaded
-                .iter()
-                .map(|p| (p.collection.clone(), p.documents + p.existing))
-                .collect(),
+            preloaded: if preloaded.is_empty() {
+                fresh.preloaded.clone()
+            } else {
+                preloaded
+                    .iter()
+                    .map(|p| (p.collection.clone(), p.documents + p.existing))
+                    .collect()
+            },
             startup_s: server_record.startup_s,
         });
         if server.is_running() {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::servers::{self, ServerSpec};
-use crate::compare::verdict::figure;
+use crate::compare::verdict::count;
 use crate::report::{PreparedState, StateSetup};
 
 /// How long a server may take to start and answer `/ready`, with nothing to preload.
@@ -48,6 +48,9 @@ pub struct RunState {
     pub how: String,
     /// Seconds spent copying a prepared folder.
     pub copy_s: Option<f64>,
+    /// Documents per collection already in the data (a copied folder's, as its preparing server
+    /// reported them).
+    pub preloaded: BTreeMap<String, u64>,
 }
 
 /// Makes every run's fresh state, and keeps the prepared folders it copies from.
@@ -55,7 +58,7 @@ pub struct RunState {
 pub struct FreshState {
     store: String,
     prefix_base: String,
-    prepared: BTreeMap<u64, tempfile::TempDir>,
+    prepared: BTreeMap<u64, (tempfile::TempDir, BTreeMap<String, u64>)>,
     /// The prepared folders, as the report records them.
     pub records: Vec<PreparedState>,
 }
@@ -129,12 +132,17 @@ impl FreshState {
             };
             println!(
                 "Preparing a data folder with {} documents per collection…",
-                figure(preload as f64)
+                count(preload)
             );
             let server = servers::start_on_free_ports(&spec, &[], ready_timeout(preload))
                 .with_context(|| format!("Failed to prepare the {preload}-document data folder"))?;
             let startup_s = server.started_in().as_secs_f64();
             let fill_s = server.preloaded().iter().map(|p| p.seconds).sum();
+            let held: BTreeMap<String, u64> = server
+                .preloaded()
+                .iter()
+                .map(|p| (p.collection.clone(), p.documents + p.existing))
+                .collect();
             // A clean stop: the store is closed, so its files can be copied as they are.
             let stop = server.stop(super::STOP_GRACE);
             let bytes = folder_bytes(folder.path())?;
@@ -151,7 +159,7 @@ impl FreshState {
                 stop: Some(stop),
                 log: log.display().to_string(),
             });
-            self.prepared.insert(preload, folder);
+            self.prepared.insert(preload, (folder, held));
         }
         Ok(())
     }
@@ -166,7 +174,7 @@ impl FreshState {
             if preload > 0 {
                 format!(
                     "{how}, filled with {} per collection at start-up",
-                    figure(preload as f64)
+                    count(preload)
                 )
             } else {
                 how.to_owned()
@@ -174,7 +182,7 @@ impl FreshState {
         };
         Ok(match self.store.as_str() {
             "embedded" => match self.prepared.get(&preload) {
-                Some(prepared) => {
+                Some((prepared, held)) => {
                     let began = Instant::now();
                     copy_folder(prepared.path(), data.path())?;
                     RunState {
@@ -183,9 +191,10 @@ impl FreshState {
                         database_prefix: None,
                         how: format!(
                             "copy of the folder prepared with {} per collection",
-                            figure(preload as f64)
+                            count(preload)
                         ),
                         copy_s: Some(began.elapsed().as_secs_f64()),
+                        preloaded: held.clone(),
                     }
                 }
                 None => RunState {
@@ -194,6 +203,7 @@ impl FreshState {
                     database_prefix: None,
                     how: filled("fresh data folder"),
                     copy_s: None,
+                    preloaded: BTreeMap::new(),
                 },
             },
             "mongo" => {
@@ -204,6 +214,7 @@ impl FreshState {
                     how: filled(&format!("fresh databases {prefix}*")),
                     database_prefix: Some(prefix),
                     copy_s: None,
+                    preloaded: BTreeMap::new(),
                 }
             }
             _ => RunState {
@@ -212,6 +223,7 @@ impl FreshState {
                 database_prefix: None,
                 how: filled("fresh process"),
                 copy_s: None,
+                preloaded: BTreeMap::new(),
             },
         })
     }
@@ -290,7 +302,10 @@ mod tests {
         std::fs::create_dir(prepared.path().join("sub")).unwrap();
         std::fs::write(prepared.path().join("sub/more"), b"x").unwrap();
         assert_eq!(folder_bytes(prepared.path()).unwrap(), 15);
-        state.prepared.insert(200, prepared);
+        state.prepared.insert(
+            200,
+            (prepared, BTreeMap::from([("things".to_owned(), 200)])),
+        );
         let run = state.for_run(0, "axum", 200).unwrap();
         assert_eq!(run.preload_arg, 0, "the data is there already");
         assert_eq!(
@@ -299,6 +314,7 @@ mod tests {
         );
         assert!(run.data.path().join("sub/more").exists());
         assert!(run.copy_s.is_some());
+        assert_eq!(run.preloaded["things"], 200);
         // Another run gets another copy; a run without a preload an empty folder.
         let other = state.for_run(1, "hyper", 200).unwrap();
         assert_ne!(other.data.path(), run.data.path());

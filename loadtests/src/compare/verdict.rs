@@ -355,6 +355,15 @@ pub fn figure(value: f64) -> String {
     }
 }
 
+/// A count with its thousands separated: `0`, `200`, `1,000,000`.
+pub fn count(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
+    } else {
+        figure(n as f64)
+    }
+}
+
 /// Judges one cell (one scenario at one user count and preload) on throughput.
 pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
     judge_cell_on(figures, noise_floor_pct, Measure::Throughput)
@@ -591,12 +600,7 @@ impl std::fmt::Display for CellAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.preload {
             None => write!(f, "{} users", self.users),
-            Some(n) => write!(
-                f,
-                "{} users with {} preloaded",
-                self.users,
-                figure(n as f64)
-            ),
+            Some(n) => write!(f, "{} users with {} preloaded", self.users, count(n)),
         }
     }
 }
@@ -657,7 +661,7 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
             Verdict {
                 outcome: Outcome::Contended,
                 reason: format!(
-                    "other processes took CPU at every user count ({}): no comparable figures",
+                    "other processes took CPU in every cell ({}): no comparable figures",
                     join_cells(&contended)
                 ),
             }
@@ -852,6 +856,10 @@ mod tests {
         assert_eq!(figure(412.3), "412");
         assert_eq!(figure(41.23), "41.2");
         assert_eq!(figure(4.123), "4.12");
+        assert_eq!(
+            (count(0), count(200), count(1_000)),
+            ("0".into(), "200".into(), "1,000".into())
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 
 use super::{markdown, Report, Row};
 use crate::compare::pin;
-use crate::compare::verdict::{figure, Verdict};
+use crate::compare::verdict::{count, Verdict};
 
 /// Chart size in pixels.
 const CHART: (u32, u32) = (560, 340);
@@ -233,7 +233,7 @@ fn setup(report: &Report) -> String {
         "preload",
         s.preloads
             .iter()
-            .map(|&n| figure(n as f64))
+            .map(|&n| count(n))
             .collect::<Vec<_>>()
             .join(", "),
     );
@@ -244,7 +244,7 @@ fn setup(report: &Report) -> String {
     }
     for p in &report.state.prepared {
         line(
-            &format!("prepared, preload {}", figure(p.preload as f64)),
+            &format!("prepared, preload {}", count(p.preload)),
             format!(
                 "filled in {:.2} s (server ready after {:.2} s), {:.1} MiB, {}",
                 p.fill_s,

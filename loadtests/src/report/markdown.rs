@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::{CellVerdict, Report, Row, RunRecord};
 use crate::compare::pin;
-use crate::compare::verdict::{figure, Verdict};
+use crate::compare::verdict::{count, Verdict};
 
 /// The whole markdown report.
 pub fn render(report: &Report) -> String {
@@ -45,7 +45,7 @@ pub fn preload_words(preloads: &[u64]) -> String {
     if preloads.iter().all(|&n| n == 0) {
         return String::new();
     }
-    let list: Vec<String> = preloads.iter().map(|&n| figure(n as f64)).collect();
+    let list: Vec<String> = preloads.iter().map(|&n| count(n)).collect();
     let list = match list.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => list.join(""),
@@ -61,11 +61,7 @@ pub fn preload_varies(report: &Report) -> bool {
 /// `10 users` or `10 users, preload 1,000`.
 pub fn cell_name(report: &Report, cell: &CellVerdict) -> String {
     if preload_varies(report) {
-        format!(
-            "{} users, preload {}",
-            cell.users,
-            figure(cell.preload as f64)
-        )
+        format!("{} users, preload {}", cell.users, count(cell.preload))
     } else {
         format!("{} users", cell.users)
     }
@@ -206,7 +202,7 @@ fn setup(report: &Report) -> String {
             .join(", "),
         s.preloads
             .iter()
-            .map(|&n| figure(n as f64))
+            .map(|&n| count(n))
             .collect::<Vec<_>>()
             .join(", "),
         trim(s.duration_s),
@@ -225,7 +221,7 @@ fn setup(report: &Report) -> String {
             out,
             "- Prepared data folder, preload {}: filled in {:.2} s (server ready after {:.2} s), \
              {:.1} MiB, {}",
-            figure(p.preload as f64),
+            count(p.preload),
             p.fill_s,
             p.startup_s,
             p.bytes as f64 / (1024.0 * 1024.0),
