@@ -110,7 +110,7 @@ fn waiter(n: u64) -> Waiter {
             LAST_NAMES[(mix(n, 3) % 16) as usize]
         ),
         shift,
-        active: mix(n, 4) % 10 != 0,
+        active: !mix(n, 4).is_multiple_of(10),
     }
 }
 
@@ -165,7 +165,7 @@ fn order(n: u64, total: u64) -> Order {
             OrderStatus::Cooking,
             OrderStatus::Ready,
         ][(mix(n, 9) % 3) as usize]
-    } else if mix(n, 9) % 10 == 0 {
+    } else if mix(n, 9).is_multiple_of(10) {
         OrderStatus::Cancelled
     } else {
         OrderStatus::Served
@@ -187,7 +187,7 @@ fn order(n: u64, total: u64) -> Order {
                 dish: Dish::try_from(DISHES[(pick % 12) as usize].to_owned())
                     .expect("the dishes are valid"),
                 qty: Qty::try_from(1 + (pick >> 8) as i64 % 3).expect("1..=3 is a valid qty"),
-                notes: ((pick >> 16) % 6 == 0).then(|| {
+                notes: (pick >> 16).is_multiple_of(6).then(|| {
                     Notes::try_from(NOTES[((pick >> 24) % 4) as usize].to_owned())
                         .expect("the notes are valid")
                 }),
