@@ -423,14 +423,16 @@ pub fn judge_cell_on(
     // Everyone the leader cannot be told apart from shares the top.
     let indistinct = |other: &Scored<'_>| -> Option<String> {
         let lead = pair(best, other);
-        let said = lead.sentence(best, other, measure);
         if lead.margin_pct <= 0.0 {
             return Some(format!(
-                "{} and {} are level: {said}",
+                "{} and {} are level: {}'s lead is {}",
                 best.runtime(),
-                other.runtime()
+                other.runtime(),
+                best.runtime(),
+                lead.detail(best, other, measure)
             ));
         }
+        let said = lead.sentence(best, other, measure);
         if lead.margin_pct < noise_floor_pct {
             return Some(format!(
                 "{said}, under the {noise_floor_pct:.0}% noise floor"
@@ -489,6 +491,17 @@ impl Lead {
     /// a median 12.2% over 3 repeats (paired leads 1.4%, 12.2%, 15.3%; medians 58,026 vs 57,213
     /// successful hits/s)".
     fn sentence(&self, best: &Scored<'_>, other: &Scored<'_>, measure: Measure) -> String {
+        format!(
+            "{} leads {} by {}",
+            best.runtime(),
+            other.runtime(),
+            self.detail(best, other, measure)
+        )
+    }
+
+    /// The lead and what it comes from: "a median 12.2% over 3 repeats (paired leads …; medians
+    /// …)", and for efficiency what a lead means.
+    fn detail(&self, best: &Scored<'_>, other: &Scored<'_>, measure: Measure) -> String {
         let medians = format!(
             "medians {} vs {} {}",
             figure(best.median),
@@ -511,24 +524,20 @@ impl Lead {
         };
         let how = match self.paired.len() {
             0 => format!(
-                "by {:.1}% on the medians, with no repeat in which both completed ({medians})",
+                "{:.1}% on the medians, with no repeat in which both completed ({medians})",
                 self.margin_pct
             ),
             1 => format!(
-                "by {:.1}% in the one repeat both completed ({medians})",
+                "{:.1}% in the one repeat both completed ({medians})",
                 self.margin_pct
             ),
             n => format!(
-                "by a median {:.1}% over {n} repeats (paired leads {}; {medians})",
+                "a median {:.1}% over {n} repeats (paired leads {}; {medians})",
                 self.margin_pct,
                 leads(&self.paired)
             ),
         };
-        format!(
-            "{} leads {} {how}{meaning}",
-            best.runtime(),
-            other.runtime()
-        )
+        format!("{how}{meaning}")
     }
 }
 
@@ -838,6 +847,29 @@ mod tests {
                     .contains("warp spent that much more CPU per request"),
             "{}",
             efficiency.reason
+        );
+    }
+
+    #[test]
+    fn a_leader_behind_in_most_pairs_is_level_and_says_so_with_its_numbers() {
+        // a has the better median only thanks to one outlying repeat.
+        let verdict = judge_cell(
+            &[
+                figures("a", &[1000.0, 2000.0, 1005.0]),
+                figures("b", &[1001.0, 998.0, 1006.0]),
+            ],
+            5.0,
+        );
+        assert!(
+            matches!(verdict.outcome, Outcome::Tie { .. }),
+            "{verdict:?}"
+        );
+        assert!(
+            verdict
+                .reason
+                .starts_with("a and b are level: a's lead is a median -0.1% over 3 repeats (paired leads -0.1%, 100.4%, -0.1%; medians 1,005 vs 1,001"),
+            "{}",
+            verdict.reason
         );
     }
 
