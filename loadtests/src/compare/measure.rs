@@ -54,14 +54,14 @@ impl Bench<'_> {
     }
 
     /// Makes run number `index` as `planned`: returns its record and, if a server was started,
-    /// the server's record.
+    /// the server's record and the worker count it said it runs with.
     pub fn run(
         &self,
         index: usize,
         planned: &Planned,
         scenario: &Scenario,
         progress: &str,
-    ) -> (RunRecord, Option<ServerRecord>) {
+    ) -> (RunRecord, Option<(ServerRecord, Option<u32>)>) {
         let settings = self.settings;
         let runtime = &settings.runtimes[planned.runtime];
         let mut record = RunRecord {
@@ -123,6 +123,7 @@ impl Bench<'_> {
                 }
             };
         let pid = server.pid();
+        let workers = server.workers_reported();
         let mut server_record = ServerRecord {
             runtime: runtime.clone(),
             round: index as u32,
@@ -172,7 +173,7 @@ impl Bench<'_> {
         }
         server_record.stop = Some(stop);
         drop(fresh);
-        (record, Some(server_record))
+        (record, Some((server_record, workers)))
     }
 
     /// Loads `server` with the scenario and fills `record` with what was measured.

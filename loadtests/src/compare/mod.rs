@@ -279,14 +279,9 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             planned.repeat + 1
         );
         let (record, server) = bench.run(index, planned, &scenarios[planned.scenario], &progress);
-        if let Some(server) = server {
+        if let Some((server, workers)) = server {
             // The worker count each runtime said it started with (the same for all its runs).
-            if let Some(line) = std::fs::read_to_string(&server.log)
-                .ok()
-                .and_then(|log| log.lines().find_map(servers::Listening::parse))
-            {
-                workers_reported.insert(server.runtime.clone(), line.workers);
-            }
+            workers_reported.insert(server.runtime.clone(), workers);
             server_records.push(server);
         }
         runs.push(record);
