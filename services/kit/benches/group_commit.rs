@@ -34,12 +34,12 @@ fn env_count(name: &str, default: u64) -> u64 {
 }
 
 fn doc(n: u64) -> Doc {
-    let states = ["queued", "cooking", "ready"];
+    let states = ["new", "open", "done"];
     json!({
         "id": format!("{n:012}"),
         "number": n,
         "state": states[(n % 3) as usize],
-        "items": [{"name": "x", "qty": 1}],
+        "lines": [{"name": "x", "count": 1}],
     })
     .as_object()
     .cloned()
@@ -142,7 +142,7 @@ fn main() {
         let lists = (reads / 20).max(1);
         let started = Instant::now();
         local.block_on(async {
-            let filter = Filter::all().eq("state", "cooking");
+            let filter = Filter::all().eq("state", "open");
             for i in 0..lists {
                 let page = Page {
                     offset: (i % 10) * 50 % (ids.len() as u64 / 3).max(1),

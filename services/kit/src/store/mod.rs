@@ -6,6 +6,15 @@
 //! single atomic operations in every backend: the condition ([`Filter`]) is checked and the change
 //! applied together, so of two racing writers exactly one sees [`Outcome::Done`]. Lists are ordered by
 //! id; services make ids that sort by creation time ([`new_id`]), so pages are stable.
+//!
+//! Fields a collection declares `indexed` are indexed by every backend (with exact per-value
+//! counts in the memory and embedded ones), so a filtered list costs its page, not the collection.
+//! Reads can hand back the stored JSON bytes ([`Store::get_json`], [`Store::list_json`]) so a
+//! service answers them without decoding and encoding again.
+//!
+//! Parts: `query` (filters, changes, pages, listings, outcomes; re-exported here), [`keys`] (index
+//! keys and partial decoding), [`conformance`] (the checks every backend passes), and one module per
+//! backend.
 
 use std::fmt;
 use std::sync::Arc;

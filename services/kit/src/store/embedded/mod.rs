@@ -2,12 +2,12 @@
 //!
 //! - Writes go to one writer thread that commits them in groups, one durable transaction
 //!   (`Durability::Immediate`, one fsync) per group, and answers each caller only once its group is
-//!   durable ([`writer`] explains why and how). redb allows one write transaction at a time, which
+//!   durable (`writer.rs` explains why and how). redb allows one write transaction at a time, which
 //!   is also what makes a conditional update atomic: the condition is read and the change written
 //!   inside the same transaction.
-//! - Every unique and indexed field has tables of its own ([`layout`]), written in the same
+//! - Every unique and indexed field has tables of its own (`layout.rs`), written in the same
 //!   transaction as the document, so a crash never leaves an index out of step with its documents.
-//!   Lists filtered on an indexed field walk the index and read only the page ([`read`]).
+//!   Lists filtered on an indexed field walk the index and read only the page (`read.rs`).
 //! - Reads hand back the stored JSON bytes ([`Store::get_json`], [`Store::list_json`]); the typed
 //!   methods decode them once.
 //!
