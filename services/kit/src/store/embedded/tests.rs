@@ -191,8 +191,9 @@ async fn dropping_an_indexed_field_drops_its_tables_and_adding_it_back_rebuilds_
     assert_eq!((x.total, y.total), (0, 1));
 }
 
-/// Waits until `n` jobs are queued behind the held writer (no timing bound: a guard against a hang).
-async fn wait_queued(store: &EmbeddedStore, n: usize) {
+/// Waits until `n` jobs are queued behind the held writer (no timing bound: a guard against a
+/// hang). The count rises after each send, so once it reads `n` all `n` jobs are in the channel.
+async fn wait_queued(store: &EmbeddedStore, n: isize) {
     let started = Instant::now();
     while store.writer.queued() < n {
         assert!(

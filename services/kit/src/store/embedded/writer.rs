@@ -34,7 +34,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -135,8 +135,9 @@ pub(super) struct Shared {
     commits: AtomicU64,
     writes: AtomicU64,
     groups: AtomicU64,
-    /// Jobs sent and not yet taken into a group.
-    queued: AtomicUsize,
+    /// Jobs sent and not yet taken into a group (counted after the send, so it may dip below zero
+    /// for a moment when the writer is quicker).
+    queued: AtomicIsize,
     /// Held by the writer while it takes and applies a group (tests hold it to let a queue build).
     gate: Mutex<()>,
     /// Whether the file fits in redb's cache (reads may then run inline), checked after each commit.
@@ -173,7 +174,7 @@ impl Writer {
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             groups: AtomicU64::new(0),
-            queued: AtomicUsize::new(0),
+            queued: AtomicIsize::new(0),
             gate: Mutex::new(()),
             fits_cache: AtomicBool::new(false),
             path,
@@ -200,19 +201,15 @@ impl Writer {
         work: Work,
     ) -> Result<Answer, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.shared.queued.fetch_add(1, Ordering::SeqCst);
-        if self
-            .queue
-            .send(Message::Job(Job {
-                layout,
-                work,
-                reply,
-            }))
-            .is_err()
-        {
-            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+        let job = Message::Job(Job {
+            layout,
+            work,
+            reply,
+        });
+        if self.queue.send(job).is_err() {
             return Err(internal("the store is closed"));
         }
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
         answer
             .await
             .map_err(|_| internal("the store's writer stopped before answering"))?
@@ -229,7 +226,7 @@ impl Writer {
 
     /// Jobs sent and not yet taken into a group.
     #[cfg(test)]
-    pub(super) fn queued(&self) -> usize {
+    pub(super) fn queued(&self) -> isize {
         self.shared.queued.load(Ordering::SeqCst)
     }
 
@@ -272,7 +269,9 @@ fn run(db: &Database, mut rx: mpsc::UnboundedReceiver<Message>, shared: &Shared)
             }
             next = rx.try_recv().ok();
         }
-        shared.queued.fetch_sub(group.len(), Ordering::SeqCst);
+        shared
+            .queued
+            .fetch_sub(group.len() as isize, Ordering::SeqCst);
         if !group.is_empty() {
             commit_group(db, group, shared);
         }
