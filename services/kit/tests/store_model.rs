@@ -93,14 +93,7 @@ fn id() -> impl Strategy<Value = String> {
 /// One step of a sequence.
 #[derive(Debug, Clone)]
 enum Op {
-    Insert {
-        id: String,
-        number: Value,
-        state: Slot,
-        table: Slot,
-        color: Slot,
-        log: bool,
-    },
+    Insert(Doc),
     Update {
         id: String,
         expect: Filter,
@@ -119,6 +112,22 @@ enum Op {
     },
     /// Close and reopen the store (embedded only; a no-op elsewhere).
     Reopen,
+}
+
+/// A document to insert: `state`, `table` and `color` as the slots say, an empty `log` or none.
+fn new_doc(id: String, number: Value, slots: [Slot; 3], log: bool) -> Doc {
+    let mut doc = Doc::new();
+    doc.insert("id".into(), json!(id));
+    doc.insert("number".into(), number);
+    for (k, s) in ["state", "table", "color"].into_iter().zip(slots) {
+        if let Slot::Set(v) = s {
+            doc.insert(k.into(), v);
+        }
+    }
+    if log {
+        doc.insert("log".into(), json!([]));
+    }
+    doc
 }
 
 fn change() -> impl Strategy<Value = Change> {
@@ -143,7 +152,7 @@ fn change() -> impl Strategy<Value = Change> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (id(), number_value(), slot(state_value()), slot(table_value()), slot(color_value()), any::<bool>())
-            .prop_map(|(id, number, state, table, color, log)| Op::Insert { id, number, state, table, color, log }),
+            .prop_map(|(id, number, state, table, color, log)| Op::Insert(new_doc(id, number, [state, table, color], log))),
         4 => (id(), filter(), change()).prop_map(|(id, expect, change)| Op::Update { id, expect, change }),
         2 => (id(), filter()).prop_map(|(id, expect)| Op::Delete { id, expect }),
         1 => id().prop_map(|id| Op::Get { id }),
@@ -375,25 +384,8 @@ async fn run_case(backend: &Backend, ops: Vec<Op>) -> Result<(), TestCaseError> 
     let mut model = Model::default();
     for op in ops {
         match op {
-            Op::Insert {
-                id,
-                number,
-                state,
-                table,
-                color,
-                log,
-            } => {
-                let mut doc = Doc::new();
-                doc.insert("id".into(), json!(id));
-                doc.insert("number".into(), number);
-                for (k, s) in [("state", state), ("table", table), ("color", color)] {
-                    if let Slot::Set(v) = s {
-                        doc.insert(k.into(), v);
-                    }
-                }
-                if log {
-                    doc.insert("log".into(), json!([]));
-                }
+            Op::Insert(doc) => {
+                let id = doc["id"].clone();
                 let want = model.insert(doc.clone());
                 let got = match store.insert(C, doc).await {
                     Ok(()) => Result2::Inserted,
