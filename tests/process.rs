@@ -92,6 +92,10 @@ impl Drop for Server {
     }
 }
 
+/// Concurrent writers in the SIGKILL test: enough that the embedded store's commit groups hold
+/// several writes each.
+const WRITERS: u32 = 32;
+
 fn every_runtime() -> Vec<&'static str> {
     brigade_runtimes::names()
 }
@@ -109,9 +113,11 @@ fn acknowledged_writes_survive_sigkill_on_the_embedded_store() {
         let (waiter, tables) = (server.url("waiter"), server.url("tables"));
         let c = TestClient::default();
         let acked = rt.block_on(async {
-            // Eight writers hammer two services; the server is killed while they are mid-flight.
+            // 32 writers hammer two services, so that writes share commit groups (the embedded
+            // store commits whatever queued during the previous fsync as one transaction); the
+            // server is killed while groups are mid-flight.
             let stop_at = Instant::now() + Duration::from_millis(600);
-            let writers: Vec<_> = (0..8)
+            let writers: Vec<_> = (0..WRITERS)
                 .map(|w| {
                     let (c, waiter, tables) = (c.clone(), waiter.clone(), tables.clone());
                     tokio::spawn(async move {

@@ -259,3 +259,86 @@ async fn an_unreachable_server_is_unavailable_within_the_timeout() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn indexed_fields_get_compound_indexes_that_serve_filter_and_id_order() {
+    let Some(uri) = mongo_uri().await else {
+        return;
+    };
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
+    let db = client.database(store.database_name());
+    let listed = db
+        .run_command(mongodb::bson::doc! { "listIndexes": conformance::SPEC.name })
+        .await
+        .unwrap();
+    let batch = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let keys: Vec<mongodb::bson::Document> = batch
+        .iter()
+        .filter_map(|b| b.as_document())
+        .map(|d| d.get_document("key").unwrap().clone())
+        .collect();
+    let wanted = mongodb::bson::doc! { "state": 1, "_id": 1 };
+    assert!(
+        keys.iter().any(|k| {
+            k.keys().collect::<Vec<_>>() == ["state", "_id"]
+                && k.values()
+                    .all(|v| v.as_i32() == Some(1) || v.as_i64() == Some(1))
+        }),
+        "no {wanted} among {keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .any(|k| k.keys().collect::<Vec<_>>() == ["number"]),
+        "no unique index on number among {keys:?}"
+    );
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test]
+async fn insert_many_stores_every_document_or_a_prefix_and_size_on_disk_grows() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    let empty = store.size_on_disk().await.unwrap();
+    assert!(empty.is_some(), "dbStats gave no size");
+    let many: Vec<_> = (0..500)
+        .map(|n| doc(json!({"id": format!("{n:04}"), "number": n, "state": "bulk", "pad": "x".repeat(200)})))
+        .collect();
+    store.insert_many(c, many).await.unwrap();
+    let page = Page {
+        offset: 490,
+        limit: 20,
+    };
+    let listed = store
+        .list(c, &Filter::all().eq("state", "bulk"), page)
+        .await
+        .unwrap();
+    assert_eq!((listed.total, listed.items.len()), (500, 10));
+    // Ordered: the documents before the clash are stored, the clash and those after it are not.
+    let clash = vec![
+        doc(json!({"id": "p1", "number": 1000})),
+        doc(json!({"id": "p2", "number": 7})),
+        doc(json!({"id": "p3", "number": 1001})),
+    ];
+    let err = store.insert_many(c, clash).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Duplicate { field, .. } if field == "number"),
+        "{err:?}"
+    );
+    assert!(store.get(c, "p1").await.unwrap().is_some());
+    assert!(store.get(c, "p3").await.unwrap().is_none());
+    let full = store.size_on_disk().await.unwrap().unwrap();
+    brigade_kit::store::mongo::testing::loud(&format!(
+        "mongo size_on_disk: {empty:?} empty, {full} after 501 documents"
+    ));
+    assert!(full > 0);
+    store.drop_database().await.unwrap();
+}

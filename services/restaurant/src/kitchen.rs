@@ -13,7 +13,7 @@ use crate::model::{
     now, Id, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table, TableStatus,
 };
 use crate::tables::peer_message;
-use crate::{from_doc, list_reply, load, to_doc, ServiceState};
+use crate::{from_doc, get_reply, list_reply, load, to_doc, ServiceState};
 
 /// The `orders` collection.
 pub const ORDERS: CollectionSpec = CollectionSpec {
@@ -107,13 +107,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         limit: q.limit,
         offset: q.offset,
     };
-    list_reply::<Order>(&s, ORDERS.name, filter, paging).await
+    list_reply(&s, ORDERS.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    Ok(Reply::ok(
-        &load::<Order>(&s, ORDERS.name, "order", r.param("id")).await?,
-    ))
+    get_reply(&s, ORDERS.name, "order", r.param("id")).await
 }
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {

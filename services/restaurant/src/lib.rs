@@ -205,36 +205,69 @@ pub async fn build(
     Ok(BuiltService { name, app, store })
 }
 
-/// The document `id` of `collection` as a `T`; 404 "no {what} {id}" if there is none.
+/// The stored JSON of document `id` of `collection`; 404 "no {what} {id}" if there is none.
+pub(crate) async fn stored(
+    s: &ServiceState,
+    collection: &str,
+    what: &str,
+    id: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    s.store
+        .get_json(collection, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no {what} {id}")))
+}
+
+/// The document `id` of `collection` as a `T`, decoded straight from its stored JSON; 404
+/// "no {what} {id}" if there is none.
 pub(crate) async fn load<T: serde::de::DeserializeOwned>(
     s: &ServiceState,
     collection: &str,
     what: &str,
     id: &str,
 ) -> Result<T, ApiError> {
-    match s.store.get(collection, id).await? {
-        Some(doc) => from_doc(doc),
-        None => Err(ApiError::not_found(format!("no {what} {id}"))),
-    }
+    from_json(&stored(s, collection, what, id).await?)
 }
 
-/// Answers a list request: the page of `collection` matching `filter`, as `{"items", "total"}`.
-pub(crate) async fn list_reply<T: serde::de::DeserializeOwned + serde::Serialize>(
+/// Answers a GET of one document: its stored JSON as it is, neither decoded nor encoded again.
+/// The services store exactly what they answer (their domain types, [`to_doc`]), so the bytes are
+/// the answer.
+pub(crate) async fn get_reply(
+    s: &ServiceState,
+    collection: &str,
+    what: &str,
+    id: &str,
+) -> Result<brigade_kit::Reply, ApiError> {
+    Ok(json_reply(stored(s, collection, what, id).await?))
+}
+
+/// Answers a list request: the page of `collection` matching `filter`, as `{"items", "total"}`
+/// built from the documents' stored JSON.
+pub(crate) async fn list_reply(
     s: &ServiceState,
     collection: &str,
     filter: store::Filter,
     paging: model::Paging,
 ) -> Result<brigade_kit::Reply, ApiError> {
-    let found = s.store.list(collection, &filter, paging.page()?).await?;
-    let items = found
-        .items
-        .into_iter()
-        .map(from_doc::<T>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(brigade_kit::Reply::ok(&model::List {
-        items,
-        total: found.total,
-    }))
+    let found = s
+        .store
+        .list_json(collection, &filter, paging.page()?)
+        .await?;
+    Ok(json_reply(found.body().into()))
+}
+
+/// A 200 whose body is JSON already.
+fn json_reply(body: bytes::Bytes) -> brigade_kit::Reply {
+    brigade_kit::Reply {
+        status: 200,
+        content_type: brigade_kit::http::content_type::JSON,
+        body,
+    }
+}
+
+/// Reads a stored document's JSON into a domain type; a document that does not fit is a 500.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::internal(format!("stored document: {e}")))
 }
 
 /// Reads a stored document into a domain type; a document that does not fit is a 500.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
-use crate::{from_doc, list_reply, load, to_doc, ServiceState};
+use crate::{from_doc, get_reply, list_reply, load, to_doc, ServiceState};
 
 /// The `tables` collection; table numbers are unique.
 pub const TABLES: CollectionSpec = CollectionSpec {
@@ -75,13 +75,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         limit: q.limit,
         offset: q.offset,
     };
-    list_reply::<Table>(&s, TABLES.name, filter, paging).await
+    list_reply(&s, TABLES.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    Ok(Reply::ok(
-        &load::<Table>(&s, TABLES.name, "table", r.param("id")).await?,
-    ))
+    get_reply(&s, TABLES.name, "table", r.param("id")).await
 }
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {

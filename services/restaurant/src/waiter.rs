@@ -8,7 +8,7 @@ use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
 
 use crate::model::{NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
-use crate::{from_doc, list_reply, load, to_doc, ServiceState};
+use crate::{from_doc, get_reply, list_reply, to_doc, ServiceState};
 
 /// The `waiters` collection.
 pub const WAITERS: CollectionSpec = CollectionSpec {
@@ -59,12 +59,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         limit: q.limit,
         offset: q.offset,
     };
-    list_reply::<Waiter>(&s, WAITERS.name, filter, paging).await
+    list_reply(&s, WAITERS.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    let waiter: Waiter = load(&s, WAITERS.name, "waiter", r.param("id")).await?;
-    Ok(Reply::ok(&waiter))
+    get_reply(&s, WAITERS.name, "waiter", r.param("id")).await
 }
 
 async fn update(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {

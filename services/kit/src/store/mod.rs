@@ -6,15 +6,32 @@
 //! single atomic operations in every backend: the condition ([`Filter`]) is checked and the change
 //! applied together, so of two racing writers exactly one sees [`Outcome::Done`]. Lists are ordered by
 //! id; services make ids that sort by creation time ([`new_id`]), so pages are stable.
+//!
+//! Fields a collection declares `indexed` are indexed by every backend (with exact per-value
+//! counts in the memory and embedded ones), so a filtered list costs its page, not the collection.
+//! Reads can hand back the stored JSON bytes ([`Store::get_json`], [`Store::list_json`]) so a
+//! service answers them without decoding and encoding again.
+//!
+//! Parts: `query` (filters, changes, pages, listings, outcomes; re-exported here), [`keys`] (index
+//! keys and partial decoding), [`conformance`] (the checks every backend passes), and one module per
+//! backend.
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use serde_json::{Map, Value};
+
+pub(crate) use query::admit;
+pub use query::{Change, Cond, Filter, JsonListing, Listing, Outcome, Page};
 
 use crate::http::ApiError;
 
+mod query;
+
+pub mod conformance;
+pub mod keys;
 pub mod memory;
 
 #[cfg(feature = "embedded")]
@@ -40,137 +57,6 @@ pub struct CollectionSpec {
     pub unique: &'static [&'static str],
     /// Fields lists filter on, indexed where the backend has indexes.
     pub indexed: &'static [&'static str],
-}
-
-/// A condition on one field.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cond {
-    /// The field equals the value.
-    Eq(Value),
-    /// The field equals one of the values.
-    In(Vec<Value>),
-}
-
-/// A conjunction of field conditions; the empty filter matches everything.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Filter(pub Vec<(String, Cond)>);
-
-impl Filter {
-    /// The empty filter.
-    pub fn all() -> Filter {
-        Filter::default()
-    }
-
-    /// Adds `field == value`.
-    pub fn eq(mut self, field: &str, value: impl Into<Value>) -> Filter {
-        self.0.push((field.to_string(), Cond::Eq(value.into())));
-        self
-    }
-
-    /// Adds `field in values`.
-    pub fn one_of(
-        mut self,
-        field: &str,
-        values: impl IntoIterator<Item = impl Into<Value>>,
-    ) -> Filter {
-        self.0.push((
-            field.to_string(),
-            Cond::In(values.into_iter().map(Into::into).collect()),
-        ));
-        self
-    }
-
-    /// Whether `doc` meets every condition (missing fields are `null`).
-    pub fn matches(&self, doc: &Doc) -> bool {
-        self.0.iter().all(|(field, cond)| {
-            let v = doc.get(field).unwrap_or(&Value::Null);
-            match cond {
-                Cond::Eq(want) => v == want,
-                Cond::In(wants) => wants.iter().any(|w| w == v),
-            }
-        })
-    }
-}
-
-/// A change to one document: fields to set, then values to append to array fields.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Change {
-    /// Fields to set.
-    pub set: Vec<(String, Value)>,
-    /// Values appended, in order, to each named array field.
-    pub push: Vec<(String, Vec<Value>)>,
-}
-
-impl Change {
-    /// Adds `field = value`.
-    pub fn set(mut self, field: &str, value: impl Into<Value>) -> Change {
-        self.set.push((field.to_string(), value.into()));
-        self
-    }
-
-    /// Adds an append of `values` to the array `field`.
-    pub fn push(mut self, field: &str, values: Vec<Value>) -> Change {
-        self.push.push((field.to_string(), values));
-        self
-    }
-
-    /// Applies the change to `doc` in place (shared by the backends that change documents themselves).
-    pub fn apply(&self, doc: &mut Doc) {
-        for (k, v) in &self.set {
-            doc.insert(k.clone(), v.clone());
-        }
-        for (k, vs) in &self.push {
-            let slot = doc
-                .entry(k.clone())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if !slot.is_array() {
-                *slot = Value::Array(Vec::new());
-            }
-            if let Value::Array(a) = slot {
-                a.extend(vs.iter().cloned());
-            }
-        }
-    }
-}
-
-/// Which slice of a list to return.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Page {
-    /// Documents skipped.
-    pub offset: u64,
-    /// Documents returned at most.
-    pub limit: u64,
-}
-
-/// A page of documents and how many match in all.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listing {
-    /// The documents of the page, ordered by id.
-    pub items: Vec<Doc>,
-    /// How many documents match the filter in all.
-    pub total: u64,
-}
-
-/// The result of a conditional update or delete.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// The condition held and the change was made; for an update, the document after it.
-    Done(Doc),
-    /// No document has that id.
-    Missing,
-    /// The document exists but the condition did not hold; it is returned as it is.
-    Refused(Doc),
-}
-
-/// The first step of every conditional change a backend applies itself (memory, embedded): the
-/// document must exist (else [`Outcome::Missing`]) and meet `expect` (else [`Outcome::Refused`] with
-/// the document as it is). Returns the document to change when the change may go ahead.
-pub(crate) fn admit(current: Option<Doc>, expect: &Filter) -> Result<Doc, Outcome> {
-    match current {
-        None => Err(Outcome::Missing),
-        Some(doc) if !expect.matches(&doc) => Err(Outcome::Refused(doc)),
-        Some(doc) => Ok(doc),
-    }
 }
 
 /// What can go wrong in a store.
@@ -208,7 +94,8 @@ pub trait Store: Send + Sync + 'static {
     /// The backend's name (`memory`, `embedded`, `mongo`).
     fn kind(&self) -> &'static str;
 
-    /// Inserts `doc` (which carries its `id`).
+    /// Inserts `doc` (which carries its `id`); an id already stored is [`StoreError::Duplicate`] on
+    /// the field `id`.
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError>;
 
     /// Inserts many documents, for bulk loading (`--preload`, the storage study). Backends that can
@@ -224,6 +111,17 @@ pub trait Store: Send + Sync + 'static {
     /// The document with `id`, if any.
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError>;
 
+    /// The document with `id` as the JSON text of its object, if any: what a GET answers, without a
+    /// decode and an encode in between. Backends that keep JSON bytes hand them back as stored; the
+    /// default encodes what [`Store::get`] returns.
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
+        Ok(self
+            .get(collection, id)
+            .await?
+            .as_ref()
+            .map(keys::encode_doc))
+    }
+
     /// The documents matching `filter`, ordered by id, paged.
     async fn list(
         &self,
@@ -231,6 +129,17 @@ pub trait Store: Send + Sync + 'static {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError>;
+
+    /// The page of [`Store::list`] with each document as the JSON text of its object. Backends that
+    /// keep JSON bytes hand them back as stored; the default encodes what [`Store::list`] returns.
+    async fn list_json(
+        &self,
+        collection: &str,
+        filter: &Filter,
+        page: Page,
+    ) -> Result<JsonListing, StoreError> {
+        Ok(self.list(collection, filter, page).await?.into())
+    }
 
     /// Applies `change` to document `id` if it meets `expect`, atomically.
     async fn update(
@@ -370,203 +279,13 @@ pub async fn open(
     }
 }
 
-/// The unique-key value of `doc` for `field` as a string key (its JSON), if the field is set.
+/// The unique-key value of `doc` for `field` as a string key (its canonical JSON,
+/// [`keys::index_key`]), if the field is set and not `null`.
 pub fn unique_key(doc: &Doc, field: &str) -> Option<String> {
-    doc.get(field)
-        .filter(|v| !v.is_null())
-        .map(|v| v.to_string())
+    doc.get(field).filter(|v| !v.is_null()).map(keys::index_key)
 }
 
 /// The document's id (empty if it has none, which the services never produce).
 pub fn doc_id(doc: &Doc) -> &str {
     doc.get("id").and_then(Value::as_str).unwrap_or("")
-}
-
-/// The conformance checks every backend passes: atomic conditions, unique keys, paging, appends.
-/// Backends' own tests call it with a fresh store.
-pub mod conformance {
-    use super::*;
-    use serde_json::json;
-
-    /// The collection the checks use.
-    pub const SPEC: CollectionSpec = CollectionSpec {
-        name: "things",
-        unique: &["number"],
-        indexed: &["state"],
-    };
-
-    fn doc(v: Value) -> Doc {
-        v.as_object().cloned().expect("an object")
-    }
-
-    /// Runs every check against `store`, which must have been opened with [`SPEC`] and be empty.
-    pub async fn run(store: Arc<dyn Store>) {
-        let c = SPEC.name;
-        let a = new_id();
-        let b = new_id();
-        store
-            .insert(
-                c,
-                doc(json!({"id": a, "number": 1, "state": "free", "log": []})),
-            )
-            .await
-            .unwrap();
-        store
-            .insert(
-                c,
-                doc(json!({"id": b, "number": 2, "state": "busy", "log": []})),
-            )
-            .await
-            .unwrap();
-
-        // Unique keys.
-        let dup = store
-            .insert(
-                c,
-                doc(json!({"id": new_id(), "number": 1, "state": "free"})),
-            )
-            .await;
-        assert!(matches!(dup, Err(StoreError::Duplicate { .. })), "{dup:?}");
-
-        // Get and operator-looking ids.
-        assert_eq!(store.get(c, &a).await.unwrap().unwrap()["number"], json!(1));
-        assert_eq!(store.get(c, "$gt").await.unwrap(), None);
-        assert_eq!(store.get(c, "{\"$ne\":1}").await.unwrap(), None);
-
-        // Lists: order, filter, paging, totals.
-        let all = store
-            .list(
-                c,
-                &Filter::all(),
-                Page {
-                    offset: 0,
-                    limit: 10,
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(all.total, 2);
-        assert_eq!(doc_id(&all.items[0]), a);
-        let busy = store
-            .list(
-                c,
-                &Filter::all().eq("state", "busy"),
-                Page {
-                    offset: 0,
-                    limit: 10,
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!((busy.total, doc_id(&busy.items[0])), (1, b.as_str()));
-        let second = store
-            .list(
-                c,
-                &Filter::all(),
-                Page {
-                    offset: 1,
-                    limit: 1,
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            (second.total, second.items.len(), doc_id(&second.items[0])),
-            (2, 1, b.as_str())
-        );
-        let either = store
-            .list(
-                c,
-                &Filter::all().one_of("state", ["free", "busy"]),
-                Page {
-                    offset: 0,
-                    limit: 10,
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(either.total, 2);
-
-        // Conditional update: exactly one of many racing writers wins.
-        let mut racers = Vec::new();
-        for i in 0..20 {
-            let s = store.clone();
-            let id = a.clone();
-            racers.push(tokio::spawn(async move {
-                s.update(
-                    c,
-                    &id,
-                    &Filter::all().eq("state", "free"),
-                    &Change::default().set("state", "busy").set("by", i),
-                )
-                .await
-                .unwrap()
-            }));
-        }
-        let mut wins = 0;
-        for r in racers {
-            match r.await.unwrap() {
-                Outcome::Done(d) => {
-                    wins += 1;
-                    assert_eq!(d["state"], json!("busy"));
-                }
-                Outcome::Refused(d) => assert_eq!(d["state"], json!("busy")),
-                Outcome::Missing => panic!("document vanished"),
-            }
-        }
-        assert_eq!(wins, 1);
-        let missing = store
-            .update(c, "nope", &Filter::all(), &Change::default().set("x", 1))
-            .await
-            .unwrap();
-        assert_eq!(missing, Outcome::Missing);
-
-        // Appends keep every value, in order.
-        for n in 0..5 {
-            store
-                .update(
-                    c,
-                    &b,
-                    &Filter::all(),
-                    &Change::default().push("log", vec![json!(n)]),
-                )
-                .await
-                .unwrap();
-        }
-        let grown = store.get(c, &b).await.unwrap().unwrap();
-        assert_eq!(grown["log"], json!([0, 1, 2, 3, 4]));
-
-        // A unique field may not be changed onto a taken value.
-        let clash = store
-            .update(c, &b, &Filter::all(), &Change::default().set("number", 1))
-            .await;
-        assert!(
-            matches!(clash, Err(StoreError::Duplicate { .. })),
-            "{clash:?}"
-        );
-
-        // Conditional delete, and the freed unique value is usable again.
-        let refused = store
-            .delete(c, &a, &Filter::all().eq("state", "free"))
-            .await
-            .unwrap();
-        assert!(matches!(refused, Outcome::Refused(_)));
-        let done = store
-            .delete(c, &a, &Filter::all().eq("state", "busy"))
-            .await
-            .unwrap();
-        assert!(matches!(done, Outcome::Done(_)));
-        assert_eq!(
-            store.delete(c, &a, &Filter::all()).await.unwrap(),
-            Outcome::Missing
-        );
-        store
-            .insert(
-                c,
-                doc(json!({"id": new_id(), "number": 1, "state": "free"})),
-            )
-            .await
-            .unwrap();
-        store.ping().await.unwrap();
-    }
 }

@@ -1,0 +1,199 @@
+//! The API's JSON documents, filters and changes as MongoDB's BSON, and back.
+
+use mongodb::bson::{doc, Bson, Document};
+use serde_json::{Number, Value};
+
+use super::super::{doc_id, Change, Cond, Doc, Filter};
+
+/// The stored name of a field: the API's `id` is MongoDB's `_id`.
+pub(super) fn stored_field(field: &str) -> &str {
+    if field == "id" {
+        "_id"
+    } else {
+        field
+    }
+}
+
+/// A query for `filter` (and the id, if given). Values are compared with `$eq`/`$in`, so a value that
+/// looks like an operator (`{"$ne": 1}`) is matched literally, never interpreted.
+pub(super) fn to_query(id: Option<&str>, filter: &Filter) -> Document {
+    let mut clauses: Vec<Document> = Vec::new();
+    if let Some(id) = id {
+        clauses.push(doc! { "_id": { "$eq": id } });
+    }
+    for (field, cond) in &filter.0 {
+        let test = match cond {
+            Cond::Eq(v) => doc! { "$eq": to_bson(v) },
+            Cond::In(vs) => doc! { "$in": vs.iter().map(to_bson).collect::<Vec<_>>() },
+        };
+        clauses.push(doc! { stored_field(field): test });
+    }
+    // One document when every field appears once (what both servers plan best), `$and` otherwise.
+    let mut merged = Document::new();
+    let mut repeated = false;
+    for clause in &clauses {
+        for (k, v) in clause {
+            repeated |= merged.insert(k.clone(), v.clone()).is_some();
+        }
+    }
+    if repeated {
+        doc! { "$and": clauses }
+    } else {
+        merged
+    }
+}
+
+/// The update document of `change`: `$set` for fields, `$push` with `$each` for appends.
+pub(super) fn to_update(change: &Change) -> Document {
+    let mut update = Document::new();
+    if !change.set.is_empty() {
+        let set: Document = change
+            .set
+            .iter()
+            .map(|(k, v)| (k.clone(), to_bson(v)))
+            .collect();
+        update.insert("$set", set);
+    }
+    if !change.push.is_empty() {
+        let push: Document = change
+            .push
+            .iter()
+            .map(|(k, vs)| {
+                (
+                    k.clone(),
+                    Bson::Document(doc! { "$each": vs.iter().map(to_bson).collect::<Vec<_>>() }),
+                )
+            })
+            .collect();
+        update.insert("$push", push);
+    }
+    update
+}
+
+/// A JSON document as stored: `id` becomes `_id`.
+pub(super) fn to_document(doc: &Doc) -> Document {
+    let mut out = Document::new();
+    out.insert("_id", doc_id(doc));
+    for (k, v) in doc {
+        if k != "id" {
+            out.insert(k.clone(), to_bson(v));
+        }
+    }
+    out
+}
+
+/// A stored document as JSON: `_id` becomes the string `id`.
+pub(super) fn from_document(document: Document) -> Doc {
+    let mut out = Doc::new();
+    for (k, v) in document {
+        if k == "_id" {
+            let id = match v {
+                Bson::String(s) => s,
+                Bson::ObjectId(oid) => oid.to_hex(),
+                other => from_bson(other).to_string(),
+            };
+            out.insert("id".into(), Value::String(id));
+        } else {
+            out.insert(k, from_bson(v));
+        }
+    }
+    out
+}
+
+/// A JSON value as BSON: integers as 64-bit integers, other numbers as doubles.
+pub(super) fn to_bson(v: &Value) -> Bson {
+    match v {
+        Value::Null => Bson::Null,
+        Value::Bool(b) => Bson::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Bson::Int64(i),
+            None => Bson::Double(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => Bson::String(s.clone()),
+        Value::Array(items) => Bson::Array(items.iter().map(to_bson).collect()),
+        Value::Object(map) => {
+            Bson::Document(map.iter().map(|(k, v)| (k.clone(), to_bson(v))).collect())
+        }
+    }
+}
+
+/// A BSON value as plain JSON. Types Brigade never writes (dates, ids, decimals, binaries) become
+/// strings rather than extended-JSON objects, so no BSON shape reaches the API.
+pub(super) fn from_bson(v: Bson) -> Value {
+    match v {
+        Bson::Null | Bson::Undefined => Value::Null,
+        Bson::Boolean(b) => Value::Bool(b),
+        Bson::Int32(i) => Value::from(i),
+        Bson::Int64(i) => Value::from(i),
+        Bson::Double(f) => Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Bson::String(s) => Value::String(s),
+        Bson::Array(items) => Value::Array(items.into_iter().map(from_bson).collect()),
+        Bson::Document(d) => Value::Object(d.into_iter().map(|(k, v)| (k, from_bson(v))).collect()),
+        Bson::ObjectId(oid) => Value::String(oid.to_hex()),
+        Bson::DateTime(dt) => Value::String(
+            dt.try_to_rfc3339_string()
+                .unwrap_or_else(|_| dt.to_string()),
+        ),
+        Bson::Decimal128(d) => Value::String(d.to_string()),
+        Bson::Symbol(s) => Value::String(s),
+        other => Value::String(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn documents_round_trip_with_the_id_as_the_string_id() {
+        let doc = json!({"id": "abc", "n": 3, "big": i64::MAX, "x": 1.5, "items": [{"dish": "soup", "qty": 2}], "w": null})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let stored = to_document(&doc);
+        assert_eq!(stored.get_str("_id").unwrap(), "abc");
+        assert!(!stored.contains_key("id"));
+        assert_eq!(stored.get("n"), Some(&Bson::Int64(3)));
+        assert_eq!(from_document(stored), doc);
+    }
+
+    #[test]
+    fn bson_types_become_plain_json() {
+        let oid = mongodb::bson::oid::ObjectId::new();
+        let d = doc! { "_id": oid, "i": 7_i32, "when": mongodb::bson::DateTime::from_millis(0) };
+        let json = from_document(d);
+        assert_eq!(json["id"], json!(oid.to_hex()));
+        assert_eq!(json["i"], json!(7));
+        assert_eq!(json["when"], json!("1970-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn queries_compare_literally_and_map_id() {
+        let q = to_query(Some("x"), &Filter::all().eq("state", json!({"$ne": 1})));
+        assert_eq!(
+            q,
+            doc! { "_id": { "$eq": "x" }, "state": { "$eq": { "$ne": 1_i64 } } }
+        );
+        let repeated = to_query(Some("x"), &Filter::all().one_of("id", ["a"]));
+        assert_eq!(
+            repeated,
+            doc! { "$and": [ { "_id": { "$eq": "x" } }, { "_id": { "$in": ["a"] } } ] }
+        );
+    }
+
+    #[test]
+    fn updates_set_then_push_each() {
+        let u = to_update(
+            &Change::default()
+                .set("state", "busy")
+                .push("log", vec![json!(1), json!(2)]),
+        );
+        assert_eq!(
+            u,
+            doc! { "$set": { "state": "busy" }, "$push": { "log": { "$each": [1_i64, 2_i64] } } }
+        );
+    }
+}
