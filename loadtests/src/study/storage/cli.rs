@@ -40,8 +40,8 @@ pub struct StorageArgs {
     /// Multiplies every document and operation count (not the sizes, not the group length)
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-    /// A CI-sized run (100 growing documents grown 1,000 times, 200 fixed ones): a few seconds
-    /// per store
+    /// A CI-sized run (50 growing documents grown 500 times, 100 fixed ones read and rewritten
+    /// 200 times): seconds per store
     #[arg(long)]
     pub quick: bool,
     /// Cap on the store's cache, MiB (embedded: redb's cache), so the data outgrows the cache,

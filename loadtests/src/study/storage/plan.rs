@@ -41,16 +41,16 @@ impl Counts {
         fixed_rewrites: 40_000,
     };
 
-    /// `--quick`: the same shape, small enough for CI (a few seconds per store).
+    /// `--quick`: the same shape, small enough for CI (under 1,000 durable writes per store).
     pub const QUICK: Counts = Counts {
-        growing_docs: 100,
+        growing_docs: 50,
         unit_bytes: 1024,
-        growth_ops: 1_000,
-        group_ops: 100,
-        fixed_docs: 200,
+        growth_ops: 500,
+        group_ops: 50,
+        fixed_docs: 100,
         fixed_bytes: 10 * 1024,
-        fixed_reads: 400,
-        fixed_rewrites: 400,
+        fixed_reads: 200,
+        fixed_rewrites: 200,
     };
 
     /// These counts with every document and operation count multiplied by `k` (at least 1 each);

@@ -3,6 +3,8 @@
 //! against document size (one line per store), ms per group and bytes on disk against operations;
 //! the setup (counts, cache caps, how each store was reached) and the caveats.
 
+use brigade_kit::store::StoreKind;
+
 use crate::report::setup::{build_versions, Setup};
 use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
@@ -60,7 +62,7 @@ pub fn build(
     let mut phases = Table::new(PHASES_TABLE, &["store", "via", "study", "phase"], {
         let mut m = vec![Metric::new("operations", "", Better::Neither, 0)];
         m.extend(latency_metrics());
-        m.push(Metric::new("seconds", "s", Better::Lower, 1));
+        m.push(Metric::new("wall", "s", Better::Lower, 1));
         m.push(Metric::new("on disk", "MiB", Better::Lower, 1));
         m
     });
@@ -181,7 +183,7 @@ pub fn build(
     let mut fixed = Table::new(FIXED_TABLE, &["store", "via", "phase"], {
         let mut m = vec![Metric::new("operations", "", Better::Neither, 0)];
         m.extend(latency_metrics());
-        m.push(Metric::new("seconds", "s", Better::Lower, 1));
+        m.push(Metric::new("wall", "s", Better::Lower, 1));
         m.push(Metric::new("on disk", "MiB", Better::Lower, 1));
         m
     });
@@ -208,7 +210,7 @@ pub fn build(
         text: vec![
             "Mean, p50 and p99 are per operation: a create is one insert, a read one get, \
              `read + grow` one read and one growth of the same document, `read + rewrite` one \
-             read and one same-size rewrite. Seconds are the phase's wall-clock time, the \
+             read and one same-size rewrite. Wall is the phase's wall-clock time, the \
              study's checks included; on disk is after the phase."
                 .to_owned(),
         ],
@@ -253,7 +255,7 @@ pub fn build(
             ],
         });
     }
-    if settings.parts.contains(&Part::Fixed) && settings.via.contains(&Via::Store) {
+    if settings.parts.contains(&Part::Fixed) && through_store(settings) {
         sections.push(Section {
             title: "Fixed-size documents".to_owned(),
             text: vec![format!(
@@ -270,7 +272,15 @@ pub fn build(
         study: "storage".to_owned(),
         title: "Brigade storage study".to_owned(),
         summary: format!(
-            "Growing and fixed-size documents on the {} store(s), {}.",
+            "{} on the {} store(s), {}.",
+            match (
+                settings.parts.contains(&Part::Growing),
+                settings.parts.contains(&Part::Fixed) && through_store(settings)
+            ) {
+                (true, true) => "Growing and fixed-size documents",
+                (true, false) => "Growing documents",
+                (false, _) => "Fixed-size documents",
+            },
             settings
                 .stores
                 .iter()
@@ -285,6 +295,10 @@ pub fn build(
         notes: notes(settings, results),
         sections,
     }
+}
+
+fn through_store(settings: &StorageSettings) -> bool {
+    settings.via.contains(&Via::Store)
 }
 
 fn via_words(settings: &StorageSettings) -> String {
@@ -380,15 +394,20 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
             settings.seed
         ),
     );
-    out.line(
-        "Data",
-        format!(
-            "each phase on a fresh store: embedded in a new folder under {} (removed after); \
-             mongo in a new database brigade_study_{}_<phase> (dropped after)",
-            settings.data_dir.display(),
+    let mut data = vec!["each phase on a fresh store".to_owned()];
+    if settings.stores.contains(&StoreKind::Embedded) {
+        data.push(format!(
+            "embedded in a new folder under {} (removed after)",
+            settings.data_dir.display()
+        ));
+    }
+    if settings.stores.contains(&StoreKind::Mongo) && through_store(settings) {
+        data.push(format!(
+            "mongo in a new database brigade_study_{}_<phase> (dropped after)",
             settings.run_token
-        ),
-    );
+        ));
+    }
+    out.line("Data", data.join("; "));
     out
 }
 
@@ -415,24 +434,33 @@ fn notes(settings: &StorageSettings, results: &[SubjectResult]) -> Vec<String> {
                 .to_owned(),
         );
     }
-    let most = results
-        .iter()
-        .filter_map(|r| r.growing.as_ref())
-        .flat_map(|g| g.groups.iter().filter_map(|gr| gr.data_mib))
-        .fold(0.0, f64::max);
-    let fixed_mib =
-        settings.counts.fixed_docs as f64 * settings.counts.fixed_bytes as f64 / 1048576.0;
-    if settings.stores.contains(&brigade_kit::store::StoreKind::Embedded) {
+    if through_store(settings) && settings.stores.contains(&StoreKind::Embedded) {
+        let mut reached = Vec::new();
+        if let Some(most) = results
+            .iter()
+            .filter_map(|r| r.growing.as_ref())
+            .flat_map(|g| g.groups.iter().filter_map(|gr| gr.data_mib))
+            .reduce(f64::max)
+        {
+            reached.push(format!("the growing documents' payload reached {most:.1} MiB"));
+        }
+        if settings.parts.contains(&Part::Fixed) {
+            let c = &settings.counts;
+            reached.push(format!(
+                "the fixed documents' was {:.1} MiB",
+                c.fixed_docs as f64 * c.fixed_bytes as f64 / (1024.0 * 1024.0)
+            ));
+        }
         notes.push(format!(
-            "The embedded store's cache was capped at {} MiB; the growing documents' payload \
-             reached {most:.1} MiB, the fixed documents' {fixed_mib:.1} MiB.",
-            settings.cache_mib
+            "The embedded store's cache was capped at {} MiB; {}.",
+            settings.cache_mib,
+            reached.join(", ")
         ));
     }
-    if settings.stores.contains(&brigade_kit::store::StoreKind::Memory) {
+    if settings.stores.contains(&StoreKind::Memory) {
         notes.push("The memory store keeps nothing on disk: its on-disk figures are —.".to_owned());
     }
-    if settings.stores.contains(&brigade_kit::store::StoreKind::Mongo) {
+    if settings.stores.contains(&StoreKind::Mongo) {
         notes.push(
             "MongoDB's cache cannot be set from a client: the mongo figures outgrow its cache \
              only if the server was started with a small one (mongod --wiredTigerCacheSizeGB); \
