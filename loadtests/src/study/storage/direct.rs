@@ -44,12 +44,8 @@ struct Opened {
 }
 
 impl Opened {
-    /// Closes the store and removes what it left (the folder on drop, the database now).
+    /// Removes what the store holds (the database now, the folder on drop) and closes it.
     async fn discard(self) -> Result<()> {
-        self.store
-            .close()
-            .await
-            .context("Failed to close the store")?;
         #[cfg(feature = "mongo")]
         if let Some(mongo) = &self.mongo {
             mongo
@@ -57,7 +53,10 @@ impl Opened {
                 .await
                 .with_context(|| format!("Failed to drop {}", mongo.database_name()))?;
         }
-        Ok(())
+        self.store
+            .close()
+            .await
+            .context("Failed to close the store")
     }
 }
 
