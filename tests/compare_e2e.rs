@@ -206,7 +206,10 @@ fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
             Some(c.growth_ops as f64),
             "{via}"
         );
-        assert!(phases.value(&at, "on disk").is_some_and(|d| d > 0.0), "{via}");
+        assert!(
+            phases.value(&at, "on disk").is_some_and(|d| d > 0.0),
+            "{via}"
+        );
         let groups = report.table(GROUPS_TABLE).unwrap();
         assert_eq!(
             groups.rows_at(&[("via", via)]).len() as u64,
@@ -221,7 +224,12 @@ fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
             .len(),
         0
     );
-    assert_eq!(phases.rows_at(&[("via", "store"), ("study", "fixed")]).len(), 3);
+    assert_eq!(
+        phases
+            .rows_at(&[("via", "store"), ("study", "fixed")])
+            .len(),
+        3
+    );
     let checked = 2 * c.growth_ops * 2 + c.fixed_reads + 2 * c.fixed_rewrites;
     assert!(
         report

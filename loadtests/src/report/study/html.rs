@@ -186,7 +186,11 @@ mod tests {
     #[test]
     fn the_page_is_self_contained_with_one_svg_per_drawable_chart() {
         let html = render(&sample()).unwrap();
-        assert_eq!(html.matches("<svg").count(), 1, "the empty chart is not drawn");
+        assert_eq!(
+            html.matches("<svg").count(),
+            1,
+            "the empty chart is not drawn"
+        );
         assert!(html.contains("on disk against operations: nothing to draw."));
         assert!(html.contains("ms per operation against document size"));
         assert!(html.contains("(log scale)"));

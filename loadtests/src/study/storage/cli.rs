@@ -159,9 +159,10 @@ impl StorageArgs {
             mongodb_uri: self.mongodb_uri.clone(),
             timeout: self.timeout,
             data_dir: self.data_dir.clone().unwrap_or_else(std::env::temp_dir),
-            out_dir: self.out.clone().unwrap_or_else(|| {
-                PathBuf::from("results").join(format!("study-storage-{stamp}"))
-            }),
+            out_dir: self
+                .out
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("results").join(format!("study-storage-{stamp}"))),
             run_token: format!("{}_{}", stamp.replace('-', "_"), std::process::id()),
             http,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
@@ -173,10 +174,7 @@ impl StorageArgs {
 pub fn run_storage(args: &StorageArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings(registry)?;
     let report = super::run(&settings)?;
-    println!(
-        "\n{}",
-        crate::report::study::markdown::render(&report)
-    );
+    println!("\n{}", crate::report::study::markdown::render(&report));
     println!(
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()

@@ -74,7 +74,10 @@ async fn open(
                 .prefix(&format!("brigade-study-{phase}-"))
                 .tempdir_in(&settings.data_dir)
                 .with_context(|| {
-                    format!("Failed to create a folder in {}", settings.data_dir.display())
+                    format!(
+                        "Failed to create a folder in {}",
+                        settings.data_dir.display()
+                    )
                 })?;
             let config = StoreConfig {
                 data_dir: folder.path().to_path_buf(),
@@ -291,7 +294,11 @@ pub(super) fn mib_text(bytes: Option<u64>) -> String {
 }
 
 /// The fixed-size phase on a fresh `kind` store.
-pub async fn fixed(kind: StoreKind, settings: &StorageSettings, label: &str) -> Result<FixedResult> {
+pub async fn fixed(
+    kind: StoreKind,
+    settings: &StorageSettings,
+    label: &str,
+) -> Result<FixedResult> {
     let opened = open(kind, "fixed", FIXED, settings).await?;
     let result = run_fixed(opened.store.as_ref(), settings, label).await;
     let discarded = opened.discard().await;
@@ -300,7 +307,11 @@ pub async fn fixed(kind: StoreKind, settings: &StorageSettings, label: &str) -> 
     Ok(result)
 }
 
-async fn run_fixed(store: &dyn Store, settings: &StorageSettings, label: &str) -> Result<FixedResult> {
+async fn run_fixed(
+    store: &dyn Store,
+    settings: &StorageSettings,
+    label: &str,
+) -> Result<FixedResult> {
     let counts = &settings.counts;
     let bytes = counts.fixed_bytes;
     let collection = FIXED.name;
@@ -355,7 +366,12 @@ async fn run_fixed(store: &dyn Store, settings: &StorageSettings, label: &str) -
         checked += 2;
         histogram.record(read + write);
     }
-    phases.push(phase("read + rewrite", &histogram, began, disk(store).await?));
+    phases.push(phase(
+        "read + rewrite",
+        &histogram,
+        began,
+        disk(store).await?,
+    ));
     for p in &phases {
         println!(
             "{label}: fixed: {} × {}: {:.3} ms each (p99 {:.3}), on disk {}",
@@ -395,7 +411,10 @@ mod tests {
             err.contains("read back with 2 units") && err.contains("3 units of 2 bytes"),
             "{err}"
         );
-        assert!(check_growing(&doc, "a", 2, 3).is_err(), "unit sizes count too");
+        assert!(
+            check_growing(&doc, "a", 2, 3).is_err(),
+            "unit sizes count too"
+        );
         let fixed = object(json!({"id": "b", "blob": "abcd"}));
         check_fixed(&fixed, "b", 4).unwrap();
         assert!(check_fixed(&fixed, "b", 5).is_err());

@@ -56,8 +56,8 @@ struct RawGrowth {
 impl GrowthDescription {
     /// Parses a description; `label` names it in errors and in the report.
     pub fn parse(text: &str, label: &str) -> Result<GrowthDescription> {
-        let raw: RawGrowth = toml::from_str(text)
-            .with_context(|| format!("{label}: not a growth description"))?;
+        let raw: RawGrowth =
+            toml::from_str(text).with_context(|| format!("{label}: not a growth description"))?;
         if !raw.array.starts_with('/') {
             bail!(
                 "{label}: array {:?} is not a JSON pointer (they start with /)",
@@ -86,7 +86,9 @@ impl GrowthDescription {
             .iter()
             .any(|c| c.pool == doc)
         {
-            bail!("{label}: the create request must capture the new document's id into {DOC_POOL:?}");
+            bail!(
+                "{label}: the create request must capture the new document's id into {DOC_POOL:?}"
+            );
         }
         Ok(GrowthDescription {
             label: label.to_owned(),
@@ -311,10 +313,7 @@ path = "/lists/{{take doc}}"
         let d = GrowthDescription::parse(THINGS, "things").unwrap();
         assert_eq!(d.description(), "Lists grown by appending entries.");
         assert_eq!(d.services(), ["api"]);
-        assert_eq!(
-            d.count(br#"{"entries": [1, 2, 3]}"#, "answer").unwrap(),
-            3
-        );
+        assert_eq!(d.count(br#"{"entries": [1, 2, 3]}"#, "answer").unwrap(), 3);
         let err = d.count(br#"{"other": []}"#, "answer").unwrap_err();
         assert!(err.to_string().contains("no array at /entries"), "{err}");
     }
@@ -322,11 +321,11 @@ path = "/lists/{{take doc}}"
     #[test]
     fn a_description_without_a_read_or_an_id_capture_is_refused() {
         let no_read = THINGS.replace("name = \"read\"", "name = \"fetch\"");
-        let err = format!(
-            "{:#}",
-            GrowthDescription::parse(&no_read, "x").unwrap_err()
+        let err = format!("{:#}", GrowthDescription::parse(&no_read, "x").unwrap_err());
+        assert!(
+            err.contains("no [[scenario.request]] named \"read\""),
+            "{err}"
         );
-        assert!(err.contains("no [[scenario.request]] named \"read\""), "{err}");
         let no_capture = THINGS.replace("capture = { doc = \"/id\" }", "");
         let err = format!(
             "{:#}",

@@ -262,7 +262,12 @@ fn through_http(
     let data = tempfile::Builder::new()
         .prefix("brigade-study-http-")
         .tempdir_in(&settings.data_dir)
-        .with_context(|| format!("Failed to create a folder in {}", settings.data_dir.display()))?;
+        .with_context(|| {
+            format!(
+                "Failed to create a folder in {}",
+                settings.data_dir.display()
+            )
+        })?;
     let logs = settings.out_dir.join("logs");
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("Failed to create {}", logs.display()))?;

@@ -124,7 +124,11 @@ pub fn build(
         for band in &g.bands {
             let f = &band.figures;
             bands.push(
-                vec![subject.store.clone(), subject.via_text(), band.label.clone()],
+                vec![
+                    subject.store.clone(),
+                    subject.via_text(),
+                    band.label.clone(),
+                ],
                 vec![
                     Some(f.ops as f64),
                     Some(band.mean_doc_kib),
@@ -442,7 +446,9 @@ fn notes(settings: &StorageSettings, results: &[SubjectResult]) -> Vec<String> {
             .flat_map(|g| g.groups.iter().filter_map(|gr| gr.data_mib))
             .reduce(f64::max)
         {
-            reached.push(format!("the growing documents' payload reached {most:.1} MiB"));
+            reached.push(format!(
+                "the growing documents' payload reached {most:.1} MiB"
+            ));
         }
         if settings.parts.contains(&Part::Fixed) {
             let c = &settings.counts;

@@ -22,7 +22,9 @@ fn the_quick_study_reports_every_store_and_phase_with_the_counts_asked() {
     let out = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let mut stores = vec!["memory", "embedded"];
-    let mongo = std::env::var("MONGODB_URI").ok().filter(|_| cfg!(feature = "mongo"));
+    let mongo = std::env::var("MONGODB_URI")
+        .ok()
+        .filter(|_| cfg!(feature = "mongo"));
     match &mongo {
         Some(_) => stores.push("mongo"),
         None => eprintln!(
@@ -47,14 +49,16 @@ fn the_quick_study_reports_every_store_and_phase_with_the_counts_asked() {
     let c = Counts::QUICK;
 
     // The three files, and the JSON reads back whole.
-    let back: StudyReport =
-        crate::report::json::read_as(&out.path().join("report.json")).unwrap();
+    let back: StudyReport = crate::report::json::read_as(&out.path().join("report.json")).unwrap();
     assert_eq!(back, report);
     let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     for title in [PHASES_TABLE, GROUPS_TABLE, BANDS_TABLE, FIXED_TABLE] {
         assert!(md.contains(&format!("### {title}")), "{title} in report.md");
-        assert!(html.contains(&format!("<h3>{title}</h3>")), "{title} in report.html");
+        assert!(
+            html.contains(&format!("<h3>{title}</h3>")),
+            "{title} in report.html"
+        );
     }
     assert_eq!(html.matches("<svg").count(), 3, "three charts");
     assert!(html.contains("ms per operation against document size"));
@@ -115,12 +119,21 @@ fn the_quick_study_reports_every_store_and_phase_with_the_counts_asked() {
             );
             let units = c.growing_docs + (k as u64 + 1) * c.group_ops;
             let want = units as f64 * c.unit_bytes as f64 / (1024.0 * 1024.0);
-            assert!((row.values[data].unwrap() - want).abs() < 1e-9, "{store} group {k}");
+            assert!(
+                (row.values[data].unwrap() - want).abs() < 1e-9,
+                "{store} group {k}"
+            );
             if *store == "embedded" {
-                assert!(row.values[disk].is_some_and(|d| d > 0.0), "{store} group {k}");
+                assert!(
+                    row.values[disk].is_some_and(|d| d > 0.0),
+                    "{store} group {k}"
+                );
             }
         }
-        let (first, last) = (mine[0].values[doc].unwrap(), mine[mine.len() - 1].values[doc].unwrap());
+        let (first, last) = (
+            mine[0].values[doc].unwrap(),
+            mine[mine.len() - 1].values[doc].unwrap(),
+        );
         assert!(
             last > first + 4.0,
             "{store}: documents read grew from {first} KiB to only {last} KiB"
@@ -130,7 +143,10 @@ fn the_quick_study_reports_every_store_and_phase_with_the_counts_asked() {
             .iter()
             .map(|r| r.values[0].unwrap())
             .sum();
-        assert_eq!(band_ops, c.growth_ops as f64, "{store}: every operation in a band");
+        assert_eq!(
+            band_ops, c.growth_ops as f64,
+            "{store}: every operation in a band"
+        );
     }
     // Every store did the same work: the same documents in the same bands.
     let shape = |store: &str| -> Vec<(String, f64)> {
