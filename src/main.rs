@@ -1,4 +1,5 @@
-//! `brigade`: serve the restaurant services on a chosen runtime, load them, and compare runtimes.
+//! `brigade`: serve the restaurant services on a chosen runtime, load them, compare runtimes, and
+//! run the studies.
 //!
 //! Run `brigade --help` for the commands; the README's top shows the two a newcomer needs.
 
@@ -55,6 +56,19 @@ enum Command {
     Load(brigade_loadtests::cli::LoadArgs),
     /// The main job: run every runtime in turn under the same load and report who wins.
     Compare(brigade_loadtests::cli::CompareArgs),
+    /// The classic studies (today: `storage`), written with the same reports as `compare`.
+    Study(brigade_loadtests::study::StudyArgs),
+}
+
+/// What the restaurant supplies to the studies: its growing documents for
+/// `brigade study storage --via http` (kitchen orders grown by appending items).
+fn study_registry() -> brigade_loadtests::study::Registry {
+    brigade_loadtests::study::Registry {
+        http_growth: Some(brigade_loadtests::study::BuiltinGrowth {
+            name: "restaurant: kitchen orders",
+            toml: include_str!("../services/restaurant/studies/storage-growth.toml"),
+        }),
+    }
 }
 
 /// `brigade serve`.
@@ -157,6 +171,10 @@ fn main() {
         Command::Compare(args) => {
             init_tracing();
             brigade_loadtests::cli::run_compare(args)
+        }
+        Command::Study(args) => {
+            init_tracing();
+            brigade_loadtests::study::run_study(&args, &study_registry())
         }
     };
     if let Err(e) = result {

@@ -1,7 +1,8 @@
 //! End to end with the real binary: `brigade compare` over two runtimes on the memory and embedded
 //! stores with `--preload 0,200` (every run on a fresh server, the preloaded data visible to the
-//! fixtures, the CPU-per-request column, both verdicts, three consistent reports), and `brigade
-//! serve --preload` on its own (lists total the preload, and a restart does not double it).
+//! fixtures, the CPU-per-request column, both verdicts, three consistent reports), `brigade serve
+//! --preload` on its own (lists total the preload, and a restart does not double it), and `brigade
+//! study storage --quick`, whose reports come from the same writer.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -392,4 +393,103 @@ fn serve_preload_fills_every_service_once_and_a_restart_does_not_double_it() {
     let memory = Served::start("memory", data.path(), 30);
     assert_eq!(memory.totals(&rt), [30, 30, 30]);
     memory.stop();
+}
+
+/// `brigade study storage --quick` with the real binary, through the store and through HTTP (the
+/// restaurant's registered growth: kitchen orders grown by appending items, on a `brigade serve` the
+/// study starts and stops): the three reports, both ways in with the counts asked, every document
+/// read back checked. The library's own test covers every store and phase in detail (and mongo when
+/// `MONGODB_URI` is set).
+#[test]
+fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
+    use brigade_loadtests::report::study::StudyReport;
+    use brigade_loadtests::study::storage::plan::Counts;
+    use brigade_loadtests::study::storage::report::{GROUPS_TABLE, PHASES_TABLE};
+
+    let out = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args([
+            "study",
+            "storage",
+            "--quick",
+            "--stores",
+            "embedded",
+            "--via",
+            "store,http",
+            "--runtime",
+            "hyper",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .arg("--out")
+        .arg(out.path())
+        .env_remove("MONGODB_URI")
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "study failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let report: StudyReport = json::read_as(&out.path().join("report.json")).unwrap();
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(md.starts_with("# Brigade storage study") && md.contains("## Setup"));
+    assert!(html.contains("<svg") && html.contains("ms per operation against document size"));
+    assert!(stdout.contains("# Brigade storage study"), "{stdout}");
+
+    let c = Counts::QUICK;
+    let phases = report.table(PHASES_TABLE).unwrap();
+    for via in ["store", "HTTP (hyper)"] {
+        let at = [
+            ("store", "embedded"),
+            ("via", via),
+            ("study", "growing"),
+            ("phase", "read + grow"),
+        ];
+        assert_eq!(
+            phases.value(&at, "operations"),
+            Some(c.growth_ops as f64),
+            "{via}"
+        );
+        assert!(
+            phases.value(&at, "on disk").is_some_and(|d| d > 0.0),
+            "{via}"
+        );
+        let groups = report.table(GROUPS_TABLE).unwrap();
+        assert_eq!(
+            groups.rows_at(&[("via", via)]).len() as u64,
+            c.groups(),
+            "{via}"
+        );
+    }
+    // The fixed phase goes through the store only.
+    assert_eq!(
+        phases
+            .rows_at(&[("via", "HTTP (hyper)"), ("study", "fixed")])
+            .len(),
+        0
+    );
+    assert_eq!(
+        phases
+            .rows_at(&[("via", "store"), ("study", "fixed")])
+            .len(),
+        3
+    );
+    let checked = 2 * c.growth_ops * 2 + c.fixed_reads + 2 * c.fixed_rewrites;
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("({checked} reads and answers checked"))),
+        "{:?}",
+        report.notes
+    );
+    assert!(report
+        .setup
+        .lines
+        .iter()
+        .any(|l| l.label == "HTTP growth" && l.text.contains("kitchen orders")));
 }

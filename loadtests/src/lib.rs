@@ -14,3 +14,6 @@ pub mod table;
 // --- the comparison (`brigade compare`) and its reports ---
 pub mod compare;
 pub mod report;
+
+// --- the studies (`brigade study storage`, ...), written with the same report writer ---
+pub mod study;

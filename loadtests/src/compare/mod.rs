@@ -574,23 +574,16 @@ fn notes(report: &Report) -> Vec<String> {
 
 /// Versions of everything measured.
 fn versions(settings: &CompareSettings) -> report::Versions {
-    let crates = env!("BRIGADE_CRATE_VERSIONS")
-        .split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(name, version)| (name.to_owned(), version.to_owned()))
-        .collect();
     let runtimes = servers::describe_runtimes(&settings.binary)
         .unwrap_or_default()
         .into_iter()
         .filter(|(name, _)| settings.runtimes.contains(name))
         .collect();
     report::Versions {
-        brigade: env!("CARGO_PKG_VERSION").to_owned(),
         runtimes,
         server_binary: settings.binary.display().to_string(),
         server_binary_version: servers::binary_version(&settings.binary),
-        rustc: env!("BRIGADE_RUSTC").to_owned(),
-        crates,
+        ..report::setup::build_versions()
     }
 }
 

@@ -19,6 +19,7 @@
 //!   for (at most the timeout) and counted.
 
 mod conn;
+pub mod session;
 mod stats;
 mod worker;
 
@@ -31,8 +32,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::result::{LoadResult, LoadSettings};
-use crate::scenario::{Pools, RenderContext, Scenario};
-use conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
+use crate::scenario::{Pools, Scenario};
+use conn::Target;
 use stats::RouteStats;
 use worker::{Pace, Progress, Share, Shared};
 
@@ -127,23 +128,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     };
     let threads = wanted_threads.clamp(1, tasks as usize);
 
-    let mut targets = Vec::new();
-    let mut target_names = Vec::new();
-    for service in scenario.services() {
-        let url = config
-            .targets
-            .get(&service)
-            .or_else(|| config.targets.get("*"))
-            .ok_or_else(|| {
-                anyhow!(
-                    "scenario {} needs a target for service {service:?} (give --target URL or --target {service}=URL); it uses: {}",
-                    scenario.name(),
-                    scenario.services().join(", ")
-                )
-            })?;
-        targets.push(Target::parse(url)?);
-        target_names.push(format!("{service}={url}"));
-    }
+    let (targets, target_names) = resolve_targets(scenario, &config.targets)?;
 
     let shared = Arc::new(Shared {
         scenario: scenario.clone(),
@@ -287,85 +272,47 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     })
 }
 
+/// Resolves the scenario's services to targets (by service index) and names them `service=url`.
+fn resolve_targets(
+    scenario: &Scenario,
+    given: &BTreeMap<String, String>,
+) -> Result<(Vec<Target>, Vec<String>)> {
+    let mut targets = Vec::new();
+    let mut names = Vec::new();
+    for service in scenario.services() {
+        let url = given
+            .get(&service)
+            .or_else(|| given.get("*"))
+            .ok_or_else(|| {
+                anyhow!(
+                    "scenario {} needs a target for service {service:?} (give --target URL or --target {service}=URL); it uses: {}",
+                    scenario.name(),
+                    scenario.services().join(", ")
+                )
+            })?;
+        targets.push(Target::parse(url)?);
+        names.push(format!("{service}={url}"));
+    }
+    Ok((targets, names))
+}
+
 /// Sends the scenario's setup steps, one after the other, and returns the pools they filled.
 fn run_setup(shared: &Shared) -> Result<Pools> {
     let scenario = &shared.scenario;
-    let mut pools = scenario.empty_pools();
     if scenario.setup().is_empty() {
-        return Ok(pools);
+        return Ok(scenario.empty_pools());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("Failed to build the setup runtime")?;
-    let set = tokio::task::LocalSet::new();
-    set.block_on(&runtime, async {
-        let mut rng = fastrand::Rng::new();
-        let mut conns: Vec<Option<Connection>> = (0..shared.targets.len()).map(|_| None).collect();
-        for (n, step) in scenario.setup().iter().enumerate() {
-            let what = || format!("setup step {} ({})", n + 1, step.describe(scenario));
-            let spec = &step.request;
-            for _ in 0..step.times {
-                if !spec.formable(&pools) {
-                    bail!(
-                        "{}: a pool it reads is empty (an earlier step created too few)",
-                        what()
-                    );
-                }
-                let req = spec.render(&mut RenderContext {
-                    rng: &mut rng,
-                    pools: &mut pools,
-                    seq: &shared.seq,
-                })?;
-                let target = &shared.targets[spec.service];
-                let slot = &mut conns[spec.service];
-                let mut count = WireCount::default();
-                let ex = match tokio::time::timeout(
-                    shared.timeout,
-                    exchange(slot, target, &req, true, true, &mut count),
-                )
-                .await
-                {
-                    Ok(ex) => ex,
-                    Err(_) => {
-                        *slot = None;
-                        Exchange {
-                            result: Err(Failure::Timeout),
-                            body: None,
-                        }
-                    }
-                };
-                match ex.result {
-                    Ok(status) if spec.expects(status) => {
-                        if (200..300).contains(&status) {
-                            spec.capture(&ex.body.unwrap_or_default(), &mut pools)
-                                .with_context(|| {
-                                    format!("{}: capturing from the answer", what())
-                                })?;
-                        }
-                    }
-                    Ok(status) => {
-                        let body = ex.body.unwrap_or_default();
-                        let text =
-                            String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
-                        bail!(
-                            "{}: {} {} answered {status}: {text}",
-                            what(),
-                            req.method,
-                            req.path
-                        );
-                    }
-                    Err(f) => bail!(
-                        "{}: {f:?} error talking to {} (is the service running?)",
-                        what(),
-                        target.url
-                    ),
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(pools)
+    let mut session = session::Session::with_targets(
+        scenario,
+        shared.targets.clone(),
+        shared.timeout,
+        &shared.seq,
+    );
+    runtime.block_on(session.fixtures())
 }
 
 /// The live progress bar.

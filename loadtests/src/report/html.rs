@@ -9,14 +9,13 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 
 use super::{markdown, Report, Row};
-use crate::compare::pin;
-use crate::compare::verdict::{count, Verdict};
+use crate::compare::verdict::Verdict;
 
 /// Chart size in pixels.
-const CHART: (u32, u32) = (560, 340);
+pub(crate) const CHART: (u32, u32) = (560, 340);
 
-/// One colour per runtime, in the order the runtimes were given.
-const PALETTE: [RGBColor; 8] = [
+/// One colour per runtime (or series), in the order they were given.
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -39,17 +38,7 @@ fn colour(report: &Report, runtime: &str) -> RGBColor {
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> anyhow::Result<String> {
-    let mut out = String::new();
-    out.push_str(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>Brigade runtime comparison</title>\n<style>\n\
-         body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}\n\
-         table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}\n\
-         th,td{border:1px solid #ccc;padding:.25rem .5rem}td.n{text-align:right;font-variant-numeric:tabular-nums}\n\
-         th{background:#f3f3f3}.charts{display:flex;flex-wrap:wrap;gap:1rem}\n\
-         .verdict{font-weight:bold}.why{color:#555}code{background:#f3f3f3;padding:0 .2rem}\n\
-         </style>\n</head>\n<body>\n",
-    );
+    let mut out = head("Brigade runtime comparison");
     let s = &report.settings;
     let _ = writeln!(out, "<h1>Brigade runtime comparison</h1>");
     let _ = writeln!(
@@ -156,107 +145,7 @@ fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
 }
 
 fn setup(report: &Report) -> String {
-    let m = &report.machine;
-    let v = &report.versions;
-    let t = &report.threads;
-    let s = &report.settings;
-    let mut out = String::from("<h2>Setup</h2>\n<table>\n");
-    let mut line = |k: &str, v: String| {
-        let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
-    };
-    line(
-        "machine",
-        format!(
-            "{} — {} ({} cores), {} MiB, {}",
-            m.hostname, m.cpu, m.cores, m.memory_mib, m.os
-        ),
-    );
-    line("brigade", format!("{} ({})", v.brigade, v.rustc));
-    line(
-        "crates",
-        v.crates
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    for (runtime, description) in &v.runtimes {
-        line(&format!("runtime {runtime}"), description.clone());
-    }
-    line(
-        "server binary",
-        format!(
-            "{} {}",
-            v.server_binary,
-            v.server_binary_version.clone().unwrap_or_default()
-        ),
-    );
-    line(
-        "threads",
-        format!(
-            "every runtime --workers {} (as printed: {}); generator {} thread(s)",
-            t.server_workers,
-            t.workers_reported
-                .iter()
-                .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
-                .collect::<Vec<_>>()
-                .join(", "),
-            t.generator_threads
-        ),
-    );
-    line(
-        "CPUs",
-        format!(
-            "server {} / generator {} — {}",
-            pin::list(&t.cpus.server),
-            pin::list(&t.cpus.generator),
-            t.cpus.note
-        ),
-    );
-    line("scenarios", s.scenarios.join(", "));
-    line(
-        "users",
-        s.users
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    line(
-        "durations",
-        format!(
-            "{} s measured after {} s warm-up, repeat {}, timeout {} ms",
-            s.duration_s, s.warmup_s, s.repeat, s.timeout_ms
-        ),
-    );
-    line(
-        "preload",
-        s.preloads
-            .iter()
-            .map(|&n| count(n))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    line("noise floor", format!("{:.0}%", s.noise_floor_pct));
-    line("interleaving", s.interleaving.clone());
-    if !report.state.how.is_empty() {
-        line("fresh state", report.state.how.clone());
-    }
-    for p in &report.state.prepared {
-        line(
-            &format!("prepared, preload {}", count(p.preload)),
-            format!(
-                "filled in {:.2} s (server ready after {:.2} s), {:.1} MiB, {}",
-                p.fill_s,
-                p.startup_s,
-                p.bytes as f64 / (1024.0 * 1024.0),
-                p.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
-            ),
-        );
-    }
-    line("command", s.command_line.clone());
-    out.push_str("</table>\n");
-    out
+    report.setup().html()
 }
 
 fn table(rows: &[&Row]) -> String {
@@ -329,8 +218,23 @@ fn runs(report: &Report) -> String {
     out
 }
 
+/// The page's opening up to `<body>`: the title and the one inline style sheet every report uses.
+pub(crate) fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>{}</title>\n<style>\n\
+         body{{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}}\n\
+         table{{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}}\n\
+         th,td{{border:1px solid #ccc;padding:.25rem .5rem}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}\n\
+         th{{background:#f3f3f3}}.charts{{display:flex;flex-wrap:wrap;gap:1rem}}\n\
+         .verdict{{font-weight:bold}}.why{{color:#555}}code{{background:#f3f3f3;padding:0 .2rem}}\n\
+         </style>\n</head>\n<body>\n",
+        esc(title)
+    )
+}
+
 /// Escapes text for HTML.
-fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -338,14 +242,14 @@ fn esc(text: &str) -> String {
 }
 
 /// A chart with `f64` axes drawn as SVG, the kind every line chart here is.
-type LineChart<'a, 'b> = ChartContext<
+pub(crate) type LineChart<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
 /// One runtime's line with a dot on each point, and its legend entry.
-fn draw_line(
+pub(crate) fn draw_line(
     chart: &mut LineChart<'_, '_>,
     points: Vec<(f64, f64)>,
     color: RGBColor,
@@ -364,7 +268,7 @@ fn draw_line(
 }
 
 /// The legend box at `position`.
-fn draw_legend<'a, 'b: 'a>(
+pub(crate) fn draw_legend<'a, 'b: 'a>(
     chart: &mut LineChart<'a, 'b>,
     position: SeriesLabelPosition,
 ) -> anyhow::Result<()> {
@@ -377,7 +281,7 @@ fn draw_legend<'a, 'b: 'a>(
         .map_err(plot_err)
 }
 
-fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
+pub(crate) fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
     anyhow!("Failed to draw a chart: {err:?}")
 }
 
@@ -579,7 +483,7 @@ fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
 }
 
 /// A latency for an axis label: two significant digits, no trailing noise.
-fn significant(ms: f64) -> String {
+pub(crate) fn significant(ms: f64) -> String {
     if ms <= 0.0 || !ms.is_finite() {
         return "0".to_owned();
     }

@@ -6,7 +6,6 @@
 use std::fmt::Write as _;
 
 use super::{CellVerdict, Report, Row, RunRecord};
-use crate::compare::pin;
 use crate::compare::verdict::{count, Verdict};
 
 /// The whole markdown report.
@@ -86,7 +85,7 @@ pub fn verdict_rules(noise_floor_pct: f64) -> String {
 }
 
 /// `1 min 23 s` style.
-fn duration_words(seconds: f64) -> String {
+pub(crate) fn duration_words(seconds: f64) -> String {
     let total = seconds.round() as u64;
     if total >= 60 {
         format!("{} min {} s", total / 60, total % 60)
@@ -134,105 +133,11 @@ fn verdicts(report: &Report) -> String {
 }
 
 fn setup(report: &Report) -> String {
-    let m = &report.machine;
-    let v = &report.versions;
-    let t = &report.threads;
-    let s = &report.settings;
-    let mut out = String::from("## Setup\n\n");
-    let _ = writeln!(
-        out,
-        "- Machine: {} — {} ({} cores), {} MiB, {}",
-        m.hostname, m.cpu, m.cores, m.memory_mib, m.os
-    );
-    let crates = v
-        .crates
-        .iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(
-        out,
-        "- Versions: brigade {}, {}{}{}",
-        v.brigade,
-        v.rustc,
-        if crates.is_empty() {
-            String::new()
-        } else {
-            format!("; {crates}")
-        },
-        v.server_binary_version
-            .as_ref()
-            .map(|b| format!("; server binary: {b}"))
-            .unwrap_or_default()
-    );
-    for line in v.runtimes.values() {
-        let _ = writeln!(out, "- Runtime: {line}");
-    }
-    let reported = t
-        .workers_reported
-        .iter()
-        .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(
-        out,
-        "- Threads: every runtime `--workers {}` (as printed: {reported}); generator {} thread(s); {}",
-        t.server_workers, t.generator_threads, t.cpus.note
-    );
-    let _ = writeln!(
-        out,
-        "- CPUs: server {} / generator {}{}",
-        pin::list(&t.cpus.server),
-        pin::list(&t.cpus.generator),
-        if t.cpus.pinned {
-            ""
-        } else {
-            " (shared, not pinned)"
-        }
-    );
-    let _ = writeln!(
-        out,
-        "- Settings: scenarios {}; users {}; preload {}; {} s measured after {} s warm-up; repeat \
-         {}; request timeout {} ms; noise floor {:.0}%{}",
-        s.scenarios.join(", "),
-        s.users
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        s.preloads
-            .iter()
-            .map(|&n| count(n))
-            .collect::<Vec<_>>()
-            .join(", "),
-        trim(s.duration_s),
-        trim(s.warmup_s),
-        s.repeat,
-        s.timeout_ms,
-        s.noise_floor_pct,
-        if s.quick { "; --quick" } else { "" }
-    );
-    let _ = writeln!(out, "- Interleaving: {}", s.interleaving);
-    if !report.state.how.is_empty() {
-        let _ = writeln!(out, "- Fresh state: {}", report.state.how);
-    }
-    for p in &report.state.prepared {
-        let _ = writeln!(
-            out,
-            "- Prepared data folder, preload {}: filled in {:.2} s (server ready after {:.2} s), \
-             {:.1} MiB, {}",
-            count(p.preload),
-            p.fill_s,
-            p.startup_s,
-            p.bytes as f64 / (1024.0 * 1024.0),
-            p.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
-        );
-    }
-    let _ = writeln!(out, "- Command: `{}`\n", s.command_line);
-    out
+    report.setup().markdown()
 }
 
-fn trim(value: f64) -> String {
+/// A number without trailing zeros (`3`, `0.5`), for settings.
+pub(crate) fn trim(value: f64) -> String {
     let text = format!("{value:.3}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
@@ -443,6 +348,6 @@ fn runs(report: &Report) -> String {
 }
 
 /// Makes text safe inside a table cell.
-fn cell_text(text: &str) -> String {
+pub(crate) fn cell_text(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }

@@ -5,10 +5,17 @@
 //! and runtime, each figure the median over the repeats, so the markdown, the HTML and the JSON all
 //! show the same numbers. Fields added since the first reports carry serde defaults, so an older
 //! `report.json` still reads (and `--rejudge` still works on it).
+//!
+//! Beside the comparison's report lives the general one every `brigade study` writes
+//! ([`study::StudyReport`]: titled tables with named dimension and metric columns, charts as named
+//! x/y series). Both open with the same [`setup::Setup`] section and go through the same writer
+//! ([`write_all`], for anything that is a [`ReportDocument`]) into the same three files.
 
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod setup;
+pub mod study;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +23,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::pin::CpuPlan;
+use crate::compare::pin::{self, CpuPlan};
 use crate::compare::procstat::{ProcSeries, ProcUsage};
 use crate::compare::servers::StopOutcome;
-use crate::compare::verdict::{self, RunCpu, Verdict};
+use crate::compare::verdict::{self, count, RunCpu, Verdict};
 use crate::result::{LoadResult, Machine};
 
 /// Everything one comparison measured and decided.
@@ -454,6 +461,106 @@ fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
     }
 }
 
+impl Report {
+    /// The comparison's setup section (machine, versions, threads, CPUs, settings, command line).
+    pub fn setup(&self) -> setup::Setup {
+        let t = &self.threads;
+        let s = &self.settings;
+        let reported = t
+            .workers_reported
+            .iter()
+            .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut out = setup::Setup {
+            machine: self.machine.clone(),
+            versions: self.versions.clone(),
+            lines: Vec::new(),
+            command_line: s.command_line.clone(),
+        };
+        out.line(
+            "Threads",
+            format!(
+                "every runtime `--workers {}` (as printed: {reported}); generator {} thread(s); {}",
+                t.server_workers, t.generator_threads, t.cpus.note
+            ),
+        )
+        .line(
+            "CPUs",
+            format!(
+                "server {} / generator {}{}",
+                pin::list(&t.cpus.server),
+                pin::list(&t.cpus.generator),
+                if t.cpus.pinned {
+                    ""
+                } else {
+                    " (shared, not pinned)"
+                }
+            ),
+        )
+        .line(
+            "Settings",
+            format!(
+                "scenarios {}; users {}; preload {}; {} s measured after {} s warm-up; repeat {}; \
+                 request timeout {} ms; noise floor {:.0}%{}",
+                s.scenarios.join(", "),
+                s.users
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.preloads
+                    .iter()
+                    .map(|&n| count(n))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                markdown::trim(s.duration_s),
+                markdown::trim(s.warmup_s),
+                s.repeat,
+                s.timeout_ms,
+                s.noise_floor_pct,
+                if s.quick { "; --quick" } else { "" }
+            ),
+        )
+        .line("Interleaving", s.interleaving.clone());
+        if !self.state.how.is_empty() {
+            out.line("Fresh state", self.state.how.clone());
+        }
+        for p in &self.state.prepared {
+            out.line(
+                format!("Prepared data folder, preload {}", count(p.preload)),
+                format!(
+                    "filled in {:.2} s (server ready after {:.2} s), {:.1} MiB, {}",
+                    p.fill_s,
+                    p.startup_s,
+                    p.bytes as f64 / (1024.0 * 1024.0),
+                    p.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
+                ),
+            );
+        }
+        out
+    }
+}
+
+/// A report the writer can put into the three files: serialized whole as `report.json`, rendered
+/// as `report.md` and `report.html`.
+pub trait ReportDocument: Serialize {
+    /// The whole markdown document.
+    fn markdown(&self) -> String;
+    /// The whole HTML page (self-contained: inline CSS and SVG, no script, no network).
+    fn html(&self) -> anyhow::Result<String>;
+}
+
+impl ReportDocument for Report {
+    fn markdown(&self) -> String {
+        markdown::render(self)
+    }
+
+    fn html(&self) -> anyhow::Result<String> {
+        html::render(self)
+    }
+}
+
 /// The three report files written into a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
@@ -466,7 +573,7 @@ pub struct Written {
 }
 
 /// Writes `report.json`, `report.md` and `report.html` into `dir` (created if missing).
-pub fn write_all(report: &Report, dir: &Path) -> anyhow::Result<Written> {
+pub fn write_all(report: &impl ReportDocument, dir: &Path) -> anyhow::Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("Failed to create {}", dir.display()))?;
     let written = Written {
         json: dir.join("report.json"),
@@ -474,9 +581,9 @@ pub fn write_all(report: &Report, dir: &Path) -> anyhow::Result<Written> {
         html: dir.join("report.html"),
     };
     json::write(report, &written.json)?;
-    std::fs::write(&written.markdown, markdown::render(report))
+    std::fs::write(&written.markdown, report.markdown())
         .with_context(|| format!("Failed to write {}", written.markdown.display()))?;
-    std::fs::write(&written.html, html::render(report)?)
+    std::fs::write(&written.html, report.html()?)
         .with_context(|| format!("Failed to write {}", written.html.display()))?;
     Ok(written)
 }

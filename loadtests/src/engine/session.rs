@@ -1,0 +1,164 @@
+//! One client talking to a scenario's services one request at a time: a connection per service
+//! (kept alive, reopened when the server closes it), each answer read whole and checked against the
+//! request's `expect`, its captures taken into the caller's pools, and the exchange timed from the
+//! first byte sent to the last byte read. The engine sends a scenario's `[[setup]]` steps with it
+//! ([`Session::fixtures`]); a study that times single requests (the storage study's HTTP variant)
+//! drives it request by request with [`Session::send`].
+//!
+//! It uses the generator's own connection code, so a study's HTTP figures come from the same client
+//! as a load run's. Its futures are not `Send` (a connection lives on one thread): run them on a
+//! current-thread tokio runtime.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+
+use super::conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
+use crate::scenario::{Pools, RenderContext, RequestSpec, Scenario};
+
+/// A sequential client for one scenario's services.
+pub struct Session<'a> {
+    scenario: &'a Scenario,
+    targets: Vec<Target>,
+    conns: Vec<Option<Connection>>,
+    timeout: Duration,
+    seq: &'a AtomicU64,
+    rng: fastrand::Rng,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("scenario", &self.scenario.name())
+            .field(
+                "targets",
+                &self.targets.iter().map(|t| &t.url).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// A request answered as expected.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// The answer's body.
+    pub body: Bytes,
+    /// The path and query the request was sent to.
+    pub path: String,
+    /// The request's body as sent (empty when it had none).
+    pub sent: Bytes,
+    /// From sending the request to reading the last byte of the answer.
+    pub elapsed: Duration,
+}
+
+impl<'a> Session<'a> {
+    /// A session for `scenario` against `targets` (service → base URL; the key `"*"` serves any
+    /// service not named); `seq` counts `{{seq}}`; each request may take `timeout`, connection
+    /// included. Nothing is connected until the first request.
+    pub fn new(
+        scenario: &'a Scenario,
+        targets: &BTreeMap<String, String>,
+        timeout: Duration,
+        seq: &'a AtomicU64,
+    ) -> Result<Session<'a>> {
+        let (targets, _) = super::resolve_targets(scenario, targets)?;
+        Ok(Session::with_targets(scenario, targets, timeout, seq))
+    }
+
+    /// A session over targets already resolved (by the scenario's service index).
+    pub(crate) fn with_targets(
+        scenario: &'a Scenario,
+        targets: Vec<Target>,
+        timeout: Duration,
+        seq: &'a AtomicU64,
+    ) -> Session<'a> {
+        Session {
+            scenario,
+            conns: (0..targets.len()).map(|_| None).collect(),
+            targets,
+            timeout,
+            seq,
+            rng: fastrand::Rng::new(),
+        }
+    }
+
+    /// Sends every `[[setup]]` step of the scenario, `times` times each, one after the other, and
+    /// returns the pools they filled.
+    pub async fn fixtures(&mut self) -> Result<Pools> {
+        let scenario = self.scenario;
+        let mut pools = scenario.empty_pools();
+        for (n, step) in scenario.setup().iter().enumerate() {
+            for _ in 0..step.times {
+                self.send(&step.request, &mut pools)
+                    .await
+                    .with_context(|| {
+                        format!("setup step {} ({})", n + 1, step.describe(scenario))
+                    })?;
+            }
+        }
+        Ok(pools)
+    }
+
+    /// Renders `spec` from `pools`, sends it and reads the answer; an answer with a status the
+    /// request does not expect, or no answer, is an error that says which. A 2xx answer's captures
+    /// go into `pools`.
+    pub async fn send(&mut self, spec: &RequestSpec, pools: &mut Pools) -> Result<Answer> {
+        if !spec.formable(pools) {
+            bail!("a pool it reads is empty (an earlier step created too few)");
+        }
+        let req = spec.render(&mut RenderContext {
+            rng: &mut self.rng,
+            pools,
+            seq: self.seq,
+        })?;
+        let target = &self.targets[spec.service];
+        let slot = &mut self.conns[spec.service];
+        let mut count = WireCount::default();
+        let started = Instant::now();
+        let ex = match tokio::time::timeout(
+            self.timeout,
+            exchange(slot, target, &req, true, true, &mut count),
+        )
+        .await
+        {
+            Ok(ex) => ex,
+            Err(_) => {
+                *slot = None;
+                Exchange {
+                    result: Err(Failure::Timeout),
+                    body: None,
+                }
+            }
+        };
+        let elapsed = started.elapsed();
+        let body = ex.body.unwrap_or_default();
+        match ex.result {
+            Ok(status) if spec.expects(status) => {
+                if (200..300).contains(&status) {
+                    spec.capture(&body, pools)
+                        .context("capturing from the answer")?;
+                }
+                Ok(Answer {
+                    status,
+                    body,
+                    path: req.path,
+                    sent: req.body,
+                    elapsed,
+                })
+            }
+            Ok(status) => {
+                let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+                bail!("{} {} answered {status}: {text}", req.method, req.path)
+            }
+            Err(f) => bail!(
+                "{f:?} error talking to {} (is the service running?)",
+                target.url
+            ),
+        }
+    }
+}

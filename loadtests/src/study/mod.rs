@@ -1,0 +1,70 @@
+//! `brigade study ...`: the classic studies, each a subcommand of one family, each writing the
+//! general study report ([`crate::report::study::StudyReport`]) with the comparison's writer.
+//! Today: `storage` (growing documents, [`storage`]); the studies issue adds `rpc`, `sweep`,
+//! `inproc` and `faults` here the same way: an `Args` struct and a `run_*` function in their own
+//! module, and a variant of [`StudyCommand`].
+//!
+//! The load tester knows no application: what a study needs from one (the storage study's HTTP
+//! growth description) the application registers in a [`Registry`], which the `brigade` binary
+//! fills.
+
+pub mod storage;
+
+use clap::{Args, Subcommand};
+
+/// Arguments of `brigade study`.
+#[derive(Debug, Clone, Args)]
+pub struct StudyArgs {
+    /// The study to run.
+    #[command(subcommand)]
+    pub study: StudyCommand,
+}
+
+/// The studies.
+#[derive(Debug, Clone, Subcommand)]
+pub enum StudyCommand {
+    /// Growing documents (5,000 × 1 KB grown by 1 KB) and fixed-size ones (20,000 × 10 KB) on
+    /// every store, with the cache capped so the data outgrows it.
+    Storage(storage::cli::StorageArgs),
+}
+
+/// A growth description an application registers for `study storage --via http`.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinGrowth {
+    /// What it is called in the report (`restaurant: kitchen orders`).
+    pub name: &'static str,
+    /// Its TOML (see [`storage::http`]).
+    pub toml: &'static str,
+}
+
+/// What the application supplies to the studies.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    /// The storage study's growth through HTTP, if the application has one.
+    pub http_growth: Option<BuiltinGrowth>,
+}
+
+/// Runs `brigade study ...`.
+pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
+    match &args.study {
+        StudyCommand::Storage(storage) => storage::cli::run_storage(storage, registry),
+    }
+}
+
+/// Now, as RFC 3339 in UTC.
+pub(crate) fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Now, as `20250101-120000` (UTC), for folder and database names.
+pub(crate) fn stamp() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year][month][day]-[hour][minute][second]"
+        ))
+        .unwrap_or_default()
+}
