@@ -9,9 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use brigade_loadtests::compare;
-use brigade_loadtests::compare::verdict::Outcome;
-use brigade_loadtests::report::{json, markdown, Report};
+use brigade_compare::report::{json, markdown, Report};
+use brigade_compare::verdict::Outcome;
 use brigade_services::conformance::TestClient;
 
 /// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
@@ -223,7 +222,7 @@ fn compare_runs_every_run_on_a_fresh_server_with_the_preload_visible_to_its_fixt
         run.generator_bound = None;
     }
     let s = &report.settings;
-    let (cells, _) = compare::judge(&runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes, 5.0);
+    let (cells, _) = brigade_compare::judge(&runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes, 5.0);
     for cell in cells.iter().filter(|c| c.scenario == "waiter") {
         for verdict in [&cell.verdict, cell.efficiency.as_ref().unwrap()] {
             assert!(
@@ -402,9 +401,9 @@ fn serve_preload_fills_every_service_once_and_a_restart_does_not_double_it() {
 /// `MONGODB_URI` is set).
 #[test]
 fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
-    use brigade_loadtests::report::study::StudyReport;
-    use brigade_loadtests::study::storage::plan::Counts;
-    use brigade_loadtests::study::storage::report::{GROUPS_TABLE, PHASES_TABLE};
+    use brigade_compare::report::study::StudyReport;
+    use brigade_compare::study::storage::plan::Counts;
+    use brigade_compare::study::storage::report::{GROUPS_TABLE, PHASES_TABLE};
 
     let out = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();

@@ -1,6 +1,7 @@
-//! Records, at build time, the rustc version and the versions of the crates a comparison depends on
-//! (the runtimes, tokio, the stores) from the workspace's `Cargo.lock`, so every report can say what
-//! exactly was measured. Outside a workspace (no lock file found) the list is simply empty.
+//! Records, at build time, the versions of the crates a comparison depends on (the runtimes, tokio,
+//! the stores) from the workspace's `Cargo.lock` (the nearest one above this crate), so every report
+//! can say what exactly was measured. Outside a workspace (no lock file found) the list is simply
+//! empty. The compiler's version comes from `brigade-load`'s build.
 
 use std::path::PathBuf;
 
@@ -19,7 +20,11 @@ const WATCHED: [&str; 9] = [
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let lock = manifest.join("..").join("Cargo.lock");
+    let lock = manifest
+        .ancestors()
+        .map(|dir| dir.join("Cargo.lock"))
+        .find(|lock| lock.exists())
+        .unwrap_or_else(|| manifest.join("Cargo.lock"));
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={}", lock.display());
 
@@ -48,13 +53,4 @@ fn main() {
         .map(|(name, versions)| format!("{name}={}", versions.join("/")))
         .collect();
     println!("cargo:rustc-env=BRIGADE_CRATE_VERSIONS={}", list.join(","));
-
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let version = std::process::Command::new(rustc)
-        .arg("-V")
-        .output()
-        .ok()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        .unwrap_or_default();
-    println!("cargo:rustc-env=BRIGADE_RUSTC={version}");
 }

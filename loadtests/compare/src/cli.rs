@@ -1,17 +1,20 @@
 //! The `brigade compare` command line: its arguments, their defaults (chosen so the default run
-//! fits in 10 minutes on a 2-core machine and `--quick` in 2), and the entry point.
+//! fits in 10 minutes on a 2-core machine and `--quick` in 2), and the entry point. A binary mounts
+//! it as a subcommand and hands it the [`Registry`] of the scenarios it knows; by default compare
+//! runs those the binary registered.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
+use brigade_load::Registry;
 use clap::Args;
 
-use super::{pin, servers, verdict, CompareSettings, CpuChoice};
+use crate::settings::{CompareSettings, CpuChoice};
+use crate::servers::Launch;
+use crate::{pin, verdict};
 use crate::report::markdown;
 
-/// Scenarios run by default: each service alone, all together, and the read-heavy mix.
-pub const DEFAULT_SCENARIOS: &str = "waiter,tables,kitchen,all,read-heavy";
 /// User counts run by default (the study's).
 pub const DEFAULT_USERS: &str = "10,20,30";
 /// Measured time per run by default.
@@ -39,8 +42,8 @@ pub struct CompareArgs {
     /// MongoDB URI for --store mongo
     #[arg(long, env = "MONGODB_URI")]
     pub mongodb_uri: Option<String>,
-    /// Scenarios, comma-separated: built-in names or TOML files
-    /// [default: waiter,tables,kitchen,all,read-heavy]
+    /// Scenarios, comma-separated: registered names or TOML files
+    /// [default: the scenarios this binary registered]
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
     /// Closed-loop user counts, comma-separated [default: 10,20,30; --quick: 10]
@@ -79,9 +82,16 @@ pub struct CompareArgs {
     /// A short comparison (one user count, shorter runs, one repeat): under 2 minutes
     #[arg(long)]
     pub quick: bool,
-    /// The brigade binary to start the servers with [default: this executable]
+    /// The server binary: it takes the standard serve flags (`serve --runtime R --service all
+    /// --listen ADDR --store S --data-dir D --workers N ...`), announces its services as JSON lines
+    /// and lists its runtimes with `runtimes --json` (docs/embedding.md) [default: this executable]
     #[arg(long)]
     pub binary: Option<PathBuf>,
+    /// Start each server with this command instead of the standard flags; placeholders:
+    /// {binary} {runtime} {store} {listen} {port} {data_dir} {workers} {mongodb_uri} {preload}
+    /// {database_prefix} (docs/embedding.md)
+    #[arg(long, value_name = "TEMPLATE")]
+    pub server_command: Option<String>,
     /// Pin nothing: servers and generator share every CPU
     #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
     pub no_pin: bool,
@@ -104,37 +114,31 @@ pub struct CompareArgs {
 }
 
 impl CompareArgs {
-    /// Resolves defaults (and `--quick`) into settings.
-    pub fn settings(&self) -> anyhow::Result<CompareSettings> {
-        let binary = match &self.binary {
-            Some(path) => path.clone(),
-            None => std::env::current_exe().context("Failed to find this executable")?,
-        };
-        if !["embedded", "memory", "mongo"].contains(&self.store.as_str()) {
-            bail!(
-                "--store must be embedded, memory or mongo, not {:?}",
-                self.store
-            );
-        }
-        if self.store == "mongo" && self.mongodb_uri.is_none() {
-            bail!("--store mongo needs --mongodb-uri (or MONGODB_URI)");
-        }
+    /// Resolves defaults (and `--quick`) into settings; `registry` holds the scenarios known by
+    /// name and those run by default.
+    pub fn settings(&self, registry: &Registry) -> anyhow::Result<CompareSettings> {
+        let (launch, server_info) = Launch::resolve(
+            self.binary.as_deref(),
+            self.server_command.as_deref(),
+            !self.runtimes.is_empty(),
+        )?;
         let runtimes = if self.runtimes.is_empty() {
-            servers::list_runtimes(&binary).with_context(|| {
-                format!(
-                    "Failed to ask {} for its runtimes; give --runtimes",
-                    binary.display()
-                )
-            })?
+            server_info.runtime_names()
         } else {
             self.runtimes.clone()
         };
-        let list = |given: &[String], default: &str| -> Vec<String> {
-            if given.is_empty() {
-                default.split(',').map(str::to_owned).collect()
-            } else {
-                given.to_vec()
+        let scenarios = if self.scenarios.is_empty() {
+            let registered = registry.application_names();
+            if registered.is_empty() {
+                bail!(
+                    "this binary registers no scenario to compare by default: give --scenarios \
+                     (a scenario file, or one of: {})",
+                    registry.names().join(", ")
+                );
             }
+            registered.into_iter().map(str::to_owned).collect()
+        } else {
+            self.scenarios.clone()
         };
         let parse_duration = |text: &str| humantime::parse_duration(text).expect("a valid default");
         let users = if self.users.is_empty() {
@@ -199,11 +203,13 @@ impl CompareArgs {
             PathBuf::from("results").join(format!("compare-{stamp}"))
         });
         Ok(CompareSettings {
-            binary,
+            launch,
+            server_info,
+            registry: registry.clone(),
             runtimes,
             store: self.store.clone(),
             mongodb_uri: self.mongodb_uri.clone(),
-            scenarios: list(&self.scenarios, DEFAULT_SCENARIOS),
+            scenarios,
             users,
             preloads,
             duration,
@@ -231,10 +237,11 @@ fn uri_database(uri: &str) -> Option<&str> {
     (!path.is_empty()).then_some(path)
 }
 
-/// Runs `brigade compare`: the comparison, the three reports, and the summary on the terminal.
-pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
+/// Runs `brigade compare` with the scenarios in `registry`: the comparison, the three reports, and
+/// the summary on the terminal.
+pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     if let Some(dir) = &args.rejudge {
-        let report = super::rejudge(dir, args.noise_floor)?;
+        let report = crate::rejudge(dir, args.noise_floor)?;
         println!("{}", markdown::summary(&report));
         println!(
             "Rewrote {} (report.md, report.json, report.html)",
@@ -242,8 +249,8 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let settings = args.settings()?;
-    let report = super::run(&settings)?;
+    let settings = args.settings(registry)?;
+    let report = crate::run(&settings)?;
     println!("\n{}", markdown::summary(&report));
     println!(
         "Reports: {} (report.md, report.json, report.html)",

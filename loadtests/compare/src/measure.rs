@@ -6,16 +6,28 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use super::pin::CpuPlan;
-use super::plan::Planned;
-use super::procstat::{self, ProcSeries, ProcUsage, Sampler};
-use super::servers::{self, ServerProcess, ServerSpec};
-use super::state::{self, FreshState};
-use super::verdict::{self, CpuShape, RunCpu};
-use super::{CompareSettings, SAMPLE_EVERY, STOP_GRACE};
-use crate::engine::{self, LoadConfig};
+use crate::pin::CpuPlan;
+use crate::plan::Planned;
+use crate::procstat::{self, ProcSeries, ProcUsage, Sampler};
+use crate::servers::{self, ServerProcess, ServerSpec};
+use crate::state::{self, FreshState};
+use crate::verdict::{self, CpuShape, RunCpu};
+use crate::run::{SAMPLE_EVERY, STOP_GRACE};
+use crate::settings::CompareSettings;
+use brigade_load::engine::{self, LoadConfig};
 use crate::report::{RunRecord, ServerRecord, StateReset};
-use crate::scenario::Scenario;
+use brigade_load::scenario::Scenario;
+
+/// A run's server: its record, and what it said.
+#[derive(Debug)]
+pub struct Served {
+    /// Its record for the report.
+    pub record: ServerRecord,
+    /// The worker count it said it runs with.
+    pub workers: Option<u32>,
+    /// The services it announced, in order.
+    pub services: Vec<String>,
+}
 
 /// What every run of a comparison shares.
 pub struct Bench<'a> {
@@ -39,7 +51,8 @@ impl Bench<'_> {
     pub fn server_template(&self) -> ServerSpec {
         let settings = self.settings;
         ServerSpec {
-            binary: settings.binary.clone(),
+            launch: settings.launch.clone(),
+            services: settings.expected_services(),
             runtime: settings.runtimes.first().cloned().unwrap_or_default(),
             store: settings.store.clone(),
             mongodb_uri: settings.mongodb_uri.clone(),
@@ -54,14 +67,14 @@ impl Bench<'_> {
     }
 
     /// Makes run number `index` as `planned`: returns its record and, if a server was started,
-    /// the server's record and the worker count it said it runs with.
+    /// what it was and said.
     pub fn run(
         &self,
         index: usize,
         planned: &Planned,
         scenario: &Scenario,
         progress: &str,
-    ) -> (RunRecord, Option<(ServerRecord, Option<u32>)>) {
+    ) -> (RunRecord, Option<Served>) {
         let settings = self.settings;
         let runtime = &settings.runtimes[planned.runtime];
         let mut record = RunRecord {
@@ -124,12 +137,13 @@ impl Bench<'_> {
             };
         let pid = server.pid();
         let workers = server.workers_reported();
+        let services = server.announced().names();
         let mut server_record = ServerRecord {
             runtime: runtime.clone(),
             round: index as u32,
             preload: planned.preload,
             pid,
-            urls: server.urls().clone(),
+            urls: server.urls(),
             cpus_allowed: procstat::allowed_cpus(pid),
             startup_s: server.started_in().as_secs_f64(),
             rss_idle_mib: procstat::read(pid)
@@ -173,7 +187,12 @@ impl Bench<'_> {
         }
         server_record.stop = Some(stop);
         drop(fresh);
-        (record, Some((server_record, workers)))
+        let served = Served {
+            record: server_record,
+            workers,
+            services,
+        };
+        (record, Some(served))
     }
 
     /// Loads `server` with the scenario and fills `record` with what was measured.
@@ -187,12 +206,19 @@ impl Bench<'_> {
     ) {
         let settings = self.settings;
         let cpus = self.cpus;
+        let targets = match server
+            .announced()
+            .targets(scenario.label(), &scenario.services())
+        {
+            Ok(targets) => targets,
+            Err(err) => {
+                println!("{progress}: failed: {err:#}");
+                record.error = Some(format!("{err:#}"));
+                return;
+            }
+        };
         let config = LoadConfig {
-            targets: scenario
-                .services()
-                .iter()
-                .filter_map(|s| server.urls().get(s).map(|u| (s.clone(), u.clone())))
-                .collect(),
+            targets,
             users: Some(planned.users),
             rate: None,
             connections: planned.users,

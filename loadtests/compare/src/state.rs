@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::servers::{self, ServerSpec};
-use crate::compare::verdict::count;
+use crate::servers::{self, ServerSpec};
+use crate::verdict::count;
 use crate::report::{PreparedState, StateSetup};
 
 /// How long a server may take to start and answer `/ready`, with nothing to preload.
@@ -144,7 +144,7 @@ impl FreshState {
                 .map(|p| (p.collection.clone(), p.documents + p.existing))
                 .collect();
             // A clean stop: the store is closed, so its files can be copied as they are.
-            let stop = server.stop(super::STOP_GRACE);
+            let stop = server.stop(crate::run::STOP_GRACE);
             let bytes = folder_bytes(folder.path())?;
             println!(
                 "Prepared {}: filled in {fill_s:.2} s, {:.1} MiB ({stop})",

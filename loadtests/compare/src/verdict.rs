@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::procstat::CpuBusy;
+use crate::procstat::CpuBusy;
 
 /// The largest margin reported (a runner-up with no successful request at all).
 pub const MAX_MARGIN_PCT: f64 = 1_000_000.0;

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use brigade_loadtests::compare;
-use brigade_loadtests::compare::pin::CpuPlan;
-use brigade_loadtests::compare::procstat::{ProcSeries, ProcUsage};
-use brigade_loadtests::compare::verdict::{self, RunCpu};
-use brigade_loadtests::report::{self, json, markdown, Report, RunRecord};
-use brigade_loadtests::result::{Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult};
+use brigade_compare as compare;
+use brigade_compare::pin::CpuPlan;
+use brigade_compare::procstat::{ProcSeries, ProcUsage};
+use brigade_compare::verdict::{self, RunCpu};
+use brigade_compare::report::{self, json, markdown, Report, RunRecord};
+use brigade_load::result::{Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult};
 
 fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadResult {
     let requests = (hits_per_s * elapsed_s).round() as u64;
@@ -185,6 +185,8 @@ fn synthetic() -> Report {
             quick: false,
             interleaving: "together".into(),
             command_line: "brigade compare".into(),
+            services: vec!["api".into(), "auth".into()],
+            server_command: "srv serve --listen {listen}".into(),
         },
         state: report::StateSetup::default(),
         servers: Vec::new(),
@@ -290,6 +292,15 @@ fn the_three_files_are_written_and_agree_with_each_other() {
         );
         assert!(html.contains(&v.verdict.label()));
     }
+    // The setup names the services the server announced and how it was started.
+    assert!(
+        md.contains(
+            "- Server: services api, auth (as the server announced them); started as \
+             `srv serve --listen {listen}`"
+        ),
+        "{md}"
+    );
+    assert!(html.contains("<tr><th>Server</th><td>services api, auth"));
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Verdict logic on synthetic figures: a clear lead wins, a small or overlapping lead ties, and a
 //! generator-bound run names no winner.
 
-use brigade_loadtests::compare::procstat::CpuBusy;
-use brigade_loadtests::compare::verdict::{
+use brigade_compare::procstat::CpuBusy;
+use brigade_compare::verdict::{
     contended, generator_bound, judge_cell, judge_scenario, CpuShape, Outcome, RunCpu,
     RuntimeFigures, Verdict,
 };

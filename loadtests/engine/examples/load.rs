@@ -1,5 +1,6 @@
 //! `brigade load` on its own, for working on the generator without building the runtimes:
-//! `cargo run --release -p brigade-loadtests --example load -- --target http://127.0.0.1:8081 --users 50`.
+//! `cargo run --release -p brigade-load --example load -- --target http://127.0.0.1:8081 --users 50`.
+//! It knows the engine's own scenarios (`hello`) and any scenario file.
 
 use clap::Parser;
 
@@ -8,9 +9,9 @@ use clap::Parser;
 #[command(name = "brigade-load")]
 struct Cli {
     #[command(flatten)]
-    load: brigade_loadtests::cli::LoadArgs,
+    load: brigade_load::cli::LoadArgs,
 }
 
 fn main() -> anyhow::Result<()> {
-    brigade_loadtests::cli::run_load(Cli::parse().load)
+    brigade_load::cli::run_load(Cli::parse().load, &brigade_load::Registry::new())
 }

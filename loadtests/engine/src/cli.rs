@@ -1,5 +1,6 @@
-//! The command lines `brigade load` and `brigade compare` delegate to: clap `Args` structs and the
-//! functions that run them. The `brigade` binary only mounts them as subcommands.
+//! The command line `brigade load` delegates to: its clap `Args` struct, the function that runs it,
+//! and the parsers of its values (durations, CPU lists, targets). A binary mounts it as a subcommand
+//! and hands it the [`Registry`] of the scenarios and default targets it knows.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,30 +9,21 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::engine::{self, LoadConfig};
-use crate::scenario::Scenario;
-
-// --- load (owned by the generator) ---
-
-/// Where the services listen when no `--target` is given (Brigade's default ports).
-pub const DEFAULT_TARGETS: [(&str, &str); 3] = [
-    ("waiter", "http://127.0.0.1:8081"),
-    ("tables", "http://127.0.0.1:8082"),
-    ("kitchen", "http://127.0.0.1:8083"),
-];
+use crate::registry::Registry;
 
 /// `brigade load`: run one scenario against running services and report what it measured.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Built-in scenarios: hello, waiter, tables, kitchen, all, read-heavy (or a TOML file, see docs/methodology.md).\n\
+    after_help = "Scenarios: a registered name (--list-scenarios) or a TOML file (see docs/methodology.md).\n\
 Examples:\n  brigade load --target http://127.0.0.1:8081 --scenario hello --users 50 --duration 30s\n  \
-brigade load --scenario all --rate 2000 --connections 64 --duration 1m --json run.json"
+brigade load --scenario my-mix.toml --target api=http://127.0.0.1:8080 --rate 2000 --connections 64 --duration 1m --json run.json"
 )]
 pub struct LoadArgs {
     /// Target base URL: `URL` for every service the scenario uses, or `NAME=URL` (repeatable).
-    /// Default: waiter=http://127.0.0.1:8081, tables=…:8082, kitchen=…:8083.
+    /// Default: the targets the binary registered (--list-scenarios shows them).
     #[arg(long = "target", value_name = "[NAME=]URL")]
     pub targets: Vec<String>,
-    /// Built-in scenario name or path to a scenario TOML file.
+    /// A registered scenario's name or the path to a scenario TOML file.
     #[arg(long, default_value = "hello", value_name = "NAME|FILE")]
     pub scenario: String,
     /// Closed loop: this many users, each sending its next request when the last one is answered
@@ -74,16 +66,20 @@ pub struct LoadArgs {
     /// No progress bar (it is never drawn when stderr is not a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
-    /// List the built-in scenarios and exit.
+    /// List the registered scenarios and default targets, and exit.
     #[arg(long)]
     pub list_scenarios: bool,
 }
 
 impl LoadArgs {
-    /// The engine configuration these arguments describe.
-    pub fn config(&self) -> Result<LoadConfig> {
+    /// The engine configuration these arguments describe; `registry` gives the default targets.
+    pub fn config(&self, registry: &Registry) -> Result<LoadConfig> {
         let defaults = LoadConfig::default();
-        let targets = parse_targets(&self.targets)?;
+        let targets = if self.targets.is_empty() {
+            registry.targets()
+        } else {
+            parse_targets(&self.targets)?
+        };
         let connections = self.connections.or(if self.rate.is_some() {
             self.users
         } else {
@@ -114,21 +110,25 @@ impl LoadArgs {
     }
 }
 
-/// Runs `brigade load`: prints the table to stdout and writes `--json` if asked.
-pub fn run_load(args: LoadArgs) -> Result<()> {
+/// Runs `brigade load` with the scenarios and default targets in `registry`: prints the table to
+/// stdout and writes `--json` if asked.
+pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
     if args.list_scenarios {
-        for name in Scenario::builtin_names() {
-            let s = Scenario::builtin(name)?;
+        for name in registry.names() {
+            let s = registry.get(name)?;
             println!(
                 "{name:<11} {} (services: {})",
                 s.description(),
                 s.services().join(", ")
             );
         }
+        for (service, url) in registry.default_targets() {
+            println!("target {service}={url}");
+        }
         return Ok(());
     }
-    let scenario = Scenario::load(&args.scenario)?;
-    let config = args.config()?;
+    let scenario = registry.load(&args.scenario)?;
+    let config = args.config(registry)?;
     let result = engine::run(&config, &scenario)?;
     print!("{}", crate::table::render(&result));
     if let Some(path) = &args.json {
@@ -141,15 +141,9 @@ pub fn run_load(args: LoadArgs) -> Result<()> {
 }
 
 /// Turns `--target` values into service → URL: `URL` alone serves every service (`*`),
-/// `NAME=URL` one service; no `--target` at all means Brigade's default ports.
+/// `NAME=URL` one service.
 pub fn parse_targets(values: &[String]) -> Result<BTreeMap<String, String>> {
     let mut map = BTreeMap::new();
-    if values.is_empty() {
-        for (name, url) in DEFAULT_TARGETS {
-            map.insert(name.to_string(), url.to_string());
-        }
-        return Ok(map);
-    }
     for v in values {
         match v.split_once('=') {
             // A target for a service this scenario does not use is fine: one command line can
@@ -203,11 +197,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{text:?} is not a duration (try 30s, 2m, 500ms): {e}"))
 }
 
-// --- compare (owned by the compare helper) ---
-// `CompareArgs` and `run_compare` live in the compare module; re-exported here so the binary
-// finds both commands in `brigade_loadtests::cli`.
-pub use crate::compare::cli::{run_compare, CompareArgs};
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,18 +210,35 @@ mod tests {
         assert_eq!(parse_cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
         assert!(parse_cpu_list("3-1").is_err());
 
-        let t = parse_targets(&["http://h:1".into(), "tables=http://h:2".into()]).unwrap();
+        let t = parse_targets(&["http://h:1".into(), "api=http://h:2".into()]).unwrap();
         assert_eq!(t["*"], "http://h:1");
-        assert_eq!(t["tables"], "http://h:2");
+        assert_eq!(t["api"], "http://h:2");
         // A service the scenario does not use may be named; two unnamed targets are ambiguous.
         assert_eq!(
-            parse_targets(&["kitchen=http://h:3".into()]).unwrap()["kitchen"],
+            parse_targets(&["other=http://h:3".into()]).unwrap()["other"],
             "http://h:3"
         );
         assert!(parse_targets(&["http://h:1".into(), "http://h:2".into()]).is_err());
-        assert_eq!(
-            parse_targets(&[]).unwrap()["waiter"],
-            "http://127.0.0.1:8081"
-        );
+        assert!(parse_targets(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn without_a_target_the_registered_ones_are_used() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let mut registry = Registry::new();
+        registry.target("api", "http://h:1").target("auth", "http://h:2");
+        let args = Cli::parse_from(["load"]).load;
+        let targets = args.config(&registry).unwrap().targets;
+        assert_eq!(targets["api"], "http://h:1");
+        assert_eq!(targets["auth"], "http://h:2");
+        assert_eq!(targets[crate::scenario::DEFAULT_SERVICE], "http://h:1");
+        let args = Cli::parse_from(["load", "--target", "http://h:9"]).load;
+        let targets = args.config(&registry).unwrap().targets;
+        assert_eq!(targets.len(), 1, "{targets:?}");
     }
 }

@@ -1,19 +1,18 @@
-//! Brigade's load generator, scenarios, comparison and reports. Knows nothing about restaurants:
-//! scenarios are data (TOML files), targets are URLs.
+//! Brigade's load generator: runs a scenario — data, a TOML file — against HTTP targets, closed or
+//! open loop, and reports hits/s, bytes/s, latency percentiles from HdrHistograms and errors by kind,
+//! per route and in total. It knows no application: scenarios name services, targets are URLs, and
+//! an application registers its own scenarios and default targets in a [`registry::Registry`].
+//!
+//! A user's crate can depend on it alone; the comparison of runtimes, the studies and their reports
+//! live in `brigade-compare`, built on it.
 
-pub mod result;
-
-// --- the generator (engine, scenarios, histograms, `brigade load`) ---
 pub mod cli;
 pub mod engine;
 pub mod histogram;
 pub mod machine;
+pub mod registry;
+pub mod result;
 pub mod scenario;
 pub mod table;
 
-// --- the comparison (`brigade compare`) and its reports ---
-pub mod compare;
-pub mod report;
-
-// --- the studies (`brigade study storage`, ...), written with the same report writer ---
-pub mod study;
+pub use registry::Registry;

@@ -3,6 +3,11 @@
 
 use crate::result::Machine;
 
+/// The compiler that built the generator (`rustc -V`, recorded at build time).
+pub fn rustc() -> &'static str {
+    env!("BRIGADE_RUSTC")
+}
+
 /// Describes this machine (fields it cannot read are left empty or zero).
 pub fn describe() -> Machine {
     let read = |path: &str| {
@@ -37,7 +42,7 @@ pub fn describe() -> Machine {
         cores: logical_cores(&cpuinfo),
         memory_mib: mem_total_kib(&read("/proc/meminfo")) / 1024,
         brigade_version: env!("CARGO_PKG_VERSION").to_string(),
-        rustc: option_env!("BRIGADE_RUSTC").unwrap_or("").to_string(),
+        rustc: rustc().to_string(),
     }
 }
 

@@ -1,5 +1,9 @@
 //! The generator against small in-test servers: counts, wire bytes, closed and open loop,
 //! coordinated omission, error classification, setup and captured ids, the JSON result.
+//!
+//! Every assertion is on counts and on the order of events, never on how fast this machine is: a
+//! busy 2-core CI box may send ten requests where a quiet one sends ten thousand, and only a lower
+//! bound on a latency the server itself imposes (a stall, a timeout) is asserted.
 
 mod support;
 
@@ -8,9 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use brigade_loadtests::engine::{self, LoadConfig};
-use brigade_loadtests::result::LoadResult;
-use brigade_loadtests::scenario::Scenario;
+use brigade_load::engine::{self, LoadConfig};
+use brigade_load::result::LoadResult;
+use brigade_load::scenario::Scenario;
 use support::{Answer, Req};
 
 fn config(url: &str) -> LoadConfig {
@@ -53,7 +57,7 @@ fn a_closed_loop_counts_every_request_and_the_bytes_on_the_wire() {
     let server = support::hello();
     let result = engine::run(&config(&server.url()), &one_route("/bench/hello")).unwrap();
     let t = &result.total;
-    assert!(t.requests > 50, "{t:?}");
+    assert!(t.requests > 0, "{t:?}");
     assert_eq!(t.ok, t.requests);
     assert_eq!(t.errors.total(), 0);
     assert_eq!(result.routes.len(), 1);
@@ -87,12 +91,12 @@ fn a_request_count_bounds_the_run_and_warmup_is_not_counted() {
     let cfg = LoadConfig {
         duration: None,
         requests: Some(300),
-        warmup: Duration::from_millis(200),
+        warmup: Duration::from_millis(500),
         ..config(&server.url())
     };
     let result = engine::run(&cfg, &one_route("/")).unwrap();
     assert_eq!(result.total.requests, 300);
-    // The server also saw the warm-up's requests.
+    // The server also saw the warm-up's requests (every user sends at least its first one then).
     assert!(hits.load(Ordering::Relaxed) > 300);
 }
 
@@ -107,7 +111,7 @@ fn without_keepalive_every_request_opens_its_own_connection() {
     };
     let result = engine::run(&cfg, &one_route("/")).unwrap();
     assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
-    assert!(result.total.requests > 10);
+    assert!(result.total.requests > 0);
     assert!(!result.settings.keepalive);
     // `Connection: close` goes out with every request.
     let sent = format!(
@@ -148,8 +152,9 @@ fn open_loop_latency_shows_a_stall_that_closed_loop_hides() {
     };
 
     // Open loop: 1000 requests/s on a fixed schedule. The ~500 sends due during the stall wait for
-    // it to end, and their latency counts from when they were due: 0 to 500 ms, so the slowest
-    // tenth of a percent (and more) is near 500 ms.
+    // it to end, and their latency counts from when they were due: 0 to 500 ms. Those due in its
+    // first 250 ms (about 250 of them) wait at least 250 ms, and the 400 due in its first 400 ms at
+    // least 100 ms: over a tenth of the 1500. A busy machine only adds to these latencies.
     let server = stalling_server();
     let open = LoadConfig {
         targets: BTreeMap::from([("*".into(), server.url())]),
@@ -159,6 +164,12 @@ fn open_loop_latency_shows_a_stall_that_closed_loop_hides() {
     };
     let open = engine::run(&open, &scenario).unwrap();
     assert_eq!(open.total.requests, 1500, "every scheduled send is counted");
+    let slow = |result: &LoadResult| {
+        let h = result.total.histogram().unwrap();
+        h.as_hdr().count_between(250_000, 100_000_000)
+    };
+    let open_slow = slow(&open);
+    assert!(open_slow >= 200, "{open_slow} sends saw the stall");
     assert!(
         open.total.latency.p999_ms >= 400.0,
         "open loop hid the stall: {:?}",
@@ -170,8 +181,8 @@ fn open_loop_latency_shows_a_stall_that_closed_loop_hides() {
         open.total.latency
     );
 
-    // Closed loop: the two users simply wait; only two requests see the stall, among thousands,
-    // so p99.9 looks healthy; only the maximum gives it away.
+    // Closed loop: the two users simply wait; one request each sees the stall, however many were
+    // sent, so the percentiles hide it; only the maximum gives it away.
     let server = stalling_server();
     let closed = LoadConfig {
         targets: BTreeMap::from([("*".into(), server.url())]),
@@ -179,19 +190,17 @@ fn open_loop_latency_shows_a_stall_that_closed_loop_hides() {
         ..base
     };
     let closed = engine::run(&closed, &scenario).unwrap();
-    let h = closed.total.histogram().unwrap();
-    let stalled = h.as_hdr().count_between(300_000, 10_000_000);
-    assert!(stalled <= 2, "{stalled} closed-loop requests saw the stall");
     assert!(
         closed.total.latency.max_ms >= 400.0,
         "{:?}",
         closed.total.latency
     );
-    assert!(closed.total.requests > 2_000, "{}", closed.total.requests);
+    // At most one per user saw the stall (and a busy machine's own hiccups may add a few), against
+    // hundreds in the open loop.
+    let closed_slow = slow(&closed);
     assert!(
-        closed.total.latency.p999_ms < 100.0,
-        "closed loop: {:?}",
-        closed.total.latency
+        closed_slow * 20 <= open_slow,
+        "closed loop: {closed_slow} slow requests, open loop: {open_slow}"
     );
 }
 
@@ -233,10 +242,13 @@ path = "/moved"
         "errors",
     )
     .unwrap();
+    // A request count, not a duration: every route is drawn among 280 requests whatever the
+    // machine's speed (a route missed has odds of 7 × (6/7)^280, about 10^-18).
     let cfg = LoadConfig {
         users: Some(6),
         timeout: Duration::from_millis(150),
-        duration: Some(Duration::from_millis(800)),
+        duration: None,
+        requests: Some(280),
         ..config(&server.url())
     };
     let result = engine::run(&cfg, &scenario).unwrap();
@@ -378,9 +390,12 @@ fn setup_fixtures_and_captured_ids_feed_later_requests_without_collisions() {
     let cfg = LoadConfig {
         targets: BTreeMap::from([("api".to_string(), server.url())]),
         users: Some(8),
+        duration: None,
+        requests: Some(400),
         ..config("unused")
     };
     let result = engine::run(&cfg, &scenario).unwrap();
+    assert_eq!(result.total.requests, 400);
     let route = |name: &str| {
         result
             .routes
@@ -458,15 +473,15 @@ fn the_json_result_round_trips_with_its_histograms() {
 
 #[test]
 fn every_send_an_open_loop_schedules_is_accounted_for_when_the_server_stops_answering() {
-    // The server answers for 250 ms, then never again.
-    let origin = Arc::new(Mutex::new(None::<Instant>));
+    // The server answers its first 40 requests, then never again (not within the test).
+    const ANSWERED: u64 = 40;
+    const HANG: Duration = Duration::from_secs(30);
+    let seen = Arc::new(AtomicU64::new(0));
     let server = support::serve(move |_| {
-        let origin = origin.clone();
+        let n = seen.fetch_add(1, Ordering::Relaxed);
         async move {
-            let now = Instant::now();
-            let start = *origin.lock().unwrap().get_or_insert(now);
-            if now >= start + Duration::from_millis(250) {
-                tokio::time::sleep(Duration::from_secs(30)).await;
+            if n >= ANSWERED {
+                tokio::time::sleep(HANG).await;
             }
             Answer::Reply(200, "ok".into())
         }
@@ -488,10 +503,12 @@ fn every_send_an_open_loop_schedules_is_accounted_for_when_the_server_stops_answ
     assert_eq!(result.total.requests, 100);
     let t = &result.total;
     assert_eq!(t.ok + t.errors.timeout, 100, "{t:?}");
-    assert!(t.ok >= 30 && t.ok <= 60, "{t:?}");
+    assert!(t.ok <= ANSWERED, "{t:?}");
+    assert!(t.errors.timeout >= 100 - ANSWERED, "{t:?}");
     assert!(t.latency.max_ms >= 200.0);
+    // The run gave up on the hung requests instead of waiting for their answers.
     assert!(
-        began.elapsed() < Duration::from_secs(3),
+        began.elapsed() < HANG,
         "the run waited {:?}",
         began.elapsed()
     );

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use brigade_loadtests::histogram::LatencyHistogram;
-use brigade_loadtests::result::{self, Errors, LoadResult, LoadSettings, Machine, RouteResult};
+use brigade_load::histogram::LatencyHistogram;
+use brigade_load::result::{self, Errors, LoadResult, LoadSettings, Machine, RouteResult};
 
 fn route(name: &str, latency_ms: u64, n: u64, elapsed_s: f64) -> RouteResult {
     let mut h = LatencyHistogram::new();

@@ -3,7 +3,8 @@
 
 use std::sync::atomic::AtomicU64;
 
-use brigade_loadtests::scenario::{Pools, RenderContext, Scenario};
+use brigade_load::scenario::{Pools, RenderContext, Scenario};
+use brigade_load::Registry;
 
 const SHOP: &str = r#"
 name = "shop"
@@ -297,82 +298,61 @@ fn mistakes_in_a_scenario_are_refused_with_the_reason() {
 }
 
 #[test]
-fn builtins_load_by_name_files_by_path_and_unknown_names_fail() {
-    // Services in first-use order, setup included: the tables scenario creates waiters first.
+fn registered_names_load_files_load_by_path_and_unknown_names_fail() {
+    let mut registry = Registry::new();
+    registry.scenario("shop", SHOP);
+    // Services in first-use order, setup included.
     assert_eq!(
-        Scenario::load("tables").unwrap().services(),
-        vec!["waiter".to_string(), "tables".to_string()]
+        registry.load("shop").unwrap().services(),
+        vec!["shop".to_string(), "archive".to_string()]
     );
-    let kitchen = Scenario::load("kitchen").unwrap();
-    assert_eq!(
-        kitchen.services(),
-        vec![
-            "waiter".to_string(),
-            "tables".to_string(),
-            "kitchen".to_string()
-        ]
-    );
-    let all = Scenario::load("all").unwrap();
-    let mut services = all.services();
-    services.sort();
-    assert_eq!(services, vec!["kitchen", "tables", "waiter"]);
-    let dir = std::env::temp_dir().join(format!("brigade-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("shop.toml");
+    let dir = tempfile_dir();
+    let path = dir.join("mine.toml");
     std::fs::write(&path, SHOP).unwrap();
-    let s = Scenario::load(path.to_str().unwrap()).unwrap();
+    let s = registry.load(path.to_str().unwrap()).unwrap();
     assert_eq!(s.name(), "shop");
     assert_eq!(s.label(), path.to_str().unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
-    let err = format!("{:#}", Scenario::load("no-such-scenario").unwrap_err());
-    assert!(err.contains("read-heavy"), "{err}");
+    let err = format!("{:#}", registry.load("no-such-scenario").unwrap_err());
+    assert!(err.contains("hello, shop"), "{err}");
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("brigade-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 #[test]
-fn builtin_fixture_steps_create_before_they_use() {
-    // Every pool a setup step reads was filled by an earlier step, so setup cannot starve.
-    for name in Scenario::builtin_names() {
-        let s = Scenario::builtin(name).unwrap();
-        let mut pools = s.empty_pools();
-        let (mut rng, seq) = ctx_parts();
-        for step in s.setup() {
-            for _ in 0..step.times {
-                assert!(
-                    step.request.formable(&pools),
-                    "{name}: {}",
-                    step.describe(&s)
-                );
-                step.request
-                    .render(&mut RenderContext {
-                        rng: &mut rng,
-                        pools: &mut pools,
-                        seq: &seq,
-                    })
-                    .unwrap();
-                let id = format!("{}", fastrand::u64(..));
-                for c in &step.request.captures {
-                    pools.push(c.pool, id.clone());
-                }
-            }
-        }
-        // And every request of the mix renders to valid JSON when it has a body.
-        let mut rendered = 0;
-        for r in s.requests() {
-            if r.formable(&pools) {
-                let out = r
-                    .render(&mut RenderContext {
-                        rng: &mut rng,
-                        pools: &mut pools,
-                        seq: &seq,
-                    })
-                    .unwrap();
-                if out.has_body {
-                    serde_json::from_slice::<serde_json::Value>(&out.body)
-                        .unwrap_or_else(|e| panic!("{name}: {} renders invalid JSON: {e}", r.name));
-                }
-                rendered += 1;
-            }
-        }
-        assert!(rendered > 0, "{name}");
-    }
+fn a_rehearsal_plays_fixtures_in_order_and_renders_every_request() {
+    assert_eq!(Scenario::parse(SHOP, "shop").unwrap().rehearse().unwrap(), 3);
+    assert_eq!(
+        Registry::new().get("hello").unwrap().rehearse().unwrap(),
+        1
+    );
+    // A setup step reading a pool only a later step fills would starve the fixtures.
+    let starved = Scenario::parse(
+        r#"
+name = "starved"
+[[setup]]
+path = "/a/{{pick later}}"
+[[setup]]
+path = "/b"
+capture = { later = "/id" }
+[[request]]
+path = "/c"
+"#,
+        "starved",
+    )
+    .unwrap();
+    let err = format!("{:#}", starved.rehearse().unwrap_err());
+    assert!(err.contains("setup step 1 (GET /a/{later}"), "{err}");
+    // A body that claims JSON must be JSON once rendered.
+    let broken = Scenario::parse(
+        "name = \"b\"\n[[request]]\nmethod = \"POST\"\npath = \"/x\"\nbody = '{\"n\": {{seq}},}'\n",
+        "b",
+    )
+    .unwrap();
+    let err = format!("{:#}", broken.rehearse().unwrap_err());
+    assert!(err.contains("request POST /x: renders invalid JSON"), "{err}");
 }

@@ -9,7 +9,7 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 
 use super::{markdown, Report, Row};
-use crate::compare::verdict::Verdict;
+use crate::verdict::Verdict;
 
 /// Chart size in pixels.
 pub(crate) const CHART: (u32, u32) = (560, 340);

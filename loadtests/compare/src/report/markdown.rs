@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{CellVerdict, Report, Row, RunRecord};
-use crate::compare::verdict::{count, Verdict};
+use crate::verdict::{count, Verdict};
 
 /// The whole markdown report.
 pub fn render(report: &Report) -> String {

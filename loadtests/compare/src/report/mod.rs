@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::pin::{self, CpuPlan};
-use crate::compare::procstat::{ProcSeries, ProcUsage};
-use crate::compare::servers::StopOutcome;
-use crate::compare::verdict::{self, count, RunCpu, Verdict};
-use crate::result::{LoadResult, Machine};
+use crate::pin::{self, CpuPlan};
+use crate::procstat::{ProcSeries, ProcUsage};
+use crate::servers::StopOutcome;
+use crate::verdict::{self, count, RunCpu, Verdict};
+use brigade_load::result::{LoadResult, Machine};
 
 /// Everything one comparison measured and decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,6 +122,13 @@ pub struct Settings {
     pub interleaving: String,
     /// The command line as given.
     pub command_line: String,
+    /// The services the server announced, in order (empty in reports made before servers
+    /// announced them).
+    #[serde(default)]
+    pub services: Vec<String>,
+    /// How every server was started: its command, placeholders unfilled.
+    #[serde(default)]
+    pub server_command: String,
 }
 
 fn no_preload() -> Vec<u64> {
@@ -523,6 +530,20 @@ impl Report {
             ),
         )
         .line("Interleaving", s.interleaving.clone());
+        if !s.services.is_empty() || !s.server_command.is_empty() {
+            out.line(
+                "Server",
+                format!(
+                    "services {} (as the server announced them); started as `{}`",
+                    if s.services.is_empty() {
+                        "?".to_owned()
+                    } else {
+                        s.services.join(", ")
+                    },
+                    s.server_command
+                ),
+            );
+        }
         if !self.state.how.is_empty() {
             out.line("Fresh state", self.state.how.clone());
         }

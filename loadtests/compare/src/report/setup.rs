@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Versions;
-use crate::result::Machine;
+use brigade_load::result::Machine;
 
 /// What ran where, with what: the setup section of a report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -133,7 +133,7 @@ impl Setup {
 pub fn build_versions() -> Versions {
     Versions {
         brigade: env!("CARGO_PKG_VERSION").to_owned(),
-        rustc: env!("BRIGADE_RUSTC").to_owned(),
+        rustc: brigade_load::machine::rustc().to_owned(),
         crates: env!("BRIGADE_CRATE_VERSIONS")
             .split(',')
             .filter_map(|pair| pair.split_once('='))

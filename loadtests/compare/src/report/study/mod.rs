@@ -301,7 +301,7 @@ impl ReportDocument for StudyReport {
 pub(crate) mod tests {
     use super::*;
     use crate::report::setup::build_versions;
-    use crate::result::Machine;
+    use brigade_load::result::Machine;
 
     /// A small report with two sections, a missing value, a log chart and an empty chart.
     pub(crate) fn sample() -> StudyReport {

@@ -11,7 +11,7 @@ use clap::Args;
 use super::http::GrowthDescription;
 use super::plan::{Counts, DEFAULT_SEED};
 use super::{HttpSettings, Part, StorageSettings, Via};
-use crate::compare::servers;
+use crate::servers::Launch;
 use crate::study::Registry;
 
 /// The cache cap by default, MiB: the original study's machine had 64 MB of RAM.
@@ -68,9 +68,14 @@ pub struct StorageArgs {
     /// --via http: the runtime to serve with [default: the first this binary has]
     #[arg(long)]
     pub runtime: Option<String>,
-    /// --via http: the brigade binary to start the server with [default: this executable]
+    /// --via http: the server binary, started as `compare` starts one (docs/embedding.md)
+    /// [default: this executable]
     #[arg(long)]
     pub binary: Option<PathBuf>,
+    /// --via http: start the server with this command template instead of the standard flags
+    /// (placeholders as for `compare --server-command`)
+    #[arg(long, value_name = "TEMPLATE")]
+    pub server_command: Option<String>,
 }
 
 impl StorageArgs {
@@ -109,10 +114,11 @@ impl StorageArgs {
             self.parts.clone()
         };
         let http = if via.contains(&Via::Http) {
-            let binary = match &self.binary {
-                Some(path) => path.clone(),
-                None => std::env::current_exe().context("Failed to find this executable")?,
-            };
+            let (launch, info) = Launch::resolve(
+                self.binary.as_deref(),
+                self.server_command.as_deref(),
+                self.runtime.is_some(),
+            )?;
             let growth = match (&self.growth, &registry.http_growth) {
                 (Some(path), _) => GrowthDescription::from_file(path)?,
                 (None, Some(builtin)) => GrowthDescription::parse(builtin.toml, builtin.name)?,
@@ -122,19 +128,16 @@ impl StorageArgs {
             };
             let runtime = match &self.runtime {
                 Some(r) => r.clone(),
-                None => servers::list_runtimes(&binary)
-                    .with_context(|| {
-                        format!(
-                            "Failed to ask {} for its runtimes; give --runtime",
-                            binary.display()
-                        )
-                    })?
+                None => info
+                    .runtime_names()
                     .into_iter()
                     .next()
                     .context("the binary has no runtime")?,
             };
             Some(HttpSettings {
-                binary,
+                services: (launch.serves_all() && !info.services.is_empty())
+                    .then(|| info.services.clone()),
+                launch,
                 runtime,
                 growth,
             })

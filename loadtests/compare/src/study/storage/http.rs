@@ -1,7 +1,7 @@
 //! The growing-documents phase through a running service's routes (`--via http`), as the original
 //! study measured a web application: the same counts and the same seeded sequence of documents as
 //! through the store, each operation a read (`GET`) and a growth (`POST`), timed by the generator's
-//! own client ([`crate::engine::session`]).
+//! own client ([`brigade_load::engine::session`]).
 //!
 //! The load tester knows no application, so the application describes its growth as data: a
 //! [`GrowthDescription`] (TOML) is a scenario (the `docs/methodology.md` syntax: `[vars]`,
@@ -24,9 +24,9 @@ use serde_json::Value;
 
 use super::measure::{Figures, GrowingResult, GrowthRecorder, PhaseResult};
 use super::plan::{Bands, GrowthPlan};
-use crate::engine::session::{Answer, Session};
-use crate::histogram::LatencyHistogram;
-use crate::scenario::{Pools, RequestSpec, Scenario};
+use brigade_load::engine::session::{Answer, Session};
+use brigade_load::histogram::LatencyHistogram;
+use brigade_load::scenario::{Pools, RequestSpec, Scenario};
 
 /// The pool the study puts the chosen document's id into.
 pub const DOC_POOL: &str = "doc";

@@ -31,8 +31,8 @@ use anyhow::{bail, Context, Result};
 use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::pin::{self, CpuPlan};
-use crate::compare::servers::{self, ServerProcess, ServerSpec};
+use crate::pin::{self, CpuPlan};
+use crate::servers::{self, Launch, ServerSpec};
 use crate::report::study::StudyReport;
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
@@ -67,8 +67,10 @@ pub enum Part {
 /// What `--via http` needs.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// The `brigade` binary to start the server with.
-    pub binary: PathBuf,
+    /// The server binary and how to start it (the contract of [`crate::servers`], as `compare`).
+    pub launch: Launch,
+    /// The services it will announce, when its `runtimes --json` says before it starts.
+    pub services: Option<Vec<String>>,
     /// The runtime it serves with.
     pub runtime: String,
     /// How the application's documents are created, grown and read.
@@ -272,8 +274,9 @@ fn through_http(
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("Failed to create {}", logs.display()))?;
     let workers = cpus.server.len().max(1) as u32;
-    let mut spec = ServerSpec {
-        binary: http.binary.clone(),
+    let spec = ServerSpec {
+        launch: http.launch.clone(),
+        services: http.services.clone(),
         runtime: http.runtime.clone(),
         store: store.as_str().to_owned(),
         mongodb_uri: settings.mongodb_uri.clone(),
@@ -287,16 +290,7 @@ fn through_http(
         log_path: logs.join(format!("http-{}-{}.log", http.runtime, store.as_str())),
         cpus: cpus.server_mask().map(<[usize]>::to_vec),
     };
-    // A port found free can be taken before the server binds it; try a few blocks.
-    let mut started = Err(anyhow::anyhow!("the server did not start"));
-    for _ in 0..3 {
-        spec.port = servers::free_port_block(servers::ALL_SERVICES.len() as u16, &[])?;
-        started = ServerProcess::start(&spec, READY_TIMEOUT);
-        if started.is_ok() {
-            break;
-        }
-    }
-    let process = started?;
+    let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
     let label = result.label();
     println!(
         "{label}: server pid {} ready in {:.2} s (CPUs {}, --workers {workers})",
@@ -304,18 +298,14 @@ fn through_http(
         process.started_in().as_secs_f64(),
         pin::list(&cpus.server)
     );
-    let targets = process.urls().clone();
-    let missing: Vec<String> = http
-        .growth
-        .services()
-        .into_iter()
-        .filter(|s| !targets.contains_key(s))
-        .collect();
+    let targets = process
+        .announced()
+        .targets(&http.growth.label(), &http.growth.services());
     let dir = data.path().to_path_buf();
     let on_disk = move || (store == StoreKind::Embedded).then(|| folder_bytes(&dir));
     let client_cpus = cpus.generator_mask().map(<[usize]>::to_vec);
-    let growing = if missing.is_empty() {
-        std::thread::scope(|scope| {
+    let growing = match targets {
+        Ok(targets) => std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     if let Some(cpus) = &client_cpus {
@@ -335,20 +325,15 @@ fn through_http(
                 })
                 .join()
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("the HTTP client panicked")))
-        })
-    } else {
-        Err(anyhow::anyhow!(
-            "the growth description talks to {}, which `brigade serve --service all` does not start",
-            missing.join(", ")
-        ))
+        }),
+        Err(err) => Err(err.context("the growth description does not fit this server")),
     };
     let stop = process.stop(STOP_GRACE);
     println!("{label}: server {stop}");
     result.growing = Some(growing?);
     result.server = Some(format!(
-        "`{} {}` on CPUs {}; {stop}",
-        http.binary.display(),
-        spec.args().join(" "),
+        "`{}` on CPUs {}; {stop}",
+        spec.command_line(),
         pin::list(&cpus.server)
     ));
     Ok(result)

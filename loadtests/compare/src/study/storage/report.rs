@@ -323,12 +323,13 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
     let mut versions = build_versions();
     if let Some(http) = &settings.http {
         if settings.via.contains(&Via::Http) {
-            versions.server_binary = http.binary.display().to_string();
-            versions.server_binary_version = crate::compare::servers::binary_version(&http.binary);
+            let binary = http.launch.binary();
+            versions.server_binary = binary.display().to_string();
+            versions.server_binary_version = crate::servers::binary_version(binary);
         }
     }
     let mut out = Setup {
-        machine: crate::machine::describe(),
+        machine: brigade_load::machine::describe(),
         versions,
         lines: Vec::new(),
         command_line: settings.command_line.clone(),
