@@ -21,7 +21,6 @@ use std::time::Duration;
 use brigade_compare::procstat;
 use brigade_load::engine::{self, LoadConfig};
 
-
 struct Server {
     child: Child,
     url: String,
@@ -78,7 +77,12 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn measure(server: &Server, cfg: &LoadConfig, scenario: &brigade_load::scenario::Scenario, into: &mut Samples) {
+fn measure(
+    server: &Server,
+    cfg: &LoadConfig,
+    scenario: &brigade_load::scenario::Scenario,
+    into: &mut Samples,
+) {
     let mut warm = cfg.clone();
     warm.duration = Some(Duration::from_secs(1));
     engine::run(&warm, scenario).expect("warm-up");

@@ -225,7 +225,8 @@ fn compare_runs_every_run_on_a_fresh_server_with_the_preload_visible_to_its_fixt
         run.generator_bound = None;
     }
     let s = &report.settings;
-    let (cells, _) = brigade_compare::judge(&runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes, 5.0);
+    let (cells, _) =
+        brigade_compare::judge(&runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes, 5.0);
     for cell in cells.iter().filter(|c| c.scenario == "waiter") {
         for verdict in [&cell.verdict, cell.efficiency.as_ref().unwrap()] {
             assert!(
@@ -326,17 +327,28 @@ fn compare_learns_the_services_from_a_command_template_and_refuses_scenarios_for
     }
     for server in &report.servers {
         assert_eq!(server.urls.keys().collect::<Vec<_>>(), ["waiter"]);
-        assert_eq!(server.stop.as_ref().unwrap().to_string(), "stopped on SIGTERM, exit 0");
+        assert_eq!(
+            server.stop.as_ref().unwrap().to_string(),
+            "stopped on SIGTERM, exit 0"
+        );
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        md.contains("- Server: services waiter (as the server announced them); started as `{binary} serve"),
+        md.contains(
+            "- Server: services waiter (as the server announced them); started as `{binary} serve"
+        ),
         "{md}"
     );
 
     // The restaurant's `tables` scenario talks to a service this server does not announce.
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
-        .args(["compare", "--runtimes", "axum", "--server-command", ONE_SERVICE])
+        .args([
+            "compare",
+            "--runtimes",
+            "axum",
+            "--server-command",
+            ONE_SERVICE,
+        ])
         .args(["--scenarios", "tables", "--users", "1", "--repeat", "1"])
         .args(["--duration", "300ms", "--warmup", "0s", "--store", "memory"])
         .arg("--no-progress")
@@ -372,8 +384,14 @@ fn load_knows_the_scenarios_and_targets_the_binary_registered() {
         names,
         ["hello", "waiter", "tables", "kitchen", "all", "read-heavy"]
     );
-    assert!(stdout.contains("target waiter=http://127.0.0.1:8081"), "{stdout}");
-    assert!(stdout.contains("target kitchen=http://127.0.0.1:8083"), "{stdout}");
+    assert!(
+        stdout.contains("target waiter=http://127.0.0.1:8081"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("target kitchen=http://127.0.0.1:8083"),
+        "{stdout}"
+    );
 }
 
 /// A `brigade serve` child and the lines it printed before it listened.

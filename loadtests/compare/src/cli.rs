@@ -10,10 +10,10 @@ use anyhow::bail;
 use brigade_load::Registry;
 use clap::Args;
 
-use crate::settings::{CompareSettings, CpuChoice};
-use crate::servers::Launch;
-use crate::{pin, verdict};
 use crate::report::markdown;
+use crate::servers::Launch;
+use crate::settings::{CompareSettings, CpuChoice};
+use crate::{pin, verdict};
 
 /// User counts run by default (the study's).
 pub const DEFAULT_USERS: &str = "10,20,30";

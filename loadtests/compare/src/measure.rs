@@ -9,13 +9,13 @@ use std::time::Duration;
 use crate::pin::CpuPlan;
 use crate::plan::Planned;
 use crate::procstat::{self, ProcSeries, ProcUsage, Sampler};
+use crate::report::{RunRecord, ServerRecord, StateReset};
+use crate::run::{SAMPLE_EVERY, STOP_GRACE};
 use crate::servers::{self, ServerProcess, ServerSpec};
+use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
 use crate::verdict::{self, CpuShape, RunCpu};
-use crate::run::{SAMPLE_EVERY, STOP_GRACE};
-use crate::settings::CompareSettings;
 use brigade_load::engine::{self, LoadConfig};
-use crate::report::{RunRecord, ServerRecord, StateReset};
 use brigade_load::scenario::Scenario;
 
 /// A run's server: its record, and what it said.

@@ -8,9 +8,10 @@
 //! 2. For the embedded store with `--preload`, fill a data folder once per preload ([`state`]).
 //! 3. Make every run — runtime × scenario × users × preload × repeat — in an order that pairs them
 //!    ([`plan`]): the runs of a cell back to back, the runtime order rotating from cell to cell.
-//!    Each run starts its own server (`brigade serve --service all`) on a fresh, identical store
-//!    state ([`state`]), pinned, on free ports, waits for `/ready` ([`servers`]), loads it, and
-//!    stops it ([`measure`]). The order of runs therefore cannot move a result, and no idle server
+//!    Each run starts its own server (the binary's standard `serve --service all`, or the
+//!    `--server-command` template) on a fresh, identical store state ([`state`]), pinned, on free
+//!    ports, learns its services from its announcements and waits for `/ready` on each
+//!    ([`servers`]: the contract), loads it, and stops it ([`measure`]). The order of runs therefore cannot move a result, and no idle server
 //!    shares the measured one's CPUs.
 //! 4. While each run is measured, sample the server's and the generator's CPU and memory from
 //!    `/proc` ([`procstat`]); flag runs where the generator, not the server, was saturated.

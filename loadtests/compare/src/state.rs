@@ -3,7 +3,7 @@
 //! store state made for it alone.
 //!
 //! - **embedded**: a fresh, empty data folder; with a preload, a copy of a folder filled once per
-//!   preload by `brigade serve --preload N` (copying is far quicker than filling, and is done before
+//!   preload by the server itself (`serve --preload N`; copying is far quicker than filling, and is done before
 //!   the server starts, outside the measured window).
 //! - **memory**: the fresh process is the fresh state; with a preload it fills itself at start-up
 //!   (`--preload N`), before it prints its listening lines.
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use crate::report::{PreparedState, StateSetup};
 use crate::servers::{self, ServerSpec};
 use crate::verdict::count;
-use crate::report::{PreparedState, StateSetup};
 
 /// How long a server may take to start and answer `/ready`, with nothing to preload.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,7 +80,7 @@ impl FreshState {
         let state = match store {
             "embedded" if preloading => {
                 "a fresh data folder: empty, or for a preload a copy of a folder filled once per \
-                 preload by `brigade serve --preload N` (copied before the server starts, outside \
+                 preload by the server itself (`serve --preload N`; copied before the server starts, outside \
                  the measured window)"
             }
             "embedded" => "a fresh, empty data folder",

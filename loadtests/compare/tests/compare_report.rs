@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use brigade_compare as compare;
 use brigade_compare::pin::CpuPlan;
 use brigade_compare::procstat::{ProcSeries, ProcUsage};
-use brigade_compare::verdict::{self, RunCpu};
 use brigade_compare::report::{self, json, markdown, Report, RunRecord};
+use brigade_compare::verdict::{self, RunCpu};
 use brigade_load::result::{Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult};
 
 fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadResult {

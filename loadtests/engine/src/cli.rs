@@ -231,7 +231,9 @@ mod tests {
             load: LoadArgs,
         }
         let mut registry = Registry::new();
-        registry.target("api", "http://h:1").target("auth", "http://h:2");
+        registry
+            .target("api", "http://h:1")
+            .target("auth", "http://h:2");
         let args = Cli::parse_from(["load"]).load;
         let targets = args.config(&registry).unwrap().targets;
         assert_eq!(targets["api"], "http://h:1");

@@ -177,7 +177,10 @@ mod tests {
     fn an_application_registers_scenarios_and_targets_and_may_replace_them() {
         let mut registry = Registry::new();
         registry
-            .scenario("a", "name = \"a\"\nservice = \"one\"\n[[request]]\npath = \"/\"\n")
+            .scenario(
+                "a",
+                "name = \"a\"\nservice = \"one\"\n[[request]]\npath = \"/\"\n",
+            )
             .scenario("b", "not toml [")
             .target("one", "http://h:1")
             .target("two", "http://h:2")

@@ -325,11 +325,11 @@ fn tempfile_dir() -> std::path::PathBuf {
 
 #[test]
 fn a_rehearsal_plays_fixtures_in_order_and_renders_every_request() {
-    assert_eq!(Scenario::parse(SHOP, "shop").unwrap().rehearse().unwrap(), 3);
     assert_eq!(
-        Registry::new().get("hello").unwrap().rehearse().unwrap(),
-        1
+        Scenario::parse(SHOP, "shop").unwrap().rehearse().unwrap(),
+        3
     );
+    assert_eq!(Registry::new().get("hello").unwrap().rehearse().unwrap(), 1);
     // A setup step reading a pool only a later step fills would starve the fixtures.
     let starved = Scenario::parse(
         r#"
@@ -354,5 +354,8 @@ path = "/c"
     )
     .unwrap();
     let err = format!("{:#}", broken.rehearse().unwrap_err());
-    assert!(err.contains("request POST /x: renders invalid JSON"), "{err}");
+    assert!(
+        err.contains("request POST /x: renders invalid JSON"),
+        "{err}"
+    );
 }

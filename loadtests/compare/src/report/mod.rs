@@ -74,7 +74,7 @@ pub struct Versions {
     pub rustc: String,
     /// Crate name → version(s) from the build's lock file.
     pub crates: BTreeMap<String, String>,
-    /// Runtime → how the server binary describes it (`brigade runtimes`).
+    /// Runtime → how the server binary describes it (`runtimes --json`).
     #[serde(default)]
     pub runtimes: BTreeMap<String, String>,
 }

@@ -270,7 +270,8 @@ mod tests {
 
     #[test]
     fn the_older_text_form_is_still_read() {
-        let line = "listening service=api url=http://127.0.0.1:8082 runtime=axum store=embedded workers=2";
+        let line =
+            "listening service=api url=http://127.0.0.1:8082 runtime=axum store=embedded workers=2";
         let parsed = Listening::parse(line).unwrap();
         assert_eq!(parsed.service, "api");
         assert_eq!(parsed.url, "http://127.0.0.1:8082");
@@ -296,7 +297,10 @@ mod tests {
         let services = vec!["tags".to_owned(), DEFAULT_SERVICE.to_owned()];
         let targets = announced.targets("mix", &services).unwrap();
         assert_eq!(targets["tags"], "http://h:2");
-        assert_eq!(targets[DEFAULT_SERVICE], "http://h:1", "the first announced");
+        assert_eq!(
+            targets[DEFAULT_SERVICE], "http://h:1",
+            "the first announced"
+        );
         let err = announced
             .targets("mix", &["tags".to_owned(), "users".to_owned()])
             .unwrap_err()

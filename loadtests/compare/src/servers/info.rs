@@ -71,7 +71,9 @@ impl ServerInfo {
                 String::from_utf8_lossy(&text.stderr).trim()
             );
         }
-        Ok(ServerInfo::parse_text(&String::from_utf8_lossy(&text.stdout)))
+        Ok(ServerInfo::parse_text(&String::from_utf8_lossy(
+            &text.stdout,
+        )))
     }
 
     /// Parses the `--json` form.

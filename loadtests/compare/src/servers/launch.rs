@@ -383,7 +383,10 @@ mod tests {
     #[test]
     fn a_template_with_a_mistake_is_refused_with_the_reason() {
         for (text, reason) in [
-            ("srv --listen {listen} --x {nope}", "unknown placeholder {nope}"),
+            (
+                "srv --listen {listen} --x {nope}",
+                "unknown placeholder {nope}",
+            ),
             ("srv serve --runtime {runtime}", "{listen} or {port}"),
             ("srv 'unclosed {listen}", "unbalanced quotes"),
             ("   ", "empty"),
@@ -393,6 +396,9 @@ mod tests {
         }
         // Braces that are not placeholders (JSON, say) are left alone.
         let t = CommandTemplate::parse(r#"srv --port {port} --config '{"a": 1}'"#).unwrap();
-        assert_eq!(t.render(|_| "7".into()), ["srv", "--port", "7", "--config", r#"{"a": 1}"#]);
+        assert_eq!(
+            t.render(|_| "7".into()),
+            ["srv", "--port", "7", "--config", r#"{"a": 1}"#]
+        );
     }
 }

@@ -333,4 +333,3 @@ fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
         .with_context(|| format!("malformed status line {status_line:?}"))?;
     Ok(code.parse()?)
 }
-

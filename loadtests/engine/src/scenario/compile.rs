@@ -8,7 +8,9 @@ use http::header::HeaderName;
 use serde::Deserialize;
 
 use super::template::{Part, Template};
-use super::{Capture, PoolSpec, RequestSpec, Scenario, SetupStep, DEFAULT_POOL_CAPACITY, DEFAULT_SERVICE};
+use super::{
+    Capture, PoolSpec, RequestSpec, Scenario, SetupStep, DEFAULT_POOL_CAPACITY, DEFAULT_SERVICE,
+};
 
 /// A scenario file as written.
 #[derive(Debug, Deserialize)]

@@ -103,8 +103,6 @@ pub struct Capture {
     pub pointer: String,
 }
 
-/// A template: literal text with `{{function args}}` holes.
-
 /// A request ready to go on the wire.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedRequest {

@@ -31,7 +31,8 @@ pub struct StorageArgs {
     #[arg(long, env = "MONGODB_URI")]
     pub mongodb_uri: Option<String>,
     /// How to reach the store, comma-separated: store (the Store trait, in this process), http
-    /// (the application's routes on a `brigade serve`; the growing part only)
+    /// (the application's routes on a server started as `compare` starts one; the growing
+    /// part only)
     #[arg(long, value_delimiter = ',', value_enum, default_value = "store")]
     pub via: Vec<Via>,
     /// Parts to run, comma-separated: growing, fixed [default: both]

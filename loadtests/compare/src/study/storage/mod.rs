@@ -9,7 +9,7 @@
 //! 1. Decide the work ([`plan`]): the counts, a seeded sequence of documents to grow (the same for
 //!    every store), the document-size bands.
 //! 2. For every store and way in (`--via store`: the trait, in this process ([`direct`]); `--via
-//!    http`: the application's routes on a `brigade serve` started the way `compare` starts one
+//!    http`: the application's routes on a server started the way `compare` starts one
 //!    ([`http`])): the growing phase, then (through the trait) the fixed phase, each on a fresh
 //!    store with its cache capped, one operation at a time, every document read back checked
 //!    against the size written — a mismatch stops the study with an error.
@@ -32,8 +32,8 @@ use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
 use crate::pin::{self, CpuPlan};
-use crate::servers::{self, Launch, ServerSpec};
 use crate::report::study::StudyReport;
+use crate::servers::{self, Launch, ServerSpec};
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
 use plan::{Bands, Counts, GrowthPlan};
@@ -300,7 +300,7 @@ fn through_http(
     );
     let targets = process
         .announced()
-        .targets(&http.growth.label(), &http.growth.services());
+        .targets(http.growth.label(), &http.growth.services());
     let dir = data.path().to_path_buf();
     let on_disk = move || (store == StoreKind::Embedded).then(|| folder_bytes(&dir));
     let client_cpus = cpus.generator_mask().map(<[usize]>::to_vec);
