@@ -154,6 +154,11 @@ impl CompareArgs {
         } else {
             self.users.clone()
         };
+        launch.check(
+            &self.store,
+            self.preload.iter().any(|&n| n > 0),
+            runtimes.len(),
+        )?;
         if users.contains(&0) {
             bail!("--users must be at least 1");
         }

@@ -90,6 +90,31 @@ impl Launch {
         }
     }
 
+    /// Refuses a template that would let runs share state or measure the wrong thing: every run
+    /// needs its own data folder (`{data_dir}`) on the embedded store and its own databases
+    /// (`{database_prefix}`) on mongo, a preload needs `{preload}`, and comparing runtimes needs
+    /// `{runtime}`. The standard flags carry all of them.
+    pub fn check(&self, store: &str, preloading: bool, runtimes: usize) -> Result<()> {
+        let Launch::Template { template, .. } = self else {
+            return Ok(());
+        };
+        let needs = [
+            ("data_dir", store == "embedded", "every run's fresh data folder"),
+            ("database_prefix", store == "mongo", "every run's fresh databases"),
+            ("preload", preloading, "the preload"),
+            ("runtime", runtimes > 1, "the runtime to serve with"),
+        ];
+        for (name, needed, what) in needs {
+            if needed && !template.uses(name) {
+                bail!(
+                    "--server-command has no {{{name}}}, so {what} cannot reach the server: add \
+                     it (docs/embedding.md lists the placeholders)"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the command is the standard `serve --service all` (so the binary's `runtimes
     /// --json` services are the ones it will announce).
     pub fn serves_all(&self) -> bool {
@@ -149,6 +174,12 @@ impl CommandTemplate {
             text: text.to_owned(),
             words,
         })
+    }
+
+    /// Whether the template uses the placeholder `name`.
+    pub fn uses(&self, name: &str) -> bool {
+        let hole = format!("{{{name}}}");
+        self.words.iter().any(|w| w.contains(&hole))
     }
 
     /// The template as given.
@@ -400,5 +431,31 @@ mod tests {
             t.render(|_| "7".into()),
             ["srv", "--port", "7", "--config", r#"{"a": 1}"#]
         );
+    }
+
+    #[test]
+    fn a_template_that_would_share_state_between_runs_is_refused() {
+        let launch = |text: &str| Launch::Template {
+            binary: "srv".into(),
+            template: CommandTemplate::parse(text).unwrap(),
+        };
+        let bare = launch("srv --listen {listen}");
+        assert!(bare.check("memory", false, 1).is_ok());
+        for (store, preloading, runtimes, missing) in [
+            ("embedded", false, 1, "{data_dir}"),
+            ("mongo", false, 1, "{database_prefix}"),
+            ("memory", true, 1, "{preload}"),
+            ("memory", false, 2, "{runtime}"),
+        ] {
+            let err = bare.check(store, preloading, runtimes).unwrap_err().to_string();
+            assert!(err.contains(missing), "{err}");
+        }
+        let full = launch(
+            "srv --runtime {runtime} --listen {listen} --data-dir {data_dir} --preload {preload} \
+             --database-prefix={database_prefix}",
+        );
+        assert!(full.check("mongo", true, 3).is_ok());
+        assert!(full.check("embedded", true, 3).is_ok());
+        assert!(Launch::Binary("srv".into()).check("mongo", true, 3).is_ok());
     }
 }

@@ -127,6 +127,9 @@ impl StorageArgs {
                     "--via http needs --growth FILE: this binary registers no growth description"
                 ),
             };
+            for store in &stores {
+                launch.check(store.as_str(), false, 1)?;
+            }
             let runtime = match &self.runtime {
                 Some(r) => r.clone(),
                 None => info
