@@ -192,6 +192,28 @@ pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
         .with_context(|| format!("Failed to pin to CPU {}", list(cpus)))
 }
 
+/// The calling thread's CPUs, given back to it when dropped: a comparison or study run as a
+/// library call leaves its caller's thread as it found it.
+#[derive(Debug)]
+pub struct Unpin {
+    cpus: Vec<usize>,
+}
+
+impl Unpin {
+    /// Remembers the calling thread's CPUs now.
+    pub fn remember() -> Unpin {
+        Unpin {
+            cpus: available_cpus(),
+        }
+    }
+}
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        let _ = pin_current_thread(&self.cpus);
+    }
+}
+
 /// Spawns `command`, pinned to `cpus` from the start when given.
 pub fn spawn_pinned(command: &mut Command, cpus: Option<&[usize]>) -> anyhow::Result<Child> {
     let Some(cpus) = cpus else {

@@ -77,6 +77,8 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     }
 
     let available = pin::available_cpus();
+    // This thread is pinned to the generator's CPUs below; it gets all of its CPUs back at the end.
+    let _unpin = pin::Unpin::remember();
     let cpus = match &settings.cpus {
         CpuChoice::Auto => CpuPlan::split(&available),
         CpuChoice::NoPin => CpuPlan::unpinned(&available),

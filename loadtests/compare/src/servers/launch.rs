@@ -99,8 +99,16 @@ impl Launch {
             return Ok(());
         };
         let needs = [
-            ("data_dir", store == "embedded", "every run's fresh data folder"),
-            ("database_prefix", store == "mongo", "every run's fresh databases"),
+            (
+                "data_dir",
+                store == "embedded",
+                "every run's fresh data folder",
+            ),
+            (
+                "database_prefix",
+                store == "mongo",
+                "every run's fresh databases",
+            ),
             ("preload", preloading, "the preload"),
             ("runtime", runtimes > 1, "the runtime to serve with"),
         ];
@@ -447,7 +455,10 @@ mod tests {
             ("memory", true, 1, "{preload}"),
             ("memory", false, 2, "{runtime}"),
         ] {
-            let err = bare.check(store, preloading, runtimes).unwrap_err().to_string();
+            let err = bare
+                .check(store, preloading, runtimes)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(missing), "{err}");
         }
         let full = launch(
