@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::engine::{self, LoadConfig};
 use crate::registry::Registry;
+use crate::scenario::DEFAULT_SERVICE;
 
 /// `brigade load`: run one scenario against running services and report what it measured.
 #[derive(Debug, Clone, clap::Args)]
@@ -19,8 +20,9 @@ Examples:\n  brigade load --target http://127.0.0.1:8081 --scenario hello --user
 brigade load --scenario my-mix.toml --target api=http://127.0.0.1:8080 --rate 2000 --connections 64 --duration 1m --json run.json"
 )]
 pub struct LoadArgs {
-    /// Target base URL: `URL` for every service the scenario uses, or `NAME=URL` (repeatable).
-    /// Default: the targets the binary registered (--list-scenarios shows them).
+    /// Target base URL: `URL` for every service the scenario uses, or `NAME=URL` (repeatable; a
+    /// scenario naming no service goes to the first). Default: the targets the binary registered
+    /// (--list-scenarios shows them).
     #[arg(long = "target", value_name = "[NAME=]URL")]
     pub targets: Vec<String>,
     /// A registered scenario's name or the path to a scenario TOML file.
@@ -141,15 +143,18 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
 }
 
 /// Turns `--target` values into service → URL: `URL` alone serves every service (`*`),
-/// `NAME=URL` one service.
+/// `NAME=URL` one service; without a `URL` alone, a scenario that names no service goes to the
+/// first `NAME=URL`.
 pub fn parse_targets(values: &[String]) -> Result<BTreeMap<String, String>> {
     let mut map = BTreeMap::new();
+    let mut first_named = None;
     for v in values {
         match v.split_once('=') {
             // A target for a service this scenario does not use is fine: one command line can
             // name all the services and run any scenario.
             Some((name, url)) if !name.contains("://") && !name.contains('/') => {
                 map.insert(name.to_string(), url.to_string());
+                first_named.get_or_insert_with(|| url.to_string());
             }
             _ => {
                 if map.insert("*".to_string(), v.clone()).is_some() {
@@ -157,6 +162,9 @@ pub fn parse_targets(values: &[String]) -> Result<BTreeMap<String, String>> {
                 }
             }
         }
+    }
+    if let Some(url) = first_named.filter(|_| !map.contains_key("*")) {
+        map.entry(DEFAULT_SERVICE.to_string()).or_insert(url);
     }
     Ok(map)
 }
@@ -214,9 +222,13 @@ mod tests {
         assert_eq!(t["*"], "http://h:1");
         assert_eq!(t["api"], "http://h:2");
         // A service the scenario does not use may be named; two unnamed targets are ambiguous.
-        assert_eq!(
-            parse_targets(&["other=http://h:3".into()]).unwrap()["other"],
-            "http://h:3"
+        let named = parse_targets(&["other=http://h:3".into(), "more=http://h:4".into()]).unwrap();
+        assert_eq!(named["other"], "http://h:3");
+        // A scenario naming no service goes to the first NAME=URL when no URL stands alone.
+        assert_eq!(named[DEFAULT_SERVICE], "http://h:3");
+        assert!(
+            !t.contains_key(DEFAULT_SERVICE),
+            "the unnamed URL serves it: {t:?}"
         );
         assert!(parse_targets(&["http://h:1".into(), "http://h:2".into()]).is_err());
         assert!(parse_targets(&[]).unwrap().is_empty());
@@ -238,7 +250,7 @@ mod tests {
         let targets = args.config(&registry).unwrap().targets;
         assert_eq!(targets["api"], "http://h:1");
         assert_eq!(targets["auth"], "http://h:2");
-        assert_eq!(targets[crate::scenario::DEFAULT_SERVICE], "http://h:1");
+        assert_eq!(targets[DEFAULT_SERVICE], "http://h:1");
         let args = Cli::parse_from(["load", "--target", "http://h:9"]).load;
         let targets = args.config(&registry).unwrap().targets;
         assert_eq!(targets.len(), 1, "{targets:?}");

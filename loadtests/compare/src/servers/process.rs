@@ -162,8 +162,13 @@ impl ServerProcess {
                 let left = deadline.saturating_duration_since(Instant::now());
                 wait_ready(&first, left)
                     .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
+                // A server that keeps printing other lines does not hold the start up for long.
+                let settled_by = Instant::now() + SETTLE * 10;
                 while let Ok(line) = lines_rx.recv_timeout(SETTLE) {
                     server.read(&line, spec)?;
+                    if Instant::now() >= settled_by {
+                        break;
+                    }
                 }
             }
         }
