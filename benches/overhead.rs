@@ -18,9 +18,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use brigade_loadtests::compare::procstat;
-use brigade_loadtests::engine::{self, LoadConfig};
-use brigade_loadtests::scenario::Scenario;
+use brigade_compare::procstat;
+use brigade_load::engine::{self, LoadConfig};
 
 struct Server {
     child: Child,
@@ -78,7 +77,12 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn measure(server: &Server, cfg: &LoadConfig, scenario: &Scenario, into: &mut Samples) {
+fn measure(
+    server: &Server,
+    cfg: &LoadConfig,
+    scenario: &brigade_load::scenario::Scenario,
+    into: &mut Samples,
+) {
     let mut warm = cfg.clone();
     warm.duration = Some(Duration::from_secs(1));
     engine::run(&warm, scenario).expect("warm-up");
@@ -121,7 +125,9 @@ fn main() {
     } else {
         vec![0]
     };
-    let scenario = Scenario::builtin("hello").expect("the hello scenario");
+    let scenario = brigade_load::Registry::new()
+        .get("hello")
+        .expect("the hello scenario");
 
     let mut servers = BTreeMap::new();
     for rt in &runtimes {
@@ -160,7 +166,7 @@ fn main() {
             };
             for (variant, server) in order {
                 let cfg = LoadConfig {
-                    targets: BTreeMap::from([("waiter".to_string(), server.url.clone())]),
+                    targets: BTreeMap::from([("*".to_string(), server.url.clone())]),
                     users: Some(users),
                     duration: Some(Duration::from_secs(secs)),
                     warmup: Duration::ZERO,

@@ -36,7 +36,7 @@ if "$BIN" load --help >/dev/null 2>&1; then
     LOAD=("$BIN" load)
 else
     # The binary does not carry `load` yet: use the generator's stand-alone example.
-    cargo build --release -p brigade-loadtests --example load >&2
+    cargo build --release -p brigade-load --example load >&2
     LOAD=("$CARGO_TARGET_DIR/release/examples/load")
 fi
 

@@ -53,18 +53,35 @@ enum Command {
         workers: Option<usize>,
     },
     /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
-    Load(brigade_loadtests::cli::LoadArgs),
+    Load(brigade_load::cli::LoadArgs),
     /// The main job: run every runtime in turn under the same load and report who wins.
-    Compare(brigade_loadtests::cli::CompareArgs),
+    Compare(brigade_compare::cli::CompareArgs),
     /// The classic studies (today: `storage`), written with the same reports as `compare`.
-    Study(brigade_loadtests::study::StudyArgs),
+    Study(brigade_compare::study::StudyArgs),
+}
+
+/// What the restaurant supplies to the load tester: its scenarios by name (`waiter`, `tables`,
+/// `kitchen`, `all`, `read-heavy`, beside the engine's `hello`; `compare` runs them by default) and
+/// where its services listen by default (`brigade load` without `--target`).
+fn load_registry() -> brigade_load::Registry {
+    let mut registry = brigade_load::Registry::new();
+    for (name, toml) in brigade_services::scenarios::load_scenarios() {
+        registry.scenario(*name, *toml);
+    }
+    for service in ServiceName::ALL {
+        registry.target(
+            service.as_str(),
+            format!("http://127.0.0.1:{}", service.default_port()),
+        );
+    }
+    registry
 }
 
 /// What the restaurant supplies to the studies: its growing documents for
 /// `brigade study storage --via http` (kitchen orders grown by appending items).
-fn study_registry() -> brigade_loadtests::study::Registry {
-    brigade_loadtests::study::Registry {
-        http_growth: Some(brigade_loadtests::study::BuiltinGrowth {
+fn study_registry() -> brigade_compare::study::Registry {
+    brigade_compare::study::Registry {
+        http_growth: Some(brigade_compare::study::BuiltinGrowth {
             name: "restaurant: kitchen orders",
             toml: include_str!("../services/restaurant/studies/storage-growth.toml"),
         }),
@@ -166,15 +183,15 @@ fn main() {
         }
         Command::Load(args) => {
             init_tracing();
-            brigade_loadtests::cli::run_load(args)
+            brigade_load::cli::run_load(args, &load_registry())
         }
         Command::Compare(args) => {
             init_tracing();
-            brigade_loadtests::cli::run_compare(args)
+            brigade_compare::cli::run_compare(args, &load_registry())
         }
         Command::Study(args) => {
             init_tracing();
-            brigade_loadtests::study::run_study(&args, &study_registry())
+            brigade_compare::study::run_study(&args, &study_registry())
         }
     };
     if let Err(e) = result {

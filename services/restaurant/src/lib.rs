@@ -14,6 +14,7 @@ use brigade_kit::{ApiError, App, AppHandle, RouteTable};
 pub mod kitchen;
 pub mod model;
 pub mod preload;
+pub mod scenarios;
 pub mod tables;
 pub mod waiter;
 

@@ -1,0 +1,277 @@
+//! The `brigade compare` command line: its arguments, their defaults (chosen so the default run
+//! fits in 10 minutes on a 2-core machine and `--quick` in 2), and the entry point. A binary mounts
+//! it as a subcommand and hands it the [`Registry`] of the scenarios it knows; by default compare
+//! runs those the binary registered.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use brigade_load::Registry;
+use clap::Args;
+
+use crate::report::markdown;
+use crate::servers::Launch;
+use crate::settings::{CompareSettings, CpuChoice};
+use crate::{pin, verdict};
+
+/// User counts run by default (the study's).
+pub const DEFAULT_USERS: &str = "10,20,30";
+/// Measured time per run by default.
+pub const DEFAULT_DURATION: &str = "3s";
+/// Warm-up per run by default.
+pub const DEFAULT_WARMUP: &str = "500ms";
+/// Repeats per cell by default.
+pub const DEFAULT_REPEAT: u32 = 2;
+/// `--quick`: user counts.
+pub const QUICK_USERS: &str = "10";
+/// `--quick`: measured time per run.
+pub const QUICK_DURATION: &str = "2s";
+/// `--quick`: warm-up per run.
+pub const QUICK_WARMUP: &str = "500ms";
+
+/// Arguments of `brigade compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Runtimes to compare, comma-separated [default: every runtime the binary has]
+    #[arg(long, value_delimiter = ',')]
+    pub runtimes: Vec<String>,
+    /// Store every service uses: embedded, memory or mongo
+    #[arg(long, default_value = "embedded")]
+    pub store: String,
+    /// MongoDB URI for --store mongo
+    #[arg(long, env = "MONGODB_URI")]
+    pub mongodb_uri: Option<String>,
+    /// Scenarios, comma-separated: registered names or TOML files
+    /// [default: the scenarios this binary registered]
+    #[arg(long, value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// Closed-loop user counts, comma-separated [default: 10,20,30; --quick: 10]
+    #[arg(long, value_delimiter = ',')]
+    pub users: Vec<u32>,
+    /// Documents per collection to preload before the fixtures, comma-separated: a dimension like
+    /// --users (e.g. 1000,1000000) [default: 0]
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]")]
+    pub preload: Vec<u64>,
+    /// Measured time per run, e.g. 3s, 1m [default: 3s; --quick: 2s]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warm-up per run, not counted [default: 500ms; --quick: 500ms]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Runs per runtime, scenario and user count; verdicts use the median and spread
+    /// [default: 2; --quick: 1]
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Worker threads for every runtime [default: the number of server CPUs]
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Generator threads [default: the number of generator CPUs]
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Per-request timeout
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+    pub timeout: Duration,
+    /// Leads under this percentage are ties
+    #[arg(long, default_value_t = verdict::DEFAULT_NOISE_FLOOR_PCT)]
+    pub noise_floor: f64,
+    /// Where to write report.json, report.md, report.html and the server logs
+    /// [default: results/compare-<UTC timestamp>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A short comparison (one user count, shorter runs, one repeat): under 2 minutes
+    #[arg(long)]
+    pub quick: bool,
+    /// The server binary: it takes the standard serve flags (`serve --runtime R --service all
+    /// --listen ADDR --store S --data-dir D --workers N ...`), announces its services as JSON lines
+    /// and lists its runtimes with `runtimes --json` (docs/embedding.md) [default: this executable]
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Start each server with this command instead of the standard flags; placeholders:
+    /// {binary} {runtime} {store} {listen} {port} {data_dir} {workers} {mongodb_uri} {preload}
+    /// {database_prefix} (docs/embedding.md)
+    #[arg(long, value_name = "TEMPLATE")]
+    pub server_command: Option<String>,
+    /// Pin nothing: servers and generator share every CPU
+    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
+    pub no_pin: bool,
+    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
+    #[arg(long, requires = "generator_cpus")]
+    pub server_cpus: Option<String>,
+    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
+    #[arg(long, requires = "server_cpus")]
+    pub generator_cpus: Option<String>,
+    /// Accepted for old command lines and ignored: every run now has a server of its own
+    #[arg(long, hide = true)]
+    pub one_at_a_time: bool,
+    /// No progress bar during runs
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Run nothing: re-judge the report in DIR (its report.json) with the current rules and
+    /// --noise-floor, and rewrite its report.json, report.md and report.html
+    #[arg(long, value_name = "DIR")]
+    pub rejudge: Option<PathBuf>,
+}
+
+impl CompareArgs {
+    /// Resolves defaults (and `--quick`) into settings; `registry` holds the scenarios known by
+    /// name and those run by default.
+    pub fn settings(&self, registry: &Registry) -> anyhow::Result<CompareSettings> {
+        let (launch, server_info) = Launch::resolve(
+            self.binary.as_deref(),
+            self.server_command.as_deref(),
+            !self.runtimes.is_empty(),
+        )?;
+        let runtimes = if self.runtimes.is_empty() {
+            server_info.runtime_names()
+        } else {
+            self.runtimes.clone()
+        };
+        let scenarios = if self.scenarios.is_empty() {
+            let registered = registry.application_names();
+            if registered.is_empty() {
+                bail!(
+                    "this binary registers no scenario to compare by default: give --scenarios \
+                     (a scenario file, or one of: {})",
+                    registry.names().join(", ")
+                );
+            }
+            registered.into_iter().map(str::to_owned).collect()
+        } else {
+            self.scenarios.clone()
+        };
+        let parse_duration = |text: &str| humantime::parse_duration(text).expect("a valid default");
+        let users = if self.users.is_empty() {
+            let default = if self.quick {
+                QUICK_USERS
+            } else {
+                DEFAULT_USERS
+            };
+            default
+                .split(',')
+                .map(|u| u.parse().expect("a valid default"))
+                .collect()
+        } else {
+            self.users.clone()
+        };
+        launch.check(
+            &self.store,
+            self.preload.iter().any(|&n| n > 0),
+            runtimes.len(),
+        )?;
+        if users.contains(&0) {
+            bail!("--users must be at least 1");
+        }
+        let duration = self.duration.unwrap_or_else(|| {
+            parse_duration(if self.quick {
+                QUICK_DURATION
+            } else {
+                DEFAULT_DURATION
+            })
+        });
+        let warmup = self.warmup.unwrap_or_else(|| {
+            parse_duration(if self.quick {
+                QUICK_WARMUP
+            } else {
+                DEFAULT_WARMUP
+            })
+        });
+        let cpus = match (&self.server_cpus, &self.generator_cpus) {
+            (Some(server), Some(generator)) => CpuChoice::Explicit {
+                server: pin::parse_list(server)?,
+                generator: pin::parse_list(generator)?,
+            },
+            _ if self.no_pin => CpuChoice::NoPin,
+            _ => CpuChoice::Auto,
+        };
+        if self.store == "mongo" {
+            if let Some(database) = self.mongodb_uri.as_deref().and_then(uri_database) {
+                bail!(
+                    "the MongoDB URI names the database {database:?}: every run would share it; \
+                     give the URI without a database (compare gives each run fresh databases)"
+                );
+            }
+        }
+        let mut preloads = if self.preload.is_empty() {
+            vec![0]
+        } else {
+            self.preload.clone()
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        preloads.retain(|n| seen.insert(*n));
+        let out_dir = self.out.clone().unwrap_or_else(|| {
+            let stamp = time::OffsetDateTime::now_utc()
+                .format(time::macros::format_description!(
+                    "[year][month][day]-[hour][minute][second]"
+                ))
+                .unwrap_or_default();
+            PathBuf::from("results").join(format!("compare-{stamp}"))
+        });
+        Ok(CompareSettings {
+            launch,
+            server_info,
+            registry: registry.clone(),
+            runtimes,
+            store: self.store.clone(),
+            mongodb_uri: self.mongodb_uri.clone(),
+            scenarios,
+            users,
+            preloads,
+            duration,
+            warmup,
+            repeat: self
+                .repeat
+                .unwrap_or(if self.quick { 1 } else { DEFAULT_REPEAT }),
+            workers: self.workers,
+            threads: self.threads,
+            timeout: self.timeout,
+            noise_floor_pct: self.noise_floor,
+            cpus,
+            out_dir,
+            quick: self.quick,
+            progress: !self.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        })
+    }
+}
+
+/// The database a MongoDB URI names (`mongodb://host/db?...` → `db`), if any.
+fn uri_database(uri: &str) -> Option<&str> {
+    let rest = uri.split_once("://")?.1;
+    let path = rest.split('?').next()?.split_once('/')?.1;
+    (!path.is_empty()).then_some(path)
+}
+
+/// Runs `brigade compare` with the scenarios in `registry`: the comparison, the three reports, and
+/// the summary on the terminal.
+pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()> {
+    if let Some(dir) = &args.rejudge {
+        let report = crate::rejudge(dir, args.noise_floor)?;
+        println!("{}", markdown::summary(&report));
+        println!(
+            "Rewrote {} (report.md, report.json, report.html)",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let settings = args.settings(registry)?;
+    let report = crate::run(&settings)?;
+    println!("\n{}", markdown::summary(&report));
+    println!(
+        "Reports: {} (report.md, report.json, report.html)",
+        settings.out_dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uri_database_is_found_where_there_is_one() {
+        assert_eq!(uri_database("mongodb://h:27017/shop?x=1"), Some("shop"));
+        assert_eq!(uri_database("mongodb://h:27017/?x=1"), None);
+        assert_eq!(uri_database("mongodb://u:p@h1,h2"), None);
+    }
+}

@@ -1,0 +1,319 @@
+//! One measured run, start to stop: make its fresh state, start its server on it (pinned, on free
+//! ports), load it with the scenario (fixtures, warm-up, then the measured window) while `/proc` is
+//! sampled, then stop the server. Everything that happens before the window — copying a prepared
+//! folder, a preload, the fixtures, the warm-up — is recorded but not measured.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::pin::CpuPlan;
+use crate::plan::Planned;
+use crate::procstat::{self, ProcSeries, ProcUsage, Sampler};
+use crate::report::{RunRecord, ServerRecord, StateReset};
+use crate::run::{SAMPLE_EVERY, STOP_GRACE};
+use crate::servers::{self, ServerProcess, ServerSpec};
+use crate::settings::CompareSettings;
+use crate::state::{self, FreshState};
+use crate::verdict::{self, CpuShape, RunCpu};
+use brigade_load::engine::{self, LoadConfig};
+use brigade_load::scenario::Scenario;
+
+/// A run's server: its record, and what it said.
+#[derive(Debug)]
+pub struct Served {
+    /// Its record for the report.
+    pub record: ServerRecord,
+    /// The worker count it said it runs with.
+    pub workers: Option<u32>,
+    /// The services it announced, in order.
+    pub services: Vec<String>,
+}
+
+/// What every run of a comparison shares.
+pub struct Bench<'a> {
+    /// The comparison's settings.
+    pub settings: &'a CompareSettings,
+    /// The CPU split.
+    pub cpus: &'a CpuPlan,
+    /// The CPU split, as the verdicts see it.
+    pub shape: CpuShape,
+    /// `--workers` for every server.
+    pub workers: u32,
+    /// Generator threads.
+    pub threads: u32,
+    /// Fresh state for every run.
+    pub state: &'a FreshState,
+}
+
+impl Bench<'_> {
+    /// The server command every run and preparation starts from (port, folder, preload and log
+    /// are the run's own).
+    pub fn server_template(&self) -> ServerSpec {
+        let settings = self.settings;
+        ServerSpec {
+            launch: settings.launch.clone(),
+            services: settings.expected_services(),
+            runtime: settings.runtimes.first().cloned().unwrap_or_default(),
+            store: settings.store.clone(),
+            mongodb_uri: settings.mongodb_uri.clone(),
+            workers: self.workers,
+            port: 0,
+            data_dir: std::env::temp_dir(),
+            preload: 0,
+            database_prefix: None,
+            log_path: settings.out_dir.join("logs").join("server.log"),
+            cpus: self.cpus.server_mask().map(<[usize]>::to_vec),
+        }
+    }
+
+    /// Makes run number `index` as `planned`: returns its record and, if a server was started,
+    /// what it was and said.
+    pub fn run(
+        &self,
+        index: usize,
+        planned: &Planned,
+        scenario: &Scenario,
+        progress: &str,
+    ) -> (RunRecord, Option<Served>) {
+        let settings = self.settings;
+        let runtime = &settings.runtimes[planned.runtime];
+        let mut record = RunRecord {
+            index,
+            repeat: planned.repeat,
+            runtime: runtime.clone(),
+            scenario: settings.scenarios[planned.scenario].clone(),
+            users: planned.users,
+            preload: planned.preload,
+            reset: None,
+            result: None,
+            error: None,
+            server: ProcUsage::default(),
+            generator: ProcUsage::default(),
+            generator_cpu_percent: 0.0,
+            generator_bound: None,
+            contended: None,
+            cpu: RunCpu::default(),
+            server_samples: ProcSeries {
+                pid: 0,
+                samples: Vec::new(),
+            },
+            window_s: (0.0, 0.0),
+        };
+        let fresh = match self.state.for_run(index, runtime, planned.preload) {
+            Ok(fresh) => fresh,
+            Err(err) => {
+                record.error = Some(format!("could not make its fresh state: {err:#}"));
+                println!(
+                    "{progress}: skipped, {}",
+                    record.error.as_deref().unwrap_or_default()
+                );
+                return (record, None);
+            }
+        };
+        let log_path = settings
+            .out_dir
+            .join("logs")
+            .join(format!("{:03}-{runtime}.log", index + 1));
+        let spec = ServerSpec {
+            runtime: runtime.clone(),
+            data_dir: fresh.data.path().to_path_buf(),
+            preload: fresh.preload_arg,
+            database_prefix: fresh.database_prefix.clone(),
+            log_path: log_path.clone(),
+            ..self.server_template()
+        };
+        let mut server =
+            match servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
+            {
+                Ok(server) => server,
+                Err(err) => {
+                    record.error = Some(format!("server not started: {err:#}"));
+                    println!(
+                        "{progress}: skipped, {}",
+                        record.error.as_deref().unwrap_or_default()
+                    );
+                    return (record, None);
+                }
+            };
+        let pid = server.pid();
+        let workers = server.workers_reported();
+        let services = server.announced().names();
+        let mut server_record = ServerRecord {
+            runtime: runtime.clone(),
+            round: index as u32,
+            preload: planned.preload,
+            pid,
+            urls: server.urls(),
+            cpus_allowed: procstat::allowed_cpus(pid),
+            startup_s: server.started_in().as_secs_f64(),
+            rss_idle_mib: procstat::read(pid)
+                .map(|r| r.rss_kib as f64 / 1024.0)
+                .unwrap_or(0.0),
+            rss_after_mib: None,
+            rss_peak_mib: None,
+            stop: None,
+            log: log_path.display().to_string(),
+        };
+        let preloaded = server.preloaded();
+        record.reset = Some(StateReset {
+            pid,
+            how: fresh.how.clone(),
+            copy_s: fresh.copy_s,
+            preload_s: (!preloaded.is_empty()).then(|| preloaded.iter().map(|p| p.seconds).sum()),
+            preloaded: if preloaded.is_empty() {
+                fresh.preloaded.clone()
+            } else {
+                preloaded
+                    .iter()
+                    .map(|p| (p.collection.clone(), p.documents + p.existing))
+                    .collect()
+            },
+            startup_s: server_record.startup_s,
+        });
+        if server.is_running() {
+            self.load(&server, scenario, planned, &mut record, progress);
+        } else {
+            record.error = Some("the server process had exited".to_owned());
+            println!("{progress}: failed, the server process had exited");
+        }
+        // RSS after the test, then a clean stop (and, for MongoDB, its databases dropped).
+        server_record.rss_after_mib = procstat::read(pid).ok().map(|r| r.rss_kib as f64 / 1024.0);
+        server_record.rss_peak_mib = procstat::peak_rss_kib(pid)
+            .ok()
+            .map(|kib| kib as f64 / 1024.0);
+        let stop = server.stop(STOP_GRACE);
+        if !matches!(stop, servers::StopOutcome::Graceful { code: Some(0) }) {
+            println!("{runtime} (pid {pid}): {stop}");
+        }
+        server_record.stop = Some(stop);
+        drop(fresh);
+        let served = Served {
+            record: server_record,
+            workers,
+            services,
+        };
+        (record, Some(served))
+    }
+
+    /// Loads `server` with the scenario and fills `record` with what was measured.
+    fn load(
+        &self,
+        server: &ServerProcess,
+        scenario: &Scenario,
+        planned: &Planned,
+        record: &mut RunRecord,
+        progress: &str,
+    ) {
+        let settings = self.settings;
+        let cpus = self.cpus;
+        let targets = match server
+            .announced()
+            .targets(scenario.label(), &scenario.services())
+        {
+            Ok(targets) => targets,
+            Err(err) => {
+                println!("{progress}: failed: {err:#}");
+                record.error = Some(format!("{err:#}"));
+                return;
+            }
+        };
+        let config = LoadConfig {
+            targets,
+            users: Some(planned.users),
+            rate: None,
+            connections: planned.users,
+            duration: Some(settings.duration),
+            requests: None,
+            warmup: settings.warmup,
+            keepalive: true,
+            threads: self.threads,
+            timeout: settings.timeout,
+            think: Duration::ZERO,
+            cpus: cpus.generator_mask().map(<[usize]>::to_vec),
+            progress: settings.progress,
+        };
+        let server_pid = server.pid();
+        let cpu_sets = if cpus.pinned {
+            vec![cpus.server.clone(), cpus.generator.clone()]
+        } else {
+            vec![cpus.server.clone()]
+        };
+        let sampler = Sampler::start(&[server_pid, std::process::id()], &cpu_sets, SAMPLE_EVERY);
+        let outcome = engine::run(&config, scenario);
+        let end_s = sampler.now_s();
+        let recorded = sampler.finish();
+        let mut processes = recorded.processes.into_iter();
+        let served = processes.next().unwrap_or(ProcSeries {
+            pid: server_pid,
+            samples: Vec::new(),
+        });
+        let own = processes.next().unwrap_or(ProcSeries {
+            pid: std::process::id(),
+            samples: Vec::new(),
+        });
+        match outcome {
+            Ok(result) => {
+                let window = ((end_s - result.elapsed_s).max(0.0), end_s);
+                record.server = served.usage(window.0, window.1);
+                record.generator = own.usage(window.0, window.1);
+                record.generator_cpu_percent = if result.generator_cpu_percent > 0.0 {
+                    result.generator_cpu_percent
+                } else {
+                    record.generator.cpu_percent
+                };
+                let busy = |i: usize| {
+                    recorded
+                        .cpus
+                        .get(i)
+                        .map(|series| series.busy(window.0, window.1))
+                };
+                record.cpu = RunCpu {
+                    generator_process: record.generator_cpu_percent,
+                    server_process: record.server.cpu_percent,
+                    server_cpus: busy(0).unwrap_or_default(),
+                    generator_cpus: busy(if cpus.pinned { 1 } else { 0 }).unwrap_or_default(),
+                };
+                record.generator_bound = verdict::generator_bound(&record.cpu, self.shape);
+                record.contended = verdict::contended(&record.cpu, self.shape);
+                record.window_s = window;
+                record.result = Some(result);
+                println!("{progress}: {}", summary(record));
+            }
+            Err(err) => {
+                println!("{progress}: failed: {err:#}");
+                record.error = Some(format!("{err:#}"));
+            }
+        }
+        record.server_samples = served;
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// One line on the terminal for a completed run.
+fn summary(record: &RunRecord) -> String {
+    let Some(result) = &record.result else {
+        return "no result".to_owned();
+    };
+    let total = &result.total;
+    // Contention first: a generator starved by other processes is their doing.
+    let flag = match (&record.contended, &record.generator_bound) {
+        (Some(_), _) => " — contended by other processes",
+        (None, Some(_)) => " — generator-bound",
+        (None, None) => "",
+    };
+    let per_request = record
+        .server_cpu_us_per_request()
+        .map_or("-".to_owned(), |us| format!("{us:.0}"));
+    format!(
+        "{:.0} hits/s, mean {:.2} ms, p99 {:.2} ms, {} errors, server CPU {:.0}% = {per_request} \
+         µs/request (its CPUs {:.0}% busy), generator CPU {:.0}% (its CPUs {:.0}% busy){flag}",
+        total.hits_per_s,
+        total.latency.mean_ms,
+        total.latency.p99_ms,
+        total.errors.total(),
+        record.server.cpu_percent,
+        record.cpu.server_cpus.busy_percent,
+        record.generator_cpu_percent,
+        record.cpu.generator_cpus.busy_percent,
+    )
+}

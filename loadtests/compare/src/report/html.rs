@@ -1,0 +1,639 @@
+//! `report.html`: one self-contained page (inline CSS, inline SVG, no script, no network) with the
+//! report's tables and, per scenario, three charts drawn by `plotters`: throughput per runtime (bars
+//! with the repeats' min–max), throughput against users, and latency percentiles at the highest
+//! user count — plus throughput against the preload when the comparison has several.
+
+use std::fmt::Write as _;
+
+use anyhow::anyhow;
+use plotters::prelude::*;
+
+use super::{markdown, Report, Row};
+use crate::verdict::Verdict;
+
+/// Chart size in pixels.
+pub(crate) const CHART: (u32, u32) = (560, 340);
+
+/// One colour per runtime (or series), in the order they were given.
+pub(crate) const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn colour(report: &Report, runtime: &str) -> RGBColor {
+    let index = report
+        .settings
+        .runtimes
+        .iter()
+        .position(|r| r == runtime)
+        .unwrap_or(0);
+    PALETTE[index % PALETTE.len()]
+}
+
+/// Renders the whole page.
+pub fn render(report: &Report) -> anyhow::Result<String> {
+    let mut out = head("Brigade runtime comparison");
+    let s = &report.settings;
+    let _ = writeln!(out, "<h1>Brigade runtime comparison</h1>");
+    let _ = writeln!(
+        out,
+        "<p>{} runtimes ({}) on the <b>{}</b> store{}, started {}, took {:.0} s.</p>",
+        s.runtimes.len(),
+        esc(&s.runtimes.join(", ")),
+        esc(&s.store),
+        esc(&markdown::preload_words(&s.preloads)),
+        esc(&report.started_at),
+        report.wall_s
+    );
+
+    out.push_str(
+        "<h2>Verdicts</h2>\n<table><tr><th>scenario</th><th>throughput verdict</th><th>why</th>\
+         <th>efficiency verdict</th><th>why</th></tr>\n",
+    );
+    for v in &report.scenarios {
+        let (label, reason) = label_and_reason(v.efficiency.as_ref());
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"verdict\">{}</td><td class=\"why\">{}</td>\
+             <td class=\"verdict\">{}</td><td class=\"why\">{}</td></tr>",
+            esc(&v.scenario),
+            esc(&v.verdict.label()),
+            esc(&v.verdict.reason),
+            esc(&label),
+            esc(&reason)
+        );
+    }
+    out.push_str("</table>\n");
+    let _ = writeln!(
+        out,
+        "<p>{}</p>",
+        esc(&markdown::verdict_rules(s.noise_floor_pct)).replace("**", "")
+    );
+    if !report.notes.is_empty() {
+        out.push_str("<ul>\n");
+        for note in &report.notes {
+            let _ = writeln!(out, "<li>{}</li>", esc(note));
+        }
+        out.push_str("</ul>\n");
+    }
+
+    out.push_str(&setup(report));
+
+    for scenario in &s.scenarios {
+        let _ = writeln!(out, "<h2>Scenario <code>{}</code></h2>", esc(scenario));
+        if let Some(v) = report.scenarios.iter().find(|v| &v.scenario == scenario) {
+            let (label, reason) = label_and_reason(v.efficiency.as_ref());
+            let _ = writeln!(
+                out,
+                "<p>Throughput: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span><br>\
+                 Efficiency: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span></p>",
+                esc(&v.verdict.label()),
+                esc(&v.verdict.reason),
+                esc(&label),
+                esc(&reason)
+            );
+        }
+        let rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| &r.scenario == scenario)
+            .collect();
+        if !rows.is_empty() {
+            out.push_str("<div class=\"charts\">\n");
+            out.push_str(&throughput_bars(report, scenario, &rows)?);
+            out.push_str(&throughput_by_users(report, scenario, &rows)?);
+            out.push_str(&latency_percentiles(report, scenario, &rows)?);
+            if preloads(&rows).len() > 1 {
+                out.push_str(&throughput_by_preload(report, scenario, &rows)?);
+            }
+            out.push_str("</div>\n");
+        }
+        out.push_str(&table(&rows));
+        out.push_str("<ul>\n");
+        for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
+            let (label, reason) = label_and_reason(cell.efficiency.as_ref());
+            let _ = writeln!(
+                out,
+                "<li>{}: throughput <b>{}</b> — {}; efficiency <b>{}</b> — {}</li>",
+                esc(&markdown::cell_name(report, cell)),
+                esc(&cell.verdict.label()),
+                esc(&cell.verdict.reason),
+                esc(&label),
+                esc(&reason)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+
+    out.push_str(&servers(report));
+    out.push_str(&runs(report));
+    out.push_str("</body>\n</html>\n");
+    Ok(out)
+}
+
+/// A verdict's label and reason, or dashes where there is none (reports older than it).
+fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
+    verdict.map_or(("-".to_owned(), "-".to_owned()), |v| {
+        (v.label(), v.reason.clone())
+    })
+}
+
+fn setup(report: &Report) -> String {
+    report.setup().html()
+}
+
+fn table(rows: &[&Row]) -> String {
+    let mut out = String::from("<table>\n<tr>");
+    for head in markdown::TABLE_HEADER {
+        let _ = write!(out, "<th>{}</th>", esc(head));
+    }
+    out.push_str("</tr>\n");
+    for row in rows {
+        out.push_str("<tr>");
+        let cells = markdown::row_cells(row);
+        let last = cells.len() - 1;
+        for (i, cell) in cells.iter().enumerate() {
+            let class = if i == 0 || i == last {
+                ""
+            } else {
+                " class=\"n\""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn servers(report: &Report) -> String {
+    let mut out = String::from(
+        "<h2>Server processes</h2>\n<table><tr><th>runtime</th><th>run</th><th>preload</th><th>pid</th><th>CPUs</th>\
+         <th>ready after s</th><th>idle RSS MiB</th><th>RSS after MiB</th><th>peak RSS MiB</th><th>stop</th></tr>\n",
+    );
+    for s in &report.servers {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2}</td>\
+             <td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&s.runtime),
+            s.round + 1,
+            s.preload,
+            s.pid,
+            esc(s.cpus_allowed.as_deref().unwrap_or("?")),
+            s.startup_s,
+            s.rss_idle_mib,
+            s.rss_after_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+            s.rss_peak_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+            esc(&s.stop.as_ref().map_or("?".to_owned(), ToString::to_string))
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn runs(report: &Report) -> String {
+    let mut out = String::from("<details><summary>Every run</summary>\n<table><tr>");
+    for head in markdown::RUN_HEADER {
+        let _ = write!(out, "<th>{}</th>", esc(head));
+    }
+    out.push_str("</tr>\n");
+    for run in &report.runs {
+        out.push_str("<tr>");
+        let cells = markdown::run_cells(run);
+        for (i, cell) in cells.iter().enumerate() {
+            let text = markdown::RUN_TEXT_COLUMNS.contains(&i);
+            let class = if text { "" } else { " class=\"n\"" };
+            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n</details>\n");
+    out
+}
+
+/// The page's opening up to `<body>`: the title and the one inline style sheet every report uses.
+pub(crate) fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>{}</title>\n<style>\n\
+         body{{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}}\n\
+         table{{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}}\n\
+         th,td{{border:1px solid #ccc;padding:.25rem .5rem}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}\n\
+         th{{background:#f3f3f3}}.charts{{display:flex;flex-wrap:wrap;gap:1rem}}\n\
+         .verdict{{font-weight:bold}}.why{{color:#555}}code{{background:#f3f3f3;padding:0 .2rem}}\n\
+         </style>\n</head>\n<body>\n",
+        esc(title)
+    )
+}
+
+/// Escapes text for HTML.
+pub(crate) fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A chart with `f64` axes drawn as SVG, the kind every line chart here is.
+pub(crate) type LineChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One runtime's line with a dot on each point, and its legend entry.
+pub(crate) fn draw_line(
+    chart: &mut LineChart<'_, '_>,
+    points: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: impl Into<String>,
+    dot: i32,
+) -> anyhow::Result<()> {
+    chart
+        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+        .map_err(plot_err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+    chart
+        .draw_series(points.iter().map(|p| Circle::new(*p, dot, color.filled())))
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// The legend box at `position`.
+pub(crate) fn draw_legend<'a, 'b: 'a>(
+    chart: &mut LineChart<'a, 'b>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)
+}
+
+pub(crate) fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
+    anyhow!("Failed to draw a chart: {err:?}")
+}
+
+/// The user counts present in `rows`, ascending.
+fn user_counts(rows: &[&Row]) -> Vec<u32> {
+    let mut users: Vec<u32> = rows.iter().map(|r| r.users).collect();
+    users.sort_unstable();
+    users.dedup();
+    users
+}
+
+/// The preloads present in `rows`, ascending.
+fn preloads(rows: &[&Row]) -> Vec<u64> {
+    let mut preloads: Vec<u64> = rows.iter().map(|r| r.preload).collect();
+    preloads.sort_unstable();
+    preloads.dedup();
+    preloads
+}
+
+/// A document count for a chart label: `200`, `1k`, `2.5M`.
+fn short(n: u64) -> String {
+    let (value, unit) = match n {
+        n if n >= 1_000_000 => (n as f64 / 1e6, "M"),
+        n if n >= 1_000 => (n as f64 / 1e3, "k"),
+        n => return n.to_string(),
+    };
+    let text = format!("{value:.1}");
+    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// A series' name: the runtime, and its preload when the rows have several.
+fn series_name(runtime: &str, preload: u64, several: bool) -> String {
+    if several {
+        format!("{runtime}, {} docs", short(preload))
+    } else {
+        runtime.to_owned()
+    }
+}
+
+/// The runtimes present in `rows`, in the report's order.
+fn runtimes<'a>(report: &'a Report, rows: &[&Row]) -> Vec<&'a str> {
+    report
+        .settings
+        .runtimes
+        .iter()
+        .filter(|rt| rows.iter().any(|r| &r.runtime == *rt))
+        .map(String::as_str)
+        .collect()
+}
+
+/// Grouped bars: one group per user count (and preload), one bar per runtime, a whisker from min to
+/// max.
+fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let several = preloads(rows).len() > 1;
+    let groups: Vec<(u64, u32)> = preloads(rows)
+        .into_iter()
+        .flat_map(|p| user_counts(rows).into_iter().map(move |u| (p, u)))
+        .filter(|(p, u)| rows.iter().any(|r| r.preload == *p && r.users == *u))
+        .collect();
+    let runtimes = runtimes(report, rows);
+    let top = rows
+        .iter()
+        .map(|r| r.hits_per_s_max.max(r.hits_per_s))
+        .fold(1.0, f64::max)
+        * 1.45; // room for the legend above the bars
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: throughput per runtime"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5f64..groups.len() as f64 - 0.5, 0f64..top)
+            .map_err(plot_err)?;
+        let labels: Vec<String> = groups
+            .iter()
+            .map(|(p, u)| {
+                if several {
+                    format!("{u} u, {} docs", short(*p))
+                } else {
+                    format!("{u} users")
+                }
+            })
+            .collect();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len().max(2))
+            .x_label_formatter(&move |x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("hits/s (median)")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        let width = 0.8 / runtimes.len().max(1) as f64;
+        for (k, runtime) in runtimes.iter().enumerate() {
+            let color = colour(report, runtime);
+            let bars: Vec<(f64, &Row)> = groups
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (p, u))| {
+                    rows.iter()
+                        .find(|r| r.users == *u && r.preload == *p && r.runtime == *runtime)
+                        .map(|r| (i as f64 - 0.4 + width * k as f64, *r))
+                })
+                .collect();
+            chart
+                .draw_series(bars.iter().map(|(x, r)| {
+                    Rectangle::new(
+                        [(*x + width * 0.05, 0.0), (*x + width * 0.95, r.hits_per_s)],
+                        color.filled(),
+                    )
+                }))
+                .map_err(plot_err)?
+                .label(runtime.to_string())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+            chart
+                .draw_series(bars.iter().filter(|(_, r)| r.runs > 1).map(|(x, r)| {
+                    let mid = *x + width / 2.0;
+                    PathElement::new(
+                        vec![(mid, r.hits_per_s_min), (mid, r.hits_per_s_max)],
+                        BLACK.stroke_width(2),
+                    )
+                }))
+                .map_err(plot_err)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// Lines: hits/s against users, one line per runtime.
+fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let users = user_counts(rows);
+    let runtimes = runtimes(report, rows);
+    let (lo, hi) = (users[0] as f64, users[users.len() - 1] as f64);
+    let pad = ((hi - lo) * 0.08).max(1.0);
+    let top = rows.iter().map(|r| r.hits_per_s).fold(1.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: throughput against users"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("users")
+            .y_desc("hits/s (median)")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        let several = preloads(rows).len() > 1;
+        for preload in preloads(rows) {
+            for runtime in &runtimes {
+                let color = colour(report, runtime);
+                let points: Vec<(f64, f64)> = users
+                    .iter()
+                    .filter_map(|u| {
+                        rows.iter()
+                            .find(|r| {
+                                r.users == *u && r.preload == preload && r.runtime == *runtime
+                            })
+                            .map(|r| (*u as f64, r.hits_per_s))
+                    })
+                    .collect();
+                let name = series_name(runtime, preload, several);
+                draw_line(&mut chart, points, color, name, 4)?;
+            }
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// A latency for an axis label: two significant digits, no trailing noise.
+pub(crate) fn significant(ms: f64) -> String {
+    if ms <= 0.0 || !ms.is_finite() {
+        return "0".to_owned();
+    }
+    let magnitude = ms.log10().floor() as i32 - 1;
+    let scale = 10f64.powi(magnitude);
+    let rounded = (ms / scale).round() * scale;
+    format!("{rounded:.*}", (-magnitude).max(0) as usize)
+}
+
+/// Lines over p50, p90, p99, p99.9 and max at the highest user count, on a log scale (the values'
+/// logarithms on a linear axis, labelled with the values, so every decade gets its ticks).
+fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    const NAMES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "max"];
+    let users = *user_counts(rows).last().unwrap_or(&0);
+    let at: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.users == users && r.runs > 0)
+        .collect();
+    let values = |r: &Row| [r.p50_ms, r.p90_ms, r.p99_ms, r.p999_ms, r.max_ms];
+    let all: Vec<f64> = at
+        .iter()
+        .flat_map(|r| values(r))
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = if all.is_empty() {
+        (0.01, 1.0)
+    } else {
+        (lo / 1.5, hi * 1.5)
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: latency at {users} users"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.3f64..4.3f64, lo.log10()..hi.log10())
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(5)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && (0.0..5.0).contains(&i) {
+                    NAMES[i as usize].to_owned()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("ms (log scale)")
+            .y_labels(10)
+            .y_label_formatter(&|y| significant(10f64.powf(*y)))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        let several = preloads(&at).len() > 1;
+        for row in &at {
+            let color = colour(report, &row.runtime);
+            let points: Vec<(f64, f64)> = values(row)
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 0.0)
+                .map(|(i, v)| (i as f64, v.log10()))
+                .collect();
+            let name = series_name(&row.runtime, row.preload, several);
+            draw_line(&mut chart, points, color, name, 3)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// Lines: hits/s against the preload (log scale) at the highest user count, one line per runtime:
+/// a flat line is a store that does not slow down as its data grows.
+fn throughput_by_preload(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let users = *user_counts(rows).last().unwrap_or(&0);
+    let at: Vec<&Row> = rows.iter().copied().filter(|r| r.users == users).collect();
+    let preloads = preloads(&at);
+    // log10 of the preload, with 0 drawn one decade below the smallest other preload.
+    let smallest = preloads
+        .iter()
+        .copied()
+        .filter(|&p| p > 0)
+        .min()
+        .unwrap_or(1);
+    let x = |p: u64| {
+        if p == 0 {
+            (smallest as f64).log10() - 1.0
+        } else {
+            (p as f64).log10()
+        }
+    };
+    let (lo, hi) = (x(preloads[0]), x(preloads[preloads.len() - 1]));
+    let pad = ((hi - lo) * 0.08).max(0.2);
+    let top = at.iter().map(|r| r.hits_per_s).fold(1.0, f64::max) * 1.15;
+    let labels: Vec<(f64, String)> = preloads.iter().map(|&p| (x(p), short(p))).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: throughput against preload at {users} users"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("documents per collection (log scale)")
+            .y_desc("hits/s (median)")
+            .x_labels(40)
+            .x_label_formatter(&|v| {
+                labels
+                    .iter()
+                    .find(|(at, _)| (at - v).abs() < 0.03)
+                    .map(|(_, text)| text.clone())
+                    .unwrap_or_default()
+            })
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        for runtime in runtimes(report, &at) {
+            let color = colour(report, runtime);
+            let points: Vec<(f64, f64)> = preloads
+                .iter()
+                .filter_map(|&p| {
+                    at.iter()
+                        .find(|r| r.preload == p && r.runtime == runtime)
+                        .map(|r| (x(p), r.hits_per_s))
+                })
+                .collect();
+            draw_line(&mut chart, points, color, runtime.to_string(), 4)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}

@@ -1,0 +1,353 @@
+//! `report.md`: the study's table shape (per runtime, scenario, user count and preload: hits/s,
+//! KiB/s, mean ms, p99 ms, error %, server CPU %, server CPU µs per request, peak RSS MiB), each
+//! scenario's throughput and efficiency verdicts with their margins or why there are none, then the
+//! setup and every run. [`summary`] is the part printed to the terminal.
+
+use std::fmt::Write as _;
+
+use super::{CellVerdict, Report, Row, RunRecord};
+use crate::verdict::{count, Verdict};
+
+/// The whole markdown report.
+pub fn render(report: &Report) -> String {
+    let mut out = summary(report);
+    out.push_str(&servers(report));
+    out.push_str(&runs(report));
+    out
+}
+
+/// The headline, setup, tables and verdicts (without the per-run appendix).
+pub fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    let s = &report.settings;
+    let _ = writeln!(out, "# Brigade runtime comparison\n");
+    let _ = writeln!(
+        out,
+        "{} runtimes ({}) on the {} store{}, started {}, took {}.\n",
+        s.runtimes.len(),
+        s.runtimes.join(", "),
+        s.store,
+        preload_words(&s.preloads),
+        report.started_at,
+        duration_words(report.wall_s)
+    );
+    out.push_str(&verdicts(report));
+    out.push_str(&setup(report));
+    for scenario in &s.scenarios {
+        out.push_str(&scenario_table(report, scenario));
+    }
+    out
+}
+
+/// `, preloaded with 1,000 and 1,000,000 documents per collection` (nothing without a preload).
+pub fn preload_words(preloads: &[u64]) -> String {
+    if preloads.iter().all(|&n| n == 0) {
+        return String::new();
+    }
+    let list: Vec<String> = preloads.iter().map(|&n| count(n)).collect();
+    let list = match list.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => list.join(""),
+    };
+    format!(", preloaded with {list} documents per collection")
+}
+
+/// Whether the report's cells differ by preload (then every cell names its own).
+pub fn preload_varies(report: &Report) -> bool {
+    report.settings.preloads.iter().any(|&n| n != 0)
+}
+
+/// `10 users` or `10 users, preload 1,000`.
+pub fn cell_name(report: &Report, cell: &CellVerdict) -> String {
+    if preload_varies(report) {
+        format!("{} users, preload {}", cell.users, count(cell.preload))
+    } else {
+        format!("{} users", cell.users)
+    }
+}
+
+/// The explanation printed under the verdicts: which verdict is which, and the rules.
+pub fn verdict_rules(noise_floor_pct: f64) -> String {
+    format!(
+        "Two verdicts per cell (scenario × users × preload), both paired repeat by repeat (the runs \
+         of a cell are made back to back, the runtime order rotating from cell to cell, so drift \
+         hits both sides of a pair alike): a runtime wins when it was ahead of the runner-up in \
+         every repeat by a median of at least {noise_floor_pct:.0}%; anything less is a tie. The \
+         **throughput verdict** compares successful hits/s (higher is better); a run in which the \
+         generator's CPU had no headroom (generator-bound) names no throughput winner. The \
+         **efficiency verdict** compares the server's CPU µs per request (user + system time over \
+         the measured window ÷ requests; lower is better; the margin is how much more CPU per \
+         request the runner-up spent); it ranks runtimes even when the generator set the pace. A \
+         run in which other processes took a fifth of a side's CPU (contended) names no winner on \
+         either. The verdict line gives the paired leads its median comes from, and each side's \
+         median. The spread column is each runtime's own min–max over the repeats."
+    )
+}
+
+/// `1 min 23 s` style.
+pub(crate) fn duration_words(seconds: f64) -> String {
+    let total = seconds.round() as u64;
+    if total >= 60 {
+        format!("{} min {} s", total / 60, total % 60)
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
+/// A verdict's label and reason, or a dash where there is none (reports older than it).
+fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
+    verdict.map_or(("-".to_owned(), "-".to_owned()), |v| {
+        (v.label(), v.reason.clone())
+    })
+}
+
+fn verdicts(report: &Report) -> String {
+    let mut out = String::from(
+        "## Verdicts\n\n| scenario | throughput verdict | why | efficiency verdict | why |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
+    for scenario in &report.scenarios {
+        let (label, reason) = label_and_reason(scenario.efficiency.as_ref());
+        let _ = writeln!(
+            out,
+            "| {} | **{}** | {} | **{}** | {} |",
+            scenario.scenario,
+            scenario.verdict.label(),
+            cell_text(&scenario.verdict.reason),
+            label,
+            cell_text(&reason)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{}\n",
+        verdict_rules(report.settings.noise_floor_pct)
+    );
+    for note in &report.notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    if !report.notes.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+fn setup(report: &Report) -> String {
+    report.setup().markdown()
+}
+
+/// A number without trailing zeros (`3`, `0.5`), for settings.
+pub(crate) fn trim(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The header shared by every scenario table; the tests read tables by these names.
+pub const TABLE_HEADER: [&str; 15] = [
+    "runtime",
+    "users",
+    "preload",
+    "hits/s",
+    "spread %",
+    "KiB/s",
+    "mean ms",
+    "p99 ms",
+    "error %",
+    "server CPU %",
+    "server CPU µs/req",
+    "peak RSS MiB",
+    "generator CPU %",
+    "requests",
+    "note",
+];
+
+fn scenario_table(report: &Report, scenario: &str) -> String {
+    let mut out = format!("## Scenario `{scenario}`\n\n");
+    let _ = writeln!(out, "| {} |", TABLE_HEADER.join(" | "));
+    let mut rule = vec!["---"];
+    rule.extend(std::iter::repeat_n("---:", TABLE_HEADER.len() - 2));
+    rule.push("---");
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for row in report.rows.iter().filter(|r| r.scenario == scenario) {
+        let _ = writeln!(out, "| {} |", row_cells(row).join(" | "));
+    }
+    out.push('\n');
+    for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
+        let (label, reason) = label_and_reason(cell.efficiency.as_ref());
+        let _ = writeln!(
+            out,
+            "- {}: throughput **{}** — {}; efficiency **{label}** — {reason}",
+            cell_name(report, cell),
+            cell.verdict.label(),
+            cell.verdict.reason
+        );
+    }
+    if let Some(verdict) = report.scenarios.iter().find(|v| v.scenario == scenario) {
+        let (label, reason) = label_and_reason(verdict.efficiency.as_ref());
+        let _ = writeln!(
+            out,
+            "- Scenario: throughput **{}** — {}; efficiency **{label}** — {reason}",
+            verdict.verdict.label(),
+            verdict.verdict.reason
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// One table row's cells, formatted as printed (the JSON keeps full precision).
+pub fn row_cells(row: &Row) -> Vec<String> {
+    let mut note = Vec::new();
+    if row.generator_bound_runs > 0 {
+        note.push(format!(
+            "generator-bound ({}/{})",
+            row.generator_bound_runs, row.runs
+        ));
+    }
+    if row.contended_runs > 0 {
+        note.push(format!("contended ({}/{})", row.contended_runs, row.runs));
+    }
+    if row.failed_runs > 0 {
+        note.push(format!("{} run(s) failed", row.failed_runs));
+    }
+    vec![
+        row.runtime.clone(),
+        row.users.to_string(),
+        row.preload.to_string(),
+        format!("{:.1}", row.hits_per_s),
+        format!("{:.1}", row.spread_pct),
+        format!("{:.1}", row.kib_per_s),
+        format!("{:.3}", row.mean_ms),
+        format!("{:.3}", row.p99_ms),
+        format!("{:.2}", row.error_pct),
+        format!("{:.1}", row.server_cpu_pct),
+        format!("{:.1}", row.server_cpu_us_per_request),
+        format!("{:.1}", row.peak_rss_mib),
+        format!("{:.1}", row.generator_cpu_pct),
+        row.requests.to_string(),
+        note.join("; "),
+    ]
+}
+
+fn servers(report: &Report) -> String {
+    let mut out = String::from(
+        "## Server processes\n\n| runtime | run | preload | pid | CPUs | ready after s | idle RSS MiB | \
+         RSS after MiB | peak RSS MiB | stop |\n| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | \
+         ---: | --- |\n",
+    );
+    for s in &report.servers {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.2} | {:.1} | {} | {} | {} |",
+            s.runtime,
+            s.round + 1,
+            s.preload,
+            s.pid,
+            s.cpus_allowed.as_deref().unwrap_or("?"),
+            s.startup_s,
+            s.rss_idle_mib,
+            s.rss_after_mib
+                .map_or("?".to_owned(), |v| format!("{v:.1}")),
+            s.rss_peak_mib.map_or("?".to_owned(), |v| format!("{v:.1}")),
+            s.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The header of the every-run table.
+pub const RUN_HEADER: [&str; 17] = [
+    "#",
+    "repeat",
+    "runtime",
+    "scenario",
+    "users",
+    "preload",
+    "server pid",
+    "fresh state",
+    "hits/s",
+    "requests",
+    "seconds",
+    "server CPU %",
+    "server CPU µs/req",
+    "server CPUs busy %",
+    "generator CPU %",
+    "generator CPUs busy %",
+    "result",
+];
+
+/// The columns of [`RUN_HEADER`] that hold text (left-aligned), the others hold numbers.
+pub const RUN_TEXT_COLUMNS: [usize; 4] = [2, 3, 7, 16];
+
+/// One run's cells in the every-run table.
+pub fn run_cells(run: &RunRecord) -> Vec<String> {
+    let (hits, requests, elapsed) =
+        run.result
+            .as_ref()
+            .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
+                (
+                    format!("{:.1}", r.total.hits_per_s),
+                    r.total.requests.to_string(),
+                    format!("{:.2}", r.elapsed_s),
+                )
+            });
+    let outcome = match (&run.error, &run.contended, &run.generator_bound) {
+        (Some(err), _, _) => format!("failed: {err}"),
+        (None, Some(why), _) => format!("contended: {why}"),
+        (None, None, Some(why)) => format!("generator-bound: {why}"),
+        (None, None, None) => "ok".to_owned(),
+    };
+    let (pid, fresh) = run
+        .reset
+        .as_ref()
+        .map_or(("-".to_owned(), "-".to_owned()), |r| {
+            let mut how = r.how.clone();
+            if let Some(copy) = r.copy_s {
+                let _ = write!(how, " (copied in {copy:.2} s)");
+            }
+            if let Some(fill) = r.preload_s {
+                let _ = write!(how, " (filled in {fill:.2} s)");
+            }
+            (r.pid.to_string(), how)
+        });
+    vec![
+        (run.index + 1).to_string(),
+        (run.repeat + 1).to_string(),
+        run.runtime.clone(),
+        run.scenario.clone(),
+        run.users.to_string(),
+        run.preload.to_string(),
+        pid,
+        fresh,
+        hits,
+        requests,
+        elapsed,
+        format!("{:.1}", run.server.cpu_percent),
+        run.server_cpu_us_per_request()
+            .map_or("-".to_owned(), |us| format!("{us:.1}")),
+        format!("{:.1}", run.cpu.server_cpus.busy_percent),
+        format!("{:.1}", run.generator_cpu_percent),
+        format!("{:.1}", run.cpu.generator_cpus.busy_percent),
+        outcome,
+    ]
+}
+
+fn runs(report: &Report) -> String {
+    let mut out = format!("## Every run\n\n| {} |\n", RUN_HEADER.join(" | "));
+    let mut rule = vec!["---:"; RUN_HEADER.len()];
+    for text in RUN_TEXT_COLUMNS {
+        rule[text] = "---";
+    }
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for run in &report.runs {
+        let cells: Vec<String> = run_cells(run).iter().map(|c| cell_text(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// Makes text safe inside a table cell.
+pub(crate) fn cell_text(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}

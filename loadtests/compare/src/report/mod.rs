@@ -1,0 +1,610 @@
+//! The comparison report: what `brigade compare` found, as data ([`Report`], serialized whole into
+//! `report.json`) and as documents (`report.md`, `report.html` with SVG charts).
+//!
+//! The table rows are derived from the runs by [`rows`]: one row per scenario, preload, user count
+//! and runtime, each figure the median over the repeats, so the markdown, the HTML and the JSON all
+//! show the same numbers. Fields added since the first reports carry serde defaults, so an older
+//! `report.json` still reads (and `--rejudge` still works on it).
+//!
+//! Beside the comparison's report lives the general one every `brigade study` writes
+//! ([`study::StudyReport`]: titled tables with named dimension and metric columns, charts as named
+//! x/y series). Both open with the same [`setup::Setup`] section and go through the same writer
+//! ([`write_all`], for anything that is a [`ReportDocument`]) into the same three files.
+
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod setup;
+pub mod study;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::pin::{self, CpuPlan};
+use crate::procstat::{ProcSeries, ProcUsage};
+use crate::servers::StopOutcome;
+use crate::verdict::{self, count, RunCpu, Verdict};
+use brigade_load::result::{LoadResult, Machine};
+
+/// Everything one comparison measured and decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// When the comparison started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall-clock seconds the whole comparison took.
+    pub wall_s: f64,
+    /// The machine it ran on.
+    pub machine: Machine,
+    /// Versions of Brigade, the compiler and the measured crates.
+    pub versions: Versions,
+    /// How threads and CPUs were set up.
+    pub threads: ThreadSetup,
+    /// The settings it ran with.
+    pub settings: Settings,
+    /// How every run's store state was made fresh, and the preloaded data prepared for it.
+    #[serde(default)]
+    pub state: StateSetup,
+    /// Each server process started (one per runtime, or one per runtime and round).
+    pub servers: Vec<ServerRecord>,
+    /// Every load run, in the order run.
+    pub runs: Vec<RunRecord>,
+    /// The table: medians per scenario, user count and runtime.
+    pub rows: Vec<Row>,
+    /// The verdict per scenario and user count.
+    pub cells: Vec<CellVerdict>,
+    /// The verdict per scenario.
+    pub scenarios: Vec<ScenarioVerdict>,
+    /// Caveats a reader should know (machine size, shared CPUs, failures).
+    pub notes: Vec<String>,
+}
+
+/// Versions of what was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Versions {
+    /// Brigade's version (of the comparing binary).
+    pub brigade: String,
+    /// The server binary that was started.
+    pub server_binary: String,
+    /// What that binary says for `--version`, if anything.
+    pub server_binary_version: Option<String>,
+    /// The compiler Brigade was built with.
+    pub rustc: String,
+    /// Crate name → version(s) from the build's lock file.
+    pub crates: BTreeMap<String, String>,
+    /// Runtime → how the server binary describes it (`runtimes --json`).
+    #[serde(default)]
+    pub runtimes: BTreeMap<String, String>,
+}
+
+/// How CPUs and threads were set up; equal for every runtime.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSetup {
+    /// The CPU split between servers and generator.
+    pub cpus: CpuPlan,
+    /// `--workers` handed to every runtime.
+    pub server_workers: u32,
+    /// The worker count each runtime printed when it started (runtime → workers).
+    pub workers_reported: BTreeMap<String, Option<u32>>,
+    /// Generator threads (one single-threaded tokio runtime each).
+    pub generator_threads: u32,
+}
+
+/// The settings of the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// The runtimes compared, in the order given.
+    pub runtimes: Vec<String>,
+    /// The store every service used.
+    pub store: String,
+    /// The scenarios run.
+    pub scenarios: Vec<String>,
+    /// The closed-loop user counts.
+    pub users: Vec<u32>,
+    /// Documents preloaded per collection before the fixtures, one value per cell (`[0]`: none).
+    #[serde(default = "no_preload")]
+    pub preloads: Vec<u64>,
+    /// Measured seconds per run.
+    pub duration_s: f64,
+    /// Warm-up seconds per run (not counted).
+    pub warmup_s: f64,
+    /// Runs per runtime, scenario and user count.
+    pub repeat: u32,
+    /// Differences under this percentage are ties.
+    pub noise_floor_pct: f64,
+    /// Per-request timeout, milliseconds.
+    pub timeout_ms: u64,
+    /// Whether `--quick` chose the defaults.
+    pub quick: bool,
+    /// How runs were interleaved across runtimes, in words.
+    pub interleaving: String,
+    /// The command line as given.
+    pub command_line: String,
+    /// The services the server announced, in order (empty in reports made before servers
+    /// announced them).
+    #[serde(default)]
+    pub services: Vec<String>,
+    /// How every server was started: its command, placeholders unfilled.
+    #[serde(default)]
+    pub server_command: String,
+}
+
+fn no_preload() -> Vec<u64> {
+    vec![0]
+}
+
+/// How the store state of every run was made fresh.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateSetup {
+    /// In words: what each run started from (empty for reports made before runs had their own
+    /// servers).
+    pub how: String,
+    /// Preloaded data folders prepared once and copied for each run (the embedded store).
+    pub prepared: Vec<PreparedState>,
+}
+
+/// A data folder filled once with `--preload` and copied for every run that needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreparedState {
+    /// Documents per collection.
+    pub preload: u64,
+    /// Seconds the preparing server took from spawn to ready (the fill included).
+    pub startup_s: f64,
+    /// Seconds the fill itself took, as the server reported it (all collections).
+    pub fill_s: f64,
+    /// Bytes of the folder.
+    pub bytes: u64,
+    /// How the preparing server ended.
+    pub stop: Option<StopOutcome>,
+    /// Its log file.
+    pub log: String,
+}
+
+/// How one run's fresh store state was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateReset {
+    /// The fresh server process the run was made on.
+    pub pid: u32,
+    /// In words: `fresh data folder`, `copy of the prepared 1,000-document folder`, `fresh
+    /// process`, `fresh databases run7_*`.
+    pub how: String,
+    /// Seconds spent copying a prepared data folder, before the server started (not measured).
+    pub copy_s: Option<f64>,
+    /// Seconds the server spent preloading at start-up, as it reported them (all collections).
+    pub preload_s: Option<f64>,
+    /// Documents the server said it preloaded, per collection.
+    pub preloaded: BTreeMap<String, u64>,
+    /// Seconds from spawn to every service ready (any preload included).
+    pub startup_s: f64,
+}
+
+/// One server process's life.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// The runtime it served with.
+    pub runtime: String,
+    /// The run it served (its index in the order of runs; every run has a fresh server). In reports
+    /// made before that, the round it served.
+    pub round: u32,
+    /// Documents per collection its store held at start.
+    #[serde(default)]
+    pub preload: u64,
+    /// Its process id.
+    pub pid: u32,
+    /// Service → base URL.
+    pub urls: BTreeMap<String, String>,
+    /// The CPUs the kernel allowed it (`Cpus_allowed_list`), as checked after start.
+    pub cpus_allowed: Option<String>,
+    /// Seconds from spawn to every service ready.
+    pub startup_s: f64,
+    /// Resident memory once ready, before any load, MiB.
+    pub rss_idle_mib: f64,
+    /// Resident memory after its last run, MiB.
+    pub rss_after_mib: Option<f64>,
+    /// The most it ever had resident (`VmHWM`), MiB.
+    pub rss_peak_mib: Option<f64>,
+    /// How it ended.
+    pub stop: Option<StopOutcome>,
+    /// Its log file (stdout and stderr).
+    pub log: String,
+}
+
+/// One load run and what the servers and the generator did during it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Position in the order of runs (0-based).
+    pub index: usize,
+    /// Which repeat it belongs to (0-based).
+    pub repeat: u32,
+    /// The runtime loaded.
+    pub runtime: String,
+    /// The scenario run.
+    pub scenario: String,
+    /// Closed-loop users.
+    pub users: u32,
+    /// Documents per collection preloaded before the fixtures.
+    #[serde(default)]
+    pub preload: u64,
+    /// How the run's fresh store state was made (absent in older reports).
+    #[serde(default)]
+    pub reset: Option<StateReset>,
+    /// The generator's result, if the run completed.
+    pub result: Option<LoadResult>,
+    /// Why the run failed, if it did.
+    pub error: Option<String>,
+    /// The server process over the measured window.
+    pub server: ProcUsage,
+    /// The generator (this process) over the measured window, as sampled from `/proc`.
+    pub generator: ProcUsage,
+    /// The generator's CPU use reported for the run, percent of one core.
+    pub generator_cpu_percent: f64,
+    /// Why the run counts as generator-bound, if it does.
+    pub generator_bound: Option<String>,
+    /// Why the run counts as contended by other processes, if it does.
+    #[serde(default)]
+    pub contended: Option<String>,
+    /// The run's CPU figures: both processes and both sides' CPUs (whoever used them).
+    #[serde(default)]
+    pub cpu: RunCpu,
+    /// The server's raw samples over the whole run (fixtures and warm-up included).
+    pub server_samples: ProcSeries,
+    /// The measured window on the samples' clock, seconds: (start, end).
+    pub window_s: (f64, f64),
+}
+
+impl RunRecord {
+    /// Successful requests per second (answered as the scenario expected), if the run completed.
+    pub fn ok_per_s(&self) -> Option<f64> {
+        let result = self.result.as_ref()?;
+        (result.elapsed_s > 0.0).then(|| result.total.ok as f64 / result.elapsed_s)
+    }
+
+    /// The server's user + system CPU time over the measured window ÷ the requests completed in
+    /// it, µs; `None` if the run failed, completed nothing, or the server was not sampled.
+    pub fn server_cpu_us_per_request(&self) -> Option<f64> {
+        let result = self.result.as_ref()?;
+        let cpu_s = self.server.cpu_percent / 100.0 * result.elapsed_s;
+        (result.total.requests > 0 && cpu_s > 0.0)
+            .then(|| cpu_s * 1e6 / result.total.requests as f64)
+    }
+}
+
+/// One line of the table: a runtime at one scenario, user count and preload, medians over the
+/// repeats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The scenario.
+    pub scenario: String,
+    /// Closed-loop users.
+    pub users: u32,
+    /// Documents per collection preloaded before the fixtures.
+    #[serde(default)]
+    pub preload: u64,
+    /// The runtime.
+    pub runtime: String,
+    /// Runs that completed.
+    pub runs: u32,
+    /// Runs that failed.
+    pub failed_runs: u32,
+    /// Requests completed over all runs.
+    pub requests: u64,
+    /// Median hits/s.
+    pub hits_per_s: f64,
+    /// Slowest run's hits/s.
+    pub hits_per_s_min: f64,
+    /// Fastest run's hits/s.
+    pub hits_per_s_max: f64,
+    /// (max − min) / median, percent; 0 for a single run.
+    pub spread_pct: f64,
+    /// Median successful hits/s (what verdicts compare).
+    pub ok_per_s: f64,
+    /// Median bandwidth, both directions, KiB/s.
+    pub kib_per_s: f64,
+    /// Median mean latency, ms.
+    pub mean_ms: f64,
+    /// Median p50, ms.
+    pub p50_ms: f64,
+    /// Median p90, ms.
+    pub p90_ms: f64,
+    /// Median p99, ms.
+    pub p99_ms: f64,
+    /// Median p99.9, ms.
+    pub p999_ms: f64,
+    /// Median max, ms.
+    pub max_ms: f64,
+    /// Median error rate, percent of requests.
+    pub error_pct: f64,
+    /// Median server CPU, percent of one core.
+    pub server_cpu_pct: f64,
+    /// Median server CPU µs per request (user + system over the window ÷ requests; what the
+    /// efficiency verdict compares), 0 where unknown.
+    #[serde(default)]
+    pub server_cpu_us_per_request: f64,
+    /// Median generator CPU, percent of one core.
+    pub generator_cpu_pct: f64,
+    /// Largest server RSS seen in any run, MiB.
+    pub peak_rss_mib: f64,
+    /// Runs that were generator-bound.
+    pub generator_bound_runs: u32,
+    /// Runs in which other processes took a share of the CPUs.
+    #[serde(default)]
+    pub contended_runs: u32,
+    /// Median busy share of the server's CPUs (anyone's use), percent of one core.
+    #[serde(default)]
+    pub server_cpus_busy_pct: f64,
+}
+
+/// The verdicts for one scenario at one user count and preload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellVerdict {
+    /// The scenario.
+    pub scenario: String,
+    /// Closed-loop users.
+    pub users: u32,
+    /// Documents per collection preloaded.
+    #[serde(default)]
+    pub preload: u64,
+    /// The throughput verdict (successful hits/s): what was decided and why.
+    pub verdict: Verdict,
+    /// The efficiency verdict (server CPU µs per request, lower is better).
+    #[serde(default)]
+    pub efficiency: Option<Verdict>,
+}
+
+/// The verdicts for one scenario over its cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioVerdict {
+    /// The scenario.
+    pub scenario: String,
+    /// The throughput verdict: what was decided and why.
+    pub verdict: Verdict,
+    /// The efficiency verdict (server CPU µs per request, lower is better).
+    #[serde(default)]
+    pub efficiency: Option<Verdict>,
+}
+
+/// Builds the table rows from the runs, in the order of `scenarios`, `preloads`, `users` and
+/// `runtimes`.
+pub fn rows(
+    runs: &[RunRecord],
+    scenarios: &[String],
+    users: &[u32],
+    preloads: &[u64],
+    runtimes: &[String],
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for scenario in scenarios {
+        for &preload in preloads {
+            for &count in users {
+                for runtime in runtimes {
+                    let all: Vec<&RunRecord> = runs
+                        .iter()
+                        .filter(|r| {
+                            &r.scenario == scenario
+                                && r.users == count
+                                && r.preload == preload
+                                && &r.runtime == runtime
+                        })
+                        .collect();
+                    if all.is_empty() {
+                        continue;
+                    }
+                    let mut row = row(scenario, count, runtime, &all);
+                    row.preload = preload;
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    rows
+}
+
+fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
+    let done: Vec<(&RunRecord, &LoadResult)> = runs
+        .iter()
+        .filter_map(|r| r.result.as_ref().map(|res| (*r, res)))
+        .collect();
+    let pick = |f: &dyn Fn(&RunRecord, &LoadResult) -> f64| -> f64 {
+        verdict::median(&done.iter().map(|(r, res)| f(r, res)).collect::<Vec<_>>())
+    };
+    let hits: Vec<f64> = done.iter().map(|(_, res)| res.total.hits_per_s).collect();
+    let median_hits = verdict::median(&hits);
+    let (low, high) = if hits.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (
+            hits.iter().copied().fold(f64::INFINITY, f64::min),
+            hits.iter().copied().fold(0.0, f64::max),
+        )
+    };
+    Row {
+        scenario: scenario.to_owned(),
+        users,
+        preload: 0,
+        runtime: runtime.to_owned(),
+        runs: done.len() as u32,
+        failed_runs: (runs.len() - done.len()) as u32,
+        requests: done.iter().map(|(_, res)| res.total.requests).sum(),
+        hits_per_s: median_hits,
+        hits_per_s_min: low,
+        hits_per_s_max: high,
+        spread_pct: if median_hits > 0.0 {
+            (high - low) / median_hits * 100.0
+        } else {
+            0.0
+        },
+        ok_per_s: pick(&|r, _| r.ok_per_s().unwrap_or(0.0)),
+        kib_per_s: pick(&|_, res| res.total.bytes_per_s / 1024.0),
+        mean_ms: pick(&|_, res| res.total.latency.mean_ms),
+        p50_ms: pick(&|_, res| res.total.latency.p50_ms),
+        p90_ms: pick(&|_, res| res.total.latency.p90_ms),
+        p99_ms: pick(&|_, res| res.total.latency.p99_ms),
+        p999_ms: pick(&|_, res| res.total.latency.p999_ms),
+        max_ms: pick(&|_, res| res.total.latency.max_ms),
+        error_pct: pick(&|_, res| {
+            if res.total.requests == 0 {
+                0.0
+            } else {
+                res.total.errors.total() as f64 / res.total.requests as f64 * 100.0
+            }
+        }),
+        server_cpu_pct: pick(&|r, _| r.server.cpu_percent),
+        server_cpu_us_per_request: verdict::median(
+            &done
+                .iter()
+                .filter_map(|(r, _)| r.server_cpu_us_per_request())
+                .collect::<Vec<_>>(),
+        ),
+        generator_cpu_pct: pick(&|r, _| r.generator_cpu_percent),
+        peak_rss_mib: runs
+            .iter()
+            .map(|r| r.server.peak_rss_mib)
+            .fold(0.0, f64::max),
+        generator_bound_runs: runs.iter().filter(|r| r.generator_bound.is_some()).count() as u32,
+        contended_runs: runs.iter().filter(|r| r.contended.is_some()).count() as u32,
+        server_cpus_busy_pct: pick(&|r, _| r.cpu.server_cpus.busy_percent),
+    }
+}
+
+impl Report {
+    /// The comparison's setup section (machine, versions, threads, CPUs, settings, command line).
+    pub fn setup(&self) -> setup::Setup {
+        let t = &self.threads;
+        let s = &self.settings;
+        let reported = t
+            .workers_reported
+            .iter()
+            .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut out = setup::Setup {
+            machine: self.machine.clone(),
+            versions: self.versions.clone(),
+            lines: Vec::new(),
+            command_line: s.command_line.clone(),
+        };
+        out.line(
+            "Threads",
+            format!(
+                "every runtime `--workers {}` (as printed: {reported}); generator {} thread(s); {}",
+                t.server_workers, t.generator_threads, t.cpus.note
+            ),
+        )
+        .line(
+            "CPUs",
+            format!(
+                "server {} / generator {}{}",
+                pin::list(&t.cpus.server),
+                pin::list(&t.cpus.generator),
+                if t.cpus.pinned {
+                    ""
+                } else {
+                    " (shared, not pinned)"
+                }
+            ),
+        )
+        .line(
+            "Settings",
+            format!(
+                "scenarios {}; users {}; preload {}; {} s measured after {} s warm-up; repeat {}; \
+                 request timeout {} ms; noise floor {:.0}%{}",
+                s.scenarios.join(", "),
+                s.users
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.preloads
+                    .iter()
+                    .map(|&n| count(n))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                markdown::trim(s.duration_s),
+                markdown::trim(s.warmup_s),
+                s.repeat,
+                s.timeout_ms,
+                s.noise_floor_pct,
+                if s.quick { "; --quick" } else { "" }
+            ),
+        )
+        .line("Interleaving", s.interleaving.clone());
+        if !s.services.is_empty() || !s.server_command.is_empty() {
+            out.line(
+                "Server",
+                format!(
+                    "services {} (as the server announced them); started as `{}`",
+                    if s.services.is_empty() {
+                        "?".to_owned()
+                    } else {
+                        s.services.join(", ")
+                    },
+                    s.server_command
+                ),
+            );
+        }
+        if !self.state.how.is_empty() {
+            out.line("Fresh state", self.state.how.clone());
+        }
+        for p in &self.state.prepared {
+            out.line(
+                format!("Prepared data folder, preload {}", count(p.preload)),
+                format!(
+                    "filled in {:.2} s (server ready after {:.2} s), {:.1} MiB, {}",
+                    p.fill_s,
+                    p.startup_s,
+                    p.bytes as f64 / (1024.0 * 1024.0),
+                    p.stop.as_ref().map_or("?".to_owned(), ToString::to_string)
+                ),
+            );
+        }
+        out
+    }
+}
+
+/// A report the writer can put into the three files: serialized whole as `report.json`, rendered
+/// as `report.md` and `report.html`.
+pub trait ReportDocument: Serialize {
+    /// The whole markdown document.
+    fn markdown(&self) -> String;
+    /// The whole HTML page (self-contained: inline CSS and SVG, no script, no network).
+    fn html(&self) -> anyhow::Result<String>;
+}
+
+impl ReportDocument for Report {
+    fn markdown(&self) -> String {
+        markdown::render(self)
+    }
+
+    fn html(&self) -> anyhow::Result<String> {
+        html::render(self)
+    }
+}
+
+/// The three report files written into a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// `report.json`.
+    pub json: PathBuf,
+    /// `report.md`.
+    pub markdown: PathBuf,
+    /// `report.html`.
+    pub html: PathBuf,
+}
+
+/// Writes `report.json`, `report.md` and `report.html` into `dir` (created if missing).
+pub fn write_all(report: &impl ReportDocument, dir: &Path) -> anyhow::Result<Written> {
+    std::fs::create_dir_all(dir).with_context(|| format!("Failed to create {}", dir.display()))?;
+    let written = Written {
+        json: dir.join("report.json"),
+        markdown: dir.join("report.md"),
+        html: dir.join("report.html"),
+    };
+    json::write(report, &written.json)?;
+    std::fs::write(&written.markdown, report.markdown())
+        .with_context(|| format!("Failed to write {}", written.markdown.display()))?;
+    std::fs::write(&written.html, report.html()?)
+        .with_context(|| format!("Failed to write {}", written.html.display()))?;
+    Ok(written)
+}

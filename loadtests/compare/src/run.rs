@@ -1,0 +1,283 @@
+//! `brigade compare`: start the services on every runtime, load them the same way, and say which
+//! runtime wins, by how much, at what CPU cost per request — or that the difference is noise, or
+//! that the generator was the bottleneck.
+//!
+//! The plan, in order:
+//! 1. Split the CPUs between the servers and the generator ([`pin`]); every runtime gets the same
+//!    `--workers` (the number of server CPUs unless told) and the same CPUs.
+//! 2. For the embedded store with `--preload`, fill a data folder once per preload ([`state`]).
+//! 3. Make every run — runtime × scenario × users × preload × repeat — in an order that pairs them
+//!    ([`plan`]): the runs of a cell back to back, the runtime order rotating from cell to cell.
+//!    Each run starts its own server (the binary's standard `serve --service all`, or the
+//!    `--server-command` template) on a fresh, identical store state ([`state`]), pinned, on free
+//!    ports, learns its services from its announcements and waits for `/ready` on each
+//!    ([`servers`]: the contract), loads it, and stops it ([`measure`]). The order of runs therefore cannot move a result, and no idle server
+//!    shares the measured one's CPUs.
+//! 4. While each run is measured, sample the server's and the generator's CPU and memory from
+//!    `/proc` ([`procstat`]); flag runs where the generator, not the server, was saturated.
+//! 5. Judge ([`verdict`]) throughput and efficiency (server CPU µs per request), and write the
+//!    reports.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use brigade_load::scenario::Scenario;
+
+use crate::judge::{judge, notes};
+use crate::measure::Bench;
+use crate::pin::{self, CpuPlan};
+use crate::report::{self, Report, RunRecord, ServerRecord};
+use crate::settings::{CompareSettings, CpuChoice};
+use crate::state::FreshState;
+use crate::verdict::CpuShape;
+use crate::{plan, servers};
+
+/// How often `/proc` is sampled during a run.
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a server has to exit after SIGTERM before it is killed.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How runs are ordered and servers kept, in words, for the report.
+const INTERLEAVING: &str = "a fresh server per run; the runs of each cell (scenario × users × \
+    preload) made back to back, one per runtime, the runtime order rotating by one from cell to \
+    cell and on into the next repeat";
+
+/// Runs the whole comparison and writes the reports; returns the report.
+pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
+    let began = Instant::now();
+    let started_at = now_rfc3339();
+    if settings.runtimes.is_empty()
+        || settings.scenarios.is_empty()
+        || settings.users.is_empty()
+        || settings.preloads.is_empty()
+    {
+        bail!("nothing to compare: give at least one runtime, scenario, user count and preload");
+    }
+    if settings.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let scenarios: Vec<Scenario> = settings
+        .scenarios
+        .iter()
+        .map(|name| {
+            settings
+                .registry
+                .load(name)
+                .with_context(|| format!("Failed to load scenario {name:?}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    // The services come from the server: from its `runtimes --json` now when it says, else from
+    // the first server's announcements; a scenario naming another service is refused either way.
+    let mut services = settings.expected_services();
+    if let Some(known) = &services {
+        check_scenarios(&scenarios, known)?;
+    }
+
+    let available = pin::available_cpus();
+    // This thread is pinned to the generator's CPUs below; it gets all of its CPUs back at the end.
+    let _unpin = pin::Unpin::remember();
+    let cpus = match &settings.cpus {
+        CpuChoice::Auto => CpuPlan::split(&available),
+        CpuChoice::NoPin => CpuPlan::unpinned(&available),
+        CpuChoice::Explicit { server, generator } => {
+            CpuPlan::explicit(&available, server, generator)?
+        }
+    };
+    let workers = settings.workers.unwrap_or(cpus.server.len().max(1) as u32);
+    let threads = settings
+        .threads
+        .unwrap_or(cpus.generator.len().max(1) as u32);
+    let shape = CpuShape {
+        generator_cpus: cpus.generator.len(),
+        server_cpus: cpus.server.len(),
+        pinned: cpus.pinned,
+    };
+
+    let logs = settings.out_dir.join("logs");
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("Failed to create {}", settings.out_dir.display()))?;
+    let estimate = settings.estimate_s();
+    println!(
+        "brigade compare: {} runtimes × {} scenarios × {} user counts × {} preload(s) × {} \
+         repeat(s) = {} runs of {} s (+{} s warm-up), each on a fresh server; about {} min {} s",
+        settings.runtimes.len(),
+        settings.scenarios.len(),
+        settings.users.len(),
+        settings.preloads.len(),
+        settings.repeat,
+        settings.run_count(),
+        settings.duration.as_secs_f64(),
+        settings.warmup.as_secs_f64(),
+        estimate as u64 / 60,
+        estimate as u64 % 60
+    );
+    println!(
+        "CPUs: {}; every runtime --workers {workers}; generator {threads} thread(s)",
+        cpus.note
+    );
+    println!(
+        "Fresh state: {}",
+        FreshState::describe(&settings.store, &settings.preloads)
+    );
+    println!("Reports and server logs: {}", settings.out_dir.display());
+
+    let mut fresh = FreshState::new(&settings.store);
+    {
+        let bench = Bench {
+            settings,
+            cpus: &cpus,
+            shape,
+            workers,
+            threads,
+            state: &fresh,
+        };
+        let template = bench.server_template();
+        fresh.prepare(&template, &settings.preloads, &logs)?;
+    }
+    if let Some(generator) = cpus.generator_mask() {
+        // Everything this thread starts from now on (the sampler, the generator's helpers, the
+        // copies of prepared folders) stays off the servers' CPUs; servers are pinned as they start.
+        pin::pin_current_thread(generator)?;
+    }
+    let bench = Bench {
+        settings,
+        cpus: &cpus,
+        shape,
+        workers,
+        threads,
+        state: &fresh,
+    };
+
+    let mut server_records: Vec<ServerRecord> = Vec::new();
+    let mut workers_reported: BTreeMap<String, Option<u32>> = BTreeMap::new();
+    let mut runs: Vec<RunRecord> = Vec::new();
+    let planned = plan::plan(
+        settings.runtimes.len(),
+        settings.scenarios.len(),
+        &settings.users,
+        &settings.preloads,
+        settings.repeat,
+    );
+    let total_runs = planned.len();
+    for planned in &planned {
+        let index = runs.len();
+        let progress = format!(
+            "[{}/{}] {} {} {} users, preload {} (repeat {})",
+            index + 1,
+            total_runs,
+            settings.runtimes[planned.runtime],
+            settings.scenarios[planned.scenario],
+            planned.users,
+            planned.preload,
+            planned.repeat + 1
+        );
+        let (record, served) = bench.run(index, planned, &scenarios[planned.scenario], &progress);
+        if let Some(served) = served {
+            if services.is_none() {
+                check_scenarios(&scenarios, &served.services)?;
+                services = Some(served.services.clone());
+            }
+            // The worker count each runtime said it started with (the same for all its runs).
+            workers_reported.insert(served.record.runtime.clone(), served.workers);
+            server_records.push(served.record);
+        }
+        runs.push(record);
+        let _ = std::io::stdout().flush();
+    }
+
+    let preloads = &settings.preloads;
+    let rows = report::rows(
+        &runs,
+        &settings.scenarios,
+        &settings.users,
+        preloads,
+        &settings.runtimes,
+    );
+    let (cells, scenario_verdicts) = judge(
+        &runs,
+        &settings.scenarios,
+        &settings.users,
+        preloads,
+        &settings.runtimes,
+        settings.noise_floor_pct,
+    );
+    let state = fresh.setup(preloads);
+    let mut report = Report {
+        started_at,
+        wall_s: 0.0,
+        machine: brigade_load::machine::describe(),
+        versions: versions(settings),
+        threads: report::ThreadSetup {
+            cpus,
+            server_workers: workers,
+            workers_reported,
+            generator_threads: threads,
+        },
+        settings: report::Settings {
+            runtimes: settings.runtimes.clone(),
+            store: settings.store.clone(),
+            scenarios: settings.scenarios.clone(),
+            users: settings.users.clone(),
+            preloads: preloads.clone(),
+            duration_s: settings.duration.as_secs_f64(),
+            warmup_s: settings.warmup.as_secs_f64(),
+            repeat: settings.repeat,
+            noise_floor_pct: settings.noise_floor_pct,
+            timeout_ms: settings.timeout.as_millis() as u64,
+            quick: settings.quick,
+            interleaving: INTERLEAVING.to_owned(),
+            command_line: settings.command_line.clone(),
+            services: services.unwrap_or_default(),
+            server_command: settings.launch.describe(),
+        },
+        state,
+        servers: server_records,
+        runs,
+        rows,
+        cells,
+        scenarios: scenario_verdicts,
+        notes: Vec::new(),
+    };
+    report.notes = notes(&report);
+    report.wall_s = began.elapsed().as_secs_f64();
+    report::write_all(&report, &settings.out_dir)?;
+    Ok(report)
+}
+
+/// Refuses the comparison when a scenario talks to a service the server does not announce.
+fn check_scenarios(scenarios: &[Scenario], services: &[String]) -> anyhow::Result<()> {
+    for scenario in scenarios {
+        servers::announce::refuse_unknown(services, scenario.label(), &scenario.services())?;
+    }
+    Ok(())
+}
+
+/// Versions of everything measured.
+fn versions(settings: &CompareSettings) -> report::Versions {
+    let runtimes = settings
+        .server_info
+        .runtimes
+        .iter()
+        .filter(|r| settings.runtimes.contains(&r.name))
+        .map(|r| (r.name.clone(), r.describe()))
+        .collect();
+    let binary = settings.launch.binary();
+    report::Versions {
+        runtimes,
+        server_binary: binary.display().to_string(),
+        server_binary_version: servers::binary_version(binary),
+        ..report::setup::build_versions()
+    }
+}
+
+/// Now, as RFC 3339 in UTC.
+fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

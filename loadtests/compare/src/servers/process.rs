@@ -1,0 +1,340 @@
+//! A server as a child process: started from its [`ServerSpec`], pinned, its stdout copied to its
+//! log and read for its announcements until it has said what it serves, then `/ready` polled on
+//! every service it announced; stopped cleanly (SIGTERM, then SIGKILL if it does not exit in time).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use super::announce::{Announced, Listening, Preloaded};
+use super::launch::ServerSpec;
+use crate::pin;
+
+/// How long to wait for more announcements once a server whose services were not known before it
+/// started answers `/ready` on the first: it printed them all before serving, so they are already
+/// in the pipe and only the reading thread's turn is awaited.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// How a server process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum StopOutcome {
+    /// It exited on SIGTERM within the grace period.
+    Graceful {
+        /// Its exit code, if it exited normally.
+        code: Option<i32>,
+    },
+    /// It ignored SIGTERM and was killed.
+    Killed,
+    /// It had already exited before it was asked to stop.
+    AlreadyExited {
+        /// Its exit code, if it exited normally.
+        code: Option<i32>,
+    },
+}
+
+impl std::fmt::Display for StopOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopOutcome::Graceful { code: Some(code) } => {
+                write!(f, "stopped on SIGTERM, exit {code}")
+            }
+            StopOutcome::Graceful { code: None } => write!(f, "stopped on SIGTERM"),
+            StopOutcome::Killed => write!(f, "killed after ignoring SIGTERM"),
+            StopOutcome::AlreadyExited { code: Some(code) } => {
+                write!(f, "had exited early, exit {code}")
+            }
+            StopOutcome::AlreadyExited { code: None } => write!(f, "had exited early (signal)"),
+        }
+    }
+}
+
+/// One runtime's services, running as a child process.
+pub struct ServerProcess {
+    runtime: String,
+    child: Child,
+    announced: Announced,
+    workers_reported: Option<u32>,
+    preloaded: Vec<Preloaded>,
+    started_in: Duration,
+    stopped: bool,
+}
+
+impl ServerProcess {
+    /// Starts the process, reads its announcements until it has said what it serves (every
+    /// service of `spec.services` when known; else all it printed before answering), and waits for
+    /// `/ready` on every announced service.
+    pub fn start(spec: &ServerSpec, ready_timeout: Duration) -> anyhow::Result<ServerProcess> {
+        let began = Instant::now();
+        std::fs::create_dir_all(&spec.data_dir)
+            .with_context(|| format!("Failed to create {}", spec.data_dir.display()))?;
+        let log = File::create(&spec.log_path)
+            .with_context(|| format!("Failed to create {}", spec.log_path.display()))?;
+        let (program, args) = spec.command();
+        let mut command = Command::new(&program);
+        command
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(
+                log.try_clone().context("Failed to share the log file")?,
+            ));
+        if std::env::var_os("RUST_LOG").is_none() {
+            // Request logging would cost the server CPU that the comparison is measuring.
+            command.env("RUST_LOG", "warn");
+        }
+        let mut child = pin::spawn_pinned(&mut command, spec.cpus.as_deref())
+            .with_context(|| format!("Failed to run {}", program.display()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .context("the server's stdout was not captured")?;
+        let (lines_tx, lines_rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("brigade-{}-stdout", spec.runtime))
+            .spawn(move || copy_stdout(stdout, log, lines_tx))
+            .context("Failed to start the log thread")?;
+        let mut server = ServerProcess {
+            runtime: spec.runtime.clone(),
+            child,
+            announced: Announced::default(),
+            workers_reported: None,
+            preloaded: Vec::new(),
+            started_in: Duration::ZERO,
+            stopped: false,
+        };
+        let deadline = began + ready_timeout;
+        let log_path = spec.log_path.display();
+        let wanted = spec.services.as_ref().map_or(1, Vec::len).max(1);
+        while server.announced.len() < wanted {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines_rx.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => server.read(&line, spec)?,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = server.child.wait().ok();
+                    bail!(
+                        "{} exited before announcing its services ({}); see {log_path}",
+                        spec.runtime,
+                        status.map_or("unknown status".to_owned(), |s| s.to_string()),
+                    );
+                }
+            }
+            if let Some(status) = server.child.try_wait()? {
+                bail!(
+                    "{} exited before announcing its services ({status}); see {log_path}",
+                    spec.runtime,
+                );
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} did not announce its services within {ready_timeout:?} (a JSON \
+                     `{{\"brigade\":\"listening\",...}}` line per service on stdout); see {log_path}",
+                    spec.runtime,
+                );
+            }
+        }
+        match &spec.services {
+            Some(expected) => {
+                let names = server.announced.names();
+                if expected.iter().any(|s| !names.contains(s)) {
+                    bail!(
+                        "{} announced {} where its `runtimes --json` lists {}; see {log_path}",
+                        spec.runtime,
+                        names.join(", "),
+                        expected.join(", ")
+                    );
+                }
+            }
+            None => {
+                // Every announcement comes before the first answer: once the first service is
+                // ready, the rest are written; collect them as they are read.
+                let first = server.announced.first_url().unwrap_or_default().to_owned();
+                let left = deadline.saturating_duration_since(Instant::now());
+                wait_ready(&first, left)
+                    .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
+                // A server that keeps printing other lines does not hold the start up for long.
+                let settled_by = Instant::now() + SETTLE * 10;
+                while let Ok(line) = lines_rx.recv_timeout(SETTLE) {
+                    server.read(&line, spec)?;
+                    if Instant::now() >= settled_by {
+                        break;
+                    }
+                }
+            }
+        }
+        for url in server.announced.urls().values() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            wait_ready(url, left)
+                .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
+        }
+        server.started_in = began.elapsed();
+        Ok(server)
+    }
+
+    /// Takes in one stdout line: an announcement is recorded, anything else ignored; a server that
+    /// announces another runtime than asked is refused.
+    fn read(&mut self, line: &str, spec: &ServerSpec) -> anyhow::Result<()> {
+        if let Some(preloaded) = Preloaded::parse(line) {
+            self.preloaded.push(preloaded);
+        }
+        if let Some(listening) = Listening::parse(line) {
+            if let Some(runtime) = listening.runtime.as_deref().filter(|r| *r != spec.runtime) {
+                bail!(
+                    "asked for runtime {} but the server announced {runtime} for {} (does the \
+                     command pass {{runtime}} on?): {}",
+                    spec.runtime,
+                    listening.service,
+                    spec.command_line()
+                );
+            }
+            if let Some(workers) = listening.workers {
+                self.workers_reported = Some(workers);
+            }
+            self.announced.insert(listening.service, listening.url);
+        }
+        Ok(())
+    }
+
+    /// The runtime it serves with.
+    pub fn runtime(&self) -> &str {
+        &self.runtime
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The services it announced, in order, with their URLs.
+    pub fn announced(&self) -> &Announced {
+        &self.announced
+    }
+
+    /// Service name → base URL, as the process announced them.
+    pub fn urls(&self) -> BTreeMap<String, String> {
+        self.announced.urls()
+    }
+
+    /// The worker count the process said it runs with, if it said.
+    pub fn workers_reported(&self) -> Option<u32> {
+        self.workers_reported
+    }
+
+    /// What the process said it preloaded before listening, one entry per collection.
+    pub fn preloaded(&self) -> &[Preloaded] {
+        &self.preloaded
+    }
+
+    /// How long it took from spawn to every service ready.
+    pub fn started_in(&self) -> Duration {
+        self.started_in
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends SIGTERM, waits up to `grace`, then SIGKILL.
+    pub fn stop(mut self, grace: Duration) -> StopOutcome {
+        self.stopped = true;
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return StopOutcome::AlreadyExited {
+                code: status.code(),
+            };
+        }
+        let pid = Pid::from_raw(self.child.id() as i32);
+        if kill(pid, Signal::SIGTERM).is_err() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return StopOutcome::Killed;
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return graceful(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        StopOutcome::Killed
+    }
+}
+
+fn graceful(status: ExitStatus) -> StopOutcome {
+    StopOutcome::Graceful {
+        code: status.code(),
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // An error or a panic half-way through a comparison must not leave servers behind.
+        if !self.stopped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Copies the server's stdout into its log, passing each line on for the `listening` lines.
+fn copy_stdout(stdout: impl Read, mut log: File, lines: mpsc::Sender<String>) {
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        let _ = writeln!(log, "{line}");
+        // The receiver stops listening once the server is ready; keep copying to the log.
+        let _ = lines.send(line);
+    }
+}
+/// Polls `GET {url}/ready` until it answers 200 or `timeout` passes.
+pub fn wait_ready(url: &str, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match get_status(url, "/ready") {
+            Ok(200) => return Ok(()),
+            Ok(status) => format!("answered {status}"),
+            Err(err) => format!("{err:#}"),
+        };
+        if Instant::now() >= deadline {
+            bail!("{url}/ready did not answer 200 within {timeout:?} (last: {last})");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A minimal blocking `GET` that returns the status code (for readiness, not for load).
+fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
+    let authority = base
+        .strip_prefix("http://")
+        .context("only http:// URLs are supported")?
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let addr: SocketAddr = std::net::ToSocketAddrs::to_socket_addrs(authority)?
+        .next()
+        .with_context(|| format!("cannot resolve {authority}"))?;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut status_line = String::new();
+    BufReader::new(stream).read_line(&mut status_line)?;
+    let code = status_line
+        .split_whitespace()
+        .nth(1)
+        .with_context(|| format!("malformed status line {status_line:?}"))?;
+    Ok(code.parse()?)
+}

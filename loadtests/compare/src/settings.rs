@@ -1,0 +1,161 @@
+//! What a comparison runs with, resolved from the command line ([`crate::cli`]): runtimes,
+//! scenarios, user counts, preloads, timings, the CPU split, how to start the server; and a rough
+//! estimate of how long it will take.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use brigade_load::Registry;
+
+use crate::servers::{Launch, ServerInfo};
+
+/// Seconds of fixture setup and bookkeeping a run costs beyond warm-up and measurement (estimates).
+const RUN_OVERHEAD_S: f64 = 0.3;
+
+/// Seconds to start and stop one server process (estimates).
+const START_OVERHEAD_S: f64 = 0.6;
+
+/// Documents per second a server preloads at start-up, all collections together (a rough
+/// estimate for the time estimate; a release build on the memory store).
+const PRELOAD_PER_S: f64 = 300_000.0;
+
+/// Everything a comparison needs, resolved from the command line.
+#[derive(Debug, Clone)]
+pub struct CompareSettings {
+    /// The server binary and how to start it (see [`crate::servers`] for the contract).
+    pub launch: Launch,
+    /// What the binary said about itself (`runtimes --json`); empty when it was not asked.
+    pub server_info: ServerInfo,
+    /// The scenarios known by name (the engine's and those the binary registered).
+    pub registry: Registry,
+    /// Runtimes to compare.
+    pub runtimes: Vec<String>,
+    /// Store kind for every service.
+    pub store: String,
+    /// MongoDB URI for `--store mongo`.
+    pub mongodb_uri: Option<String>,
+    /// Scenarios (registered names or TOML files).
+    pub scenarios: Vec<String>,
+    /// Closed-loop user counts.
+    pub users: Vec<u32>,
+    /// Documents per collection preloaded before the fixtures (`[0]`: none).
+    pub preloads: Vec<u64>,
+    /// Measured time per run.
+    pub duration: Duration,
+    /// Warm-up per run.
+    pub warmup: Duration,
+    /// Runs per cell.
+    pub repeat: u32,
+    /// `--workers` for the servers (default: the number of server CPUs).
+    pub workers: Option<u32>,
+    /// Generator threads (default: the number of generator CPUs).
+    pub threads: Option<u32>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Differences under this percentage are ties.
+    pub noise_floor_pct: f64,
+    /// How to split the CPUs.
+    pub cpus: CpuChoice,
+    /// Where the reports and logs go.
+    pub out_dir: PathBuf,
+    /// Whether `--quick` chose the defaults.
+    pub quick: bool,
+    /// Whether to show the generator's progress bar.
+    pub progress: bool,
+    /// The command line, for the report.
+    pub command_line: String,
+}
+
+/// How the CPUs are split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuChoice {
+    /// Half and half (see [`CpuPlan::split`]).
+    Auto,
+    /// Nothing pinned.
+    NoPin,
+    /// These CPUs for the servers, those for the generator.
+    Explicit {
+        /// Server CPUs.
+        server: Vec<usize>,
+        /// Generator CPUs.
+        generator: Vec<usize>,
+    },
+}
+
+impl CompareSettings {
+    /// The services every run's server will announce, when known before it starts: what the
+    /// binary's `runtimes --json` lists, when started with the standard flags (`--service all`).
+    pub fn expected_services(&self) -> Option<Vec<String>> {
+        (self.launch.serves_all() && !self.server_info.services.is_empty())
+            .then(|| self.server_info.services.clone())
+    }
+
+    /// Number of load runs the settings ask for.
+    pub fn run_count(&self) -> usize {
+        self.runtimes.len()
+            * self.scenarios.len()
+            * self.users.len()
+            * self.preloads.len()
+            * self.repeat as usize
+    }
+
+    /// A rough wall-clock estimate, seconds.
+    pub fn estimate_s(&self) -> f64 {
+        let per_run = self.duration.as_secs_f64()
+            + self.warmup.as_secs_f64()
+            + RUN_OVERHEAD_S
+            + START_OVERHEAD_S;
+        // Every run pays its preload at start-up, except on the embedded store, which fills a
+        // folder once per preload and copies it.
+        let documents: f64 = self.preloads.iter().map(|&n| n as f64 * 3.0).sum();
+        let fills = if self.store == "embedded" {
+            documents
+        } else {
+            documents * (self.run_count() / self.preloads.len().max(1)) as f64
+        };
+        self.run_count() as f64 * per_run + fills / PRELOAD_PER_S
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(store: &str, preloads: Vec<u64>, repeat: u32) -> CompareSettings {
+        CompareSettings {
+            launch: Launch::Binary("brigade".into()),
+            server_info: ServerInfo::default(),
+            registry: Registry::new(),
+            runtimes: vec!["a".into(), "b".into(), "c".into()],
+            store: store.into(),
+            mongodb_uri: None,
+            scenarios: vec!["s".into(), "t".into()],
+            users: vec![10, 20],
+            preloads,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            repeat,
+            workers: None,
+            threads: None,
+            timeout: Duration::from_secs(1),
+            noise_floor_pct: 5.0,
+            cpus: CpuChoice::Auto,
+            out_dir: "out".into(),
+            quick: false,
+            progress: false,
+            command_line: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_estimate_counts_every_run_and_every_preload_fill() {
+        let s = settings("memory", vec![0], 1);
+        assert_eq!(s.run_count(), 12);
+        assert!(s.estimate_s() >= 12.0);
+        // Memory fills at every start, embedded once per preload.
+        let memory = settings("memory", vec![0, 1_000_000], 1);
+        let embedded = settings("embedded", vec![0, 1_000_000], 1);
+        assert_eq!(memory.run_count(), 24);
+        assert!(memory.estimate_s() > embedded.estimate_s() + 60.0);
+    }
+}

@@ -1,0 +1,490 @@
+//! Report rendering on a synthetic comparison: the three files exist, the markdown's numbers are the
+//! JSON's, the HTML carries its charts as inline SVG, and the JSON reads back whole.
+
+use std::collections::BTreeMap;
+
+use brigade_compare as compare;
+use brigade_compare::pin::CpuPlan;
+use brigade_compare::procstat::{ProcSeries, ProcUsage};
+use brigade_compare::report::{self, json, markdown, Report, RunRecord};
+use brigade_compare::verdict::{self, RunCpu};
+use brigade_load::result::{Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult};
+
+fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadResult {
+    let requests = (hits_per_s * elapsed_s).round() as u64;
+    let total = RouteResult {
+        name: "total".into(),
+        requests,
+        ok: requests - errors,
+        errors: Errors {
+            status_5xx: errors,
+            ..Errors::default()
+        },
+        bytes_sent: requests * 120,
+        bytes_received: requests * 300,
+        hits_per_s,
+        bytes_per_s: hits_per_s * 420.0,
+        latency: Latency {
+            mean_ms,
+            p50_ms: mean_ms * 0.9,
+            p90_ms: mean_ms * 1.5,
+            p99_ms: mean_ms * 3.0,
+            p999_ms: mean_ms * 6.0,
+            max_ms: mean_ms * 10.0,
+        },
+        histogram: String::new(),
+    };
+    LoadResult {
+        settings: LoadSettings {
+            targets: vec!["waiter=http://127.0.0.1:1".into()],
+            scenario: "waiter".into(),
+            users: Some(10),
+            rate: None,
+            connections: 10,
+            duration_s: Some(elapsed_s),
+            requests: None,
+            warmup_s: 1.0,
+            keepalive: true,
+            threads: 1,
+            timeout_ms: 5000,
+            think_ms: 0,
+        },
+        machine: Machine::default(),
+        started_at: "2025-01-01T00:00:00Z".into(),
+        elapsed_s,
+        generator_cpu_percent: 40.0,
+        routes: vec![RouteResult {
+            name: "GET /waiters".into(),
+            ..total.clone()
+        }],
+        total,
+    }
+}
+
+fn run(
+    index: usize,
+    repeat: u32,
+    runtime: &str,
+    scenario: &str,
+    users: u32,
+    hits: f64,
+    errors: u64,
+) -> RunRecord {
+    RunRecord {
+        index,
+        repeat,
+        runtime: runtime.into(),
+        scenario: scenario.into(),
+        users,
+        preload: 0,
+        reset: None,
+        result: Some(result(hits, 3.0, errors, 1000.0 * users as f64 / hits)),
+        error: None,
+        server: ProcUsage {
+            cpu_percent: 97.5,
+            peak_rss_mib: 12.25,
+            mean_rss_mib: 11.0,
+            samples: 30,
+        },
+        generator: ProcUsage {
+            cpu_percent: 40.0,
+            peak_rss_mib: 20.0,
+            mean_rss_mib: 20.0,
+            samples: 30,
+        },
+        generator_cpu_percent: 40.0,
+        generator_bound: None,
+        contended: None,
+        cpu: RunCpu::default(),
+        server_samples: ProcSeries {
+            pid: 42,
+            samples: Vec::new(),
+        },
+        window_s: (1.0, 4.0),
+    }
+}
+
+fn synthetic() -> Report {
+    let runtimes = vec!["axum".to_owned(), "actix".to_owned()];
+    let scenarios = vec!["waiter".to_owned(), "hello".to_owned()];
+    let users = vec![10, 30];
+    let mut runs = Vec::new();
+    for repeat in 0..2 {
+        for scenario in &scenarios {
+            for &u in &users {
+                for runtime in &runtimes {
+                    let base = if runtime == "actix" { 1300.0 } else { 1000.0 };
+                    let hits = base + u as f64 + repeat as f64 * 7.0;
+                    let mut record = run(
+                        runs.len(),
+                        repeat,
+                        runtime,
+                        scenario,
+                        u,
+                        hits,
+                        u64::from(repeat),
+                    );
+                    if scenario == "hello" {
+                        record.generator_cpu_percent = 99.0;
+                        record.server.cpu_percent = 55.0;
+                        record.cpu = RunCpu {
+                            generator_process: 99.0,
+                            server_process: 55.0,
+                            ..RunCpu::default()
+                        };
+                        record.generator_bound = verdict::generator_bound(
+                            &record.cpu,
+                            verdict::CpuShape {
+                                generator_cpus: 1,
+                                server_cpus: 1,
+                                pinned: true,
+                            },
+                        );
+                    }
+                    runs.push(record);
+                }
+            }
+        }
+    }
+    let rows = report::rows(&runs, &scenarios, &users, &[0], &runtimes);
+    let (cells, scenario_verdicts) =
+        compare::judge(&runs, &scenarios, &users, &[0], &runtimes, 5.0);
+    Report {
+        started_at: "2025-01-01T00:00:00Z".into(),
+        wall_s: 75.0,
+        machine: Machine {
+            hostname: "box".into(),
+            cores: 2,
+            cpu: "Test CPU".into(),
+            ..Machine::default()
+        },
+        versions: report::Versions {
+            brigade: "0.1.0".into(),
+            ..report::Versions::default()
+        },
+        threads: report::ThreadSetup {
+            cpus: CpuPlan::split(&[0, 1]),
+            server_workers: 1,
+            workers_reported: BTreeMap::from([
+                ("axum".to_owned(), Some(1)),
+                ("actix".to_owned(), Some(1)),
+            ]),
+            generator_threads: 1,
+        },
+        settings: report::Settings {
+            runtimes,
+            store: "embedded".into(),
+            scenarios,
+            users,
+            preloads: vec![0],
+            duration_s: 3.0,
+            warmup_s: 1.0,
+            repeat: 2,
+            noise_floor_pct: 5.0,
+            timeout_ms: 5000,
+            quick: false,
+            interleaving: "together".into(),
+            command_line: "brigade compare".into(),
+            services: vec!["api".into(), "auth".into()],
+            server_command: "srv serve --listen {listen}".into(),
+        },
+        state: report::StateSetup::default(),
+        servers: Vec::new(),
+        runs,
+        rows,
+        cells,
+        scenarios: scenario_verdicts,
+        notes: vec!["a synthetic report".into()],
+    }
+}
+
+/// The markdown table rows of one scenario, as header → cell maps.
+fn markdown_rows(md: &str, scenario: &str) -> Vec<BTreeMap<String, String>> {
+    let section = md
+        .split(&format!("## Scenario `{scenario}`"))
+        .nth(1)
+        .expect("the scenario's section");
+    let mut lines = section.lines().skip_while(|l| !l.starts_with('|'));
+    let split = |l: &str| {
+        l.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let header = split(lines.next().unwrap());
+    assert_eq!(header, markdown::TABLE_HEADER);
+    lines
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| header.iter().cloned().zip(split(l)).collect())
+        .collect()
+}
+
+#[test]
+fn the_three_files_are_written_and_agree_with_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = synthetic();
+    let written = report::write_all(&report, dir.path()).unwrap();
+    for path in [&written.json, &written.markdown, &written.html] {
+        assert!(
+            std::fs::metadata(path).unwrap().len() > 0,
+            "{} is empty",
+            path.display()
+        );
+    }
+
+    // report.json reads back whole (floats to within their printed precision).
+    let back = json::read(&written.json).unwrap();
+    assert_eq!(back.runs.len(), report.runs.len());
+    assert_eq!(back.rows.len(), report.rows.len());
+    assert_eq!(back.settings, report.settings);
+    assert_eq!(back.threads, report.threads);
+    let labels = |r: &Report| {
+        r.cells
+            .iter()
+            .map(|c| c.verdict.label())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(labels(&back), labels(&report));
+    for (a, b) in back.runs.iter().zip(&report.runs) {
+        let (a, b) = (a.result.as_ref().unwrap(), b.result.as_ref().unwrap());
+        assert_eq!(a.total.requests, b.total.requests);
+        assert!((a.total.hits_per_s - b.total.hits_per_s).abs() < 1e-9);
+    }
+
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    for scenario in &report.settings.scenarios {
+        let md_rows = markdown_rows(&md, scenario);
+        let json_rows: Vec<_> = back
+            .rows
+            .iter()
+            .filter(|r| &r.scenario == scenario)
+            .collect();
+        assert_eq!(md_rows.len(), json_rows.len());
+        for (md_row, row) in md_rows.iter().zip(json_rows) {
+            assert_eq!(md_row["runtime"], row.runtime);
+            assert_eq!(md_row["users"], row.users.to_string());
+            let close = |name: &str, value: f64, step: f64| {
+                let shown: f64 = md_row[name].parse().unwrap();
+                assert!(
+                    (shown - value).abs() <= step + 1e-9,
+                    "{name}: markdown {shown} vs json {value}"
+                );
+            };
+            close("hits/s", row.hits_per_s, 0.05);
+            close("KiB/s", row.kib_per_s, 0.05);
+            close("mean ms", row.mean_ms, 0.0005);
+            close("p99 ms", row.p99_ms, 0.0005);
+            close("error %", row.error_pct, 0.005);
+            close("server CPU %", row.server_cpu_pct, 0.05);
+            close("peak RSS MiB", row.peak_rss_mib, 0.05);
+            assert_eq!(md_row["requests"], row.requests.to_string());
+        }
+    }
+    // Each scenario's verdict label appears in the markdown and the HTML.
+    let html = std::fs::read_to_string(&written.html).unwrap();
+    for v in &back.scenarios {
+        assert!(
+            md.contains(&format!("**{}**", v.verdict.label())),
+            "{}",
+            v.verdict.label()
+        );
+        assert!(html.contains(&v.verdict.label()));
+    }
+    // The setup names the services the server announced and how it was started.
+    assert!(
+        md.contains(
+            "- Server: services api, auth (as the server announced them); started as \
+             `srv serve --listen {listen}`"
+        ),
+        "{md}"
+    );
+    assert!(html.contains("<tr><th>Server</th><td>services api, auth"));
+}
+
+#[test]
+fn rows_are_medians_over_the_repeats_and_requests_match_hits_times_duration() {
+    let report = synthetic();
+    let row = report
+        .rows
+        .iter()
+        .find(|r| r.scenario == "waiter" && r.users == 10 && r.runtime == "actix")
+        .unwrap();
+    // Repeats at 1310 and 1317 hits/s.
+    assert!((row.hits_per_s - 1313.5).abs() < 1e-9);
+    assert_eq!((row.hits_per_s_min, row.hits_per_s_max), (1310.0, 1317.0));
+    assert_eq!(row.runs, 2);
+    for run in &report.runs {
+        let r = run.result.as_ref().unwrap();
+        let implied = r.total.hits_per_s * r.elapsed_s;
+        assert!((implied - r.total.requests as f64).abs() <= 1.0);
+    }
+    assert_eq!(row.requests, 3930 + 3951);
+}
+
+#[test]
+fn verdicts_name_the_faster_runtime_and_refuse_a_generator_bound_scenario() {
+    let report = synthetic();
+    let waiter = report
+        .scenarios
+        .iter()
+        .find(|s| s.scenario == "waiter")
+        .unwrap();
+    assert!(
+        waiter.verdict.label().starts_with("actix +"),
+        "{:?}",
+        waiter.verdict
+    );
+    let hello = report
+        .scenarios
+        .iter()
+        .find(|s| s.scenario == "hello")
+        .unwrap();
+    assert_eq!(hello.verdict.label(), "generator-bound");
+    let md = markdown::render(&report);
+    assert!(
+        md.contains("generator-bound (2/2)"),
+        "rows flag generator-bound runs"
+    );
+}
+
+#[test]
+fn the_html_is_self_contained_with_inline_svg_charts() {
+    let html = report::html::render(&synthetic()).unwrap();
+    // Three charts per scenario.
+    assert_eq!(html.matches("<svg").count(), 6);
+    assert!(html.contains("throughput per runtime"));
+    assert!(html.contains("throughput against users"));
+    assert!(html.contains("latency at 30 users"));
+    assert!(!html.contains("<script"), "no scripts");
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "no remote resources"
+    );
+    assert!(html.contains("actix") && html.contains("axum"));
+}
+
+#[test]
+fn rejudging_a_written_report_applies_a_new_noise_floor_to_the_recorded_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    report::write_all(&synthetic(), dir.path()).unwrap();
+    // actix leads axum by about 29% in every repeat: a win at 5%, a tie at 50%.
+    let rejudged = compare::rejudge(dir.path(), 50.0).unwrap();
+    let waiter = rejudged
+        .scenarios
+        .iter()
+        .find(|s| s.scenario == "waiter")
+        .unwrap();
+    assert_eq!(waiter.verdict.label(), "tie");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("noise floor 50%"),
+        "the rewritten report says its floor"
+    );
+    assert_eq!(
+        json::read(&dir.path().join("report.json"))
+            .unwrap()
+            .settings
+            .noise_floor_pct,
+        50.0
+    );
+}
+
+#[test]
+fn an_old_report_without_preloads_or_efficiency_is_rejudged_with_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = serde_json::to_value(synthetic()).unwrap();
+    // What a report.json written before preloads, fresh state and efficiency verdicts lacks.
+    let object = old.as_object_mut().unwrap();
+    object.remove("state");
+    object["settings"]
+        .as_object_mut()
+        .unwrap()
+        .remove("preloads");
+    for run in object["runs"].as_array_mut().unwrap() {
+        let run = run.as_object_mut().unwrap();
+        run.remove("preload");
+        run.remove("reset");
+    }
+    for row in object["rows"].as_array_mut().unwrap() {
+        let row = row.as_object_mut().unwrap();
+        row.remove("preload");
+        row.remove("server_cpu_us_per_request");
+    }
+    for list in ["cells", "scenarios"] {
+        for cell in object[list].as_array_mut().unwrap() {
+            let cell = cell.as_object_mut().unwrap();
+            cell.remove("preload");
+            cell.remove("efficiency");
+        }
+    }
+    std::fs::write(
+        dir.path().join("report.json"),
+        serde_json::to_string(&old).unwrap(),
+    )
+    .unwrap();
+    let rejudged = compare::rejudge(dir.path(), 5.0).unwrap();
+    assert_eq!(rejudged.settings.preloads, vec![0]);
+    assert!(rejudged.cells.iter().all(|c| c.efficiency.is_some()));
+    // Every run used 97.5% of a core for 3 s: the µs per request follow from the requests.
+    let row = &rejudged.rows[0];
+    let run = rejudged
+        .runs
+        .iter()
+        .find(|r| r.runtime == row.runtime && r.scenario == row.scenario && r.users == row.users)
+        .unwrap();
+    let requests = run.result.as_ref().unwrap().total.requests as f64;
+    assert!((run.server_cpu_us_per_request().unwrap() - 0.975 * 3.0 * 1e6 / requests).abs() < 1e-6);
+    assert!(row.server_cpu_us_per_request > 0.0);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("efficiency verdict"), "{md}");
+}
+
+#[test]
+fn the_preload_is_a_dimension_of_rows_and_cells() {
+    let mut report = synthetic();
+    // The same runs again at a preload of 1,000 documents, a little slower.
+    let more: Vec<RunRecord> = report
+        .runs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.preload = 1_000;
+            r
+        })
+        .collect();
+    report.runs.extend(more);
+    let s = &mut report.settings;
+    s.preloads = vec![0, 1_000];
+    report.rows = report::rows(
+        &report.runs,
+        &s.scenarios,
+        &s.users,
+        &s.preloads,
+        &s.runtimes,
+    );
+    let (cells, scenarios) = compare::judge(
+        &report.runs,
+        &s.scenarios,
+        &s.users,
+        &s.preloads,
+        &s.runtimes,
+        5.0,
+    );
+    assert_eq!(report.rows.len(), 2 * 2 * 2 * 2);
+    assert_eq!(cells.len(), 2 * 2 * 2);
+    assert!(cells.iter().any(|c| c.preload == 1_000));
+    report.cells = cells;
+    report.scenarios = scenarios;
+    let md = markdown::render(&report);
+    let rows = markdown_rows(&md, "waiter");
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().any(|r| r["preload"] == "1000"));
+    assert!(
+        md.contains("10 users, preload 1,000: throughput **actix +"),
+        "{md}"
+    );
+    let html = report::html::render(&report).unwrap();
+    assert!(html.contains("throughput against preload"));
+}

@@ -1,0 +1,258 @@
+//! The command line `brigade load` delegates to: its clap `Args` struct, the function that runs it,
+//! and the parsers of its values (durations, CPU lists, targets). A binary mounts it as a subcommand
+//! and hands it the [`Registry`] of the scenarios and default targets it knows.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::engine::{self, LoadConfig};
+use crate::registry::Registry;
+use crate::scenario::DEFAULT_SERVICE;
+
+/// `brigade load`: run one scenario against running services and report what it measured.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Scenarios: a registered name (--list-scenarios) or a TOML file (see docs/methodology.md).\n\
+Examples:\n  brigade load --target http://127.0.0.1:8081 --scenario hello --users 50 --duration 30s\n  \
+brigade load --scenario my-mix.toml --target api=http://127.0.0.1:8080 --rate 2000 --connections 64 --duration 1m --json run.json"
+)]
+pub struct LoadArgs {
+    /// Target base URL: `URL` for every service the scenario uses, or `NAME=URL` (repeatable; a
+    /// scenario naming no service goes to the first). Default: the targets the binary registered
+    /// (--list-scenarios shows them).
+    #[arg(long = "target", value_name = "[NAME=]URL")]
+    pub targets: Vec<String>,
+    /// A registered scenario's name or the path to a scenario TOML file.
+    #[arg(long, default_value = "hello", value_name = "NAME|FILE")]
+    pub scenario: String,
+    /// Closed loop: this many users, each sending its next request when the last one is answered
+    /// (default 10). With `--rate`: the number of connections, unless `--connections` is given.
+    #[arg(long, short = 'u')]
+    pub users: Option<u32>,
+    /// Open loop: requests per second on a fixed schedule, latency from the intended send time.
+    #[arg(long, short = 'r')]
+    pub rate: Option<f64>,
+    /// Open loop: connections sending the schedule (default: --users, else 10).
+    #[arg(long, short = 'c')]
+    pub connections: Option<u32>,
+    /// Measured time after warm-up (`30s`, `2m`, `500ms`); default 10s unless --requests is given.
+    #[arg(long, short = 'd', value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Measured requests after warm-up (with --duration too, whichever comes first).
+    #[arg(long, short = 'n')]
+    pub requests: Option<u64>,
+    /// Load sent before measuring, not counted.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Open a new connection for every request (`Connection: close`).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Generator threads, each a single-threaded runtime (default: one per usable CPU).
+    #[arg(long, short = 't')]
+    pub threads: Option<u32>,
+    /// Per-request timeout, connection included.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Closed loop: pause between an answer and the user's next request.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub think: Duration,
+    /// Pin the generator's threads to these CPUs (`1`, `2-3`, `0,2,4`).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Also write the full result (with the latency histograms) as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress bar (it is never drawn when stderr is not a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// List the registered scenarios and default targets, and exit.
+    #[arg(long)]
+    pub list_scenarios: bool,
+}
+
+impl LoadArgs {
+    /// The engine configuration these arguments describe; `registry` gives the default targets.
+    pub fn config(&self, registry: &Registry) -> Result<LoadConfig> {
+        let defaults = LoadConfig::default();
+        let targets = if self.targets.is_empty() {
+            registry.targets()
+        } else {
+            parse_targets(&self.targets)?
+        };
+        let connections = self.connections.or(if self.rate.is_some() {
+            self.users
+        } else {
+            None
+        });
+        Ok(LoadConfig {
+            targets,
+            users: if self.rate.is_some() {
+                None
+            } else {
+                Some(self.users.unwrap_or(10))
+            },
+            rate: self.rate,
+            connections: connections.unwrap_or(defaults.connections),
+            duration: match (self.duration, self.requests) {
+                (None, None) => defaults.duration,
+                (d, _) => d,
+            },
+            requests: self.requests,
+            warmup: self.warmup,
+            keepalive: !self.no_keepalive,
+            threads: self.threads.unwrap_or(0),
+            timeout: self.timeout,
+            think: self.think,
+            cpus: self.cpus.as_deref().map(parse_cpu_list).transpose()?,
+            progress: !self.no_progress,
+        })
+    }
+}
+
+/// Runs `brigade load` with the scenarios and default targets in `registry`: prints the table to
+/// stdout and writes `--json` if asked.
+pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
+    if args.list_scenarios {
+        for name in registry.names() {
+            let s = registry.get(name)?;
+            println!(
+                "{name:<11} {} (services: {})",
+                s.description(),
+                s.services().join(", ")
+            );
+        }
+        for (service, url) in registry.default_targets() {
+            println!("target {service}={url}");
+        }
+        return Ok(());
+    }
+    let scenario = registry.load(&args.scenario)?;
+    let config = args.config(registry)?;
+    let result = engine::run(&config, &scenario)?;
+    print!("{}", crate::table::render(&result));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&result)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("Failed to write {}", path.display()))?;
+        println!("result written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Turns `--target` values into service → URL: `URL` alone serves every service (`*`),
+/// `NAME=URL` one service; without a `URL` alone, a scenario that names no service goes to the
+/// first `NAME=URL`.
+pub fn parse_targets(values: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    let mut first_named = None;
+    for v in values {
+        match v.split_once('=') {
+            // A target for a service this scenario does not use is fine: one command line can
+            // name all the services and run any scenario.
+            Some((name, url)) if !name.contains("://") && !name.contains('/') => {
+                map.insert(name.to_string(), url.to_string());
+                first_named.get_or_insert_with(|| url.to_string());
+            }
+            _ => {
+                if map.insert("*".to_string(), v.clone()).is_some() {
+                    bail!("--target {v}: only one target may be given without a NAME=");
+                }
+            }
+        }
+    }
+    if let Some(url) = first_named.filter(|_| !map.contains_key("*")) {
+        map.entry(DEFAULT_SERVICE.to_string()).or_insert(url);
+    }
+    Ok(map)
+}
+
+/// Parses `1`, `2-3`, `0,2,4-5` into CPU numbers.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse()?, b.trim().parse()?);
+                if a > b {
+                    bail!("CPU range {part} runs backwards");
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(
+                part.parse()
+                    .with_context(|| format!("{part:?} is not a CPU number"))?,
+            ),
+        }
+    }
+    if cpus.is_empty() {
+        bail!("no CPU in {text:?}");
+    }
+    Ok(cpus)
+}
+
+/// Parses `10s`, `2m`, `500ms`, `1m30s`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("{text:?} is not a duration (try 30s, 2m, 500ms): {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_cpu_lists_and_targets_parse() {
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
+        assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
+        assert!(parse_cpu_list("3-1").is_err());
+
+        let t = parse_targets(&["http://h:1".into(), "api=http://h:2".into()]).unwrap();
+        assert_eq!(t["*"], "http://h:1");
+        assert_eq!(t["api"], "http://h:2");
+        // A service the scenario does not use may be named; two unnamed targets are ambiguous.
+        let named = parse_targets(&["other=http://h:3".into(), "more=http://h:4".into()]).unwrap();
+        assert_eq!(named["other"], "http://h:3");
+        // A scenario naming no service goes to the first NAME=URL when no URL stands alone.
+        assert_eq!(named[DEFAULT_SERVICE], "http://h:3");
+        assert!(
+            !t.contains_key(DEFAULT_SERVICE),
+            "the unnamed URL serves it: {t:?}"
+        );
+        assert!(parse_targets(&["http://h:1".into(), "http://h:2".into()]).is_err());
+        assert!(parse_targets(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn without_a_target_the_registered_ones_are_used() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let mut registry = Registry::new();
+        registry
+            .target("api", "http://h:1")
+            .target("auth", "http://h:2");
+        let args = Cli::parse_from(["load"]).load;
+        let targets = args.config(&registry).unwrap().targets;
+        assert_eq!(targets["api"], "http://h:1");
+        assert_eq!(targets["auth"], "http://h:2");
+        assert_eq!(targets[DEFAULT_SERVICE], "http://h:1");
+        let args = Cli::parse_from(["load", "--target", "http://h:9"]).load;
+        let targets = args.config(&registry).unwrap().targets;
+        assert_eq!(targets.len(), 1, "{targets:?}");
+    }
+}

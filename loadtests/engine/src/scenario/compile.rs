@@ -1,0 +1,344 @@
+//! The TOML shape of a scenario and its compilation: every name resolved to an index, every
+//! template parsed, every mistake an author can make refused with the reason.
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, bail, Context, Result};
+use http::header::HeaderName;
+use serde::Deserialize;
+
+use super::template::{Part, Template};
+use super::{
+    Capture, PoolSpec, RequestSpec, Scenario, SetupStep, DEFAULT_POOL_CAPACITY, DEFAULT_SERVICE,
+};
+
+/// A scenario file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    name: String,
+    #[serde(default)]
+    description: String,
+    service: Option<String>,
+    pool_capacity: Option<usize>,
+    #[serde(default)]
+    vars: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    setup: Vec<RawRequest>,
+    #[serde(default, rename = "request")]
+    requests: Vec<RawRequest>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    name: Option<String>,
+    service: Option<String>,
+    method: Option<String>,
+    path: String,
+    body: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    weight: Option<u32>,
+    times: Option<u32>,
+    expect: Option<Vec<u16>>,
+    #[serde(default)]
+    capture: BTreeMap<String, String>,
+}
+
+impl Scenario {
+    pub(super) fn compile(raw: RawScenario, label: &str) -> Result<Scenario> {
+        if raw.requests.is_empty() {
+            bail!("a scenario needs at least one [[request]]");
+        }
+        let default_service = raw
+            .service
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SERVICE.to_string());
+        let mut b = Builder {
+            vars: &raw.vars,
+            services: Vec::new(),
+            pools: Vec::new(),
+            routes: Vec::new(),
+        };
+
+        let mut setup = Vec::new();
+        for (i, r) in raw.setup.iter().enumerate() {
+            if r.weight.is_some() {
+                bail!(
+                    "setup step {}: `weight` belongs to [[request]], a setup step has `times`",
+                    i + 1
+                );
+            }
+            let request = b
+                .request(r, &default_service, false)
+                .with_context(|| format!("setup step {}", i + 1))?;
+            setup.push(SetupStep {
+                request,
+                times: r.times.unwrap_or(1),
+            });
+        }
+        let mut requests = Vec::new();
+        for (i, r) in raw.requests.iter().enumerate() {
+            if r.times.is_some() {
+                bail!(
+                    "request {}: `times` belongs to [[setup]], a request has `weight`",
+                    i + 1
+                );
+            }
+            let spec = b.request(r, &default_service, true).with_context(|| {
+                format!(
+                    "request {} ({})",
+                    i + 1,
+                    r.name.clone().unwrap_or_else(|| r.path.clone())
+                )
+            })?;
+            requests.push(spec);
+        }
+
+        // Every pool read from must be filled by someone, or the requests reading it could never run.
+        let mut filled = vec![false; b.pools.len()];
+        for c in setup
+            .iter()
+            .map(|s| &s.request)
+            .chain(&requests)
+            .flat_map(|r| &r.captures)
+        {
+            filled[c.pool] = true;
+        }
+        for (p, f) in b.pools.iter().zip(&filled) {
+            if !f {
+                bail!(
+                    "pool {:?} is read but no setup step or request captures into it",
+                    p.name
+                );
+            }
+        }
+        let mut pools = b.pools.clone();
+        for r in setup.iter().map(|s| &s.request).chain(&requests) {
+            for part in r.all_parts() {
+                if let Part::TakePool(p) = part {
+                    pools[*p].taken = true;
+                }
+            }
+        }
+
+        let mut cumulative = Vec::with_capacity(requests.len());
+        let mut sum = 0u64;
+        for r in &requests {
+            sum += u64::from(r.weight);
+            cumulative.push(sum);
+        }
+        if sum == 0 {
+            bail!("every request has weight 0");
+        }
+        Ok(Scenario {
+            name: raw.name,
+            label: label.to_string(),
+            description: raw.description,
+            services: b.services,
+            pools,
+            routes: b.routes,
+            setup,
+            requests,
+            cumulative,
+            pool_capacity: raw.pool_capacity.unwrap_or(DEFAULT_POOL_CAPACITY).max(1),
+        })
+    }
+}
+
+struct Builder<'a> {
+    vars: &'a BTreeMap<String, Vec<String>>,
+    services: Vec<String>,
+    pools: Vec<PoolSpec>,
+    routes: Vec<String>,
+}
+
+impl Builder<'_> {
+    fn service(&mut self, name: &str) -> usize {
+        index_of(&mut self.services, name, |s| s.clone())
+    }
+
+    fn pool(&mut self, name: &str) -> usize {
+        if let Some(i) = self.pools.iter().position(|p| p.name == name) {
+            return i;
+        }
+        self.pools.push(PoolSpec {
+            name: name.to_string(),
+            taken: false,
+        });
+        self.pools.len() - 1
+    }
+
+    fn request(
+        &mut self,
+        r: &RawRequest,
+        default_service: &str,
+        weighted: bool,
+    ) -> Result<RequestSpec> {
+        let method_name = r
+            .method
+            .clone()
+            .unwrap_or_else(|| "GET".into())
+            .to_ascii_uppercase();
+        let method = http::Method::from_bytes(method_name.as_bytes())
+            .map_err(|_| anyhow!("bad method {method_name:?}"))?;
+        if !r.path.starts_with('/') {
+            bail!("path {:?} must start with /", r.path);
+        }
+        let service = self.service(r.service.as_deref().unwrap_or(default_service));
+        let path = self.template(&r.path).context("path")?;
+        let body = r
+            .body
+            .as_deref()
+            .map(|b| self.template(b))
+            .transpose()
+            .context("body")?;
+        let mut headers = Vec::new();
+        for (k, v) in &r.headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| anyhow!("bad header name {k:?}"))?;
+            headers.push((
+                name,
+                self.template(v).with_context(|| format!("header {k}"))?,
+            ));
+        }
+        let mut captures = Vec::new();
+        for (pool, pointer) in &r.capture {
+            if self.vars.contains_key(pool) {
+                bail!("capture into {pool:?}, which is a [vars] list, not a pool");
+            }
+            if !pointer.is_empty() && !pointer.starts_with('/') {
+                bail!("capture {pool}: {pointer:?} is not a JSON pointer (they start with /)");
+            }
+            captures.push(Capture {
+                pool: self.pool(pool),
+                pointer: pointer.clone(),
+            });
+        }
+        if let Some(expect) = &r.expect {
+            if expect.is_empty() || expect.iter().any(|s| !(100..=599).contains(s)) {
+                bail!("expect must list HTTP statuses (100..=599), got {expect:?}");
+            }
+        }
+        let name = r
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{method} {}", path.display()));
+        let route = if weighted {
+            index_of(&mut self.routes, &name, |s| s.clone())
+        } else {
+            usize::MAX
+        };
+        let mut spec = RequestSpec {
+            name,
+            route,
+            service,
+            method,
+            path,
+            headers,
+            body,
+            expect: r.expect.clone(),
+            captures,
+            weight: r.weight.unwrap_or(1),
+            needs: Vec::new(),
+        };
+        let mut needs: BTreeMap<usize, (usize, bool)> = BTreeMap::new();
+        for part in spec.all_parts() {
+            match part {
+                Part::TakePool(p) => needs.entry(*p).or_default().0 += 1,
+                Part::PickPool(p) => needs.entry(*p).or_default().1 = true,
+                _ => {}
+            }
+        }
+        spec.needs = needs
+            .into_iter()
+            .map(|(p, (takes, picks))| (p, takes + usize::from(picks)))
+            .collect();
+        Ok(spec)
+    }
+
+    fn template(&mut self, text: &str) -> Result<Template> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("{{") {
+            if start > 0 {
+                parts.push(Part::Text(rest[..start].to_string()));
+            }
+            let after = &rest[start + 2..];
+            let end = after
+                .find("}}")
+                .ok_or_else(|| anyhow!("unclosed {{{{ in {text:?}"))?;
+            parts.push(self.function(after[..end].trim())?);
+            rest = &after[end + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_string()));
+        }
+        Ok(Template { parts })
+    }
+
+    fn function(&mut self, call: &str) -> Result<Part> {
+        let words: Vec<&str> = call.split_whitespace().collect();
+        let arity = |n: usize| -> Result<()> {
+            if words.len() == n + 1 {
+                Ok(())
+            } else {
+                bail!("{{{{{call}}}}}: {} takes {n} argument(s)", words[0])
+            }
+        };
+        match words.first().copied() {
+            None => bail!("empty {{{{}}}}"),
+            Some("seq") => {
+                arity(0)?;
+                Ok(Part::Seq)
+            }
+            Some("random_int") => {
+                arity(2)?;
+                let lo: i64 = words[1].parse().with_context(|| format!("{{{{{call}}}}}: not an integer"))?;
+                let hi: i64 = words[2].parse().with_context(|| format!("{{{{{call}}}}}: not an integer"))?;
+                if lo > hi {
+                    bail!("{{{{{call}}}}}: the lower bound is above the upper one");
+                }
+                Ok(Part::RandomInt(lo, hi))
+            }
+            Some("random_string") => {
+                arity(1)?;
+                let n: usize = words[1].parse().with_context(|| format!("{{{{{call}}}}}: not a length"))?;
+                Ok(Part::RandomString(n))
+            }
+            Some("one_of") => {
+                if words.len() < 2 {
+                    bail!("{{{{{call}}}}}: one_of needs at least one value");
+                }
+                Ok(Part::OneOf(words[1..].iter().map(|s| s.to_string()).collect()))
+            }
+            Some("pick") => {
+                arity(1)?;
+                match self.vars.get(words[1]) {
+                    Some(list) if list.is_empty() => bail!("[vars] {} is empty", words[1]),
+                    Some(list) => Ok(Part::OneOf(list.clone())),
+                    None => Ok(Part::PickPool(self.pool(words[1]))),
+                }
+            }
+            Some("take") => {
+                arity(1)?;
+                if self.vars.contains_key(words[1]) {
+                    bail!("{{{{{call}}}}}: {} is a [vars] list; `take` is for pools, use `pick`", words[1]);
+                }
+                Ok(Part::TakePool(self.pool(words[1])))
+            }
+            Some(other) => bail!(
+                "{{{{{call}}}}}: unknown function {other:?} (known: seq, random_int, random_string, one_of, pick, take)"
+            ),
+        }
+    }
+}
+
+fn index_of(list: &mut Vec<String>, name: &str, make: impl Fn(&String) -> String) -> usize {
+    if let Some(i) = list.iter().position(|s| s == name) {
+        return i;
+    }
+    list.push(make(&name.to_string()));
+    list.len() - 1
+}

@@ -1,0 +1,135 @@
+//! Histograms merge exactly: across threads (inside the engine) and across runs (`result::merge`),
+//! percentiles come from the merged distribution, never from averaging percentiles.
+
+use std::time::Duration;
+
+use brigade_load::histogram::LatencyHistogram;
+use brigade_load::result::{self, Errors, LoadResult, LoadSettings, Machine, RouteResult};
+
+fn route(name: &str, latency_ms: u64, n: u64, elapsed_s: f64) -> RouteResult {
+    let mut h = LatencyHistogram::new();
+    for _ in 0..n {
+        h.record(Duration::from_millis(latency_ms));
+    }
+    RouteResult {
+        name: name.into(),
+        requests: n,
+        ok: n - 1,
+        errors: Errors {
+            status_5xx: 1,
+            ..Errors::default()
+        },
+        bytes_sent: 100 * n,
+        bytes_received: 200 * n,
+        hits_per_s: n as f64 / elapsed_s,
+        bytes_per_s: 300.0 * n as f64 / elapsed_s,
+        latency: h.latency(),
+        histogram: h.encode(),
+    }
+}
+
+fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResult {
+    let mut routes = vec![route("GET /a", latency_ms, n, elapsed_s)];
+    if let Some(name) = extra {
+        routes.push(route(name, latency_ms, n, elapsed_s));
+    }
+    let mut total = route("total", latency_ms, n * routes.len() as u64, elapsed_s);
+    total.errors.status_5xx = routes.len() as u64;
+    LoadResult {
+        settings: LoadSettings {
+            targets: vec!["*=http://127.0.0.1:1".into()],
+            scenario: "t".into(),
+            users: Some(1),
+            rate: None,
+            connections: 1,
+            duration_s: Some(elapsed_s),
+            requests: None,
+            warmup_s: 0.0,
+            keepalive: true,
+            threads: 1,
+            timeout_ms: 1000,
+            think_ms: 0,
+        },
+        machine: Machine::default(),
+        started_at: "2025-01-01T00:00:00Z".into(),
+        elapsed_s,
+        generator_cpu_percent: 50.0 * latency_ms as f64,
+        total,
+        routes,
+    }
+}
+
+#[test]
+fn merged_histograms_hold_every_value() {
+    let mut a = LatencyHistogram::new();
+    let mut b = LatencyHistogram::new();
+    for _ in 0..900 {
+        a.record(Duration::from_millis(1));
+    }
+    for _ in 0..100 {
+        b.record(Duration::from_millis(100));
+    }
+    a.merge(&b);
+    assert_eq!(a.len(), 1000);
+    let l = a.latency();
+    assert!((l.p50_ms - 1.0).abs() < 0.01, "{l:?}");
+    assert!((l.p99_ms - 100.0).abs() < 0.1, "{l:?}");
+    assert!((l.mean_ms - 10.9).abs() < 0.05, "{l:?}");
+}
+
+#[test]
+fn a_histogram_survives_encoding() {
+    let mut h = LatencyHistogram::new();
+    for us in [5u64, 50, 500, 5_000, 50_000, 500_000] {
+        h.record(Duration::from_micros(us));
+    }
+    let text = h.encode();
+    assert!(text.len() < 200, "compressed: {} chars", text.len());
+    let back = LatencyHistogram::decode(&text).unwrap();
+    assert_eq!(back.len(), 6);
+    assert_eq!(back.latency(), h.latency());
+    assert!(LatencyHistogram::decode("not base64!").is_err());
+    assert!(LatencyHistogram::decode("aGVsbG8=").is_err());
+}
+
+#[test]
+fn runs_merge_as_one_long_run() {
+    // Run one: 1000 requests at 1 ms over 10 s; run two: 1000 at 100 ms over 30 s.
+    let merged = result::merge(&[
+        run(1, 1000, 10.0, None),
+        run(100, 1000, 30.0, Some("GET /b")),
+    ])
+    .unwrap();
+    assert_eq!(merged.elapsed_s, 40.0);
+    assert_eq!(merged.total.requests, 3000);
+    assert_eq!(merged.total.errors.status_5xx, 3);
+    assert_eq!(merged.total.ok, 3000 - 2);
+    assert_eq!(merged.total.bytes_sent, 300_000);
+    assert!((merged.total.hits_per_s - 75.0).abs() < 1e-9);
+    assert!((merged.total.bytes_per_s - 300.0 * 3000.0 / 40.0).abs() < 1e-6);
+    // One third of the values are 1 ms: the median is 100 ms, not the mean of two medians.
+    assert!(
+        (merged.total.latency.p50_ms - 100.0).abs() < 0.1,
+        "{:?}",
+        merged.total.latency
+    );
+    assert!((merged.total.latency.p90_ms - 100.0).abs() < 0.1);
+    assert!(merged.total.latency.mean_ms > 60.0 && merged.total.latency.mean_ms < 70.0);
+    assert_eq!(merged.total.histogram().unwrap().len(), 3000);
+
+    let a = merged.routes.iter().find(|r| r.name == "GET /a").unwrap();
+    assert_eq!(a.requests, 2000);
+    assert!(
+        (a.latency.p50_ms - 1.0).abs() < 0.01,
+        "an even split falls on the low side: {:?}",
+        a.latency
+    );
+    assert!((a.hits_per_s - 50.0).abs() < 1e-9);
+    // A route only the second run had keeps its counts, over the merged time.
+    let b = merged.routes.iter().find(|r| r.name == "GET /b").unwrap();
+    assert_eq!(b.requests, 1000);
+    assert!((b.hits_per_s - 25.0).abs() < 1e-9);
+    // Generator CPU: weighted by measured time (50% for 10 s, 5000% for 30 s).
+    assert!((merged.generator_cpu_percent - (50.0 * 10.0 + 5000.0 * 30.0) / 40.0).abs() < 1e-9);
+    assert!(result::merge(&[]).is_err());
+}
