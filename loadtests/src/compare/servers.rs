@@ -315,7 +315,8 @@ fn copy_stdout(stdout: impl Read, mut log: File, lines: mpsc::Sender<String>) {
     }
 }
 
-/// A parsed `listening service=waiter url=http://127.0.0.1:8081 runtime=axum ...` line.
+/// A parsed `{"brigade":"listening","service":"waiter","url":"http://127.0.0.1:8081",...}` line
+/// (the kit's [`brigade_kit::announce`] contract).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listening {
     /// The service's name.
@@ -329,20 +330,18 @@ pub struct Listening {
 impl Listening {
     /// Parses a stdout line; `None` unless it is a `listening` line with a service and a url.
     pub fn parse(line: &str) -> Option<Listening> {
-        let mut words = line.split_whitespace();
-        if words.next()? != "listening" {
-            return None;
+        match brigade_kit::announce::Announcement::parse(line)? {
+            brigade_kit::announce::Announcement::Listening(l) => Some(Listening {
+                service: l.service,
+                url: l.url.trim_end_matches('/').to_string(),
+                workers: u32::try_from(l.workers).ok(),
+            }),
+            _ => None,
         }
-        let fields: BTreeMap<&str, &str> = words.filter_map(|w| w.split_once('=')).collect();
-        Some(Listening {
-            service: fields.get("service")?.to_string(),
-            url: fields.get("url")?.trim_end_matches('/').to_string(),
-            workers: fields.get("workers").and_then(|w| w.parse().ok()),
-        })
     }
 }
 
-/// A parsed `preloaded service=waiter collection=waiters documents=1000 existing=0 seconds=0.4`
+/// A parsed `{"brigade":"preloaded","service":"waiter","collection":"waiters","documents":1000,...}`
 /// line, printed by `brigade serve --preload` before its `listening` lines.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preloaded {
@@ -361,18 +360,16 @@ pub struct Preloaded {
 impl Preloaded {
     /// Parses a stdout line; `None` unless it is a complete `preloaded` line.
     pub fn parse(line: &str) -> Option<Preloaded> {
-        let mut words = line.split_whitespace();
-        if words.next()? != "preloaded" {
-            return None;
+        match brigade_kit::announce::Announcement::parse(line)? {
+            brigade_kit::announce::Announcement::Preloaded(p) => Some(Preloaded {
+                service: p.service,
+                collection: p.collection,
+                documents: p.documents,
+                existing: p.existing,
+                seconds: p.seconds,
+            }),
+            _ => None,
         }
-        let fields: BTreeMap<&str, &str> = words.filter_map(|w| w.split_once('=')).collect();
-        Some(Preloaded {
-            service: fields.get("service")?.to_string(),
-            collection: fields.get("collection")?.to_string(),
-            documents: fields.get("documents")?.parse().ok()?,
-            existing: fields.get("existing")?.parse().ok()?,
-            seconds: fields.get("seconds")?.parse().ok()?,
-        })
     }
 }
 
@@ -522,15 +519,18 @@ mod tests {
 
     #[test]
     fn listening_lines_are_parsed_and_others_ignored() {
-        let line = "listening service=tables url=http://127.0.0.1:8082 runtime=axum store=embedded workers=2";
+        let line = r#"{"brigade":"listening","service":"tables","url":"http://127.0.0.1:8082","runtime":"axum","store":"embedded","workers":2}"#;
         let parsed = Listening::parse(line).unwrap();
         assert_eq!(parsed.service, "tables");
         assert_eq!(parsed.url, "http://127.0.0.1:8082");
         assert_eq!(parsed.workers, Some(2));
         assert_eq!(Listening::parse("2024-01-01 INFO listening on 8082"), None);
-        assert_eq!(Listening::parse("listening service=waiter"), None);
+        assert_eq!(
+            Listening::parse(r#"{"brigade":"listening","service":"waiter"}"#),
+            None
+        );
         let preloaded = Preloaded::parse(
-            "preloaded service=kitchen collection=orders documents=200 existing=0 seconds=0.125",
+            r#"{"brigade":"preloaded","service":"kitchen","collection":"orders","documents":200,"existing":0,"seconds":0.125}"#,
         )
         .unwrap();
         assert_eq!(

@@ -133,7 +133,7 @@ pub async fn malformed_json_is_400_and_the_wrong_shape_422(
     {
         let url = format!("{base}{}", r.path);
         let what = format!("{} {}", r.method, r.path);
-        for body in ["{\"conformance\": ", "", "[1, 2"] {
+        for body in ["", "not json", "]"] {
             c.send(r.method.as_str(), &url, json, body)
                 .await
                 .expect_error(400, "bad_request", &format!("{what} with {body:?}"));
