@@ -18,6 +18,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use brigade_kit::announce::Announcement;
 use brigade_loadtests::compare::procstat;
 use brigade_loadtests::engine::{self, LoadConfig};
 use brigade_loadtests::scenario::Scenario;
@@ -45,8 +46,8 @@ impl Server {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let url = loop {
             let line = lines.next().expect("a listening line").unwrap();
-            if let Some(u) = line.split(' ').find_map(|w| w.strip_prefix("url=")) {
-                break u.to_string();
+            if let Some(Announcement::Listening(l)) = Announcement::parse(&line) {
+                break l.url;
             }
         };
         Server { child, url }

@@ -9,10 +9,11 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use brigade_kit::announce::Announcement;
+use brigade_kit::conformance::TestClient;
 use brigade_loadtests::compare;
 use brigade_loadtests::compare::verdict::Outcome;
 use brigade_loadtests::report::{json, markdown, Report};
-use brigade_services::conformance::TestClient;
 
 /// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
 /// least 200 waiters before the fixtures, i.e. unless the preload is there.
@@ -262,10 +263,18 @@ fn compare_runs_every_run_on_a_fresh_server_with_the_preload_visible_to_its_fixt
     }
 }
 
-/// A `brigade serve` child and the lines it printed before it listened.
+/// A `brigade serve` child and the announcements it printed up to its last `listening` line.
 struct Served {
     child: Child,
-    lines: Vec<String>,
+    lines: Vec<Announcement>,
+}
+
+fn is_listening(a: &Announcement) -> bool {
+    matches!(a, Announcement::Listening(_))
+}
+
+fn is_preloaded(a: &Announcement) -> bool {
+    matches!(a, Announcement::Preloaded(_))
 }
 
 impl Served {
@@ -289,13 +298,9 @@ impl Served {
             .expect("brigade starts");
         let mut reader = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut lines = Vec::new();
-        while lines
-            .iter()
-            .filter(|l: &&String| l.starts_with("listening"))
-            .count()
-            < 3
-        {
-            lines.push(reader.next().expect("a line").unwrap());
+        while lines.iter().filter(|a| is_listening(a)).count() < 3 {
+            let line = reader.next().expect("a line").unwrap();
+            lines.push(Announcement::parse(&line).expect("stdout holds only announcements"));
         }
         Served { child, lines }
     }
@@ -303,12 +308,11 @@ impl Served {
     fn url(&self, service: &str) -> String {
         self.lines
             .iter()
-            .find_map(|l| {
-                l.strip_prefix(&format!("listening service={service} url="))
-                    .and_then(|rest| rest.split(' ').next())
+            .find_map(|a| match a {
+                Announcement::Listening(l) if l.service == service => Some(l.url.clone()),
+                _ => None,
             })
             .unwrap()
-            .to_owned()
     }
 
     /// The `total` of each service's list.
@@ -357,25 +361,21 @@ fn serve_preload_fills_every_service_once_and_a_restart_does_not_double_it() {
 
     let first = Served::start("embedded", data.path(), 120);
     assert_eq!(first.totals(&rt), [120, 120, 120]);
-    let filled: Vec<&String> = first
+    let filled: Vec<(u64, u64)> = first
         .lines
         .iter()
-        .filter(|l| l.starts_with("preloaded"))
+        .filter_map(|a| match a {
+            Announcement::Preloaded(p) => Some((p.documents, p.existing)),
+            _ => None,
+        })
         .collect();
-    assert_eq!(filled.len(), 3, "{:?}", first.lines);
-    assert!(filled
-        .iter()
-        .all(|l| l.contains("documents=120 existing=0")));
+    assert_eq!(filled, [(120, 0); 3], "{:?}", first.lines);
     // The preload comes before the listening lines: a client that waits for them sees it whole.
-    let listening = first
-        .lines
-        .iter()
-        .position(|l| l.starts_with("listening"))
-        .unwrap();
+    let listening = first.lines.iter().position(is_listening).unwrap();
     assert!(
         first.lines[..listening]
             .iter()
-            .filter(|l| l.starts_with("preloaded"))
+            .filter(|a| is_preloaded(a))
             .count()
             == 3
     );
@@ -383,11 +383,11 @@ fn serve_preload_fills_every_service_once_and_a_restart_does_not_double_it() {
 
     let again = Served::start("embedded", data.path(), 120);
     assert_eq!(again.totals(&rt), [120, 120, 120], "not doubled");
-    assert!(again
-        .lines
-        .iter()
-        .filter(|l| l.starts_with("preloaded"))
-        .all(|l| l.contains("documents=0 existing=120")));
+    assert!(again.lines.iter().all(|a| match a {
+        Announcement::Preloaded(p) => (p.documents, p.existing) == (0, 120),
+        _ => true,
+    }));
+    assert_eq!(again.lines.iter().filter(|a| is_preloaded(a)).count(), 3);
     again.stop();
 
     let memory = Served::start("memory", data.path(), 30);
