@@ -10,8 +10,8 @@ use brigade_kit::peer::PeerClient;
 use brigade_kit::preload::Preload;
 use brigade_kit::service::Parts;
 use brigade_kit::standard::{self, ServiceInfo};
-use brigade_kit::store::{self, CollectionSpec, Store};
-use brigade_kit::{ApiError, App, AppHandle, RouteTable, Service};
+use brigade_kit::store::{CollectionSpec, Store};
+use brigade_kit::{App, AppHandle, RouteTable, Service};
 
 pub mod kitchen;
 pub mod model;
@@ -191,86 +191,6 @@ pub fn services() -> Vec<Arc<dyn Service>> {
         .collect()
 }
 
-/// The stored JSON of document `id` of `collection`; 404 "no {what} {id}" if there is none.
-pub(crate) async fn stored(
-    s: &ServiceState,
-    collection: &str,
-    what: &str,
-    id: &str,
-) -> Result<bytes::Bytes, ApiError> {
-    s.store
-        .get_json(collection, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no {what} {id}")))
-}
-
-/// The document `id` of `collection` as a `T`, decoded straight from its stored JSON; 404
-/// "no {what} {id}" if there is none.
-pub(crate) async fn load<T: serde::de::DeserializeOwned>(
-    s: &ServiceState,
-    collection: &str,
-    what: &str,
-    id: &str,
-) -> Result<T, ApiError> {
-    from_json(&stored(s, collection, what, id).await?)
-}
-
-/// Answers a GET of one document: its stored JSON as it is, neither decoded nor encoded again.
-/// The services store exactly what they answer (their domain types, [`to_doc`]), so the bytes are
-/// the answer.
-pub(crate) async fn get_reply(
-    s: &ServiceState,
-    collection: &str,
-    what: &str,
-    id: &str,
-) -> Result<brigade_kit::Reply, ApiError> {
-    Ok(json_reply(stored(s, collection, what, id).await?))
-}
-
-/// Answers a list request: the page of `collection` matching `filter`, as `{"items", "total"}`
-/// built from the documents' stored JSON.
-pub(crate) async fn list_reply(
-    s: &ServiceState,
-    collection: &str,
-    filter: store::Filter,
-    paging: model::Paging,
-) -> Result<brigade_kit::Reply, ApiError> {
-    let found = s
-        .store
-        .list_json(collection, &filter, paging.page()?)
-        .await?;
-    Ok(json_reply(found.body().into()))
-}
-
-/// A 200 whose body is JSON already.
-fn json_reply(body: bytes::Bytes) -> brigade_kit::Reply {
-    brigade_kit::Reply {
-        status: 200,
-        content_type: brigade_kit::http::content_type::JSON,
-        body,
-    }
-}
-
-/// Reads a stored document's JSON into a domain type; a document that does not fit is a 500.
-pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::internal(format!("stored document: {e}")))
-}
-
-/// Reads a stored document into a domain type; a document that does not fit is a 500.
-pub(crate) fn from_doc<T: serde::de::DeserializeOwned>(doc: store::Doc) -> Result<T, ApiError> {
-    serde_json::from_value(serde_json::Value::Object(doc))
-        .map_err(|e| ApiError::internal(format!("stored document: {e}")))
-}
-
-/// Turns a domain type into a stored document.
-pub(crate) fn to_doc<T: serde::Serialize>(value: &T) -> Result<store::Doc, ApiError> {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(other) => Err(ApiError::internal(format!("not a document: {other}"))),
-        Err(e) => Err(ApiError::internal(e)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,8 +208,9 @@ mod tests {
                 .iter()
                 .any(|r| r.path == "/bench/static/{size}"));
             // App::new panics on conflicting patterns.
-            let store: Arc<dyn Store> =
-                Arc::new(store::memory::MemoryStore::new(name.collections()));
+            let store: Arc<dyn Store> = Arc::new(brigade_kit::store::memory::MemoryStore::new(
+                name.collections(),
+            ));
             let state = Arc::new(ServiceState {
                 service: name,
                 runtime: "test".into(),

@@ -17,6 +17,8 @@ pub struct RuntimesArgs {
 }
 
 /// The commands every server binary has.
+// `serve`'s flags make its variant large; the command is parsed once per process.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Subcommand)]
 pub enum ServerCommand {
     /// Serve one service, or all, on one runtime.

@@ -29,6 +29,15 @@ impl Reply {
         }
     }
 
+    /// `status` with a body that is JSON already (stored JSON answered as it is).
+    pub fn json_bytes(status: u16, body: Bytes) -> Reply {
+        Reply {
+            status,
+            content_type: content_type::JSON,
+            body,
+        }
+    }
+
     /// 200 with a JSON body.
     pub fn ok<T: Serialize + ?Sized>(value: &T) -> Reply {
         Reply::json(200, value)
