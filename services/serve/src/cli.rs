@@ -82,8 +82,14 @@ fn runtimes_text(listing: &RuntimesListing, json: bool) -> String {
 /// over `services`, and exits 1 with the error's cause chain on stderr if it fails.
 pub fn main(command: clap::Command, services: Services) -> ! {
     let name = command.get_name().to_string();
-    let matches =
-        ServerCommand::augment_subcommands(command.subcommand_required(true)).get_matches();
+    // Adding the subcommands sets the about to `ServerCommand`'s doc; the binary's own comes back.
+    let about = command.get_about().cloned();
+    let command = ServerCommand::augment_subcommands(command.subcommand_required(true));
+    let matches = match about {
+        Some(about) => command.about(about),
+        None => command.about(None::<&str>),
+    }
+    .get_matches();
     let command = match ServerCommand::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
