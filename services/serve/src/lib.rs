@@ -7,7 +7,7 @@
 //! - `serve` ([`ServeArgs`]): `--runtime`, `--service NAME|all`, `--listen`, `--workers`, `--store`,
 //!   `--data-dir`, `--mongodb-uri`, `--store-timeout-ms`, `--peer`/`BRIGADE_PEERS`,
 //!   `--peer-timeout-ms`, `--preload`, `--database-prefix`, `--drop-databases-on-exit`; logging on
-//!   stderr, the [`announce`](brigade_kit::announce) lines on stdout once each service is bound,
+//!   stderr, the [`brigade_kit::announce`] lines on stdout once each service is bound,
 //!   `/ready` from the kit's standard routes, and a graceful shutdown on SIGTERM or SIGINT (stop
 //!   accepting, finish the requests in flight, close the stores, exit 0);
 //! - `runtimes [--json]` ([`RuntimesArgs`]): the runtimes and stores compiled in and the services.

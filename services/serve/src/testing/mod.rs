@@ -1,6 +1,6 @@
 //! The in-process test harness: any [`Services`] deployed on any compiled runtime and store, each
 //! service in a server of its own on a free port (so one can be stopped while the others run), with
-//! a fresh data folder and fresh database names; and [`run_case`] / [`conformance_matrix!`], which
+//! a fresh data folder and fresh database names; and [`run_case`] / [`conformance_matrix!`](crate::conformance_matrix), which
 //! run a service's own black-box suite on every runtime × store, the way juniper's
 //! `run_http_test_suite` runs against each integration and ripgrep's `rgtest!` under each backend.
 //!
