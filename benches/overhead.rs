@@ -19,6 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use brigade_compare::procstat;
+use brigade_kit::announce::Announcement;
 use brigade_load::engine::{self, LoadConfig};
 
 struct Server {
@@ -44,8 +45,8 @@ impl Server {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let url = loop {
             let line = lines.next().expect("a listening line").unwrap();
-            if let Some(u) = line.split(' ').find_map(|w| w.strip_prefix("url=")) {
-                break u.to_string();
+            if let Some(Announcement::Listening(l)) = Announcement::parse(&line) {
+                break l.url;
             }
         };
         Server { child, url }

@@ -13,7 +13,7 @@ N2=${N2:-2500}
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
 BIN=target/release/brigade
 runtimes=("$@")
-[ ${#runtimes[@]} -gt 0 ] || mapfile -t runtimes < <($BIN runtimes | awk '$1 != "stores:" {print $1}')
+[ ${#runtimes[@]} -gt 0 ] || mapfile -t runtimes < <($BIN runtimes | awk '$1 !~ /:$/ {print $1}')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use brigade_compare::report::{json, markdown, Report};
 use brigade_compare::servers::{Listening, Preloaded};
 use brigade_compare::verdict::Outcome;
-use brigade_services::conformance::TestClient;
+use brigade_kit::conformance::TestClient;
 
 /// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
 /// least 200 waiters before the fixtures, i.e. unless the preload is there.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use brigade_kit::announce::Announcement;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -117,14 +118,14 @@ fn start_waiter(mongodb_uri: &str) -> (Running, String) {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(url) = line.split_whitespace().find_map(|w| w.strip_prefix("url=")) {
-                let _ = tx.send(url.to_string());
+            if let Some(Announcement::Listening(l)) = Announcement::parse(&line) {
+                let _ = tx.send(l.url);
             }
         }
     });
     let url = rx
         .recv_timeout(Duration::from_secs(60))
-        .expect("brigade printed no `listening ... url=` line");
+        .expect("brigade announced no listening service");
     (running, url)
 }
 

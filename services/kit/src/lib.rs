@@ -5,12 +5,28 @@
 //! - [`store`]: the [`store::Store`] trait and its backends (memory, embedded redb, MongoDB).
 //! - [`peer`]: the pooled HTTP client services use to call each other.
 //! - [`preload`]: filling an empty store with an application's realistic documents, in bulk.
+//! - [`resource`]: resources kept in a store: typed values to documents and back, GETs and lists
+//!   answered from the stored JSON, and the paging every list takes.
 //! - [`standard`]: `/health`, `/ready` and the `/bench/*` endpoints every service carries.
+//! - [`service`]: what a service is to whoever serves or tests it ([`service::Service`]), and the one
+//!   place its store is opened and its application built.
+//! - [`announce`]: the JSON lines a server prints on stdout (`listening`, `preloaded`) and
+//!   `runtimes --json`: the contract with whoever starts it.
+//! - `conformance` (feature `conformance`): the black-box HTTP test client and the checks every
+//!   service passes whatever its domain.
 
+pub mod announce;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod http;
 pub mod peer;
 pub mod preload;
+pub mod resource;
+pub mod service;
 pub mod standard;
 pub mod store;
 
-pub use http::{ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteTable};
+pub use http::{
+    ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteSpec, RouteTable,
+};
+pub use service::Service;

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use brigade_kit::resource::{from_doc, get_reply, list_reply, load, to_doc};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
@@ -13,7 +14,7 @@ use crate::model::{
     now, Id, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table, TableStatus,
 };
 use crate::tables::peer_message;
-use crate::{from_doc, get_reply, list_reply, load, to_doc, ServiceState};
+use crate::ServiceState;
 
 /// The `orders` collection.
 pub const ORDERS: CollectionSpec = CollectionSpec {
@@ -107,11 +108,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         limit: q.limit,
         offset: q.offset,
     };
-    list_reply(&s, ORDERS.name, filter, paging).await
+    list_reply(s.store.as_ref(), ORDERS.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    get_reply(&s, ORDERS.name, "order", r.param("id")).await
+    get_reply(s.store.as_ref(), ORDERS.name, "order", r.param("id")).await
 }
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -153,7 +154,7 @@ async fn add_items(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> 
 async fn change_status(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let id = r.param("id");
     let StatusChange { status: next } = r.json()?;
-    let current = load::<Order>(&s, ORDERS.name, "order", id).await?;
+    let current = load::<Order>(s.store.as_ref(), ORDERS.name, "order", id).await?;
     if !current.status.can_become(next) {
         return Err(ApiError::conflict(format!(
             "order {id} cannot go from {} to {}",

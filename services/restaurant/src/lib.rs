@@ -1,15 +1,17 @@
 //! The restaurant services — waiter, tables and kitchen — written once on Brigade's kit, exactly as a
 //! user would write their own service: a route table per service over a shared state, validated
-//! domain types, a store, and HTTP calls to peers. Nothing here knows which runtime serves it.
+//! domain types, a store, and HTTP calls to peers. Nothing here knows which runtime serves it: each
+//! [`ServiceName`] is a kit [`Service`], and [`services`] is what a server binary serves.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use brigade_kit::peer::{PeerClient, PeerTimeouts};
+use brigade_kit::peer::PeerClient;
+use brigade_kit::preload::Preload;
+use brigade_kit::service::Parts;
 use brigade_kit::standard::{self, ServiceInfo};
-use brigade_kit::store::{self, CollectionSpec, Store, StoreConfig, StoreKind};
-use brigade_kit::{ApiError, App, AppHandle, RouteTable};
+use brigade_kit::store::{CollectionSpec, Store};
+use brigade_kit::{App, AppHandle, RouteTable, Service};
 
 pub mod kitchen;
 pub mod model;
@@ -142,148 +144,52 @@ impl ServiceInfo for ServiceState {
     }
 }
 
-/// How to build a service.
-#[derive(Debug, Clone)]
-pub struct ServiceConfig {
-    /// The runtime's name, for `/health`.
-    pub runtime: String,
-    /// Which store backend.
-    pub store: StoreKind,
-    /// Where the store lives.
-    pub store_config: StoreConfig,
-    /// Prepended to each service's database name (`brigade_waiter`), so tests can share a server.
-    pub database_prefix: String,
-    /// Peer base URLs by service name; missing ones default to `http://127.0.0.1:<default port>`.
-    pub peers: HashMap<String, String>,
-    /// Timeouts for peer calls.
-    pub peer_timeouts: PeerTimeouts,
-}
+impl Service for ServiceName {
+    fn name(&self) -> &str {
+        self.as_str()
+    }
 
-/// A built service: what an adapter serves, and the store to close at shutdown.
-pub struct BuiltService {
-    /// Which service.
-    pub name: ServiceName,
-    /// The application to mount.
-    pub app: Arc<dyn AppHandle>,
-    /// Its store.
-    pub store: Arc<dyn Store>,
-}
+    fn default_port(&self) -> u16 {
+        ServiceName::default_port(*self)
+    }
 
-impl fmt::Debug for BuiltService {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BuiltService({})", self.name)
+    fn database(&self) -> String {
+        ServiceName::database(*self)
+    }
+
+    fn collections(&self) -> &[CollectionSpec] {
+        ServiceName::collections(*self)
+    }
+
+    fn peers(&self) -> Vec<&str> {
+        ServiceName::peers(*self)
+            .iter()
+            .map(|p| p.as_str())
+            .collect()
+    }
+
+    fn app(&self, parts: Parts) -> Arc<dyn AppHandle> {
+        let state = Arc::new(ServiceState {
+            service: *self,
+            runtime: parts.runtime,
+            store: parts.store,
+            peers: parts.peers,
+        });
+        Arc::new(App::new(self.as_str(), self.routes(), state))
+    }
+
+    fn preload(&self) -> Option<&dyn Preload> {
+        Some(&preload::RestaurantData)
     }
 }
 
-/// Opens the service's store and binds its routes to its state.
-pub async fn build(
-    name: ServiceName,
-    config: &ServiceConfig,
-) -> Result<BuiltService, store::StoreError> {
-    let store = store::open(
-        config.store,
-        &format!("{}{}", config.database_prefix, name.database()),
-        name.collections(),
-        &config.store_config,
-    )
-    .await?;
-    let mut peers = HashMap::new();
-    for p in name.peers() {
-        let url = config
-            .peers
-            .get(p.as_str())
-            .cloned()
-            .unwrap_or_else(|| format!("http://127.0.0.1:{}", p.default_port()));
-        peers.insert(p.as_str().to_string(), url);
-    }
-    let state = Arc::new(ServiceState {
-        service: name,
-        runtime: config.runtime.clone(),
-        store: store.clone(),
-        peers: PeerClient::new(peers, config.peer_timeouts),
-    });
-    let app: Arc<dyn AppHandle> = Arc::new(App::new(name.as_str(), name.routes(), state));
-    Ok(BuiltService { name, app, store })
-}
-
-/// The stored JSON of document `id` of `collection`; 404 "no {what} {id}" if there is none.
-pub(crate) async fn stored(
-    s: &ServiceState,
-    collection: &str,
-    what: &str,
-    id: &str,
-) -> Result<bytes::Bytes, ApiError> {
-    s.store
-        .get_json(collection, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no {what} {id}")))
-}
-
-/// The document `id` of `collection` as a `T`, decoded straight from its stored JSON; 404
-/// "no {what} {id}" if there is none.
-pub(crate) async fn load<T: serde::de::DeserializeOwned>(
-    s: &ServiceState,
-    collection: &str,
-    what: &str,
-    id: &str,
-) -> Result<T, ApiError> {
-    from_json(&stored(s, collection, what, id).await?)
-}
-
-/// Answers a GET of one document: its stored JSON as it is, neither decoded nor encoded again.
-/// The services store exactly what they answer (their domain types, [`to_doc`]), so the bytes are
-/// the answer.
-pub(crate) async fn get_reply(
-    s: &ServiceState,
-    collection: &str,
-    what: &str,
-    id: &str,
-) -> Result<brigade_kit::Reply, ApiError> {
-    Ok(json_reply(stored(s, collection, what, id).await?))
-}
-
-/// Answers a list request: the page of `collection` matching `filter`, as `{"items", "total"}`
-/// built from the documents' stored JSON.
-pub(crate) async fn list_reply(
-    s: &ServiceState,
-    collection: &str,
-    filter: store::Filter,
-    paging: model::Paging,
-) -> Result<brigade_kit::Reply, ApiError> {
-    let found = s
-        .store
-        .list_json(collection, &filter, paging.page()?)
-        .await?;
-    Ok(json_reply(found.body().into()))
-}
-
-/// A 200 whose body is JSON already.
-fn json_reply(body: bytes::Bytes) -> brigade_kit::Reply {
-    brigade_kit::Reply {
-        status: 200,
-        content_type: brigade_kit::http::content_type::JSON,
-        body,
-    }
-}
-
-/// Reads a stored document's JSON into a domain type; a document that does not fit is a 500.
-pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::internal(format!("stored document: {e}")))
-}
-
-/// Reads a stored document into a domain type; a document that does not fit is a 500.
-pub(crate) fn from_doc<T: serde::de::DeserializeOwned>(doc: store::Doc) -> Result<T, ApiError> {
-    serde_json::from_value(serde_json::Value::Object(doc))
-        .map_err(|e| ApiError::internal(format!("stored document: {e}")))
-}
-
-/// Turns a domain type into a stored document.
-pub(crate) fn to_doc<T: serde::Serialize>(value: &T) -> Result<store::Doc, ApiError> {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(other) => Err(ApiError::internal(format!("not a document: {other}"))),
-        Err(e) => Err(ApiError::internal(e)),
-    }
+/// The three services as the serve entry point takes them, in dependency order (waiter, tables,
+/// kitchen: `--service all` binds them on consecutive ports).
+pub fn services() -> Vec<Arc<dyn Service>> {
+    ServiceName::ALL
+        .into_iter()
+        .map(|s| Arc::new(s) as Arc<dyn Service>)
+        .collect()
 }
 
 #[cfg(test)]
@@ -303,13 +209,14 @@ mod tests {
                 .iter()
                 .any(|r| r.path == "/bench/static/{size}"));
             // App::new panics on conflicting patterns.
-            let store: Arc<dyn Store> =
-                Arc::new(store::memory::MemoryStore::new(name.collections()));
+            let store: Arc<dyn Store> = Arc::new(brigade_kit::store::memory::MemoryStore::new(
+                name.collections(),
+            ));
             let state = Arc::new(ServiceState {
                 service: name,
                 runtime: "test".into(),
                 store,
-                peers: PeerClient::new(HashMap::new(), PeerTimeouts::default()),
+                peers: PeerClient::new(Default::default(), Default::default()),
             });
             let app = App::new(name.as_str(), table, state);
             assert!(app.matcher().at("/health").is_ok());

@@ -373,39 +373,7 @@ pub struct StatusChange {
     pub status: OrderStatus,
 }
 
-/// `?limit=&offset=` on every list: limit 1..500 (default 50), offset ≥ 0.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct Paging {
-    /// Page size.
-    pub limit: Option<u32>,
-    /// Documents skipped.
-    pub offset: Option<u64>,
-}
-
-impl Paging {
-    /// The store's page; a limit outside 1..500 is 422.
-    pub fn page(self) -> Result<brigade_kit::store::Page, brigade_kit::ApiError> {
-        let limit = self.limit.unwrap_or(50);
-        if !(1..=500).contains(&limit) {
-            return Err(brigade_kit::ApiError::unprocessable(format!(
-                "limit: must be 1..=500 (got {limit})"
-            )));
-        }
-        Ok(brigade_kit::store::Page {
-            offset: self.offset.unwrap_or(0),
-            limit: u64::from(limit),
-        })
-    }
-}
-
-/// The shape of every list answer.
-#[derive(Debug, Serialize)]
-pub struct List<T> {
-    /// The page's items.
-    pub items: Vec<T>,
-    /// How many match in all.
-    pub total: u64,
-}
+pub use brigade_kit::resource::{List, Paging};
 
 /// Now, as RFC 3339.
 pub fn now() -> String {
@@ -531,28 +499,5 @@ mod tests {
             assert!(!a.can_become(b), "{a:?} -> {b:?}");
         }
         assert!(Queued.accepts_items() && Cooking.accepts_items() && !Ready.accepts_items());
-    }
-
-    #[test]
-    fn paging_defaults_to_50_and_caps_at_500() {
-        let p = Paging {
-            limit: None,
-            offset: None,
-        }
-        .page()
-        .unwrap();
-        assert_eq!((p.limit, p.offset), (50, 0));
-        assert!(Paging {
-            limit: Some(501),
-            offset: None
-        }
-        .page()
-        .is_err());
-        assert!(Paging {
-            limit: Some(0),
-            offset: None
-        }
-        .page()
-        .is_err());
     }
 }

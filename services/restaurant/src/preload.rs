@@ -93,10 +93,7 @@ fn mix(n: u64, salt: u64) -> u64 {
 }
 
 fn to_doc<T: serde::Serialize>(value: &T) -> Option<Doc> {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Object(doc)) => Some(doc),
-        _ => None,
-    }
+    brigade_kit::resource::to_doc(value).ok()
 }
 
 /// Preloaded waiter `n`.

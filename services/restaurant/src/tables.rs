@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use brigade_kit::resource::{from_doc, get_reply, list_reply, load, to_doc};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
-use crate::{from_doc, get_reply, list_reply, load, to_doc, ServiceState};
+use crate::ServiceState;
 
 /// The `tables` collection; table numbers are unique.
 pub const TABLES: CollectionSpec = CollectionSpec {
@@ -75,11 +76,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         limit: q.limit,
         offset: q.offset,
     };
-    list_reply(&s, TABLES.name, filter, paging).await
+    list_reply(s.store.as_ref(), TABLES.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    get_reply(&s, TABLES.name, "table", r.param("id")).await
+    get_reply(s.store.as_ref(), TABLES.name, "table", r.param("id")).await
 }
 
 async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
@@ -100,7 +101,7 @@ async fn delete(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
 async fn seat(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
     let id = r.param("id");
     let party: SeatParty = r.json()?;
-    let table = load::<Table>(&s, TABLES.name, "table", id).await?;
+    let table = load::<Table>(s.store.as_ref(), TABLES.name, "table", id).await?;
     if table.status != TableStatus::Free {
         return Err(ApiError::conflict(format!(
             "table {} is not free",

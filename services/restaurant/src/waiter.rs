@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
+use brigade_kit::resource::{from_doc, get_reply, list_reply, to_doc};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use serde::Deserialize;
 
 use crate::model::{NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
-use crate::{from_doc, get_reply, list_reply, to_doc, ServiceState};
+use crate::ServiceState;
 
 /// The `waiters` collection.
 pub const WAITERS: CollectionSpec = CollectionSpec {
@@ -59,11 +60,11 @@ async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
         limit: q.limit,
         offset: q.offset,
     };
-    list_reply(&s, WAITERS.name, filter, paging).await
+    list_reply(s.store.as_ref(), WAITERS.name, filter, paging).await
 }
 
 async fn get(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    get_reply(&s, WAITERS.name, "waiter", r.param("id")).await
+    get_reply(s.store.as_ref(), WAITERS.name, "waiter", r.param("id")).await
 }
 
 async fn update(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {

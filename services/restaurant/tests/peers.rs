@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use brigade_kit::peer::PeerTimeouts;
+use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::{AppHandle, Method, Reply, Request};
-use brigade_services::{build, ServiceConfig, ServiceName};
+use brigade_services::ServiceName;
 use serde_json::{json, Value};
 
 /// A fake waiter service: accepts connections and answers each request with `answer` (or never).
@@ -47,7 +48,7 @@ async fn tables_with_waiter_at(url: String) -> Arc<dyn AppHandle> {
             request: Duration::from_millis(400),
         },
     };
-    build(ServiceName::Tables, &config).await.unwrap().app
+    build(&ServiceName::Tables, &config).await.unwrap().app
 }
 
 async fn call(app: &Arc<dyn AppHandle>, method: Method, path: &str, body: Value) -> (Reply, Value) {

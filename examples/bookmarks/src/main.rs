@@ -1,0 +1,6 @@
+//! The bookmarks server: `bookmarks serve --runtime hyper --store memory`, `bookmarks runtimes
+//! --json`, and every other flag of the serve entry point (`bookmarks serve --help`).
+
+fn main() {
+    brigade_serve::main(brigade_serve::clap::command!(), bookmarks::services())
+}

@@ -1,0 +1,192 @@
+//! A small black-box HTTP client for conformance checks: keep-alive connections, a timeout per
+//! request, and answers whose error bodies can be asserted in one call ([`Answer::expect`]).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+
+/// How long [`TestClient::send`] waits for an answer before calling it a hang.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A status and a JSON body (`Value::Null` when the body is not JSON).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// The `Content-Type`.
+    pub content_type: String,
+    /// The body, parsed as JSON if it is.
+    pub json: Value,
+    /// The raw body.
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// Asserts the status and, for an error (4xx, 5xx), the JSON error body: a code, a message and
+    /// the `application/json` content type.
+    #[track_caller]
+    pub fn expect(self, status: u16, what: &str) -> Answer {
+        assert_eq!(
+            self.status,
+            status,
+            "{what}: expected {status}, got {} {}",
+            self.status,
+            String::from_utf8_lossy(&self.body)
+        );
+        if status >= 400 {
+            let code = self.json["error"]["code"].as_str().unwrap_or("");
+            assert!(
+                !code.is_empty(),
+                "{what}: error without a JSON error body: {}",
+                String::from_utf8_lossy(&self.body)
+            );
+            assert!(
+                self.json["error"]["message"].is_string(),
+                "{what}: error body lacks a message"
+            );
+            assert_eq!(
+                self.content_type, "application/json",
+                "{what}: error content type"
+            );
+        }
+        self
+    }
+
+    /// Asserts the status, the JSON error body and its code (`not_found`, `conflict`, ...).
+    #[track_caller]
+    pub fn expect_error(self, status: u16, code: &str, what: &str) -> Answer {
+        let a = self.expect(status, what);
+        assert_eq!(a.code(), code, "{what}: error code in {}", a.json);
+        a
+    }
+
+    /// The error code of an error answer (empty if there is none).
+    pub fn code(&self) -> &str {
+        self.json["error"]["code"].as_str().unwrap_or("")
+    }
+
+    /// The error message of an error answer (empty if there is none).
+    pub fn message(&self) -> &str {
+        self.json["error"]["message"].as_str().unwrap_or("")
+    }
+}
+
+/// A small HTTP client for the checks: keep-alive, a timeout per request.
+#[derive(Clone)]
+pub struct TestClient {
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl std::fmt::Debug for TestClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TestClient")
+    }
+}
+
+impl Default for TestClient {
+    fn default() -> Self {
+        TestClient {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+}
+
+impl TestClient {
+    /// Sends any request; an error if the server cannot be reached or drops the connection.
+    pub async fn try_send(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        body: impl Into<Bytes>,
+    ) -> Result<Answer, String> {
+        let mut req = hyper::Request::builder().method(method).uri(url);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        let req = req
+            .body(Full::new(body.into()))
+            .map_err(|e| e.to_string())?;
+        let resp = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Ok(Answer {
+            status,
+            content_type,
+            json,
+            body,
+        })
+    }
+
+    /// Sends any request; panics if there is no answer within [`ANSWER_TIMEOUT`] (a hang is a
+    /// failure) or none at all.
+    pub async fn send(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        body: impl Into<Bytes>,
+    ) -> Answer {
+        tokio::time::timeout(
+            ANSWER_TIMEOUT,
+            self.try_send(method, url, content_type, body),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{method} {url}: no answer within {ANSWER_TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"))
+    }
+
+    /// POSTs a JSON value; `None` when the server cannot be reached or drops the connection.
+    pub async fn try_post(&self, url: &str, body: Value) -> Option<Answer> {
+        self.try_send("POST", url, Some("application/json"), body.to_string())
+            .await
+            .ok()
+    }
+
+    /// GET.
+    pub async fn get(&self, url: &str) -> Answer {
+        self.send("GET", url, None, Bytes::new()).await
+    }
+
+    /// POST a JSON value.
+    pub async fn post(&self, url: &str, body: Value) -> Answer {
+        self.send("POST", url, Some("application/json"), body.to_string())
+            .await
+    }
+
+    /// POST with no body and no content type (an action such as `/archive`).
+    pub async fn post_empty(&self, url: &str) -> Answer {
+        self.send("POST", url, None, Bytes::new()).await
+    }
+
+    /// PUT a JSON value.
+    pub async fn put(&self, url: &str, body: Value) -> Answer {
+        self.send("PUT", url, Some("application/json"), body.to_string())
+            .await
+    }
+
+    /// DELETE.
+    pub async fn delete(&self, url: &str) -> Answer {
+        self.send("DELETE", url, None, Bytes::new()).await
+    }
+}

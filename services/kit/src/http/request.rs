@@ -1,0 +1,68 @@
+//! A request as a handler sees it, whatever runtime parsed it, and the JSON and query decoding with
+//! Brigade's error rules (400 for syntax, 422 for content, the offending field named).
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+
+/// A request as a handler sees it, whatever runtime parsed it.
+#[derive(Debug, Default)]
+pub struct Request {
+    /// Path parameters by name, as matched by the runtime's router.
+    pub params: Vec<(String, String)>,
+    /// The raw query string, without `?`.
+    pub query: Option<String>,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The whole body, already limited by the adapter.
+    pub body: Bytes,
+}
+
+impl Request {
+    /// A path parameter by name (empty if the pattern has none of that name).
+    pub fn param(&self, name: &str) -> &str {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    }
+
+    /// Decodes the body as JSON: syntax errors are 400, values that break a type or rule are 422
+    /// with the path of the offending field in the message.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        decode_json(&self.body)
+    }
+
+    /// Decodes the query string; a value of the wrong type is 400 naming the parameter.
+    pub fn query<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        let raw = self.query.as_deref().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(raw.as_bytes()));
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            ApiError::bad_request(format!("query parameter {path}: {}", e.inner()))
+        })
+    }
+}
+
+/// Decodes JSON bytes with Brigade's error rules (400 for syntax, 422 for content, field path named).
+pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.inner();
+        let field = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
+        match inner.classify() {
+            serde_json::error::Category::Data => ApiError::unprocessable(format!("{field}{inner}")),
+            _ => ApiError::bad_request(format!("malformed JSON: {inner}")),
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+    Ok(value)
+}

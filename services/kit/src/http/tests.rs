@@ -1,0 +1,160 @@
+//! The route table, the body rules, error bodies and decoding, checked without a runtime.
+
+use std::sync::Arc;
+
+use super::*;
+
+fn table() -> RouteTable<()> {
+    RouteTable::new()
+        .get("/items", |_, _| async { Ok(Reply::text("list")) })
+        .post("/items", |_, r| async move {
+            let v: serde_json::Value = r.json()?;
+            Ok(Reply::created(&v))
+        })
+        .get("/items/{id}", |_, r| async move {
+            Ok(Reply::text(r.param("id").to_string()))
+        })
+        .get("/boom", |_, _| async { panic!("kaboom") })
+}
+
+fn call(app: &App<()>, route: usize, req: Request) -> Reply {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(app.call(route, req))
+}
+
+#[test]
+fn endpoints_group_methods_by_path() {
+    let app = App::new("t", table(), Arc::new(()));
+    let e = app.endpoints();
+    assert_eq!(e.len(), 3);
+    assert_eq!(e[0].path, "/items");
+    assert_eq!(e[0].methods, vec![(Method::Get, 0), (Method::Post, 1)]);
+    assert_eq!(e[1].params, vec!["id"]);
+    assert_eq!(e[0].route_for(Method::Delete), None);
+    assert_eq!(
+        e[0].method_not_allowed("DELETE").code,
+        ErrorCode::MethodNotAllowed
+    );
+}
+
+#[test]
+#[should_panic(expected = "added twice")]
+fn a_route_added_twice_is_refused() {
+    let _ = table().get("/items", |_, _| async { Ok(Reply::text("again")) });
+}
+
+#[test]
+fn matcher_finds_endpoints_and_params() {
+    let app = App::new("t", table(), Arc::new(()));
+    let m = app.matcher().at("/items/abc").unwrap();
+    assert_eq!(*m.value, 1);
+    assert_eq!(m.params.get("id"), Some("abc"));
+    assert!(app.matcher().at("/nothing").is_err());
+}
+
+#[test]
+fn json_route_refuses_other_content_types() {
+    let app = App::new("t", table(), Arc::new(()));
+    let req = Request {
+        content_type: Some("text/plain".into()),
+        body: "{}".into(),
+        ..Default::default()
+    };
+    assert_eq!(call(&app, 1, req).status, 415);
+    let req = Request {
+        content_type: Some("application/json; charset=utf-8".into()),
+        body: "{\"a\":1}".into(),
+        ..Default::default()
+    };
+    assert_eq!(call(&app, 1, req).status, 201);
+}
+
+#[test]
+fn malformed_json_is_400_and_wrong_types_are_422_naming_the_field() {
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Thing {
+        name: String,
+    }
+    let e = decode_json::<Thing>(b"{\"name\": ").unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
+    let e = decode_json::<Thing>(b"{\"name\": 5}").unwrap_err();
+    assert_eq!(e.code, ErrorCode::Unprocessable);
+    assert!(e.message.starts_with("name: "), "{}", e.message);
+    let e = decode_json::<Thing>(b"{\"name\": \"a\"} trailing").unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
+}
+
+#[test]
+fn a_panicking_handler_answers_500_with_a_json_body() {
+    let app = App::new("t", table(), Arc::new(()));
+    let reply = call(&app, 3, Request::default());
+    assert_eq!(reply.status, 500);
+    let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(v["error"]["code"], "internal");
+}
+
+#[test]
+fn error_bodies_have_code_and_message() {
+    let r = ApiError::conflict("taken").to_reply();
+    assert_eq!(r.status, 409);
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"error": {"code": "conflict", "message": "taken"}})
+    );
+}
+
+#[test]
+fn query_values_of_the_wrong_type_are_400_naming_the_parameter() {
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Q {
+        limit: Option<u32>,
+    }
+    let r = Request {
+        query: Some("limit=abc".into()),
+        ..Default::default()
+    };
+    let e = r.query::<Q>().unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
+    assert!(e.message.contains("limit"), "{}", e.message);
+    let r = Request {
+        query: Some("limit=7".into()),
+        ..Default::default()
+    };
+    assert_eq!(r.query::<Q>().unwrap().limit, Some(7));
+}
+
+#[test]
+fn an_app_lists_its_routes_without_handlers_in_table_order() {
+    let app = App::new(
+        "t",
+        table().route(
+            Route::new(Method::Post, "/raw", |_, _| async {
+                Ok(Reply::no_content())
+            })
+            .body(BodyKind::Raw)
+            .limit(7),
+        ),
+        Arc::new(()),
+    );
+    let specs = app.routes();
+    assert_eq!(specs.len(), 5);
+    assert_eq!(
+        specs[1],
+        RouteSpec {
+            method: Method::Post,
+            path: "/items",
+            body: BodyKind::Json,
+            limit: JSON_BODY_LIMIT
+        }
+    );
+    assert_eq!(
+        (specs[0].method, specs[0].body),
+        (Method::Get, BodyKind::Empty)
+    );
+    assert_eq!((specs[4].body, specs[4].limit), (BodyKind::Raw, 7));
+}

@@ -1,0 +1,133 @@
+//! The `serve` command's flags, the same for every binary built on the entry point.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use brigade_kit::store::StoreKind;
+use clap::Args;
+
+/// `serve`: one service, or all, on one runtime.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// The runtime (see `runtimes`); default: the first compiled in.
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// A service's name (see `runtimes`), or all (every service in one process on consecutive
+    /// ports).
+    #[arg(long, default_value = "all")]
+    pub service: String,
+    /// Address to listen on. With `--service all`, the first service's; the others take the next
+    /// ports (port 0: any free ports). Default: 127.0.0.1 and each service's own port.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// memory, embedded (default) or mongo.
+    #[arg(long, default_value = "embedded")]
+    pub store: StoreKind,
+    /// Where the embedded store keeps its files (one per service).
+    #[arg(long, default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// MongoDB connection string for `--store mongo`.
+    #[arg(long, env = "MONGODB_URI")]
+    pub mongodb_uri: Option<String>,
+    /// Store operation timeout in milliseconds (MongoDB server selection and operations).
+    #[arg(long, default_value_t = 2000)]
+    pub store_timeout_ms: u64,
+    /// Worker threads per service; default: the cores this process may use.
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// A peer's base URL, `name=URL` (e.g. `users=http://users:8080`); repeatable, or
+    /// comma-separated in `BRIGADE_PEERS`.
+    #[arg(long = "peer", env = "BRIGADE_PEERS", value_delimiter = ',', value_parser = parse_peer)]
+    pub peers: Vec<(String, String)>,
+    /// Timeout of a whole call to a peer, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub peer_timeout_ms: u64,
+    /// Before listening, fill each service's collections with N realistic documents, in bulk;
+    /// collections that already hold documents are left alone (a restart does not double them).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub preload: u64,
+    /// Prepended to each service's database name: the embedded store's file name and the MongoDB
+    /// database. Letters, digits, `_` and `-`, at most 32.
+    #[arg(long, default_value = "", value_parser = parse_prefix)]
+    pub database_prefix: String,
+    /// After stopping, drop the services' MongoDB databases (for throw-away databases, as
+    /// `brigade compare` gives each run); ignored by other stores.
+    #[arg(long)]
+    pub drop_databases_on_exit: bool,
+}
+
+fn parse_prefix(s: &str) -> Result<String, String> {
+    let ok = s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected at most 32 letters, digits, '_' or '-'".to_string())
+    }
+}
+
+/// `name=http://...`; whether `name` is a service is checked against the binary's services later.
+fn parse_peer(s: &str) -> Result<(String, String), String> {
+    let (name, url) = s.split_once('=').ok_or("expected name=URL")?;
+    if name.is_empty() {
+        return Err("expected name=URL, the name is empty".to_string());
+    }
+    if !url.starts_with("http://") {
+        return Err(format!("peer URL {url:?} must start with http://"));
+    }
+    Ok((name.to_string(), url.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.serve)
+    }
+
+    #[test]
+    fn defaults_are_every_service_on_the_embedded_store() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.service, "all");
+        assert_eq!(a.store, StoreKind::Embedded);
+        assert_eq!(a.data_dir, PathBuf::from("./data"));
+        assert_eq!(
+            (a.preload, a.store_timeout_ms, a.peer_timeout_ms),
+            (0, 2000, 2000)
+        );
+        assert!(a.runtime.is_none() && a.listen.is_none() && a.workers.is_none());
+    }
+
+    #[test]
+    fn peers_are_name_equals_http_url_and_prefixes_are_plain() {
+        let a = parse(&["--peer", "users=http://u:1", "--peer", "mail=http://m:2"]).unwrap();
+        assert_eq!(
+            a.peers,
+            [
+                ("users".to_string(), "http://u:1".to_string()),
+                ("mail".to_string(), "http://m:2".to_string())
+            ]
+        );
+        assert!(parse(&["--peer", "users"]).is_err());
+        assert!(parse(&["--peer", "users=https://u"]).is_err());
+        assert!(parse(&["--peer", "=http://u"]).is_err());
+        assert_eq!(
+            parse(&["--database-prefix", "run_3-"])
+                .unwrap()
+                .database_prefix,
+            "run_3-"
+        );
+        assert!(parse(&["--database-prefix", "a/b"]).is_err());
+        assert!(parse(&["--database-prefix", &"x".repeat(33)]).is_err());
+        assert!(parse(&["--store", "paper"]).is_err());
+    }
+}

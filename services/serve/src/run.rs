@@ -1,0 +1,160 @@
+//! `serve` itself: pick the runtime and services, bind, build, preload, announce, serve until
+//! SIGTERM or SIGINT, drain, close the stores, and drop throw-away databases if asked.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use brigade_kit::announce::{Announcement, Listening, Preloaded};
+use brigade_kit::peer::PeerTimeouts;
+use brigade_kit::service::ServiceConfig;
+use brigade_kit::store::StoreConfig;
+use brigade_runtimes::Runtime;
+
+use crate::prepare::{bind, local_url, prepare};
+use crate::{ServeArgs, Services};
+
+/// Sets up logging once: to stderr (stdout carries only the announcements), at `RUST_LOG` or
+/// `info`.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// The compiled-in runtime called `name`, or the first compiled in.
+pub fn pick_runtime(name: Option<&str>) -> anyhow::Result<&'static Runtime> {
+    let names = brigade_runtimes::names().join(", ");
+    match name {
+        Some(n) => brigade_runtimes::find(n).with_context(|| {
+            format!("runtime {n:?} is not compiled into this binary (it has: {names})")
+        }),
+        None => brigade_runtimes::RUNTIMES
+            .first()
+            .context("this binary has no runtime compiled in"),
+    }
+}
+
+/// Prints one announcement on stdout and flushes it, so whoever waits for it sees it now.
+pub fn announce(a: &Announcement) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", a.line())?;
+    out.flush()
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `serve`: runs `args` over `services` until SIGTERM or SIGINT. Blocks; `Ok` once every request
+/// in flight has finished and the stores are closed.
+pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
+    let runtime = pick_runtime(args.runtime.as_deref())?;
+    let chosen = services.select(&args.service)?;
+    for (name, _) in &args.peers {
+        if services.find(name).is_none() {
+            bail!(
+                "--peer {name}=...: unknown service {name:?}; expected {}",
+                services.names().join(", ")
+            );
+        }
+    }
+    let workers = args
+        .workers
+        .unwrap_or_else(brigade_runtimes::available_cores)
+        .max(1);
+    let config = ServiceConfig {
+        runtime: runtime.name.to_string(),
+        store: args.store,
+        store_config: StoreConfig {
+            data_dir: args.data_dir.clone(),
+            mongodb_uri: args.mongodb_uri.clone(),
+            timeout: Duration::from_millis(args.store_timeout_ms),
+            cache_bytes: None,
+        },
+        database_prefix: args.database_prefix.clone(),
+        peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),
+        peer_timeouts: PeerTimeouts {
+            connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
+            request: Duration::from_millis(args.peer_timeout_ms),
+        },
+    };
+    let store = config.store;
+    let drop_config = args.drop_databases_on_exit.then(|| config.clone());
+    let bound = bind(&chosen, args.listen)?;
+    let prepared = prepare(runtime, services, bound, workers, config)?;
+    if args.preload > 0 {
+        // Before the listening lines: whoever waits for them gets a store already filled.
+        for (service, filled) in prepared.preload(args.preload)? {
+            for f in filled {
+                let seconds = (f.elapsed.as_secs_f64() * 1e6).round() / 1e6;
+                tracing::info!(
+                    %service,
+                    collection = f.collection,
+                    inserted = f.inserted,
+                    existing = f.existing,
+                    seconds,
+                    "preloaded"
+                );
+                announce(&Announcement::Preloaded(Preloaded {
+                    service: service.clone(),
+                    collection: f.collection.to_string(),
+                    documents: f.inserted,
+                    existing: f.existing,
+                    seconds,
+                }))?;
+            }
+        }
+    }
+    tracing::info!(
+        runtime = runtime.name,
+        version = runtime.version,
+        threading = runtime.threading,
+        workers,
+        store = %store,
+        data_dir = %args.data_dir.display(),
+        "starting"
+    );
+    for (name, addr) in &prepared.addrs {
+        announce(&Announcement::Listening(Listening {
+            service: name.clone(),
+            url: local_url(*addr),
+            runtime: runtime.name.to_string(),
+            store: store.as_str().to_string(),
+            workers,
+        }))?;
+    }
+
+    let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
+    prepared.support().spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: no new connections; finishing requests in flight");
+        trigger.fire();
+    });
+    prepared.run(shutdown)?;
+    tracing::info!("stopped");
+    if let Some(config) = drop_config {
+        crate::drop_databases(&chosen, &config)?;
+    }
+    Ok(())
+}
