@@ -1,7 +1,8 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no script, no network) with the
-//! report's tables and, per scenario, three charts drawn by `plotters`: throughput per runtime (bars
-//! with the repeats' min–max), throughput against users (when there are several user counts), and latency percentiles at the highest
-//! user count — plus throughput against the preload when the comparison has several.
+//! report's tables and, per scenario, up to three charts drawn by `plotters`: throughput per runtime
+//! (bars with the repeats' min–max), throughput against users (when there are several user counts),
+//! and latency percentiles at the highest user count — plus throughput against the preload when the
+//! comparison has several.
 
 use std::fmt::Write as _;
 
