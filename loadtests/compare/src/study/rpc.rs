@@ -360,6 +360,7 @@ fn build(
             Metric::new("shared work", "ms", Better::Neither, 3),
             Metric::new("runtime + socket", "ms", Better::Lower, 3),
             Metric::new("shared work share", "%", Better::Neither, 0),
+            Metric::new("calls/s", "", Better::Higher, 0),
             Metric::new("flagged runs", "", Better::Lower, 0),
         ],
     );
@@ -403,6 +404,7 @@ fn build(
                         shared,
                         shared.map(|s| mean - s),
                         shared.filter(|_| mean > 0.0).map(|s| s / mean * 100.0),
+                        Some(m.total.hits_per_s),
                         Some(flagged as f64),
                     ],
                 );
@@ -441,6 +443,10 @@ fn build(
          reading the body, the handler and its JSON. Runtime + socket is a provider's mean minus \
          it; shared work share is the in-process mean in percent of the provider's."
             .to_owned(),
+        format!(
+            "In process, the calls run on the server's CPUs ({}) in a runtime of --workers              threads, as the handlers would in a server. A call there never waits for a socket,              so it runs to its end once started: with more client threads than threads, the              in-process calls take turns between calls, while over loopback the wait for the              server's CPU is inside each call. Compare calls/s across providers at more than              one client thread.",
+            crate::pin::list(&lab.cpus.server)
+        ),
     ];
     if !with_inproc {
         notes.push(

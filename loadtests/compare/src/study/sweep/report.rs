@@ -490,7 +490,7 @@ fn notes(settings: &SweepSettings, results: &SweepResults) -> Vec<String> {
         let step = &settings.steps[r.step];
         (
             format!(
-                "{} at {} clients, keep-alive {}",
+                "{} at {} client(s), keep-alive {}",
                 step.body(),
                 step.clients,
                 step.keepalive_text()
