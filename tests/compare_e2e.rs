@@ -722,11 +722,7 @@ fn study_rpc_tiny_on_two_runtimes_and_in_process() {
                     ("provider", provider),
                 ];
                 let calls = ops.value(&at, "calls");
-                assert_eq!(
-                    calls,
-                    Some(5.0 * clients.parse::<f64>().unwrap()),
-                    "{at:?}"
-                );
+                assert_eq!(calls, Some(5.0 * clients.parse::<f64>().unwrap()), "{at:?}");
                 assert!(ops.value(&at, "mean").is_some_and(|m| m > 0.0), "{at:?}");
                 // The shared work is the in-process figure, the same for every provider.
                 assert_eq!(
@@ -801,7 +797,11 @@ fn study_sweep_tiny_on_two_runtimes() {
     for runtime in ["hyper", "axum"] {
         for keepalive in ["on", "off"] {
             for n in ["1", "4"] {
-                let at = [("runtime", runtime), ("keep-alive", keepalive), ("clients", n)];
+                let at = [
+                    ("runtime", runtime),
+                    ("keep-alive", keepalive),
+                    ("clients", n),
+                ];
                 assert!(
                     clients.value(&at, "hits/s").is_some_and(|h| h > 0.0),
                     "{at:?}"
@@ -816,7 +816,10 @@ fn study_sweep_tiny_on_two_runtimes() {
         }
         let bad = report.table(BAD_URL_TABLE).unwrap();
         assert_eq!(
-            bad.value(&[("runtime", runtime), ("error code", "not_found")], "status"),
+            bad.value(
+                &[("runtime", runtime), ("error code", "not_found")],
+                "status"
+            ),
             Some(404.0)
         );
         let sizes = report.table(SIZES_TABLE).unwrap();
@@ -845,9 +848,7 @@ fn study_sweep_tiny_on_two_runtimes() {
 /// × provider measured, every run consistent.
 #[test]
 fn study_inproc_tiny_answers_alike_in_process_and_over_loopback() {
-    use brigade_compare::study::inproc::{
-        ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, RUNS_TABLE,
-    };
+    use brigade_compare::study::inproc::{ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, RUNS_TABLE};
     let (report, _) = study(&[
         "inproc",
         "--runtimes",
@@ -885,7 +886,11 @@ fn study_inproc_tiny_answers_alike_in_process_and_over_loopback() {
     for op in ["typed: reverse 20 strings", "GET /bench/hello"] {
         for clients in ["1", "2"] {
             for provider in ["inproc", "hyper", "axum"] {
-                let at = [("operation", op), ("clients", clients), ("provider", provider)];
+                let at = [
+                    ("operation", op),
+                    ("clients", clients),
+                    ("provider", provider),
+                ];
                 assert_eq!(
                     calls.value(&at, "calls"),
                     Some(30.0 * clients.parse::<f64>().unwrap()),
@@ -893,8 +898,15 @@ fn study_inproc_tiny_answers_alike_in_process_and_over_loopback() {
                 );
             }
             for runtime in ["hyper", "axum"] {
-                let at = [("operation", op), ("clients", clients), ("runtime", runtime)];
-                assert!(advantage.value(&at, "in-process advantage").is_some(), "{at:?}");
+                let at = [
+                    ("operation", op),
+                    ("clients", clients),
+                    ("runtime", runtime),
+                ];
+                assert!(
+                    advantage.value(&at, "in-process advantage").is_some(),
+                    "{at:?}"
+                );
             }
         }
     }

@@ -9,7 +9,6 @@ use std::time::Duration;
 use crate::pin::CpuPlan;
 use crate::plan::Planned;
 use crate::procstat::{self, ProcSeries, ProcUsage, Sampler};
-use brigade_load::result::LoadResult;
 use crate::report::{RunRecord, ServerRecord, StateReset};
 use crate::run::{SAMPLE_EVERY, STOP_GRACE};
 use crate::servers::{self, ServerProcess, ServerSpec};
@@ -17,6 +16,7 @@ use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
 use crate::verdict::{self, CpuShape, RunCpu};
 use brigade_load::engine::{self, LoadConfig};
+use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 
 /// A run's server: its record, and what it said.

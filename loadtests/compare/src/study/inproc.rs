@@ -170,11 +170,9 @@ impl InprocArgs {
                 },
                 Operation::Hello,
             ],
-            warmup: self.warmup.unwrap_or(Duration::from_millis(if self.quick {
-                50
-            } else {
-                200
-            })),
+            warmup: self
+                .warmup
+                .unwrap_or(Duration::from_millis(if self.quick { 50 } else { 200 })),
         })
     }
 }
@@ -313,7 +311,9 @@ fn compare_answers(
                 .with_context(|| format!("{}: {} over loopback", served.runtime, shape.name))?;
             let body = Bytes::from(shape.body.clone().unwrap_or_default());
             let content_type = shape.body.is_some().then_some(shape.content_type);
-            let local = app.call(shape.method, &shape.path, content_type, body).await;
+            let local = app
+                .call(shape.method, &shape.path, content_type, body)
+                .await;
             anyhow::Ok((socket, local))
         })?;
         if socket.status != local.status || socket.body != local.body {

@@ -74,7 +74,9 @@ pub struct RpcSettings {
 impl RpcArgs {
     /// Resolves defaults (and `--quick`).
     pub fn settings(&self) -> Result<RpcSettings> {
-        let lab = self.lab.lab("rpc", self.quick, if self.quick { 1 } else { 3 })?;
+        let lab = self
+            .lab
+            .lab("rpc", self.quick, if self.quick { 1 } else { 3 })?;
         let clients = if self.clients.is_empty() {
             if self.quick {
                 vec![1, 5]

@@ -27,8 +27,9 @@ use super::calls::{self, CallsMade, ClientTally, Span};
 use crate::pin;
 
 /// One call of an operation in process; answers the body bytes it sent and received.
-pub type InprocOp =
-    Arc<dyn Fn(InProcess) -> Pin<Box<dyn Future<Output = Result<(u64, u64)>> + Send>> + Send + Sync>;
+pub type InprocOp = Arc<
+    dyn Fn(InProcess) -> Pin<Box<dyn Future<Output = Result<(u64, u64)>> + Send>> + Send + Sync,
+>;
 
 /// The runtime name the in-process application reports in `/health`.
 pub const INPROC: &str = "inproc";
@@ -161,8 +162,8 @@ pub fn run_clients(
                     }
                     anyhow::Ok(outcomes)
                 })?;
-                let span = Span::cover(outcomes.iter().map(|(_, span)| *span))
-                    .context("no client ran")?;
+                let span =
+                    Span::cover(outcomes.iter().map(|(_, span)| *span)).context("no client ran")?;
                 let tallies: Vec<ClientTally> = outcomes.into_iter().map(|(t, _)| t).collect();
                 Ok(calls::result(made, &tallies, span.elapsed()))
             })

@@ -129,7 +129,11 @@ impl Shape {
         let _ = writeln!(out, "path = {:?}", self.path);
         let _ = writeln!(out, "expect = [{}]", self.status);
         if let Some(body) = &self.body {
-            let _ = writeln!(out, "headers = {{ content-type = {:?} }}", self.content_type);
+            let _ = writeln!(
+                out,
+                "headers = {{ content-type = {:?} }}",
+                self.content_type
+            );
             // A TOML literal string: no escapes, and the bodies hold no single quote.
             let _ = writeln!(out, "body = '{body}'");
         }

@@ -139,8 +139,7 @@ pub struct Step {
 impl Step {
     /// Its body's name in tables: `2 KiB`, `bad URL (404)`.
     pub fn body(&self) -> String {
-        self.size
-            .map_or_else(|| self.shape.name.clone(), size_text)
+        self.size.map_or_else(|| self.shape.name.clone(), size_text)
     }
 
     /// `on` or `off`.
@@ -159,7 +158,12 @@ impl SweepArgs {
         let quick = self.quick;
         let lab = self.lab.lab("sweep", quick, 1)?;
         let clients = if self.clients.is_empty() {
-            if quick { QUICK_CLIENTS } else { DEFAULT_CLIENTS }.to_vec()
+            if quick {
+                QUICK_CLIENTS
+            } else {
+                DEFAULT_CLIENTS
+            }
+            .to_vec()
         } else {
             self.clients.clone()
         };
@@ -367,7 +371,12 @@ pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
                 lab.timeout,
                 lab.cpus.generator_mask().map(<[usize]>::to_vec),
             )?;
-            let run = lab.measure(served, &scenarios[planned.scenario], &config, planned.repeat);
+            let run = lab.measure(
+                served,
+                &scenarios[planned.scenario],
+                &config,
+                planned.repeat,
+            );
             let probe = probe.finish().ok();
             print_run(&format!("[{}/{}]", i + 1, order.len()), step, &run, &probe);
             runs.push(SweepRun {

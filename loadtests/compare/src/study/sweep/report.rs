@@ -38,10 +38,21 @@ fn cell(runs: &[&SweepRun]) -> Option<Cell> {
         return None;
     }
     let of = |f: &dyn Fn(&SweepRun) -> f64| median(&done.iter().map(|r| f(r)).collect::<Vec<_>>());
-    let total = |r: &SweepRun| r.run.result.as_ref().map(|x| x.total.clone()).unwrap_or_default();
+    let total = |r: &SweepRun| {
+        r.run
+            .result
+            .as_ref()
+            .map(|x| x.total.clone())
+            .unwrap_or_default()
+    };
     let probes: Vec<f64> = done
         .iter()
-        .filter_map(|r| r.probe.as_ref().filter(|p| p.answered > 0).map(|p| p.p99_ms))
+        .filter_map(|r| {
+            r.probe
+                .as_ref()
+                .filter(|p| p.answered > 0)
+                .map(|p| p.p99_ms)
+        })
         .collect();
     Some(Cell {
         hits: of(&|r| total(r).hits_per_s),
