@@ -155,7 +155,7 @@ pub fn strings_json(count: usize) -> String {
 
 /// `256 B`, `2 KiB`, `512 KiB`.
 pub fn size_text(bytes: usize) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} B")
