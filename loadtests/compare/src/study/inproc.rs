@@ -199,11 +199,7 @@ struct Compared {
 pub fn run_inproc(args: &InprocArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings()?;
     let report = run(&settings, registry)?;
-    println!("\n{}", crate::report::study::markdown::render(&report));
-    println!(
-        "Reports: {} (report.md, report.json, report.html)",
-        settings.lab.out_dir.display()
-    );
+    super::show(&report, &settings.lab.out_dir);
     Ok(())
 }
 
@@ -230,7 +226,7 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
             .collect::<Vec<_>>()
             .join(" and "),
         lab.runtimes.join(", "),
-        list(&settings.clients),
+        lab::counts_text(&settings.clients),
         settings.calls,
         lab.repeat
     );
@@ -249,11 +245,9 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
             let (op, clients) = cells[planned.scenario];
             let served = &servers[planned.runtime];
             let run = socket_run(settings, served, op, clients, planned.repeat);
-            print_run(
+            run.print(
                 &format!("[{}/{}]", i + 1, order.len()),
-                &settings.operations[op],
-                clients,
-                &run,
+                &format!("{}, {clients} client(s)", settings.operations[op].name()),
             );
             runs.push(CellRun {
                 operation: op,
@@ -266,7 +260,10 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
             });
             if last_of_cell {
                 let run = inproc_run(settings, &app, op, clients, planned.repeat);
-                print_run("   ", &settings.operations[op], clients, &run);
+                run.print(
+                    "   ",
+                    &format!("{}, {clients} client(s)", settings.operations[op].name()),
+                );
                 runs.push(CellRun {
                     operation: op,
                     clients,
@@ -361,21 +358,7 @@ fn socket_run(
     let sampled = sampled(served.process.pid(), &lab.cpus, lab.shape, || {
         socket_clients(settings, served, operation, &made)
     });
-    let (result, error) = match sampled.outcome {
-        Ok(result) => (Some(result), None),
-        Err(err) => (None, Some(format!("{err:#}"))),
-    };
-    StepRun {
-        runtime: served.runtime.clone(),
-        repeat,
-        result,
-        error,
-        server_cpu_percent: sampled.server.cpu_percent,
-        generator_cpu_percent: sampled.generator_cpu_percent,
-        generator_bound: sampled.generator_bound,
-        contended: sampled.contended,
-        peak_rss_mib: sampled.server.peak_rss_mib,
-    }
+    StepRun::from_sampled(&served.runtime, repeat, sampled)
 }
 
 fn socket_clients(
@@ -504,38 +487,7 @@ fn inproc_run(
         clients,
         lab.cpus.generator_mask(),
     );
-    super::rpc::inproc_step(outcome, repeat)
-}
-
-fn print_run(progress: &str, operation: &Operation, clients: u32, run: &StepRun) {
-    match &run.result {
-        Some(result) => println!(
-            "{progress} {} {}, {clients} client(s): {} calls, mean {:.4} ms, p99 {:.4} ms{}",
-            run.runtime,
-            operation.name(),
-            result.total.requests,
-            result.total.latency.mean_ms,
-            result.total.latency.p99_ms,
-            match run.flag().as_str() {
-                "" => String::new(),
-                flag => format!(" — {flag}"),
-            }
-        ),
-        None => println!(
-            "{progress} {} {}, {clients} client(s): failed: {}",
-            run.runtime,
-            operation.name(),
-            run.error.as_deref().unwrap_or("?")
-        ),
-    }
-}
-
-fn list(values: &[u32]) -> String {
-    values
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    StepRun::in_process(outcome, repeat)
 }
 
 fn build(
@@ -701,7 +653,7 @@ fn build(
                 .map(Operation::name)
                 .collect::<Vec<_>>()
                 .join(", "),
-            list(&settings.clients),
+            lab::counts_text(&settings.clients),
             settings.calls,
             settings.warmup.as_millis()
         ),
@@ -713,7 +665,7 @@ fn build(
             "A typed operation (two serialisations, two deserialisations per call) and GET \
              /bench/hello by {} client(s), in process through the route table and over loopback \
              on {}.",
-            list(&settings.clients),
+            lab::counts_text(&settings.clients),
             lab.runtimes.join(", ")
         ),
         started_at,

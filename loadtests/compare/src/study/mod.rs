@@ -83,6 +83,15 @@ pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
     }
 }
 
+/// Prints a study's report on the terminal and where its files are.
+pub(crate) fn show(report: &crate::report::study::StudyReport, out_dir: &std::path::Path) {
+    println!("\n{}", crate::report::study::markdown::render(report));
+    println!(
+        "Reports: {} (report.md, report.json, report.html)",
+        out_dir.display()
+    );
+}
+
 /// Now, as RFC 3339 in UTC.
 pub(crate) fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();

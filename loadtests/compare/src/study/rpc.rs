@@ -127,11 +127,7 @@ struct CellRun {
 pub fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings()?;
     let report = run(&settings, registry)?;
-    println!("\n{}", crate::report::study::markdown::render(&report));
-    println!(
-        "Reports: {} (report.md, report.json, report.html)",
-        settings.lab.out_dir.display()
-    );
+    super::show(&report, &settings.lab.out_dir);
     Ok(())
 }
 
@@ -153,7 +149,7 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
         "brigade study rpc: {} operations × client threads {} × {} calls each, on {}{}; {} \
          repeat(s)",
         settings.operations.len(),
-        list(&settings.clients),
+        lab::counts_text(&settings.clients),
         settings.iterations,
         lab.runtimes.join(", "),
         if inproc.is_some() {
@@ -179,11 +175,9 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
                 },
             );
             let run = lab.measure(served, &scenarios[op], &config, planned.repeat);
-            print_run(
+            run.print(
                 &format!("[{}/{}]", i + 1, order.len()),
-                &settings.operations[op].name,
-                clients,
-                &run,
+                &format!("{}, {clients} client(s)", settings.operations[op].name),
             );
             runs.push(CellRun {
                 operation: op,
@@ -197,7 +191,10 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
             });
             if let (true, Some(app)) = (last_of_cell, &inproc) {
                 let run = inproc_run(settings, app, op, clients, planned.repeat);
-                print_run("   ", &settings.operations[op].name, clients, &run);
+                run.print(
+                    "   ",
+                    &format!("{}, {clients} client(s)", settings.operations[op].name),
+                );
                 runs.push(CellRun {
                     operation: op,
                     clients,
@@ -273,56 +270,7 @@ fn inproc_run(
         lab.workers,
         lab.cpus.server_mask(),
     );
-    inproc_step(outcome, repeat)
-}
-
-/// A run of the in-process provider as a study run (no server, no generator: no CPU figures, no
-/// flags but failure).
-pub(crate) fn inproc_step(outcome: Result<LoadResult>, repeat: u32) -> StepRun {
-    let (result, error) = match outcome {
-        Ok(result) => (Some(result), None),
-        Err(err) => (None, Some(format!("{err:#}"))),
-    };
-    StepRun {
-        runtime: INPROC.to_owned(),
-        repeat,
-        result,
-        error,
-        server_cpu_percent: 0.0,
-        generator_cpu_percent: 0.0,
-        generator_bound: None,
-        contended: None,
-        peak_rss_mib: 0.0,
-    }
-}
-
-fn print_run(progress: &str, operation: &str, clients: u32, run: &StepRun) {
-    match &run.result {
-        Some(result) => println!(
-            "{progress} {} {operation}, {clients} client(s): {} calls, mean {:.3} ms, p99 {:.3} ms{}",
-            run.runtime,
-            result.total.requests,
-            result.total.latency.mean_ms,
-            result.total.latency.p99_ms,
-            match run.flag().as_str() {
-                "" => String::new(),
-                flag => format!(" — {flag}"),
-            }
-        ),
-        None => println!(
-            "{progress} {} {operation}, {clients} client(s): failed: {}",
-            run.runtime,
-            run.error.as_deref().unwrap_or("?")
-        ),
-    }
-}
-
-fn list(values: &[u32]) -> String {
-    values
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    StepRun::in_process(outcome, repeat)
 }
 
 /// The repeats of one provider at one cell, merged into one result (counts and histograms added).
@@ -483,7 +431,7 @@ fn build(
         format!(
             "operations {}; client threads {}; {} calls per client thread after {} ms warm-up",
             names.join(", "),
-            list(&settings.clients),
+            lab::counts_text(&settings.clients),
             settings.iterations,
             settings.warmup.as_millis()
         ),
@@ -494,7 +442,7 @@ fn build(
         summary: format!(
             "Five operations of one interface (sayHello; send and get bytes; send strings; send \
              strings and get them reversed) by {} client thread(s), on {}{}.",
-            list(&settings.clients),
+            lab::counts_text(&settings.clients),
             lab.runtimes.join(", "),
             if with_inproc {
                 " over loopback and in process through the route table"

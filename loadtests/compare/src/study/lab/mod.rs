@@ -25,7 +25,7 @@ use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use clap::Args;
 
-use crate::measure::sampled_run;
+use crate::measure::{sampled_run, Sampled};
 use crate::pin::{self, CpuPlan};
 use crate::plan::{self, Planned};
 use crate::procstat;
@@ -255,6 +255,66 @@ pub struct StepRun {
 }
 
 impl StepRun {
+    /// The run of `runtime` that `sampled` measured.
+    pub fn from_sampled(runtime: &str, repeat: u32, sampled: Sampled) -> StepRun {
+        let (result, error) = match sampled.outcome {
+            Ok(result) => (Some(result), None),
+            Err(err) => (None, Some(format!("{err:#}"))),
+        };
+        StepRun {
+            runtime: runtime.to_owned(),
+            repeat,
+            result,
+            error,
+            server_cpu_percent: sampled.server.cpu_percent,
+            generator_cpu_percent: sampled.generator_cpu_percent,
+            generator_bound: sampled.generator_bound,
+            contended: sampled.contended,
+            peak_rss_mib: sampled.server.peak_rss_mib,
+        }
+    }
+
+    /// A run of the in-process provider (no server, no generator: no CPU figures and no flag
+    /// but failure).
+    pub fn in_process(outcome: Result<LoadResult>, repeat: u32) -> StepRun {
+        let (result, error) = match outcome {
+            Ok(result) => (Some(result), None),
+            Err(err) => (None, Some(format!("{err:#}"))),
+        };
+        StepRun {
+            runtime: inprocess::INPROC.to_owned(),
+            repeat,
+            result,
+            error,
+            server_cpu_percent: 0.0,
+            generator_cpu_percent: 0.0,
+            generator_bound: None,
+            contended: None,
+            peak_rss_mib: 0.0,
+        }
+    }
+
+    /// Its line on the terminal: `what` names the cell (`hello, 1 client(s)`).
+    pub fn print(&self, progress: &str, what: &str) {
+        match &self.result {
+            Some(result) => println!(
+                "{progress} {} {what}: {} calls, mean {:.4} ms, p99 {:.4} ms{}",
+                self.runtime,
+                result.total.requests,
+                result.total.latency.mean_ms,
+                result.total.latency.p99_ms,
+                match self.flag().as_str() {
+                    "" => String::new(),
+                    flag => format!(" — {flag}"),
+                }
+            ),
+            None => println!(
+                "{progress} {} {what}: failed: {}",
+                self.runtime,
+                self.error.as_deref().unwrap_or("?")
+            ),
+        }
+    }
     /// The run's flag for tables: `contended`, `generator-bound` or empty (contention first, as
     /// compare says it).
     pub fn flag(&self) -> String {
@@ -311,6 +371,15 @@ pub fn run_values(run: &StepRun) -> Vec<Option<f64>> {
         Some(run.server_cpu_percent),
         Some(run.generator_cpu_percent),
     ]
+}
+
+/// `1, 5, 10`.
+pub fn counts_text(values: &[u32]) -> String {
+    values
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The median of `values` (0 for none).
@@ -467,21 +536,7 @@ impl Lab {
             &self.cpus,
             self.shape,
         );
-        let (result, error) = match sampled.outcome {
-            Ok(result) => (Some(result), None),
-            Err(err) => (None, Some(format!("{err:#}"))),
-        };
-        StepRun {
-            runtime: served.runtime.clone(),
-            repeat,
-            result,
-            error,
-            server_cpu_percent: sampled.server.cpu_percent,
-            generator_cpu_percent: sampled.generator_cpu_percent,
-            generator_bound: sampled.generator_bound,
-            contended: sampled.contended,
-            peak_rss_mib: sampled.server.peak_rss_mib,
-        }
+        StepRun::from_sampled(&served.runtime, repeat, sampled)
     }
 
     /// The setup section: machine, versions, threads and CPUs in compare's words, the settings

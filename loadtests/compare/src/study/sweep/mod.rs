@@ -315,11 +315,7 @@ pub struct SweepResults {
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     let settings = args.settings()?;
     let report = run(&settings)?;
-    println!("\n{}", crate::report::study::markdown::render(&report));
-    println!(
-        "Reports: {} (report.md, report.json, report.html)",
-        settings.lab.out_dir.display()
-    );
+    super::show(&report, &settings.lab.out_dir);
     Ok(())
 }
 
