@@ -26,7 +26,7 @@ use clap::Args;
 use super::lab::calls::{self, CallsMade, ClientTally, Span};
 use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
 use super::lab::shapes::Shape;
-use super::lab::{self, LabArgs, Served, StepRun};
+use super::lab::{self, CellRun, LabArgs, Served, StepRun};
 use super::Registry;
 use crate::measure::sampled;
 use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
@@ -177,15 +177,6 @@ impl InprocArgs {
     }
 }
 
-/// One provider's run of one cell.
-#[derive(Debug, Clone)]
-struct CellRun {
-    operation: usize,
-    clients: u32,
-    provider: String,
-    run: StepRun,
-}
-
 /// Answers compared for one runtime.
 #[derive(Debug, Clone)]
 struct Compared {
@@ -213,9 +204,6 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
          binary registers a kit service as study::Registry::inproc)",
     )?;
     let app_name = registry.inproc.as_ref().map_or("", |a| a.name);
-    let cells: Vec<(usize, u32)> = (0..settings.operations.len())
-        .flat_map(|op| settings.clients.iter().map(move |&c| (op, c)))
-        .collect();
     println!(
         "brigade study inproc: {} in process and over loopback on {}; clients {}; {} calls per \
          client; {} repeat(s)",
@@ -239,39 +227,13 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
             "Answers: {} loopback answers equal the in-process ones byte for byte",
             compared.len()
         );
-        let order = lab.order(cells.len());
-        let mut runs = Vec::new();
-        for (i, planned) in order.iter().enumerate() {
-            let (op, clients) = cells[planned.scenario];
-            let served = &servers[planned.runtime];
-            let run = socket_run(settings, served, op, clients, planned.repeat);
-            run.print(
-                &format!("[{}/{}]", i + 1, order.len()),
-                &format!("{}, {clients} client(s)", settings.operations[op].name()),
-            );
-            runs.push(CellRun {
-                operation: op,
-                clients,
-                provider: served.runtime.clone(),
-                run,
-            });
-            let last_of_cell = order.get(i + 1).is_none_or(|next| {
-                next.scenario != planned.scenario || next.repeat != planned.repeat
-            });
-            if last_of_cell {
-                let run = inproc_run(settings, &app, op, clients, planned.repeat);
-                run.print(
-                    "   ",
-                    &format!("{}, {clients} client(s)", settings.operations[op].name()),
-                );
-                runs.push(CellRun {
-                    operation: op,
-                    clients,
-                    provider: INPROC.to_owned(),
-                    run,
-                });
-            }
-        }
+        let runs = lab.run_cells(
+            servers,
+            (settings.operations.len(), &settings.clients),
+            |op| settings.operations[op].name(),
+            |served, op, clients, repeat| socket_run(settings, served, op, clients, repeat),
+            Some(|op, clients, repeat| inproc_run(settings, &app, op, clients, repeat)),
+        );
         Ok((runs, compared))
     })?;
     let mut report = build(settings, app_name, &runs, &compared, &servers, started_at);

@@ -19,7 +19,7 @@ use clap::Args;
 use super::lab::calls::CallsMade;
 use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
 use super::lab::shapes::Shape;
-use super::lab::{self, LabArgs, StepRun, Window};
+use super::lab::{self, CellRun, LabArgs, StepRun, Window};
 use super::Registry;
 use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
@@ -114,15 +114,6 @@ impl RpcArgs {
     }
 }
 
-/// One provider's run of one cell.
-#[derive(Debug, Clone)]
-struct CellRun {
-    operation: usize,
-    clients: u32,
-    provider: String,
-    run: StepRun,
-}
-
 /// Runs `brigade study rpc`: the study, the three reports, and the report on the terminal.
 pub fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings()?;
@@ -142,9 +133,6 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
         .map(Shape::scenario)
         .collect::<Result<Vec<_>>>()?;
     let inproc = build_inproc(registry)?;
-    let cells: Vec<(usize, u32)> = (0..settings.operations.len())
-        .flat_map(|op| settings.clients.iter().map(move |&c| (op, c)))
-        .collect();
     println!(
         "brigade study rpc: {} operations × client threads {} × {} calls each, on {}{}; {} \
          repeat(s)",
@@ -160,50 +148,26 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
         lab.repeat
     );
     let (runs, servers) = lab.with_servers(|servers| {
-        let order = lab.order(cells.len());
-        let mut runs = Vec::new();
-        for (i, planned) in order.iter().enumerate() {
-            let (op, clients) = cells[planned.scenario];
-            let served = &servers[planned.runtime];
-            let config = lab.load_config(
-                served,
-                clients,
-                true,
-                Window::Requests {
-                    count: clients as u64 * settings.iterations,
-                    warmup: settings.warmup,
-                },
-            );
-            let run = lab.measure(served, &scenarios[op], &config, planned.repeat);
-            run.print(
-                &format!("[{}/{}]", i + 1, order.len()),
-                &format!("{}, {clients} client(s)", settings.operations[op].name),
-            );
-            runs.push(CellRun {
-                operation: op,
-                clients,
-                provider: served.runtime.clone(),
-                run,
-            });
-            // After the runtimes' runs of a cell, the in-process provider's.
-            let last_of_cell = order.get(i + 1).is_none_or(|next| {
-                next.scenario != planned.scenario || next.repeat != planned.repeat
-            });
-            if let (true, Some(app)) = (last_of_cell, &inproc) {
-                let run = inproc_run(settings, app, op, clients, planned.repeat);
-                run.print(
-                    "   ",
-                    &format!("{}, {clients} client(s)", settings.operations[op].name),
-                );
-                runs.push(CellRun {
-                    operation: op,
+        Ok(lab.run_cells(
+            servers,
+            (settings.operations.len(), &settings.clients),
+            |op| settings.operations[op].name.clone(),
+            |served, op, clients, repeat| {
+                let config = lab.load_config(
+                    served,
                     clients,
-                    provider: INPROC.to_owned(),
-                    run,
-                });
-            }
-        }
-        Ok(runs)
+                    true,
+                    Window::Requests {
+                        count: clients as u64 * settings.iterations,
+                        warmup: settings.warmup,
+                    },
+                );
+                lab.measure(served, &scenarios[op], &config, repeat)
+            },
+            inproc
+                .as_ref()
+                .map(|app| |op, clients, repeat| inproc_run(settings, app, op, clients, repeat)),
+        ))
     })?;
     let mut report = build(settings, &runs, inproc.is_some(), &servers, started_at);
     report.wall_s = began.elapsed().as_secs_f64();

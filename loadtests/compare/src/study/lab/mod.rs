@@ -335,6 +335,19 @@ impl StepRun {
     }
 }
 
+/// One provider's run of one cell (an operation at a client count).
+#[derive(Debug, Clone)]
+pub struct CellRun {
+    /// Index into the study's operations.
+    pub operation: usize,
+    /// Concurrent clients.
+    pub clients: u32,
+    /// A runtime, or `inproc`.
+    pub provider: String,
+    /// The run.
+    pub run: StepRun,
+}
+
 /// The metric columns of a run's row, in [`run_values`]' order.
 pub fn run_metrics() -> Vec<Metric> {
     vec![
@@ -391,6 +404,51 @@ impl Lab {
     /// The order of every run: `cells` cells × the runtimes × the repeats, compare's order.
     pub fn order(&self, cells: usize) -> Vec<Planned> {
         plan::plan(self.runtimes.len(), cells, &[1], &[0], self.repeat)
+    }
+
+    /// Makes every run of the cells operation × client count in compare's order: each runtime's
+    /// by `socket`, then, after the runtimes' runs of a cell in a repeat, the in-process
+    /// provider's by `local` when there is one. `name` names an operation on the terminal.
+    pub fn run_cells(
+        &self,
+        servers: &[Served],
+        (operations, clients): (usize, &[u32]),
+        name: impl Fn(usize) -> String,
+        mut socket: impl FnMut(&Served, usize, u32, u32) -> StepRun,
+        mut local: Option<impl FnMut(usize, u32, u32) -> StepRun>,
+    ) -> Vec<CellRun> {
+        let cells: Vec<(usize, u32)> = (0..operations)
+            .flat_map(|op| clients.iter().map(move |&c| (op, c)))
+            .collect();
+        let order = self.order(cells.len());
+        let mut runs = Vec::new();
+        for (i, planned) in order.iter().enumerate() {
+            let (operation, clients) = cells[planned.scenario];
+            let served = &servers[planned.runtime];
+            let what = format!("{}, {clients} client(s)", name(operation));
+            let run = socket(served, operation, clients, planned.repeat);
+            run.print(&format!("[{}/{}]", i + 1, order.len()), &what);
+            runs.push(CellRun {
+                operation,
+                clients,
+                provider: served.runtime.clone(),
+                run,
+            });
+            let last_of_cell = order.get(i + 1).is_none_or(|next| {
+                next.scenario != planned.scenario || next.repeat != planned.repeat
+            });
+            if let (true, Some(local)) = (last_of_cell, local.as_mut()) {
+                let run = local(operation, clients, planned.repeat);
+                run.print("   ", &what);
+                runs.push(CellRun {
+                    operation,
+                    clients,
+                    provider: inprocess::INPROC.to_owned(),
+                    run,
+                });
+            }
+        }
+        runs
     }
 
     /// Starts one server per runtime, each pinned to the server CPUs on free ports, on the memory
