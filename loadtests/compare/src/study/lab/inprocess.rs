@@ -171,3 +171,59 @@ pub fn run_clients(
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the in-process clients panicked")))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brigade_kit::{App, Route, RouteTable};
+
+    fn app() -> InProcess {
+        let table = RouteTable::new()
+            .get("/items/{id}", |_, r: Request| async move {
+                Ok(Reply::text(format!(
+                    "{} {}",
+                    r.param("id"),
+                    r.query.as_deref().unwrap_or_default()
+                )))
+            })
+            .route(
+                Route::new(Method::Post, "/echo", |_, r: Request| async move {
+                    let value: serde_json::Value = r.json()?;
+                    Ok(Reply::ok(&value))
+                })
+                .limit(16),
+            );
+        InProcess::new(Arc::new(App::new("items", table, Arc::new(()))))
+    }
+
+    #[tokio::test]
+    async fn a_call_goes_through_the_route_table_and_its_rules() {
+        let app = app();
+        assert_eq!(app.name(), "items");
+        let reply = app.call("GET", "/items/7?x=1", None, Bytes::new()).await;
+        assert_eq!((reply.status, &reply.body[..]), (200, &b"7 x=1"[..]));
+        let json = Some("application/json");
+        let reply = app.call("POST", "/echo", json, Bytes::from("[1,2]")).await;
+        assert_eq!((reply.status, &reply.body[..]), (200, &b"[1,2]"[..]));
+        // The kit's errors, as a runtime adapter would answer them.
+        let status = |reply: Reply| reply.status;
+        assert_eq!(
+            status(app.call("GET", "/nope", None, Bytes::new()).await),
+            404
+        );
+        assert_eq!(
+            status(app.call("DELETE", "/echo", None, Bytes::new()).await),
+            405
+        );
+        let big = Bytes::from(vec![b'1'; 17]);
+        assert_eq!(status(app.call("POST", "/echo", json, big).await), 413);
+        let text = Some("text/plain");
+        assert_eq!(
+            status(app.call("POST", "/echo", text, Bytes::from("1")).await),
+            415
+        );
+        let reply = app.call("GET", "/nope", None, Bytes::new()).await;
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(body["error"]["code"], "not_found");
+    }
+}
