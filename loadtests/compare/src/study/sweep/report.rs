@@ -472,9 +472,12 @@ fn notes(settings: &SweepSettings, results: &SweepResults) -> Vec<String> {
                 r.run.runtime,
                 r.run.generator_cpu_percent,
                 r.run.server_cpu_percent,
-                match &r.run.generator_bound {
-                    Some(why) => format!(" — the generator was the limit: {why}"),
-                    None => ", so the generator was not the limit".to_owned(),
+                match (&r.run.contended, &r.run.generator_bound) {
+                    (Some(why), _) => format!(
+                        " — contended, so this run cannot say which side was the limit: {why}"
+                    ),
+                    (None, Some(why)) => format!(" — the generator was the limit: {why}"),
+                    (None, None) => ", so the generator was not the limit".to_owned(),
                 }
             ));
         }
