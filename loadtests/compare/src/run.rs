@@ -28,9 +28,9 @@ use brigade_load::Registry;
 
 use crate::judge::{judge, notes};
 use crate::measure::Bench;
-use crate::pin::{self, CpuPlan};
+use crate::pin;
 use crate::report::{self, Report, RunRecord, ServerRecord};
-use crate::settings::{CompareSettings, CpuChoice};
+use crate::settings::CompareSettings;
 use crate::state::FreshState;
 use crate::verdict::CpuShape;
 use crate::{plan, servers};
@@ -111,13 +111,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let available = pin::available_cpus();
     // This thread is pinned to the generator's CPUs below; it gets all of its CPUs back at the end.
     let _unpin = pin::Unpin::remember();
-    let cpus = match &settings.cpus {
-        CpuChoice::Auto => CpuPlan::split(&available),
-        CpuChoice::NoPin => CpuPlan::unpinned(&available),
-        CpuChoice::Explicit { server, generator } => {
-            CpuPlan::explicit(&available, server, generator)?
-        }
-    };
+    let cpus = settings.cpus.plan(&available)?;
     let workers = settings.workers.unwrap_or(cpus.server.len().max(1) as u32);
     let threads = settings
         .threads
