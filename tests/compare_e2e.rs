@@ -382,7 +382,17 @@ fn load_knows_the_scenarios_and_targets_the_binary_registered() {
         .collect();
     assert_eq!(
         names,
-        ["hello", "waiter", "tables", "kitchen", "all", "read-heavy"]
+        [
+            "hello",
+            "bytes",
+            "strings",
+            "static",
+            "waiter",
+            "tables",
+            "kitchen",
+            "all",
+            "read-heavy"
+        ]
     );
     assert!(
         stdout.contains("target waiter=http://127.0.0.1:8081"),
