@@ -219,7 +219,7 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             "Open loop: every runtime was offered the same {} requests/s (latency counted from each \
              request's intended send time). Throughput verdicts say only who kept up; the \
              efficiency verdict (server CPU per request) and the latencies compare the runtimes.",
-            verdict::figure(rate)
+            report::rate_words(rate)
         ));
     }
     if !s.keepalive {

@@ -533,11 +533,11 @@ impl Report {
             format!(
                 "scenarios {}; {} {}; preload {}; {} s measured after {} s warm-up; repeat {}; \
                  request timeout {} ms; noise floor {:.0}%; {}{}{}",
+                s.scenarios.join(", "),
                 match s.rate {
                     Some(_) => "connections",
                     None => "users",
                 },
-                s.scenarios.join(", "),
                 s.users
                     .iter()
                     .map(u32::to_string)
@@ -600,7 +600,7 @@ pub fn load_words(s: &Settings) -> String {
     format!(
         "{}, {}",
         match s.rate {
-            Some(rate) => format!("open loop at {} requests/s", verdict::figure(rate)),
+            Some(rate) => format!("open loop at {} requests/s", rate_words(rate)),
             None => "closed loop".to_owned(),
         },
         if s.keepalive {
@@ -609,6 +609,15 @@ pub fn load_words(s: &Settings) -> String {
             "a new connection per request"
         }
     )
+}
+
+/// A rate as a reader wants it: `40`, `2,000`, `12.5`.
+pub fn rate_words(rate: f64) -> String {
+    if rate.fract() == 0.0 && rate < 1e15 {
+        count(rate as u64)
+    } else {
+        markdown::trim(rate)
+    }
 }
 
 /// A report the writer can put into the three files: serialized whole as `report.json`, rendered
