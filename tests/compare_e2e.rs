@@ -700,7 +700,10 @@ fn compare_offers_one_open_loop_load_without_keepalive_to_every_runtime_and_gate
         .output()
         .expect("brigade runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "a failed threshold fails the command");
+    assert!(
+        !output.status.success(),
+        "a failed threshold fails the command"
+    );
     assert!(
         stderr.contains("2 of 4 threshold check(s) failed") && stderr.contains("p50<1us failed"),
         "{stderr}"
@@ -720,9 +723,31 @@ fn load_runs_the_bench_scenarios_on_any_service_and_fails_on_a_threshold_it_name
     let url = served.url("tables");
     let json_path = data.path().join("static.json");
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
-        .args(["load", "--target", &url, "--scenario", "static", "--users", "2"])
-        .args(["--requests", "60", "--warmup", "0s", "--no-progress", "--seed", "9"])
-        .args(["--threshold", "errors<1%", "--threshold", "p50<1us", "--json"])
+        .args([
+            "load",
+            "--target",
+            &url,
+            "--scenario",
+            "static",
+            "--users",
+            "2",
+        ])
+        .args([
+            "--requests",
+            "60",
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--seed",
+            "9",
+        ])
+        .args([
+            "--threshold",
+            "errors<1%",
+            "--threshold",
+            "p50<1us",
+            "--json",
+        ])
         .arg(&json_path)
         .output()
         .expect("brigade runs");
@@ -742,7 +767,14 @@ fn load_runs_the_bench_scenarios_on_any_service_and_fails_on_a_threshold_it_name
     assert_eq!(result["total"]["ok"], 60);
     // Every size's route carries at least its body per request.
     for route in result["routes"].as_array().unwrap() {
-        let size: u64 = route["name"].as_str().unwrap().rsplit('/').next().unwrap().parse().unwrap();
+        let size: u64 = route["name"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         let requests = route["requests"].as_u64().unwrap();
         let received = route["bytes_received"].as_u64().unwrap();
         assert!(
@@ -756,7 +788,12 @@ fn load_runs_the_bench_scenarios_on_any_service_and_fails_on_a_threshold_it_name
         let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
             .args(["load", "--target", &url, "--scenario", scenario])
             .args(["--users", "2", "--requests", "20", "--warmup", "0s"])
-            .args(["--no-progress", "--no-keepalive", "--threshold", "errors<=0"])
+            .args([
+                "--no-progress",
+                "--no-keepalive",
+                "--threshold",
+                "errors<=0",
+            ])
             .output()
             .expect("brigade runs");
         assert!(

@@ -173,7 +173,11 @@ fn change(
     noise_floor_pct: f64,
 ) -> Change {
     let figures = |name: &str, runs: &[&RunRecord]| {
-        let repeats = runs.iter().map(|r| r.repeat as usize + 1).max().unwrap_or(0);
+        let repeats = runs
+            .iter()
+            .map(|r| r.repeat as usize + 1)
+            .max()
+            .unwrap_or(0);
         let mut values = vec![None; repeats];
         for run in runs {
             values[run.repeat as usize] = value(run);
@@ -227,7 +231,11 @@ fn differences(now: &Report, before: &Report) -> Vec<String> {
         figure(b.duration_s),
     );
     differ("repeats", a.repeat.to_string(), b.repeat.to_string());
-    differ("keep-alive", a.keepalive.to_string(), b.keepalive.to_string());
+    differ(
+        "keep-alive",
+        a.keepalive.to_string(),
+        b.keepalive.to_string(),
+    );
     differ("rate", format!("{:?}", a.rate), format!("{:?}", b.rate));
     differ(
         "machine",
@@ -236,13 +244,20 @@ fn differences(now: &Report, before: &Report) -> Vec<String> {
     );
     differ(
         "CPUs (server / generator)",
-        format!("{:?} / {:?}", now.threads.cpus.server, now.threads.cpus.generator),
+        format!(
+            "{:?} / {:?}",
+            now.threads.cpus.server, now.threads.cpus.generator
+        ),
         format!(
             "{:?} / {:?}",
             before.threads.cpus.server, before.threads.cpus.generator
         ),
     );
-    differ("brigade", now.versions.brigade.clone(), before.versions.brigade.clone());
+    differ(
+        "brigade",
+        now.versions.brigade.clone(),
+        before.versions.brigade.clone(),
+    );
     out
 }
 

@@ -235,7 +235,11 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             keepalive: settings.keepalive,
             rate: settings.rate,
             seed: Some(settings.seed),
-            thresholds: settings.thresholds.iter().map(ToString::to_string).collect(),
+            thresholds: settings
+                .thresholds
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         },
         state,
         servers: server_records,

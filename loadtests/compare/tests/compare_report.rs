@@ -508,7 +508,12 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     for r in &mut now.runs {
         if r.runtime == "axum" && r.scenario == "waiter" {
             let hits = r.result.as_ref().unwrap().total.hits_per_s * 1.2;
-            r.result = Some(result(hits, 3.0, u64::from(r.repeat), 1000.0 * r.users as f64 / hits));
+            r.result = Some(result(
+                hits,
+                3.0,
+                u64::from(r.repeat),
+                1000.0 * r.users as f64 / hits,
+            ));
         }
     }
     let s = &now.settings;
@@ -527,7 +532,10 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     assert!(baseline.missing.is_empty() && baseline.differences.is_empty());
     let faster = cell("waiter", 10, "axum");
     assert_eq!(faster.throughput.call, compare::baseline::Call::Better);
-    assert!((faster.throughput.change_pct - 20.0).abs() < 0.5, "{faster:?}");
+    assert!(
+        (faster.throughput.change_pct - 20.0).abs() < 0.5,
+        "{faster:?}"
+    );
     assert_eq!(
         cell("waiter", 30, "actix").throughput.call,
         compare::baseline::Call::WithinNoise
@@ -549,7 +557,9 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     assert_eq!(failed.len(), now.runs.len());
     assert!(failed.iter().all(|c| c.check.threshold == "p99<5ms"));
     assert!(
-        failed[0].sentence().starts_with("axum, waiter, 10 users, repeat 1: p99<5ms failed: p99 = "),
+        failed[0]
+            .sentence()
+            .starts_with("axum, waiter, 10 users, repeat 1: p99<5ms failed: p99 = "),
         "{}",
         failed[0].sentence()
     );
@@ -558,7 +568,11 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     report::write_all(&now, &new).unwrap();
     let md = std::fs::read_to_string(new.join("report.md")).unwrap();
     assert!(md.contains("## Thresholds"), "{md}");
-    assert!(md.contains(&format!("**{} of {} checks failed:**", now.runs.len(), 2 * now.runs.len())));
+    assert!(md.contains(&format!(
+        "**{} of {} checks failed:**",
+        now.runs.len(),
+        2 * now.runs.len()
+    )));
     assert!(md.contains("## Against the baseline"), "{md}");
     assert!(md.contains("| waiter | 10 | 0 | axum |"), "{md}");
     assert!(md.contains("better"), "{md}");

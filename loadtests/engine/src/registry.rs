@@ -184,7 +184,11 @@ mod tests {
                 "{name}"
             );
             for r in scenario.requests() {
-                assert!(r.path.display().starts_with("/bench/"), "{name}: {}", r.name);
+                assert!(
+                    r.path.display().starts_with("/bench/"),
+                    "{name}: {}",
+                    r.name
+                );
             }
         }
         assert!(registry.targets().is_empty());
@@ -221,7 +225,10 @@ mod tests {
             .target("one", "http://h:1")
             .target("two", "http://h:2")
             .target("one", "http://h:11");
-        assert_eq!(registry.names(), ["hello", "bytes", "strings", "static", "a", "b"]);
+        assert_eq!(
+            registry.names(),
+            ["hello", "bytes", "strings", "static", "a", "b"]
+        );
         assert_eq!(registry.application_names(), ["a", "b"]);
         assert_eq!(registry.load("a").unwrap().services(), ["one"]);
         let err = format!("{:#}", registry.load("b").unwrap_err());
@@ -235,6 +242,9 @@ mod tests {
         assert_eq!(targets[DEFAULT_SERVICE], "http://h:11");
         registry.scenario("hello", "name = \"mine\"\n[[request]]\npath = \"/x\"\n");
         assert_eq!(registry.get("hello").unwrap().name(), "mine");
-        assert_eq!(registry.names(), ["hello", "bytes", "strings", "static", "a", "b"]);
+        assert_eq!(
+            registry.names(),
+            ["hello", "bytes", "strings", "static", "a", "b"]
+        );
     }
 }

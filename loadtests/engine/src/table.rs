@@ -29,7 +29,10 @@ pub fn render(result: &LoadResult) -> String {
     );
     let _ = writeln!(out, "targets: {}", s.targets.join(", "));
     if let Some(seed) = s.seed {
-        let _ = writeln!(out, "seed: {seed} (--seed {seed} sends the same requests again)");
+        let _ = writeln!(
+            out,
+            "seed: {seed} (--seed {seed} sends the same requests again)"
+        );
     }
     out.push('\n');
 

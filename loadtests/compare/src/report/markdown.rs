@@ -151,11 +151,7 @@ fn baseline(report: &Report) -> String {
         b.path, b.started_at, b.machine
     );
     let _ = writeln!(out, "| {} |", crate::baseline::HEADER.join(" | "));
-    let _ = writeln!(
-        out,
-        "|{}",
-        " --- |".repeat(crate::baseline::HEADER.len())
-    );
+    let _ = writeln!(out, "|{}", " --- |".repeat(crate::baseline::HEADER.len()));
     for cell in &b.cells {
         let cells: Vec<String> = crate::baseline::cells(cell)
             .iter()

@@ -329,7 +329,12 @@ impl Local {
 
     /// Sends request `i` and judges the answer. Returns the verdict, the bytes on the wire and
     /// whether the request has a latency (answered or timed out; a refused connection has none).
-    async fn send(&self, client: &mut Client, start: Instant, i: usize) -> (Verdict, WireCount, bool) {
+    async fn send(
+        &self,
+        client: &mut Client,
+        start: Instant,
+        i: usize,
+    ) -> (Verdict, WireCount, bool) {
         let shared = &self.shared;
         let spec = &shared.scenario.requests()[i];
         let target = &shared.targets[spec.service];

@@ -369,7 +369,11 @@ const FILL: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 /// `{{filler N}}`: N bytes of printable text, the same every time (fixed when the scenario is
 /// compiled, so the request is encoded once).
 fn filler(n: usize) -> String {
-    FILL.iter().cycle().take(n).map(|&b| char::from(b)).collect()
+    FILL.iter()
+        .cycle()
+        .take(n)
+        .map(|&b| char::from(b))
+        .collect()
 }
 
 /// `{{json_strings COUNT LEN}}`: a JSON array of COUNT strings of LEN characters each, string `i`

@@ -209,7 +209,11 @@ mod tests {
             let (body, used, done) = decode_in_pieces(wire, piece);
             assert!(done, "piece {piece}");
             assert_eq!(body, b"Hello, World!", "piece {piece}");
-            assert_eq!(used, wire.len() - 4, "piece {piece}: the bytes after the body stay");
+            assert_eq!(
+                used,
+                wire.len() - 4,
+                "piece {piece}: the bytes after the body stay"
+            );
         }
     }
 

@@ -56,7 +56,10 @@ mod tests {
         let get = RenderedRequest {
             method: Method::GET,
             path: "/x?y=1".into(),
-            headers: vec![(HeaderName::from_static("x-a"), HeaderValue::from_static("1"))],
+            headers: vec![(
+                HeaderName::from_static("x-a"),
+                HeaderValue::from_static("1"),
+            )],
             body: Bytes::new(),
             has_body: false,
         };

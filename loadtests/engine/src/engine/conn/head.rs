@@ -69,8 +69,7 @@ pub(crate) fn parse(buf: &[u8], head_request: bool) -> Result<Option<Head>, BadH
             for token in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                 if token.eq_ignore_ascii_case(b"close") {
                     close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && response.version == Some(0)
-                {
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && response.version == Some(0) {
                     close = false;
                 }
             }
@@ -119,10 +118,7 @@ mod tests {
             (until_close.framing, until_close.reusable),
             (Framing::UntilClose, false)
         );
-        assert_eq!(
-            h("HTTP/1.1 204 No Content\r\n\r\n").framing,
-            Framing::Empty
-        );
+        assert_eq!(h("HTTP/1.1 204 No Content\r\n\r\n").framing, Framing::Empty);
         assert_eq!(
             parse(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n", true)
                 .unwrap()
