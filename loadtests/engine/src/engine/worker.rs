@@ -463,6 +463,9 @@ async fn closed_user(local: Rc<Local>, number: u64) {
     let measure_start = shared.measure_start();
     let measure_end = shared.measure_end();
     let mut client = Client::new(&shared, number);
+    // The run starts at t0, just after every thread is ready: a request sent before it would be
+    // neither warm-up nor measured.
+    tokio::time::sleep_until(shared.t0().into()).await;
     // After a refused connection, wait a little before trying again rather than spinning.
     let mut backoff = Duration::ZERO;
     loop {
