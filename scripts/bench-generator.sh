@@ -1,21 +1,40 @@
 #!/usr/bin/env bash
-# Benchmarks Brigade's load generator (docs/methodology.md, "Is the generator fast enough?").
+# Benchmarks Brigade's load generator against wrk (docs/methodology.md, "Is the generator fast
+# enough?"). Target (issue 8): with keep-alive and without, the generator spends no more CPU per
+# request than wrk (the steadier figure), and its median requests/s over the alternating rounds is at
+# least 1.0x wrk's.
 #
-#   1. Throughput: `brigade load` against wrk on the same target (GET /bench/hello on the hyper
-#      runtime, one worker, pinned to SERVER_CPU), same connection count, generator pinned to
-#      GEN_CPU; alternated ROUNDS times so drift hits both tools alike.
-#   2. Memory: `brigade load` with 316 connections for MEM_DURATION seconds; the generator's peak
-#      RSS (VmHWM) is reported.
+#   1. Throughput and CPU per request, twice: with keep-alive, and with a new connection per request
+#      (`wrk -H 'Connection: close'` against `brigade load --no-keepalive`). The target is
+#      GET /bench/hello on the hyper runtime, one worker, pinned to SERVER_CPU; both tools get one
+#      thread on GEN_CPU and the same connection count, and take turns ROUNDS times (the one going
+#      first alternates), so drift hits both alike. Each tool runs under its own shell, which reads
+#      the CPU time (user + system) its child used: CPU per request = that / requests. On a shared,
+#      noisy machine one round's req/s swings with whatever else runs, the CPU per request much less.
+#   2. The sweep's hardest step: 316 clients without keep-alive for SWEEP_DURATION seconds; the
+#      generator's own CPU share is reported, and whether it was the limit (>= 90% of its CPU).
+#   3. Memory: 316 kept-alive connections for MEM_DURATION seconds; the generator's peak RSS.
 #
-# Usage: scripts/bench-generator.sh            (defaults: 64 connections, 6 x 10 s each, memory run 60 s)
-#   CONNS=100 DURATION=30 ROUNDS=10 MEM_DURATION=600 scripts/bench-generator.sh
+# Usage: scripts/bench-generator.sh            (defaults: 64 connections, 5 rounds of 5 s per mode)
+#   CONNS=100 DURATION=10 ROUNDS=7 MEM_DURATION=600 scripts/bench-generator.sh
+#   QUICK=1 scripts/bench-generator.sh           (a smoke run: 2 rounds of 1 s, short steps 2 and 3)
+#   BIN=target/debug/brigade LOAD=target/release/examples/load scripts/bench-generator.sh
+#       (no release build of the whole binary: a debug server, the generator alone built with
+#       `cargo build --release -p brigade-load --example load`; LOAD is the command before its flags)
 # Installs wrk (Debian package) when it is missing. Needs 2+ CPUs to separate server and generator.
+# Writes every round's output and a summary into OUT (default target/bench-generator).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+if [ -n "${QUICK:-}" ]; then
+    : "${DURATION:=1}" "${ROUNDS:=2}" "${SWEEP_DURATION:=2}" "${MEM_DURATION:=2}" "${WARMUP:=1}"
+fi
 CONNS=${CONNS:-64}
-DURATION=${DURATION:-10}
-ROUNDS=${ROUNDS:-6}
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-5}
+WARMUP=${WARMUP:-5}
+SWEEP_CONNS=${SWEEP_CONNS:-316}
+SWEEP_DURATION=${SWEEP_DURATION:-10}
 MEM_CONNS=${MEM_CONNS:-316}
 MEM_DURATION=${MEM_DURATION:-60}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -30,14 +49,14 @@ if ! command -v wrk >/dev/null; then
     apt-get update -qq && apt-get install -y -qq wrk >/dev/null
 fi
 
-cargo build --release --bin brigade >&2
-BIN="$CARGO_TARGET_DIR/release/brigade"
-if "$BIN" load --help >/dev/null 2>&1; then
-    LOAD=("$BIN" load)
+if [ -z "${BIN:-}" ]; then
+    cargo build --release --bin brigade >&2
+    BIN="$CARGO_TARGET_DIR/release/brigade"
+fi
+if [ -n "${LOAD:-}" ]; then
+    read -r -a LOAD_CMD <<<"$LOAD"
 else
-    # The binary does not carry `load` yet: use the generator's stand-alone example.
-    cargo build --release -p brigade-load --example load >&2
-    LOAD=("$CARGO_TARGET_DIR/release/examples/load")
+    LOAD_CMD=("$BIN" load)
 fi
 
 taskset -c "$SERVER_CPU" "$BIN" serve --runtime hyper --service waiter --workers 1 --store memory \
@@ -50,47 +69,95 @@ for _ in $(seq 100); do
 done
 URL="http://127.0.0.1:$PORT"
 
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "server: hyper runtime, 1 worker, CPU $SERVER_CPU; generators: 1 thread, CPU $GEN_CPU; $CONNS connections"
-echo "warm-up: 5 s of wrk"
-taskset -c "$GEN_CPU" wrk -t1 -c"$CONNS" -d5s "$URL/bench/hello" >/dev/null
+{
+    echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "generator: $("${LOAD_CMD[0]}" --version 2>/dev/null || echo "${LOAD_CMD[0]}"); $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2)"
+    echo "server: hyper runtime, 1 worker, CPU $SERVER_CPU; each tool: 1 thread, CPU $GEN_CPU; $CONNS connections; $ROUNDS rounds of ${DURATION}s per mode"
+} | tee "$OUT/summary.txt"
+echo "warm-up: ${WARMUP}s of wrk"
+taskset -c "$GEN_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" "$URL/bench/hello" >/dev/null
 
-# Each tool runs under its own shell, which reports the CPU time (user+system) its child used, so
-# we also get the generator's CPU cost per request: on a shared, noisy machine the req/s of a single
-# round swing with whatever else runs, the CPU per request much less.
 TCK=$(getconf CLK_TCK)
-child_cpu() { awk -v t="$TCK" '{printf "%.3f", ($16 + $17) / t}' "/proc/$1/stat"; }
-printf "%-6s %12s %14s %12s %14s %8s\n" round "wrk req/s" "wrk us/req" "load req/s" "load us/req" ratio
-: >"$OUT/rounds.tsv"
-for round in $(seq "$ROUNDS"); do
-    wrk_cpu=$(bash -c 'taskset -c "$0" wrk -t1 -c"$1" -d"$2s" "$3/bench/hello" >"$4"; awk -v t="$5" "{printf \"%.3f\", (\$16 + \$17) / t}" /proc/$$/stat' \
-        "$GEN_CPU" "$CONNS" "$DURATION" "$URL" "$OUT/wrk-$round.txt" "$TCK")
-    wrk_rps=$(awk '/Requests\/sec/ {print $2}' "$OUT/wrk-$round.txt")
-    wrk_n=$(awk '/requests in/ {print $1}' "$OUT/wrk-$round.txt")
-    load_cpu=$(bash -c '"${@:6}" --target "$0" --scenario hello --users "$1" --threads 1 --cpus "$2" --warmup 0s \
-        --duration "$3s" --no-progress --json "$4" >/dev/null; awk -v t="$5" "{printf \"%.3f\", (\$16 + \$17) / t}" /proc/$$/stat' \
-        "$URL" "$CONNS" "$GEN_CPU" "$DURATION" "$OUT/brigade-$round.json" "$TCK" "${LOAD[@]}")
-    read -r load_rps load_n < <(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['total']; print(round(t['hits_per_s'], 1), t['requests'])" \
-        "$OUT/brigade-$round.json")
-    python3 - "$round" "$wrk_rps" "$wrk_n" "$wrk_cpu" "$load_rps" "$load_n" "$load_cpu" <<'PY' | tee -a "$OUT/rounds.tsv"
-import sys
-r, wr, wn, wc, lr, ln, lc = sys.argv[1:]
-wr, wn, wc, lr, ln, lc = float(wr), int(wn), float(wc), float(lr), int(ln), float(lc)
-print(f"{r:<6} {wr:12.0f} {1e6*wc/wn:14.2f} {lr:12.0f} {1e6*lc/ln:14.2f} {100*lr/wr:7.1f}%")
+# Runs "${@:2}" in a shell of its own, its output into the file $1, and prints the CPU seconds its
+# children used (utime + stime of the finished child, as the shell's cutime + cstime).
+cpu_of() {
+    bash -c '"${@:2}" >"$1"; awk -v t="'"$TCK"'" "{printf \"%.3f\", (\$16 + \$17) / t}" /proc/$$/stat' _ "$@"
+}
+
+run_mode() {
+    local keepalive=$1 name wrk_extra=() load_extra=()
+    if [ "$keepalive" = 1 ]; then
+        name=keepalive
+    else
+        name=close
+        wrk_extra=(-H 'Connection: close')
+        load_extra=(--no-keepalive)
+    fi
+    echo | tee -a "$OUT/summary.txt"
+    echo "== $name ==" | tee -a "$OUT/summary.txt"
+    printf "%-6s %12s %12s %12s %12s %8s\n" round "wrk req/s" "wrk us/req" "load req/s" "load us/req" ratio
+    : >"$OUT/rounds-$name.tsv"
+    for round in $(seq "$ROUNDS"); do
+        local order=(wrk load) wrk_cpu=0 load_cpu=0
+        [ $((round % 2)) = 0 ] && order=(load wrk)
+        for tool in "${order[@]}"; do
+            if [ "$tool" = wrk ]; then
+                wrk_cpu=$(cpu_of "$OUT/wrk-$name-$round.txt" taskset -c "$GEN_CPU" wrk -t1 -c"$CONNS" \
+                    -d"${DURATION}s" "${wrk_extra[@]}" "$URL/bench/hello")
+            else
+                load_cpu=$(cpu_of /dev/null "${LOAD_CMD[@]}" --target "$URL" --scenario hello --users "$CONNS" \
+                    --threads 1 --cpus "$GEN_CPU" --warmup 0s --duration "${DURATION}s" --no-progress \
+                    "${load_extra[@]}" --json "$OUT/brigade-$name-$round.json")
+            fi
+        done
+        python3 - "$round" "$OUT/wrk-$name-$round.txt" "$wrk_cpu" "$OUT/brigade-$name-$round.json" "$load_cpu" \
+            <<'PY' | tee -a "$OUT/rounds-$name.tsv"
+import json, re, sys
+r, wrk_file, wc, load_file, lc = sys.argv[1:]
+text = open(wrk_file).read()
+wr = float(re.search(r"Requests/sec:\s*([\d.]+)", text).group(1))
+wn = int(re.search(r"(\d+) requests in", text).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", text)
+t = json.load(open(load_file))["total"]
+lr, ln = t["hits_per_s"], t["requests"]
+print(f"{r:<6} {wr:12.0f} {1e6*float(wc)/wn:12.2f} {lr:12.0f} {1e6*float(lc)/ln:12.2f} {100*lr/wr:7.1f}%"
+      + (f"  (wrk: {errors.group(0)})" if errors else "")
+      + (f"  (load: {t['errors']})" if sum(t['errors'].values()) else ""))
 PY
-done
-python3 - "$OUT/rounds.tsv" <<'PY'
+    done
+    python3 - "$OUT/rounds-$name.tsv" "$name" <<'PY' | tee -a "$OUT/summary.txt"
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 ratio = statistics.median(float(r[5].rstrip('%')) for r in rows)
 wus = statistics.median(float(r[2]) for r in rows)
 lus = statistics.median(float(r[4]) for r in rows)
-print(f"median over {len(rows)} rounds: brigade load at {ratio:.1f}% of wrk's req/s; CPU per request "
-      f"wrk {wus:.2f} us, brigade load {lus:.2f} us (wrk/brigade = {100*wus/lus:.1f}%)")
+met = lambda ok: "met" if ok else "NOT met"
+print(f"{sys.argv[2]}: median over {len(rows)} rounds: brigade load at {ratio:.1f}% of wrk's req/s "
+      f"(target >= 100%: {met(ratio >= 100)}); CPU per request wrk {wus:.2f} us, brigade load "
+      f"{lus:.2f} us (target <= wrk's: {met(lus <= wus)})")
+PY
+}
+
+run_mode 1
+run_mode 0
+
+echo | tee -a "$OUT/summary.txt"
+echo "sweep step: $SWEEP_CONNS clients without keep-alive for ${SWEEP_DURATION}s" | tee -a "$OUT/summary.txt"
+"${LOAD_CMD[@]}" --target "$URL" --scenario hello --users "$SWEEP_CONNS" --threads 1 --cpus "$GEN_CPU" \
+    --warmup 0s --duration "${SWEEP_DURATION}s" --no-progress --no-keepalive \
+    --json "$OUT/sweep-close.json" >"$OUT/sweep-close.txt"
+python3 - "$OUT/sweep-close.json" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t, cpu = r["total"], r["generator_cpu_percent"]
+limit = "the generator WAS the limit" if cpu >= 90 else "the generator had headroom"
+print(f"  {t['hits_per_s']:.0f} req/s, {sum(t['errors'].values())} errors, p99 {t['latency']['p99_ms']:.2f} ms; "
+      f"generator CPU {cpu:.0f}% of its one CPU, {1e4*cpu/t['hits_per_s']:.2f} us/request: {limit}")
 PY
 
-echo "memory: $MEM_CONNS users (closed loop, one connection each) for ${MEM_DURATION}s"
-"${LOAD[@]}" --target "$URL" --scenario hello --users "$MEM_CONNS" --threads 1 --cpus "$GEN_CPU" \
+echo | tee -a "$OUT/summary.txt"
+echo "memory: $MEM_CONNS users (closed loop, one connection each) for ${MEM_DURATION}s" | tee -a "$OUT/summary.txt"
+"${LOAD_CMD[@]}" --target "$URL" --scenario hello --users "$MEM_CONNS" --threads 1 --cpus "$GEN_CPU" \
     --warmup 0s --duration "${MEM_DURATION}s" --no-progress --json "$OUT/memory.json" >"$OUT/memory.txt" &
 GEN=$!
 peak=0
@@ -100,5 +167,7 @@ while kill -0 $GEN 2>/dev/null; do
     sleep 1
 done
 wait $GEN
-echo "generator peak RSS with $MEM_CONNS connections over ${MEM_DURATION}s: $((peak / 1024)) MiB ($peak KiB)"
-grep -E "^GET|^errors" "$OUT/memory.txt" || true
+echo "  generator peak RSS with $MEM_CONNS connections over ${MEM_DURATION}s: $((peak / 1024)) MiB ($peak KiB)" \
+    | tee -a "$OUT/summary.txt"
+echo
+echo "summary: $OUT/summary.txt"

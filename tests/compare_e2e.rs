@@ -389,7 +389,17 @@ fn load_knows_the_scenarios_and_targets_the_binary_registered() {
         .collect();
     assert_eq!(
         names,
-        ["hello", "waiter", "tables", "kitchen", "all", "read-heavy"]
+        [
+            "hello",
+            "bytes",
+            "strings",
+            "static",
+            "waiter",
+            "tables",
+            "kitchen",
+            "all",
+            "read-heavy"
+        ]
     );
     assert!(
         stdout.contains("target waiter=http://127.0.0.1:8081"),
@@ -918,4 +928,179 @@ fn study_inproc_tiny_answers_alike_in_process_and_over_loopback() {
         }
     }
     check_runs(report.table(RUNS_TABLE).unwrap(), 2 * 2 * 3);
+}
+
+#[test]
+fn compare_offers_one_open_loop_load_without_keepalive_to_every_runtime_and_gates_on_thresholds_and_a_baseline(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    let args = [
+        "--runtimes",
+        "axum,hyper",
+        "--server-command",
+        ONE_SERVICE,
+        "--scenarios",
+        "strings",
+        "--users",
+        "2",
+        "--rate",
+        "40",
+        "--no-keepalive",
+        "--repeat",
+        "1",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--store",
+        "memory",
+        "--seed",
+        "42",
+        "--threshold",
+        "errors<1%",
+    ];
+    let (report, stdout) = compare(&first, &args);
+    let s = &report.settings;
+    assert_eq!((s.keepalive, s.rate, s.seed), (false, Some(40.0), Some(42)));
+    assert_eq!(report.runs.len(), 2, "{stdout}");
+    for run in &report.runs {
+        let result = run
+            .result
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
+        let settings = &result.settings;
+        assert_eq!(
+            (settings.keepalive, settings.rate, settings.seed),
+            (false, Some(40.0), Some(42))
+        );
+        // The open-loop schedule: exactly rate × duration sends, each on its own connection.
+        assert_eq!(result.total.requests, 40, "{:?}", result.total);
+        assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
+    }
+    assert_eq!(report.threshold_checks.len(), 2);
+    let md = std::fs::read_to_string(first.join("report.md")).unwrap();
+    assert!(
+        md.contains("open loop at 40 requests/s, a new connection per request"),
+        "{md}"
+    );
+    assert!(md.contains("generator seed 42 (every run)"), "{md}");
+    assert!(md.contains("All 2 checks held."), "{md}");
+
+    // Again, against the first as a baseline, with a threshold no run can hold.
+    let second = dir.path().join("second");
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .arg("compare")
+        .args(args)
+        .args(["--threshold", "p50<1us", "--baseline"])
+        .arg(first.join("report.json"))
+        .args(["--no-progress", "--out"])
+        .arg(&second)
+        .output()
+        .expect("brigade runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "a failed threshold fails the command"
+    );
+    assert!(
+        stderr.contains("2 of 4 threshold check(s) failed") && stderr.contains("p50<1us failed"),
+        "{stderr}"
+    );
+    let report = json::read(&second.join("report.json")).unwrap();
+    let baseline = report.baseline.expect("the baseline section");
+    assert_eq!(baseline.cells.len(), 2);
+    assert!(baseline.missing.is_empty(), "{:?}", baseline.missing);
+    let md = std::fs::read_to_string(second.join("report.md")).unwrap();
+    assert!(md.contains("## Against the baseline") && md.contains("**2 of 4 checks failed:**"));
+}
+
+#[test]
+fn load_runs_the_bench_scenarios_on_any_service_and_fails_on_a_threshold_it_names() {
+    let data = tempfile::tempdir().unwrap();
+    let served = Served::start("memory", data.path(), 0);
+    let url = served.url("tables");
+    let json_path = data.path().join("static.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args([
+            "load",
+            "--target",
+            &url,
+            "--scenario",
+            "static",
+            "--users",
+            "2",
+        ])
+        .args([
+            "--requests",
+            "60",
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--seed",
+            "9",
+        ])
+        .args([
+            "--threshold",
+            "errors<1%",
+            "--threshold",
+            "p50<1us",
+            "--json",
+        ])
+        .arg(&json_path)
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stdout}");
+    assert!(stdout.contains("threshold ok   errors<1%"), "{stdout}");
+    assert!(stdout.contains("threshold FAIL p50<1us"), "{stdout}");
+    assert!(
+        stderr.contains("1 of 2 threshold(s) failed: p50<1us (p50 = "),
+        "{stderr}"
+    );
+    assert!(stdout.contains("seed: 9"), "{stdout}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    assert_eq!(result["total"]["requests"], 60);
+    assert_eq!(result["total"]["ok"], 60);
+    // Every size's route carries at least its body per request.
+    for route in result["routes"].as_array().unwrap() {
+        let size: u64 = route["name"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let requests = route["requests"].as_u64().unwrap();
+        let received = route["bytes_received"].as_u64().unwrap();
+        assert!(
+            received >= size * requests && received < (size + 400) * requests,
+            "{route}"
+        );
+    }
+
+    // The payload scenarios, a connection per request.
+    for scenario in ["bytes", "strings"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+            .args(["load", "--target", &url, "--scenario", scenario])
+            .args(["--users", "2", "--requests", "20", "--warmup", "0s"])
+            .args([
+                "--no-progress",
+                "--no-keepalive",
+                "--threshold",
+                "errors<=0",
+            ])
+            .output()
+            .expect("brigade runs");
+        assert!(
+            output.status.success(),
+            "{scenario}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    served.stop();
 }

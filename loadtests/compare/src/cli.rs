@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use brigade_load::Registry;
 use clap::Args;
 
@@ -107,6 +107,25 @@ pub struct CompareArgs {
     /// No progress bar during runs
     #[arg(long)]
     pub no_progress: bool,
+    /// Open a new connection for every request (`Connection: close`), as `ab` without `-k`
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Open loop: offer every runtime this many requests per second on a fixed schedule (latency
+    /// from the intended send time); --users then counts the connections sending them
+    #[arg(long, value_name = "PER_S")]
+    pub rate: Option<f64>,
+    /// Seed of the generator's random choices, the same for every run, so every runtime receives
+    /// the same request stream [default: one random seed per comparison, in the report]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// A pass/fail threshold checked against every run, e.g. `p99<5ms`, `errors<0.1%` (repeatable;
+    /// as `brigade load --threshold`): the command exits non-zero when one fails and says which
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// A saved report (its report.json, or the folder holding it): the report shows each cell's
+    /// change against it, changed or within noise by the verdicts' paired rule
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
     /// Run nothing: re-judge the report in DIR (its report.json) with the current rules and
     /// --noise-floor, and rewrite its report.json, report.md and report.html
     #[arg(long, value_name = "DIR")]
@@ -199,6 +218,17 @@ impl CompareArgs {
         };
         let mut seen = std::collections::BTreeSet::new();
         preloads.retain(|n| seen.insert(*n));
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                bail!("--rate must be a positive number of requests per second");
+            }
+        }
+        let thresholds = brigade_load::threshold::parse_all(&self.thresholds)?;
+        if let Some(path) = &self.baseline {
+            // Read it now: a typo should not cost a whole comparison.
+            crate::baseline::read(path)
+                .with_context(|| format!("--baseline {}", path.display()))?;
+        }
         let out_dir = self.out.clone().unwrap_or_else(|| {
             let stamp = time::OffsetDateTime::now_utc()
                 .format(time::macros::format_description!(
@@ -231,6 +261,11 @@ impl CompareArgs {
             quick: self.quick,
             progress: !self.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            keepalive: !self.no_keepalive,
+            rate: self.rate,
+            seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
+            thresholds,
+            baseline: self.baseline.clone(),
         })
     }
 }
@@ -261,6 +296,19 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()
     );
+    let failed = crate::thresholds::failures(&report.threshold_checks);
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} threshold check(s) failed: {}",
+            failed.len(),
+            report.threshold_checks.len(),
+            failed
+                .iter()
+                .map(|c| c.sentence())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     Ok(())
 }
 

@@ -24,6 +24,8 @@ pub fn rejudge(dir: &std::path::Path, noise_floor_pct: f64) -> anyhow::Result<Re
         }
     }
     report.settings.noise_floor_pct = noise_floor_pct;
+    let thresholds = brigade_load::threshold::parse_all(&report.settings.thresholds)?;
+    report.threshold_checks = crate::thresholds::check(&report.runs, &thresholds);
     if report.settings.preloads.is_empty() {
         report.settings.preloads = vec![0];
     }
@@ -210,6 +212,22 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             waiting.join(", "),
             report.settings.store
         ));
+    }
+    let s = &report.settings;
+    if let Some(rate) = s.rate {
+        notes.push(format!(
+            "Open loop: every runtime was offered the same {} requests/s (latency counted from each \
+             request's intended send time). Throughput verdicts say only who kept up; the \
+             efficiency verdict (server CPU per request) and the latencies compare the runtimes.",
+            report::rate_words(rate)
+        ));
+    }
+    if !s.keepalive {
+        notes.push(
+            "A new connection per request (no keep-alive): every request pays a TCP handshake and \
+             close on both sides, so connection handling weighs as much as the route."
+                .to_owned(),
+        );
     }
     let failed: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if !failed.is_empty() {

@@ -3,6 +3,7 @@
 //! pins it and the generator to their CPUs, loads it, samples `/proc`, judges the runtimes and
 //! writes the reports (markdown, JSON, HTML with charts).
 
+pub mod baseline;
 pub mod cli;
 pub mod judge;
 pub mod measure;
@@ -15,6 +16,7 @@ pub mod servers;
 pub mod settings;
 pub mod state;
 pub mod study;
+pub mod thresholds;
 pub mod verdict;
 
 pub use judge::{judge, rejudge};

@@ -221,17 +221,18 @@ impl Bench<'_> {
         let config = LoadConfig {
             targets,
             users: Some(planned.users),
-            rate: None,
+            rate: settings.rate,
             connections: planned.users,
             duration: Some(settings.duration),
             requests: None,
             warmup: settings.warmup,
-            keepalive: true,
+            keepalive: settings.keepalive,
             threads: self.threads,
             timeout: settings.timeout,
             think: Duration::ZERO,
             cpus: cpus.generator_mask().map(<[usize]>::to_vec),
             progress: settings.progress,
+            seed: Some(settings.seed),
         };
         let sampled = sampled_run(&config, scenario, server.pid(), cpus, self.shape);
         record.server = sampled.server;

@@ -258,6 +258,14 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             command_line: settings.command_line.clone(),
             services: services.unwrap_or_default(),
             server_command: settings.launch.describe(),
+            keepalive: settings.keepalive,
+            rate: settings.rate,
+            seed: Some(settings.seed),
+            thresholds: settings
+                .thresholds
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         },
         state,
         servers: server_records,
@@ -266,7 +274,20 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         cells,
         scenarios: scenario_verdicts,
         notes: Vec::new(),
+        threshold_checks: Vec::new(),
+        baseline: None,
     };
+    report.threshold_checks = crate::thresholds::check(&report.runs, &settings.thresholds);
+    if let Some(path) = &settings.baseline {
+        let before = crate::baseline::read(path)
+            .with_context(|| format!("--baseline {}", path.display()))?;
+        report.baseline = Some(crate::baseline::compare(
+            &report,
+            &before,
+            path,
+            settings.noise_floor_pct,
+        ));
+    }
     report.notes = notes(&report);
     report.wall_s = began.elapsed().as_secs_f64();
     report::write_all(&report, &settings.out_dir)?;

@@ -65,6 +65,17 @@ pub struct CompareSettings {
     pub progress: bool,
     /// The command line, for the report.
     pub command_line: String,
+    /// Keep connections alive (false: a new connection per request, `--no-keepalive`).
+    pub keepalive: bool,
+    /// Open loop: requests per second offered to every runtime (`--rate`); `users` then counts
+    /// the connections sending them.
+    pub rate: Option<f64>,
+    /// The generator's seed, the same for every run.
+    pub seed: u64,
+    /// Pass/fail thresholds checked against every run.
+    pub thresholds: Vec<brigade_load::threshold::Threshold>,
+    /// A saved report to set this one against.
+    pub baseline: Option<PathBuf>,
 }
 
 /// How the CPUs are split.
@@ -175,6 +186,11 @@ mod tests {
             quick: false,
             progress: false,
             command_line: String::new(),
+            keepalive: true,
+            rate: None,
+            seed: 1,
+            thresholds: Vec::new(),
+            baseline: None,
         }
     }
 

@@ -48,6 +48,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             threads: 1,
             timeout_ms: 5000,
             think_ms: 0,
+            seed: None,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -187,6 +188,10 @@ fn synthetic() -> Report {
             command_line: "brigade compare".into(),
             services: vec!["api".into(), "auth".into()],
             server_command: "srv serve --listen {listen}".into(),
+            keepalive: true,
+            rate: None,
+            seed: Some(7),
+            thresholds: Vec::new(),
         },
         state: report::StateSetup::default(),
         servers: Vec::new(),
@@ -195,6 +200,8 @@ fn synthetic() -> Report {
         cells,
         scenarios: scenario_verdicts,
         notes: vec!["a synthetic report".into()],
+        threshold_checks: Vec::new(),
+        baseline: None,
     }
 }
 
@@ -494,4 +501,89 @@ fn the_preload_is_a_dimension_of_rows_and_cells() {
     );
     let html = report::html::render(&report).unwrap();
     assert!(html.contains("throughput against preload"));
+}
+
+#[test]
+fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_each_failure() {
+    let before = synthetic();
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old");
+    report::write_all(&before, &old).unwrap();
+
+    // Now axum serves `waiter` 20% faster in every repeat; actix is unchanged.
+    let mut now = synthetic();
+    for r in &mut now.runs {
+        if r.runtime == "axum" && r.scenario == "waiter" {
+            let hits = r.result.as_ref().unwrap().total.hits_per_s * 1.2;
+            r.result = Some(result(
+                hits,
+                3.0,
+                u64::from(r.repeat),
+                1000.0 * r.users as f64 / hits,
+            ));
+        }
+    }
+    let s = &now.settings;
+    now.rows = report::rows(&now.runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes);
+    let read_back = compare::baseline::read(&old).unwrap();
+    let baseline = compare::baseline::compare(&now, &read_back, &old, 5.0);
+    let cell = |scenario: &str, users: u32, runtime: &str| {
+        baseline
+            .cells
+            .iter()
+            .find(|c| c.scenario == scenario && c.users == users && c.runtime == runtime)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(baseline.cells.len(), now.rows.len());
+    assert!(baseline.missing.is_empty() && baseline.differences.is_empty());
+    let faster = cell("waiter", 10, "axum");
+    assert_eq!(faster.throughput.call, compare::baseline::Call::Better);
+    assert!(
+        (faster.throughput.change_pct - 20.0).abs() < 0.5,
+        "{faster:?}"
+    );
+    assert_eq!(
+        cell("waiter", 30, "actix").throughput.call,
+        compare::baseline::Call::WithinNoise
+    );
+    // Generator-bound on both sides: no throughput call, but the CPU per request is judged.
+    let bound = cell("hello", 10, "axum");
+    assert_eq!(bound.throughput.call, compare::baseline::Call::NotJudged);
+    assert_ne!(bound.efficiency.call, compare::baseline::Call::NotJudged);
+
+    // Every run's p99 is above 5 ms (the synthetic latencies are tens of ms); errors stay under
+    // 0.1% (at most one of thousands).
+    let thresholds =
+        brigade_load::threshold::parse_all(&["p99<5ms".into(), "errors<0.1%".into()]).unwrap();
+    now.threshold_checks = compare::thresholds::check(&now.runs, &thresholds);
+    now.settings.thresholds = vec!["p99<5ms".into(), "errors<0.1%".into()];
+    now.baseline = Some(baseline);
+    assert_eq!(now.threshold_checks.len(), 2 * now.runs.len());
+    let failed = compare::thresholds::failures(&now.threshold_checks);
+    assert_eq!(failed.len(), now.runs.len());
+    assert!(failed.iter().all(|c| c.check.threshold == "p99<5ms"));
+    assert!(
+        failed[0]
+            .sentence()
+            .starts_with("axum, waiter, 10 users, repeat 1: p99<5ms failed: p99 = "),
+        "{}",
+        failed[0].sentence()
+    );
+
+    let new = dir.path().join("new");
+    report::write_all(&now, &new).unwrap();
+    let md = std::fs::read_to_string(new.join("report.md")).unwrap();
+    assert!(md.contains("## Thresholds"), "{md}");
+    assert!(md.contains(&format!(
+        "**{} of {} checks failed:**",
+        now.runs.len(),
+        2 * now.runs.len()
+    )));
+    assert!(md.contains("## Against the baseline"), "{md}");
+    assert!(md.contains("| waiter | 10 | 0 | axum |"), "{md}");
+    assert!(md.contains("better"), "{md}");
+    let html = std::fs::read_to_string(new.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Against the baseline</h2>") && html.contains("<h2>Thresholds</h2>"));
+    assert_eq!(json::read(&new.join("report.json")).unwrap(), now);
 }

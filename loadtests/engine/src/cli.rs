@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use crate::engine::{self, LoadConfig};
 use crate::registry::Registry;
 use crate::scenario::DEFAULT_SERVICE;
+use crate::threshold;
 
 /// `brigade load`: run one scenario against running services and report what it measured.
 #[derive(Debug, Clone, clap::Args)]
@@ -71,6 +72,16 @@ pub struct LoadArgs {
     /// List the registered scenarios and default targets, and exit.
     #[arg(long)]
     pub list_scenarios: bool,
+    /// Seed every random choice (the mix, template values) from this number: two runs with one
+    /// seed send each user the same requests in the same order [default: a random seed, printed
+    /// and written in the result]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// A pass/fail threshold on the run's totals, e.g. `p99<5ms`, `errors<0.1%`, `hits/s>1000`
+    /// (repeatable; metrics mean, p50, p90, p99, p99.9, max, errors, hits/s, requests): the
+    /// command exits non-zero when one fails and says which
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 }
 
 impl LoadArgs {
@@ -108,6 +119,7 @@ impl LoadArgs {
             think: self.think,
             cpus: self.cpus.as_deref().map(parse_cpu_list).transpose()?,
             progress: !self.no_progress,
+            seed: self.seed,
         })
     }
 }
@@ -129,6 +141,7 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
         }
         return Ok(());
     }
+    let thresholds = threshold::parse_all(&args.thresholds)?;
     let scenario = registry.load(&args.scenario)?;
     let config = args.config(registry)?;
     let result = engine::run(&config, &scenario)?;
@@ -138,6 +151,24 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
         std::fs::write(path, text + "\n")
             .with_context(|| format!("Failed to write {}", path.display()))?;
         println!("result written to {}", path.display());
+    }
+    let checks = threshold::check_all(&thresholds, &(&result.total).into());
+    for check in &checks {
+        let mark = if check.passed { "ok  " } else { "FAIL" };
+        println!("threshold {mark} {}: {}", check.threshold, check.text);
+    }
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{} ({})", c.threshold, c.text))
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} threshold(s) failed: {}",
+            failed.len(),
+            checks.len(),
+            failed.join("; ")
+        );
     }
     Ok(())
 }

@@ -14,5 +14,6 @@ pub mod registry;
 pub mod result;
 pub mod scenario;
 pub mod table;
+pub mod threshold;
 
 pub use registry::Registry;

@@ -1,5 +1,6 @@
 //! Scenarios and targets known by name. The engine knows no application: it brings only the
-//! scenarios that name no service (`hello`: the bench endpoints every Brigade service answers), and
+//! scenarios that name no service (`hello`, `bytes`, `strings`, `static`: the bench endpoints every
+//! Brigade service answers), and
 //! an application registers its own (name → TOML text) and the URLs its services listen on by
 //! default. The `brigade` binary registers the restaurant's; a user's binary registers theirs:
 //!
@@ -9,7 +10,7 @@
 //!     .scenario("links", "name = \"links\"\nservice = \"bookmarks\"\n[[request]]\npath = \"/links\"\n")
 //!     .target("bookmarks", "http://127.0.0.1:8080");
 //! assert_eq!(registry.load("links").unwrap().services(), ["bookmarks"]);
-//! assert_eq!(registry.names(), ["hello", "links"]);
+//! assert_eq!(registry.names(), ["hello", "bytes", "strings", "static", "links"]);
 //! ```
 
 use std::borrow::Cow;
@@ -20,8 +21,14 @@ use anyhow::{bail, Context, Result};
 
 use crate::scenario::{Scenario, DEFAULT_SERVICE};
 
-/// The engine's own scenarios: they name no service, so they go to whichever target is given.
-const ENGINE_SCENARIOS: &[(&str, &str)] = &[("hello", include_str!("../scenarios/hello.toml"))];
+/// The engine's own scenarios, on the bench endpoints every Brigade service answers: they name no
+/// service, so they go to whichever target is given.
+const ENGINE_SCENARIOS: &[(&str, &str)] = &[
+    ("hello", include_str!("../scenarios/hello.toml")),
+    ("bytes", include_str!("../scenarios/bytes.toml")),
+    ("strings", include_str!("../scenarios/strings.toml")),
+    ("static", include_str!("../scenarios/static.toml")),
+];
 
 /// Scenarios by name and default targets by service, as the engine and an application registered
 /// them.
@@ -47,7 +54,7 @@ impl Default for Registry {
 }
 
 impl Registry {
-    /// The engine's own scenarios (`hello`) and no targets.
+    /// The engine's own scenarios (`hello`, `bytes`, `strings`, `static`) and no targets.
     pub fn new() -> Registry {
         Registry {
             scenarios: ENGINE_SCENARIOS
@@ -163,14 +170,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_engine_brings_hello_which_names_no_service() {
+    fn the_engine_brings_the_bench_scenarios_which_name_no_service() {
         let registry = Registry::new();
-        assert_eq!(registry.names(), ["hello"]);
+        assert_eq!(registry.names(), ["hello", "bytes", "strings", "static"]);
         assert!(registry.application_names().is_empty());
-        let hello = registry.get("hello").unwrap();
-        assert_eq!(hello.services(), [DEFAULT_SERVICE]);
-        assert_eq!(hello.name(), "hello");
+        for name in registry.names() {
+            let scenario = registry.get(name).unwrap();
+            assert_eq!(scenario.services(), [DEFAULT_SERVICE], "{name}");
+            assert_eq!(scenario.name(), name);
+            // Fixed requests: each is encoded once per run.
+            assert!(
+                scenario.requests().iter().all(|r| r.literal().is_some()),
+                "{name}"
+            );
+            for r in scenario.requests() {
+                assert!(
+                    r.path.display().starts_with("/bench/"),
+                    "{name}: {}",
+                    r.name
+                );
+            }
+        }
         assert!(registry.targets().is_empty());
+
+        // The bodies are the sizes the studies name.
+        let bytes = registry.get("bytes").unwrap();
+        let sent = bytes.requests()[0].literal().unwrap();
+        assert_eq!(sent.body.len(), 100_000);
+        let strings = registry.get("strings").unwrap();
+        let sent = strings.requests()[1].literal().unwrap();
+        let parsed: Vec<String> = serde_json::from_slice(&sent.body).unwrap();
+        assert_eq!(parsed.len(), 5000);
+        assert!(parsed.iter().all(|s| s.len() == 10));
+        assert_ne!(parsed[0], parsed[1]);
+        let sizes: Vec<String> = registry
+            .get("static")
+            .unwrap()
+            .routes()
+            .iter()
+            .map(|r| r.rsplit('/').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(sizes, ["256", "2048", "4096", "65536", "524288"]);
     }
 
     #[test]
@@ -185,13 +225,16 @@ mod tests {
             .target("one", "http://h:1")
             .target("two", "http://h:2")
             .target("one", "http://h:11");
-        assert_eq!(registry.names(), ["hello", "a", "b"]);
+        assert_eq!(
+            registry.names(),
+            ["hello", "bytes", "strings", "static", "a", "b"]
+        );
         assert_eq!(registry.application_names(), ["a", "b"]);
         assert_eq!(registry.load("a").unwrap().services(), ["one"]);
         let err = format!("{:#}", registry.load("b").unwrap_err());
         assert!(err.contains("registered scenario b"), "{err}");
         let err = format!("{:#}", registry.load("nothing-by-that-name").unwrap_err());
-        assert!(err.contains("hello, a, b"), "{err}");
+        assert!(err.contains("hello, bytes, strings, static, a, b"), "{err}");
         // The first registered target also takes the scenarios that name no service.
         let targets = registry.targets();
         assert_eq!(targets["one"], "http://h:11");
@@ -199,6 +242,9 @@ mod tests {
         assert_eq!(targets[DEFAULT_SERVICE], "http://h:11");
         registry.scenario("hello", "name = \"mine\"\n[[request]]\npath = \"/x\"\n");
         assert_eq!(registry.get("hello").unwrap().name(), "mine");
-        assert_eq!(registry.names(), ["hello", "a", "b"]);
+        assert_eq!(
+            registry.names(),
+            ["hello", "bytes", "strings", "static", "a", "b"]
+        );
     }
 }

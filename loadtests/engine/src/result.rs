@@ -30,6 +30,10 @@ pub struct LoadSettings {
     pub timeout_ms: u64,
     /// Closed loop think time between a user's requests, milliseconds.
     pub think_ms: u64,
+    /// The seed every random choice derived from (given, or chosen at random and recorded so the
+    /// run can be replayed; absent in results written before runs were seeded).
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 /// Latency figures in milliseconds (open loop: from the intended send time).

@@ -28,6 +28,12 @@ pub fn render(result: &LoadResult) -> String {
         },
     );
     let _ = writeln!(out, "targets: {}", s.targets.join(", "));
+    if let Some(seed) = s.seed {
+        let _ = writeln!(
+            out,
+            "seed: {seed} (--seed {seed} sends the same requests again)"
+        );
+    }
     out.push('\n');
 
     let header = [

@@ -513,3 +513,193 @@ fn every_send_an_open_loop_schedules_is_accounted_for_when_the_server_stops_answ
         began.elapsed()
     );
 }
+
+/// Splits `bytes` into pieces at every `at` offset.
+fn pieces(bytes: &[u8], at: &[usize]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    for &to in at.iter().chain(std::iter::once(&bytes.len())) {
+        out.push(bytes[from..to].to_vec());
+        from = to;
+    }
+    out
+}
+
+#[test]
+fn answers_in_chunks_until_close_after_an_interim_answer_or_in_http_1_0_are_read_whole() {
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
+        4\r\n{\"id\r\n7;ext=1\r\n\": \"c1\"\r\n1\r\n}\r\n0\r\nx-trailer: 1\r\n\r\n";
+    const UNTIL_CLOSE: &[u8] =
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"id\": \"u1\"}";
+    const INTERIM: &[u8] =
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\n{\"id\": \"i1\"}\n";
+    const OLD: &[u8] = b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let server = support::serve_raw(|path| match path {
+        "/chunked" => support::RawAnswer {
+            // Cut inside the head, a size line, a payload and the trailer.
+            pieces: pieces(CHUNKED, &[20, 50, 53, 66, 80]),
+            close: false,
+        },
+        "/until-close" => support::RawAnswer {
+            pieces: pieces(UNTIL_CLOSE, &[60]),
+            close: true,
+        },
+        "/interim" => support::RawAnswer {
+            pieces: pieces(INTERIM, &[25, 40]),
+            close: false,
+        },
+        _ => support::RawAnswer {
+            pieces: vec![OLD.to_vec()],
+            close: true,
+        },
+    });
+    // Every answer but the HTTP/1.0 one is captured from: a body decoded wrongly is an error.
+    let scenario = Scenario::parse(
+        r#"
+name = "framing"
+[[request]]
+path = "/chunked"
+capture = { ids = "/id" }
+[[request]]
+path = "/until-close"
+capture = { ids = "/id" }
+[[request]]
+path = "/interim"
+capture = { ids = "/id" }
+[[request]]
+path = "/old"
+"#,
+        "framing",
+    )
+    .unwrap();
+    let cfg = LoadConfig {
+        users: Some(2),
+        duration: None,
+        requests: Some(120),
+        warmup: Duration::ZERO,
+        ..config(&server.url())
+    };
+    let result = engine::run(&cfg, &scenario).unwrap();
+    let t = &result.total;
+    assert_eq!((t.requests, t.ok), (120, 120), "{:?}", result.routes);
+    let route = |name: &str| result.routes.iter().find(|r| r.name == name).unwrap();
+    for (name, wire) in [
+        ("GET /chunked", CHUNKED),
+        ("GET /until-close", UNTIL_CLOSE),
+        ("GET /interim", INTERIM),
+        ("GET /old", OLD),
+    ] {
+        let r = route(name);
+        assert!(r.requests > 0, "{name} was never sent");
+        assert_eq!(r.bytes_received, wire.len() as u64 * r.requests, "{name}");
+    }
+    // A body ended by closing, and HTTP/1.0, end their connection; chunked and interim answers
+    // leave it open for the next request.
+    let closing = route("GET /until-close").requests + route("GET /old").requests;
+    let accepted = server.accepted.load(Ordering::Relaxed);
+    assert!(
+        accepted >= closing && accepted <= closing + 2,
+        "{accepted} connections for {closing} closing answers"
+    );
+}
+
+#[test]
+fn a_kept_alive_connection_the_server_closed_while_idle_is_replaced_without_an_error() {
+    let closes = Arc::new(AtomicU64::new(0));
+    let counted = closes.clone();
+    // Every third answer, the server closes the connection after it without saying so.
+    let server = support::serve_raw(move |_| support::RawAnswer {
+        pieces: vec![b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()],
+        close: counted.fetch_add(1, Ordering::Relaxed) % 3 == 2,
+    });
+    let cfg = LoadConfig {
+        users: Some(1),
+        threads: 1,
+        duration: None,
+        requests: Some(15),
+        warmup: Duration::ZERO,
+        // Time for the server's close to arrive before the next request (generous: on a busy
+        // machine the server's thread may close late, and a request written into a connection
+        // the server is closing is reset, by any client).
+        think: Duration::from_millis(100),
+        ..config(&server.url())
+    };
+    let result = engine::run(&cfg, &one_route("/")).unwrap();
+    assert_eq!(result.total.requests, 15);
+    assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
+    // 15 requests, a new connection after every third answer.
+    assert_eq!(server.accepted.load(Ordering::Relaxed), 5);
+}
+
+#[test]
+fn a_server_answering_connection_close_gets_a_new_connection_per_request() {
+    let server = support::serve_raw(|_| support::RawAnswer {
+        pieces: vec![
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_vec(),
+        ],
+        close: true,
+    });
+    let cfg = LoadConfig {
+        users: Some(2),
+        duration: None,
+        requests: Some(40),
+        warmup: Duration::ZERO,
+        ..config(&server.url())
+    };
+    let result = engine::run(&cfg, &one_route("/")).unwrap();
+    assert_eq!((result.total.requests, result.total.ok), (40, 40));
+    assert!(result.settings.keepalive, "the client asked to keep it");
+    assert_eq!(server.accepted.load(Ordering::Relaxed), 40);
+}
+
+#[test]
+fn a_seed_makes_every_user_send_the_same_requests_in_the_same_order() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let seen = log.clone();
+    let server = support::serve(move |r: Req| {
+        seen.lock().unwrap().push(r.path);
+        async { Answer::Reply(200, "ok".into()) }
+    });
+    let scenario = Scenario::parse(
+        r#"
+name = "seeded"
+[[request]]
+path = "/a/{{random_int 1 1000000}}"
+weight = 3
+[[request]]
+path = "/b/{{random_string 8}}"
+"#,
+        "seeded",
+    )
+    .unwrap();
+    let run = |seed: u64| {
+        log.lock().unwrap().clear();
+        let cfg = LoadConfig {
+            users: Some(1),
+            threads: 1,
+            duration: None,
+            requests: Some(50),
+            warmup: Duration::ZERO,
+            seed: Some(seed),
+            ..config(&server.url())
+        };
+        let result = engine::run(&cfg, &scenario).unwrap();
+        assert_eq!(result.settings.seed, Some(seed));
+        log.lock().unwrap().clone()
+    };
+    let first = run(7);
+    assert_eq!(first.len(), 50);
+    assert_eq!(run(7), first, "one seed, one stream");
+    assert_ne!(run(8), first, "another seed, another stream");
+    // Without a seed one is chosen and recorded, so the run can be replayed.
+    let cfg = LoadConfig {
+        requests: Some(5),
+        duration: None,
+        ..config(&server.url())
+    };
+    assert!(engine::run(&cfg, &scenario)
+        .unwrap()
+        .settings
+        .seed
+        .is_some());
+}

@@ -49,6 +49,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
             threads: 1,
             timeout_ms: 1000,
             think_ms: 0,
+            seed: None,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),

@@ -314,7 +314,7 @@ fn registered_names_load_files_load_by_path_and_unknown_names_fail() {
     assert_eq!(s.label(), path.to_str().unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
     let err = format!("{:#}", registry.load("no-such-scenario").unwrap_err());
-    assert!(err.contains("hello, shop"), "{err}");
+    assert!(err.contains("hello, bytes, strings, static, shop"), "{err}");
 }
 
 fn tempfile_dir() -> std::path::PathBuf {

@@ -84,6 +84,8 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         out.push_str("</ul>\n");
     }
 
+    out.push_str(&thresholds(report));
+    out.push_str(&baseline(report));
     out.push_str(&setup(report));
 
     for scenario in &s.scenarios {
@@ -150,6 +152,78 @@ fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
 
 fn setup(report: &Report) -> String {
     report.setup().html()
+}
+
+/// The thresholds asked for and every failed check.
+fn thresholds(report: &Report) -> String {
+    let asked = &report.settings.thresholds;
+    if asked.is_empty() {
+        return String::new();
+    }
+    let failed = crate::thresholds::failures(&report.threshold_checks);
+    let mut out = format!(
+        "<h2>Thresholds</h2>\n<p>{} threshold(s) checked against each run: <code>{}</code>. {}</p>\n",
+        asked.len(),
+        esc(&asked.join(", ")),
+        if failed.is_empty() {
+            format!("All {} checks held.", report.threshold_checks.len())
+        } else {
+            format!(
+                "<b>{} of {} checks failed:</b>",
+                failed.len(),
+                report.threshold_checks.len()
+            )
+        }
+    );
+    if !failed.is_empty() {
+        out.push_str("<ul>\n");
+        for c in failed {
+            let _ = writeln!(out, "<li>{}</li>", esc(&c.sentence()));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
+/// Every cell against the saved report, if there was one.
+fn baseline(report: &Report) -> String {
+    let Some(b) = &report.baseline else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<h2>Against the baseline</h2>\n<p><code>{}</code>, started {} on {}.</p>\n<table>\n<tr>",
+        esc(&b.path),
+        esc(&b.started_at),
+        esc(&b.machine)
+    );
+    for head in crate::baseline::HEADER {
+        let _ = write!(out, "<th>{}</th>", esc(head));
+    }
+    out.push_str("</tr>\n");
+    for cell in &b.cells {
+        out.push_str("<tr>");
+        for text in crate::baseline::cells(cell) {
+            let _ = write!(out, "<td>{}</td>", esc(&text));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    let _ = writeln!(
+        out,
+        "<p>{}</p>",
+        esc(&crate::baseline::rule(report.settings.noise_floor_pct))
+    );
+    if !b.differences.is_empty() || !b.missing.is_empty() {
+        out.push_str("<ul>\n");
+        for d in &b.differences {
+            let _ = writeln!(out, "<li>Differs from the baseline: {}</li>", esc(d));
+        }
+        for m in &b.missing {
+            let _ = writeln!(out, "<li>Not in the baseline: {}</li>", esc(m));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
 }
 
 fn table(rows: &[&Row]) -> String {

@@ -32,6 +32,11 @@ pub fn summary(report: &Report) -> String {
         duration_words(report.wall_s)
     );
     out.push_str(&verdicts(report));
+    out.push_str(&crate::thresholds::markdown(
+        &s.thresholds,
+        &report.threshold_checks,
+    ));
+    out.push_str(&baseline(report));
     out.push_str(&setup(report));
     for scenario in &s.scenarios {
         out.push_str(&scenario_table(report, scenario));
@@ -134,6 +139,41 @@ fn verdicts(report: &Report) -> String {
 
 fn setup(report: &Report) -> String {
     report.setup().markdown()
+}
+
+/// The section setting every cell against the saved report, if there was one.
+fn baseline(report: &Report) -> String {
+    let Some(b) = &report.baseline else {
+        return String::new();
+    };
+    let mut out = format!(
+        "## Against the baseline\n\n`{}`, started {} on {}.\n\n",
+        b.path, b.started_at, b.machine
+    );
+    let _ = writeln!(out, "| {} |", crate::baseline::HEADER.join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(crate::baseline::HEADER.len()));
+    for cell in &b.cells {
+        let cells: Vec<String> = crate::baseline::cells(cell)
+            .iter()
+            .map(|c| cell_text(c))
+            .collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let _ = writeln!(
+        out,
+        "\n{}\n",
+        crate::baseline::rule(report.settings.noise_floor_pct)
+    );
+    for d in &b.differences {
+        let _ = writeln!(out, "- Differs from the baseline: {d}");
+    }
+    for m in &b.missing {
+        let _ = writeln!(out, "- Not in the baseline: {m}");
+    }
+    if !b.differences.is_empty() || !b.missing.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 /// A number without trailing zeros (`3`, `0.5`), for settings.

@@ -59,6 +59,12 @@ pub struct Report {
     pub scenarios: Vec<ScenarioVerdict>,
     /// Caveats a reader should know (machine size, shared CPUs, failures).
     pub notes: Vec<String>,
+    /// Every `--threshold` checked against every run (empty without thresholds).
+    #[serde(default)]
+    pub threshold_checks: Vec<crate::thresholds::RunCheck>,
+    /// Every cell against a saved report (`--baseline`), if one was given.
+    #[serde(default)]
+    pub baseline: Option<crate::baseline::Baseline>,
 }
 
 /// Versions of what was measured.
@@ -129,6 +135,23 @@ pub struct Settings {
     /// How every server was started: its command, placeholders unfilled.
     #[serde(default)]
     pub server_command: String,
+    /// Whether the generator kept connections alive (false: a connection per request).
+    #[serde(default = "kept_alive")]
+    pub keepalive: bool,
+    /// Open loop: the requests per second every runtime was offered (`None`: closed loop).
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// The seed of the generator's random choices, the same for every run, so every runtime
+    /// received the same request stream (absent in reports made before).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// The `--threshold`s, as given.
+    #[serde(default)]
+    pub thresholds: Vec<String>,
+}
+
+fn kept_alive() -> bool {
+    true
 }
 
 fn no_preload() -> Vec<u64> {
@@ -508,9 +531,13 @@ impl Report {
         .line(
             "Settings",
             format!(
-                "scenarios {}; users {}; preload {}; {} s measured after {} s warm-up; repeat {}; \
-                 request timeout {} ms; noise floor {:.0}%{}",
+                "scenarios {}; {} {}; preload {}; {} s measured after {} s warm-up; repeat {}; \
+                 request timeout {} ms; noise floor {:.0}%; {}{}{}",
                 s.scenarios.join(", "),
+                match s.rate {
+                    Some(_) => "connections",
+                    None => "users",
+                },
                 s.users
                     .iter()
                     .map(u32::to_string)
@@ -526,6 +553,10 @@ impl Report {
                 s.repeat,
                 s.timeout_ms,
                 s.noise_floor_pct,
+                load_words(s),
+                s.seed
+                    .map(|seed| format!("; generator seed {seed} (every run)"))
+                    .unwrap_or_default(),
                 if s.quick { "; --quick" } else { "" }
             ),
         )
@@ -560,6 +591,32 @@ impl Report {
             );
         }
         out
+    }
+}
+
+/// How the load was offered, in words: `closed loop, keep-alive` or `open loop at 2,000
+/// requests/s, a connection per request`.
+pub fn load_words(s: &Settings) -> String {
+    format!(
+        "{}, {}",
+        match s.rate {
+            Some(rate) => format!("open loop at {} requests/s", rate_words(rate)),
+            None => "closed loop".to_owned(),
+        },
+        if s.keepalive {
+            "keep-alive"
+        } else {
+            "a new connection per request"
+        }
+    )
+}
+
+/// A rate as a reader wants it: `40`, `2,000`, `12.5`.
+pub fn rate_words(rate: f64) -> String {
+    if rate.fract() == 0.0 && rate < 1e15 {
+        count(rate as u64)
+    } else {
+        markdown::trim(rate)
     }
 }
 

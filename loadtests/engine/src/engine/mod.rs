@@ -4,7 +4,8 @@
 //! connection per service); then `threads` generator threads, each a single-threaded tokio runtime
 //! (optionally pinned to a CPU), start together; each runs its share of the closed-loop users or
 //! open-loop paced connections, every one of them with its own HTTP/1.1 connection per service
-//! (hyper's low-level client: no pool, no retries). Each thread counts into its own per-route
+//! (the generator's own lean client, [`conn`]: requests encoded once, answers parsed with
+//! `httparse`; no pool, no retries). Each thread counts into its own per-route
 //! HdrHistograms and counters; they are merged once at the end, so memory stays constant however
 //! long the run is and threads never contend.
 //!
@@ -67,6 +68,10 @@ pub struct LoadConfig {
     pub cpus: Option<Vec<usize>>,
     /// Show a progress bar on stderr (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// Seed for every random choice (the mix, template values): with one seed, every run sends
+    /// each user the same requests in the same order. `None`: a random seed, recorded in the
+    /// result's settings so the run can be replayed.
+    pub seed: Option<u64>,
 }
 
 impl Default for LoadConfig {
@@ -85,6 +90,7 @@ impl Default for LoadConfig {
             think: Duration::ZERO,
             cpus: None,
             progress: false,
+            seed: None,
         }
     }
 }
@@ -129,6 +135,18 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     let threads = wanted_threads.clamp(1, tasks as usize);
 
     let (targets, target_names) = resolve_targets(scenario, &config.targets)?;
+    let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
+    let encoded = scenario
+        .requests()
+        .iter()
+        .map(|spec| {
+            spec.literal().map(|req| {
+                let mut bytes = Vec::new();
+                conn::encode(&mut bytes, &targets[spec.service], &req, config.keepalive);
+                bytes
+            })
+        })
+        .collect();
 
     let shared = Arc::new(Shared {
         scenario: scenario.clone(),
@@ -141,6 +159,8 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
         requests: config.requests,
         claimed: AtomicU64::new(0),
         seq: AtomicU64::new(0),
+        seed,
+        encoded,
         start: OnceLock::new(),
     });
 
@@ -152,11 +172,19 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
 
     // Deal the users / paced connections out to the threads.
     let mut shares: Vec<Share> = match open {
-        None => (0..threads)
-            .map(|t| Share::Closed {
-                users: tasks / threads as u32 + u32::from((t as u32) < tasks % threads as u32),
-            })
-            .collect(),
+        None => {
+            let mut first = 0;
+            (0..threads as u32)
+                .map(|t| {
+                    let users = tasks / threads as u32 + u32::from(t < tasks % threads as u32);
+                    first += users;
+                    Share::Closed {
+                        users,
+                        first: first - users,
+                    }
+                })
+                .collect()
+        }
         Some(rate) => {
             let mut v: Vec<Vec<Pace>> = vec![Vec::new(); threads];
             for c in 0..tasks {
@@ -179,7 +207,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     let mut handles = Vec::new();
     for (t, pools) in pools.into_iter().enumerate() {
         let shared = shared.clone();
-        let share = std::mem::replace(&mut shares[t], Share::Closed { users: 0 });
+        let share = std::mem::replace(&mut shares[t], Share::Closed { users: 0, first: 0 });
         let cpu = cpus.as_ref().map(|c| c[t % c.len()]);
         let progress = progress[t].clone();
         let barrier = barrier.clone();
@@ -262,6 +290,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
             threads: threads as u32,
             timeout_ms: config.timeout.as_millis() as u64,
             think_ms: config.think.as_millis() as u64,
+            seed: Some(seed),
         },
         machine: crate::machine::describe(),
         started_at,
@@ -311,6 +340,7 @@ fn run_setup(shared: &Shared) -> Result<Pools> {
         shared.targets.clone(),
         shared.timeout,
         &shared.seq,
+        Some(shared.seed),
     );
     runtime.block_on(session.fixtures())
 }

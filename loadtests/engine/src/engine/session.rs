@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 
-use super::conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
+use super::conn::{encode, exchange, Connection, Exchange, Failure, Target, WireCount};
 use crate::scenario::{Pools, RenderContext, RequestSpec, Scenario};
 
 /// A sequential client for one scenario's services.
@@ -27,6 +27,7 @@ pub struct Session<'a> {
     timeout: Duration,
     seq: &'a AtomicU64,
     rng: fastrand::Rng,
+    scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -67,15 +68,24 @@ impl<'a> Session<'a> {
         seq: &'a AtomicU64,
     ) -> Result<Session<'a>> {
         let (targets, _) = super::resolve_targets(scenario, targets)?;
-        Ok(Session::with_targets(scenario, targets, timeout, seq))
+        Ok(Session::with_targets(scenario, targets, timeout, seq, None))
     }
 
-    /// A session over targets already resolved (by the scenario's service index).
+    /// Draws this session's random template values from `seed`: two sessions with one seed (and
+    /// the same answers to capture from) send the same requests.
+    pub fn seeded(mut self, seed: u64) -> Session<'a> {
+        self.rng = fastrand::Rng::with_seed(seed);
+        self
+    }
+
+    /// A session over targets already resolved (by the scenario's service index), its random
+    /// draws from `seed` when there is one.
     pub(crate) fn with_targets(
         scenario: &'a Scenario,
         targets: Vec<Target>,
         timeout: Duration,
         seq: &'a AtomicU64,
+        seed: Option<u64>,
     ) -> Session<'a> {
         Session {
             scenario,
@@ -83,7 +93,11 @@ impl<'a> Session<'a> {
             targets,
             timeout,
             seq,
-            rng: fastrand::Rng::new(),
+            rng: match seed {
+                Some(seed) => fastrand::Rng::with_seed(seed),
+                None => fastrand::Rng::new(),
+            },
+            scratch: Vec::new(),
         }
     }
 
@@ -118,11 +132,21 @@ impl<'a> Session<'a> {
         })?;
         let target = &self.targets[spec.service];
         let slot = &mut self.conns[spec.service];
+        encode(&mut self.scratch, target, &req, true);
         let mut count = WireCount::default();
         let started = Instant::now();
+        let head_request = req.method == http::Method::HEAD;
         let ex = match tokio::time::timeout(
             self.timeout,
-            exchange(slot, target, &req, true, true, &mut count),
+            exchange(
+                slot,
+                target,
+                &self.scratch,
+                head_request,
+                true,
+                true,
+                &mut count,
+            ),
         )
         .await
         {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::conn::{exchange, Connection, Exchange, Failure, Target, WireCount};
+use super::conn::{encode, exchange, Connection, Exchange, Failure, Target, WireCount};
 use super::stats::RouteStats;
 use crate::scenario::{Pools, RenderContext, Scenario};
 
@@ -37,6 +37,11 @@ pub(crate) struct Shared {
     pub(crate) claimed: AtomicU64,
     /// Behind `{{seq}}`.
     pub(crate) seq: AtomicU64,
+    /// The run's seed: every user's (paced connection's) random draws derive from it and its
+    /// number, so two runs with one seed send the same requests in the same order per user.
+    pub(crate) seed: u64,
+    /// By request index: the request's bytes, encoded once, when its templates have no holes.
+    pub(crate) encoded: Vec<Option<Vec<u8>>>,
     /// When the run (warm-up included) starts; set once every thread is ready.
     pub(crate) start: OnceLock<Instant>,
 }
@@ -76,8 +81,8 @@ pub(crate) struct Progress {
 /// What one thread runs.
 #[derive(Debug, Clone)]
 pub(crate) enum Share {
-    /// Closed loop: this many users.
-    Closed { users: u32 },
+    /// Closed loop: this many users, numbered from `first` in the whole run.
+    Closed { users: u32, first: u32 },
     /// Open loop: paced connections.
     Open { connections: Vec<Pace> },
 }
@@ -114,9 +119,34 @@ pub(crate) struct ThreadOutput {
 struct Local {
     shared: Arc<Shared>,
     pools: RefCell<Pools>,
-    rng: RefCell<fastrand::Rng>,
     stats: RefCell<Vec<RouteStats>>,
     progress: Arc<Progress>,
+}
+
+/// What one user (or paced connection) owns: its connections, its timeout, its random draws, and
+/// the buffer its templated requests are encoded into.
+pub(crate) struct Client {
+    conns: Vec<Option<Connection>>,
+    deadline: Deadline,
+    rng: fastrand::Rng,
+    scratch: Vec<u8>,
+}
+
+impl Client {
+    fn new(shared: &Shared, number: u64) -> Client {
+        Client {
+            conns: (0..shared.targets.len()).map(|_| None).collect(),
+            deadline: Deadline::new(shared.timeout),
+            rng: seeded_rng(shared.seed, number),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// The random draws of user (or paced connection) `number`, derived from the run's seed.
+pub(crate) fn seeded_rng(seed: u64, number: u64) -> fastrand::Rng {
+    // An odd multiplier (the golden ratio's): distinct users get well-separated seeds.
+    fastrand::Rng::with_seed(seed ^ number.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// The body of a generator thread.
@@ -142,7 +172,6 @@ pub(crate) fn thread_main(
     let local = Rc::new(Local {
         shared: shared.clone(),
         pools: RefCell::new(pools),
-        rng: RefCell::new(fastrand::Rng::new()),
         stats: RefCell::new(vec![RouteStats::default(); routes]),
         progress,
     });
@@ -160,9 +189,12 @@ pub(crate) fn thread_main(
         };
         let mut tasks = Vec::new();
         match share {
-            Share::Closed { users } => {
-                for _ in 0..users {
-                    tasks.push(tokio::task::spawn_local(closed_user(local.clone())));
+            Share::Closed { users, first } => {
+                for user in first..first + users {
+                    tasks.push(tokio::task::spawn_local(closed_user(
+                        local.clone(),
+                        u64::from(user),
+                    )));
                 }
             }
             Share::Open { connections } => {
@@ -290,39 +322,45 @@ impl From<Failure> for ErrorKind {
 }
 
 impl Local {
-    fn choose(&self) -> Option<usize> {
+    fn choose(&self, rng: &mut fastrand::Rng) -> Option<usize> {
         let pools = self.pools.borrow();
-        self.shared
-            .scenario
-            .choose(&mut self.rng.borrow_mut(), &pools)
+        self.shared.scenario.choose(rng, &pools)
     }
 
     /// Sends request `i` and judges the answer. Returns the verdict, the bytes on the wire and
     /// whether the request has a latency (answered or timed out; a refused connection has none).
     async fn send(
         &self,
-        conns: &mut [Option<Connection>],
-        deadline: &mut Deadline,
+        client: &mut Client,
         start: Instant,
         i: usize,
     ) -> (Verdict, WireCount, bool) {
         let shared = &self.shared;
         let spec = &shared.scenario.requests()[i];
-        let rendered = {
-            let mut pools = self.pools.borrow_mut();
-            let mut rng = self.rng.borrow_mut();
-            spec.render(&mut RenderContext {
-                rng: &mut rng,
-                pools: &mut pools,
-                seq: &shared.seq,
-            })
-        };
+        let target = &shared.targets[spec.service];
         let mut count = WireCount::default();
-        let Ok(rendered) = rendered else {
-            return (Verdict::Failed(ErrorKind::Other), count, false);
+        let Client {
+            conns,
+            deadline,
+            rng,
+            scratch,
+        } = client;
+        let request: &[u8] = match &shared.encoded[i] {
+            Some(bytes) => bytes,
+            None => {
+                let rendered = spec.render(&mut RenderContext {
+                    rng,
+                    pools: &mut self.pools.borrow_mut(),
+                    seq: &shared.seq,
+                });
+                let Ok(rendered) = rendered else {
+                    return (Verdict::Failed(ErrorKind::Other), count, false);
+                };
+                encode(scratch, target, &rendered, shared.keepalive);
+                scratch.as_slice()
+            }
         };
         let slot = &mut conns[spec.service];
-        let target = &shared.targets[spec.service];
         let want_body = spec.captures_anything();
         let ex = match deadline
             .run(
@@ -330,7 +368,8 @@ impl Local {
                 exchange(
                     slot,
                     target,
-                    &rendered,
+                    request,
+                    spec.method == http::Method::HEAD,
                     shared.keepalive,
                     want_body,
                     &mut count,
@@ -416,19 +455,17 @@ impl Local {
             r.latency.record(l);
         }
     }
-
-    fn connections(&self) -> Vec<Option<Connection>> {
-        (0..self.shared.targets.len()).map(|_| None).collect()
-    }
 }
 
 /// A closed-loop user: sends, waits for the whole answer, thinks, sends again.
-async fn closed_user(local: Rc<Local>) {
+async fn closed_user(local: Rc<Local>, number: u64) {
     let shared = local.shared.clone();
     let measure_start = shared.measure_start();
     let measure_end = shared.measure_end();
-    let mut conns = local.connections();
-    let mut deadline = Deadline::new(shared.timeout);
+    let mut client = Client::new(&shared, number);
+    // The run starts at t0, just after every thread is ready: a request sent before it would be
+    // neither warm-up nor measured.
+    tokio::time::sleep_until(shared.t0().into()).await;
     // After a refused connection, wait a little before trying again rather than spinning.
     let mut backoff = Duration::ZERO;
     loop {
@@ -443,14 +480,14 @@ async fn closed_user(local: Rc<Local>) {
         if measured && !shared.claim() {
             break;
         }
-        let Some(i) = local.choose() else {
+        let Some(i) = local.choose(&mut client.rng) else {
             local.record_unroutable(measured);
             backoff = Duration::from_millis(10);
             continue;
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut conns, &mut deadline, start, i).await;
+        let (verdict, count, timed) = local.send(&mut client, start, i).await;
         let latency = start.elapsed();
         backoff = match verdict {
             Verdict::Failed(ErrorKind::Connect) => Duration::from_millis(10),
@@ -480,8 +517,7 @@ async fn paced_connection(local: Rc<Local>, pace: Pace) {
     // In a timed run, sends still due when the window closed get one timeout to drain.
     let hard_end = measure_end.map(|end| end + shared.timeout);
     let intended_at = |k: u64| t0 + pace.due(k);
-    let mut conns = local.connections();
-    let mut deadline = Deadline::new(shared.timeout);
+    let mut client = Client::new(&shared, pace.first);
     let mut k = 0u64;
     loop {
         let intended = intended_at(k);
@@ -502,7 +538,9 @@ async fn paced_connection(local: Rc<Local>, pace: Pace) {
                         break;
                     }
                     // Attributed to routes as the mix would have chosen them.
-                    let route = local.choose().map(|i| shared.scenario.requests()[i].route);
+                    let route = local
+                        .choose(&mut client.rng)
+                        .map(|i| shared.scenario.requests()[i].route);
                     local.record(
                         route,
                         true,
@@ -524,13 +562,13 @@ async fn paced_connection(local: Rc<Local>, pace: Pace) {
             tokio::time::sleep_until(intended.into()).await;
         }
         let from = Instant::now().min(intended + TIMER_SLACK);
-        let Some(i) = local.choose() else {
+        let Some(i) = local.choose(&mut client.rng) else {
             local.record_unroutable(measured);
             continue;
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut conns, &mut deadline, start, i).await;
+        let (verdict, count, timed) = local.send(&mut client, start, i).await;
         let latency = from.elapsed();
         local.record(
             Some(route),

@@ -313,6 +313,23 @@ impl Builder<'_> {
                 }
                 Ok(Part::OneOf(words[1..].iter().map(|s| s.to_string()).collect()))
             }
+            Some("filler") => {
+                arity(1)?;
+                let n: usize = words[1].parse().with_context(|| format!("{{{{{call}}}}}: not a length"))?;
+                if n > MAX_FILLER {
+                    bail!("{{{{{call}}}}}: at most {MAX_FILLER} bytes");
+                }
+                Ok(Part::Text(filler(n)))
+            }
+            Some("json_strings") => {
+                arity(2)?;
+                let count: usize = words[1].parse().with_context(|| format!("{{{{{call}}}}}: not a count"))?;
+                let len: usize = words[2].parse().with_context(|| format!("{{{{{call}}}}}: not a length"))?;
+                if count.saturating_mul(len + 3) > MAX_FILLER {
+                    bail!("{{{{{call}}}}}: at most {MAX_FILLER} bytes");
+                }
+                Ok(Part::Text(json_strings(count, len)))
+            }
             Some("pick") => {
                 arity(1)?;
                 match self.vars.get(words[1]) {
@@ -329,7 +346,7 @@ impl Builder<'_> {
                 Ok(Part::TakePool(self.pool(words[1])))
             }
             Some(other) => bail!(
-                "{{{{{call}}}}}: unknown function {other:?} (known: seq, random_int, random_string, one_of, pick, take)"
+                "{{{{{call}}}}}: unknown function {other:?} (known: seq, random_int, random_string, one_of, pick, take, filler, json_strings)"
             ),
         }
     }
@@ -341,4 +358,37 @@ fn index_of(list: &mut Vec<String>, name: &str, make: impl Fn(&String) -> String
     }
     list.push(make(&name.to_string()));
     list.len() - 1
+}
+
+/// Largest body `filler` and `json_strings` make: the bench endpoints' body limit.
+const MAX_FILLER: usize = 16 * 1024 * 1024;
+
+/// What `filler` and `json_strings` cycle through.
+const FILL: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// `{{filler N}}`: N bytes of printable text, the same every time (fixed when the scenario is
+/// compiled, so the request is encoded once).
+fn filler(n: usize) -> String {
+    FILL.iter()
+        .cycle()
+        .take(n)
+        .map(|&b| char::from(b))
+        .collect()
+}
+
+/// `{{json_strings COUNT LEN}}`: a JSON array of COUNT strings of LEN characters each, string `i`
+/// starting at `i` in the cycle (so neighbours differ), fixed when the scenario is compiled.
+fn json_strings(count: usize, len: usize) -> String {
+    let mut out = String::with_capacity(2 + count * (len + 3));
+    out.push('[');
+    for i in 0..count {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.extend((0..len).map(|j| char::from(FILL[(i + j) % FILL.len()])));
+        out.push('"');
+    }
+    out.push(']');
+    out
 }

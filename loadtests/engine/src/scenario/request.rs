@@ -35,6 +35,21 @@ impl RequestSpec {
         !self.captures.is_empty()
     }
 
+    /// The request as it is every time, when its templates have no holes (then it can be encoded
+    /// once for a whole run).
+    pub fn literal(&self) -> Option<RenderedRequest> {
+        if !self.all_parts().all(|p| matches!(p, Part::Text(_))) {
+            return None;
+        }
+        let seq = std::sync::atomic::AtomicU64::new(0);
+        self.render(&mut RenderContext {
+            rng: &mut fastrand::Rng::with_seed(0),
+            pools: &mut Pools::default(),
+            seq: &seq,
+        })
+        .ok()
+    }
+
     /// Renders the request with `ctx`.
     pub fn render(&self, ctx: &mut RenderContext<'_>) -> Result<RenderedRequest> {
         let mut path = String::with_capacity(64);

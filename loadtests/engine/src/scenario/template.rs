@@ -1,5 +1,6 @@
 //! Templates: literal text with `{{function args}}` holes (`seq`, `random_int`, `random_string`,
-//! `one_of`, `pick`, `take`), filled from a thread's randomness, pools and the run's sequence.
+//! `one_of`, `pick`, `take`), filled from a thread's randomness, pools and the run's sequence;
+//! `filler` and `json_strings` make fixed bodies, expanded once when the scenario is compiled.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

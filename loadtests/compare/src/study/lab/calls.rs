@@ -90,6 +90,8 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
             threads: made.clients,
             timeout_ms: made.timeout.as_millis() as u64,
             think_ms: 0,
+            // Timed calls draw nothing at random.
+            seed: None,
         },
         machine: brigade_load::machine::describe(),
         started_at: crate::study::now_rfc3339(),

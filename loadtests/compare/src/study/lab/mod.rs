@@ -35,6 +35,9 @@ use crate::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOu
 use crate::settings::CpuChoice;
 use crate::verdict::CpuShape;
 
+/// The seed of every study run's random choices (fixed, so any study can be replayed).
+const STUDY_SEED: u64 = 0x5eed_b41a;
+
 /// How long a server may take to start and answer `/ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -576,6 +579,8 @@ impl Lab {
             think: Duration::ZERO,
             cpus: self.cpus.generator_mask().map(<[usize]>::to_vec),
             progress: false,
+            // One fixed seed: every runtime and repeat is sent the same request stream.
+            seed: Some(STUDY_SEED),
         }
     }
 
