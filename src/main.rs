@@ -135,6 +135,7 @@ fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> 
         runtime: runtime.name.to_string(),
         store: "none".to_string(),
         workers,
+        limits: Some(brigade_runtimes::ServerLimits::default().to_string()),
     }))?;
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     std::thread::spawn(move || {

@@ -11,6 +11,11 @@
 //! `workers` workers per service; actix-web runs `workers` single-threaded workers per service (its
 //! own model). Listeners are bound the same way for all ([`bind`]): `SO_REUSEADDR`, backlog 1024,
 //! `TCP_NODELAY` (inherited by accepted sockets on Linux).
+//!
+//! Limits are the same for all ([`ServerLimits`], from the kit): every adapter serves HTTP/1.1 only
+//! and applies the kit's head, body, timeout and connection limits; axum, hyper and warp share one
+//! HTTP/1.1 loop on hyper's own builder (`http1`), actix-web sets its own knobs from the same
+//! values. Every runtime answers `HEAD` for every `GET` route, without the body.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,6 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use brigade_kit::AppHandle;
+pub use brigade_kit::limits::ServerLimits;
 
 /// Defines `fn content_type_value(&'static str) -> $value`: the `Content-Type` header value of a
 /// reply, the kit's usual types pre-validated at compile time (a `from_static` at run time re-checks
@@ -46,6 +52,8 @@ mod actix;
 mod axum;
 #[cfg(feature = "hyper")]
 mod hyper;
+#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
+mod http1;
 #[cfg(feature = "warp")]
 mod warp;
 
@@ -110,7 +118,7 @@ pub struct Runtime {
     pub version: &'static str,
     /// How it uses threads, printed in reports.
     pub threading: &'static str,
-    serve_one: fn(Mount, usize, Shutdown) -> anyhow::Result<()>,
+    serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
 }
 
 /// Every runtime compiled in, in a fixed order.
@@ -177,15 +185,29 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
 }
 
 impl Runtime {
-    /// Serves every mount until `shutdown`, each service on its own `workers` threads. Blocks.
-    /// Returns once every server has drained (at most [`GRACE`] after the shutdown began).
+    /// Serves every mount until `shutdown` under the default [`ServerLimits`]; see
+    /// [`Runtime::serve_with_limits`].
     pub fn serve(
         &'static self,
         mounts: Vec<Mount>,
         workers: usize,
         shutdown: Shutdown,
     ) -> anyhow::Result<()> {
-        let workers = workers.max(1);
+        self.serve_with_limits(mounts, workers, &ServerLimits::default(), shutdown)
+    }
+
+    /// Serves every mount until `shutdown` under `limits`, each service on its own `workers`
+    /// threads. Blocks. Returns once every server has drained (at most [`GRACE`] after the
+    /// shutdown began).
+    pub fn serve_with_limits(
+        &'static self,
+        mounts: Vec<Mount>,
+        workers: usize,
+        limits: &ServerLimits,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<()> {
+        limits.validate()?;
+        let (workers, limits) = (workers.max(1), *limits);
         let threads: Vec<_> = mounts
             .into_iter()
             .map(|m| {
@@ -193,7 +215,7 @@ impl Runtime {
                 let name = format!("{}-{}", self.name, m.app.name());
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || (self.serve_one)(m, workers, sd))
+                    .spawn(move || (self.serve_one)(m, workers, &limits, sd))
             })
             .collect::<Result<_, _>>()?;
         let mut first_error = None;
@@ -212,7 +234,7 @@ impl Runtime {
 
 /// Runs `server` on a multi-threaded tokio runtime with `workers` workers, giving it at most
 /// [`GRACE`] to drain once `shutdown` fires. Shared by the tokio-based adapters.
-#[allow(dead_code)]
+#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
 fn run_on_tokio<F>(workers: usize, shutdown: Shutdown, server: F) -> anyhow::Result<()>
 where
     F: Future<Output = anyhow::Result<()>> + Send,

@@ -25,6 +25,8 @@ pub struct Served {
     pub record: ServerRecord,
     /// The worker count it said it runs with.
     pub workers: Option<u32>,
+    /// The server limits it said it runs under.
+    pub limits: Option<String>,
     /// The services it announced, in order.
     pub services: Vec<String>,
 }
@@ -137,6 +139,7 @@ impl Bench<'_> {
             };
         let pid = server.pid();
         let workers = server.workers_reported();
+        let limits = server.limits_reported().map(str::to_owned);
         let services = server.announced().names();
         let mut server_record = ServerRecord {
             runtime: runtime.clone(),
@@ -190,6 +193,7 @@ impl Bench<'_> {
         let served = Served {
             record: server_record,
             workers,
+            limits,
             services,
         };
         (record, Some(served))

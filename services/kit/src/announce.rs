@@ -36,6 +36,10 @@ pub struct Listening {
     pub store: String,
     /// Its worker threads.
     pub workers: usize,
+    /// The server limits it runs under, in words ([`crate::limits::ServerLimits`]'s one line);
+    /// left out by servers that do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<String>,
 }
 
 /// What `--preload` did to one collection.
@@ -104,6 +108,7 @@ mod tests {
             runtime: "axum".into(),
             store: "embedded".into(),
             workers: 2,
+            limits: None,
         });
         let line = a.line();
         assert_eq!(

@@ -19,6 +19,7 @@
 //!   for (at most the timeout) and counted.
 
 mod conn;
+mod seconds;
 pub mod session;
 mod stats;
 mod worker;
@@ -210,6 +211,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     bar.finish();
 
     let mut routes = vec![RouteStats::default(); scenario.routes().len()];
+    let mut seconds = seconds::SecondSeries::default();
     let mut thread_cpu = Vec::new();
     for h in handles {
         let out = h
@@ -218,6 +220,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
         for (acc, r) in routes.iter_mut().zip(&out.routes) {
             acc.merge(r);
         }
+        seconds.merge(&out.seconds);
         thread_cpu.push(if out.wall_s > 0.0 {
             100.0 * out.cpu_s / out.wall_s
         } else {
@@ -269,6 +272,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
         generator_cpu_percent,
         total: total.into_result("total".into(), elapsed_s),
         routes,
+        seconds: seconds.into_result(),
     })
 }
 
