@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use brigade_kit::AppHandle;
 pub use brigade_kit::limits::ServerLimits;
+use brigade_kit::AppHandle;
 
 /// Defines `fn content_type_value(&'static str) -> $value`: the `Content-Type` header value of a
 /// reply, the kit's usual types pre-validated at compile time (a `from_static` at run time re-checks
@@ -50,10 +50,10 @@ macro_rules! content_type_values {
 mod actix;
 #[cfg(feature = "axum")]
 mod axum;
-#[cfg(feature = "hyper")]
-mod hyper;
 #[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
 mod http1;
+#[cfg(feature = "hyper")]
+mod hyper;
 #[cfg(feature = "warp")]
 mod warp;
 

@@ -145,7 +145,9 @@ pub async fn run(config: &AbuseConfig) -> AbuseOutcome {
 fn opening(config: &AbuseConfig) -> Vec<u8> {
     let path = &config.path;
     match config.abuse {
-        Abuse::Slowloris => format!("GET {path} HTTP/1.1\r\nHost: brigade\r\nX-Slow: ").into_bytes(),
+        Abuse::Slowloris => {
+            format!("GET {path} HTTP/1.1\r\nHost: brigade\r\nX-Slow: ").into_bytes()
+        }
         Abuse::Idle => format!("GET {path} HTTP/1.1\r\nHost: brigade\r\n\r\n").into_bytes(),
         Abuse::UnfinishedBody => format!(
             "POST {path} HTTP/1.1\r\nHost: brigade\r\nContent-Type: application/octet-stream\r\n\
@@ -184,7 +186,7 @@ async fn one(config: &AbuseConfig) -> Ending {
             None => std::future::pending::<()>().await,
         }
     };
-    let status = std::cell::Cell::new(None);
+    let status = std::sync::Mutex::new(None);
     let read = async {
         let mut buf = vec![0u8; 4096];
         let mut head = Vec::new();
@@ -192,9 +194,11 @@ async fn one(config: &AbuseConfig) -> Ending {
             match reader.read(&mut buf).await {
                 Ok(0) | Err(_) => return began.elapsed(),
                 Ok(n) => {
-                    if status.get().is_none() && head.len() < 64 {
+                    if head.len() < 64 {
                         head.extend_from_slice(&buf[..n]);
-                        status.set(parse_status(&head));
+                        if let Ok(mut s) = status.lock() {
+                            *s = s.or(parse_status(&head));
+                        }
                     }
                 }
             }
@@ -207,7 +211,7 @@ async fn one(config: &AbuseConfig) -> Ending {
     };
     Ending {
         refused: false,
-        status: status.get(),
+        status: status.into_inner().ok().flatten(),
         closed_after,
     }
 }
@@ -261,7 +265,9 @@ mod tests {
         let closing_addr = closing.local_addr().unwrap();
         let closer = tokio::spawn(async move {
             while let Ok((mut s, _)) = closing.accept().await {
-                let _ = s.write_all(b"HTTP/1.1 503 Service Unavailable\r\n\r\n").await;
+                let _ = s
+                    .write_all(b"HTTP/1.1 503 Service Unavailable\r\n\r\n")
+                    .await;
             }
         });
         let mut c = AbuseConfig::new(Abuse::Slowloris, 3, silent_addr);

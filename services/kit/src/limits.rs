@@ -270,7 +270,10 @@ mod tests {
         assert_eq!(d.body_limit(1 << 20), 1 << 20);
         assert_eq!(d.body_limit(usize::MAX), crate::http::BENCH_BODY_LIMIT);
         let line = d.to_string();
-        assert!(line.contains("header read 5 s") && line.contains("64 headers"), "{line}");
+        assert!(
+            line.contains("header read 5 s") && line.contains("64 headers"),
+            "{line}"
+        );
         let over = ServerLimits {
             max_headers: 97,
             ..d
@@ -313,14 +316,18 @@ mod tests {
     #[tokio::test]
     async fn bodies_are_refused_by_length_by_size_and_by_time_alike() {
         let t = Duration::from_secs(5);
-        let ok = read_body(chunks(&["ab", "cd"]), Some(4), 4, t).await.unwrap();
+        let ok = read_body(chunks(&["ab", "cd"]), Some(4), 4, t)
+            .await
+            .unwrap();
         assert_eq!(&ok[..], b"abcd");
         // Announced over the limit: refused without reading a byte (the stream would fail).
         let never = futures::stream::iter(vec![Err::<Bytes, _>("read")]);
         let e = read_body(never, Some(5), 4, t).await.unwrap_err();
         assert_eq!(e, ApiError::too_large(4));
         // Chunked, growing past it: the same error.
-        let e = read_body(chunks(&["abc", "de"]), None, 4, t).await.unwrap_err();
+        let e = read_body(chunks(&["abc", "de"]), None, 4, t)
+            .await
+            .unwrap_err();
         assert_eq!(e, ApiError::too_large(4));
         // Never finishing: 408 once the timeout passes.
         let stalled = futures::stream::pending::<Result<Bytes, String>>();

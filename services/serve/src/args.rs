@@ -170,7 +170,10 @@ mod tests {
         let l = a.limits.limits();
         assert_eq!(l.header_read_timeout, Duration::from_secs(2));
         assert_eq!((l.max_connections, l.max_body_bytes), (10, 1024));
-        assert_eq!(l.keep_alive_timeout, ServerLimits::default().keep_alive_timeout);
+        assert_eq!(
+            l.keep_alive_timeout,
+            ServerLimits::default().keep_alive_timeout
+        );
         assert!(parse(&["--keep-alive-timeout", "soon"]).is_err());
     }
 

@@ -37,7 +37,9 @@ fn bucket(latency: Duration) -> usize {
     if us <= FIRST_US {
         return 0;
     }
-    ((us / FIRST_US).ln() / RATIO.ln()).ceil().min((BUCKETS - 1) as f64) as usize
+    ((us / FIRST_US).ln() / RATIO.ln())
+        .ceil()
+        .min((BUCKETS - 1) as f64) as usize
 }
 
 fn bucket_top_ms(i: usize) -> f64 {
@@ -121,12 +123,24 @@ mod tests {
     fn seconds_count_requests_errors_and_quantiles_within_their_bucket() {
         let mut a = SecondSeries::default();
         for _ in 0..98 {
-            a.record(Duration::from_millis(100), false, Some(Duration::from_millis(2)));
+            a.record(
+                Duration::from_millis(100),
+                false,
+                Some(Duration::from_millis(2)),
+            );
         }
-        a.record(Duration::from_millis(900), true, Some(Duration::from_millis(50)));
+        a.record(
+            Duration::from_millis(900),
+            true,
+            Some(Duration::from_millis(50)),
+        );
         a.record(Duration::from_millis(2500), true, None);
         let mut b = SecondSeries::default();
-        b.record(Duration::from_millis(10), false, Some(Duration::from_millis(50)));
+        b.record(
+            Duration::from_millis(10),
+            false,
+            Some(Duration::from_millis(50)),
+        );
         a.merge(&b);
         let s = a.into_result();
         assert_eq!(s.len(), 3, "second 1 is there, empty");

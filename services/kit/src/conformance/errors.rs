@@ -61,7 +61,11 @@ pub async fn head_answers_every_get_route_without_a_body(
         let url = format!("{base}{}", fill_params(r.path));
         let get = c.send("GET", &url, None, Bytes::new()).await;
         let head = c.send("HEAD", &url, None, Bytes::new()).await;
-        assert_eq!(head.status, get.status, "HEAD {} answers as GET does", r.path);
+        assert_eq!(
+            head.status, get.status,
+            "HEAD {} answers as GET does",
+            r.path
+        );
         assert!(
             head.body.is_empty(),
             "HEAD {} has no body, got {} bytes",
