@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 use brigade_kit::http::Endpoint;
-use brigade_kit::limits::{read_body, ServerLimits};
+use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use hyper_util::service::TowerToHyperService;
 
@@ -66,7 +66,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
             } else {
                 // Exact when the request announced a Content-Length.
                 let length = hyper::body::Body::size_hint(&body).exact();
-                match read_body(body.into_data_stream(), length, limit, timeout).await {
+                match read_body_draining(body.into_data_stream(), length, limit, timeout).await {
                     Ok(b) => b,
                     Err(e) => return respond(e.to_reply()),
                 }

@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use brigade_kit::limits::{read_body, ServerLimits};
+use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
@@ -60,7 +60,7 @@ async fn handle(
         let length = body.size_hint().exact();
         let limit = limits.body_limit(endpoint.limit);
         let data = BodyDataStream::new(body);
-        match read_body(data, length, limit, limits.body_read_timeout).await {
+        match read_body_draining(data, length, limit, limits.body_read_timeout).await {
             Ok(b) => b,
             Err(e) => return Ok(respond(e.to_reply())),
         }

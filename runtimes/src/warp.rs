@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use brigade_kit::http::{pattern_segments, Segment};
-use brigade_kit::limits::{read_body, ServerLimits};
+use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 use warp::filters::BoxedFilter;
 use warp::http::{header, Response, StatusCode};
@@ -151,11 +151,13 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFil
                         return respond(e.method_not_allowed(method.as_str()).to_reply());
                     };
                     let limit = limits.body_limit(e.limit);
-                    let body = match read_body(body, length, limit, limits.body_read_timeout).await
-                    {
-                        Ok(b) => b,
-                        Err(err) => return respond(err.to_reply()),
-                    };
+                    let body =
+                        match read_body_draining(body, length, limit, limits.body_read_timeout)
+                            .await
+                        {
+                            Ok(b) => b,
+                            Err(err) => return respond(err.to_reply()),
+                        };
                     let params = e.name_params(values);
                     let request = Request {
                         params,

@@ -162,7 +162,7 @@ fn secs(d: Duration) -> String {
 /// Reads a request body of at most `limit` bytes within `timeout`, the same way on every runtime:
 /// a `Content-Length` over the limit is refused at once without reading (413), a body that grows
 /// past it is refused when it does (413, the same message), one that does not finish in time is a
-/// 408 (`request_timeout`), and a broken one a 400.
+/// 408 (`request_timeout`), and a broken one a 400. The unread rest is left in `body`.
 pub async fn read_body<S, B, E>(
     body: S,
     content_length: Option<u64>,
@@ -174,11 +174,51 @@ where
     B: Buf,
     E: fmt::Display,
 {
+    futures::pin_mut!(body);
+    read_into(body, content_length, limit, timeout).await
+}
+
+/// [`read_body`], and when the body is refused for its size, the rest of it read and dropped in
+/// the background (for at most `timeout`), so the client, still sending, reads the 413 instead of
+/// a broken connection. actix-web does this itself; the hyper-based runtimes would close the
+/// connection under the client's feet.
+pub async fn read_body_draining<S, B, E>(
+    body: S,
+    content_length: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: Buf,
+    E: fmt::Display,
+{
+    let mut body = Box::pin(body);
+    let read = read_into(body.as_mut(), content_length, limit, timeout).await;
+    if matches!(&read, Err(e) if e.code == crate::ErrorCode::PayloadTooLarge) {
+        tokio::spawn(async move {
+            let drain = async { while body.next().await.is_some() {} };
+            let _ = tokio::time::timeout(timeout, drain).await;
+        });
+    }
+    read
+}
+
+async fn read_into<S, B, E>(
+    mut body: std::pin::Pin<&mut S>,
+    content_length: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, E>> + ?Sized,
+    B: Buf,
+    E: fmt::Display,
+{
     if content_length.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::too_large(limit));
     }
     let collect = async move {
-        futures::pin_mut!(body);
         let mut out = BytesMut::with_capacity(content_length.unwrap_or(0) as usize);
         while let Some(chunk) = body.next().await {
             let mut chunk =
