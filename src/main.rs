@@ -82,6 +82,16 @@ fn study_registry() -> brigade_compare::study::Registry {
             name: "restaurant: kitchen orders",
             toml: include_str!("../services/restaurant/studies/storage-growth.toml"),
         }),
+        load: load_registry(),
+        fault_scenario: Some("all"),
+        soak_scenario: Some("waiter"),
+        write_probe: Some(brigade_compare::study::faults::WriteProbe {
+            service: "waiter",
+            create: "/waiters",
+            body: r#"{"name": "Fault waiter {n}", "shift": "night"}"#,
+            id_pointer: "/id",
+            read: "/waiters/{id}",
+        }),
     }
 }
 

@@ -1,13 +1,14 @@
 //! `brigade study ...`: the classic studies, each a subcommand of one family, each writing the
 //! general study report ([`crate::report::study::StudyReport`]) with the comparison's writer.
-//! Today: `storage` (growing documents, [`storage`]); the studies issue adds `rpc`, `sweep`,
-//! `inproc` and `faults` here the same way: an `Args` struct and a `run_*` function in their own
-//! module, and a variant of [`StudyCommand`].
+//! Today: `storage` (growing documents, [`storage`]) and `faults` (what production does to a
+//! service, [`faults`]); the studies issue adds `rpc`, `sweep` and `inproc` here the same way: an
+//! `Args` struct and a `run_*` function in their own module, and a variant of [`StudyCommand`].
 //!
 //! The load tester knows no application: what a study needs from one (the storage study's HTTP
 //! growth description) the application registers in a [`Registry`], which the `brigade` binary
 //! fills.
 
+pub mod faults;
 pub mod storage;
 
 use clap::{Args, Subcommand};
@@ -26,6 +27,9 @@ pub enum StudyCommand {
     /// Growing documents (5,000 × 1 KB grown by 1 KB) and fixed-size ones (20,000 × 10 KB) on
     /// every store, with the cache capped so the data outgrows it.
     Storage(storage::cli::StorageArgs),
+    /// Faults under load on every runtime × store: abusive clients, SIGTERM, SIGKILL under writes,
+    /// a database outage, a soak; errors, time to recover and what was lost.
+    Faults(faults::cli::FaultsArgs),
 }
 
 /// A growth description an application registers for `study storage --via http`.
@@ -42,12 +46,21 @@ pub struct BuiltinGrowth {
 pub struct Registry {
     /// The storage study's growth through HTTP, if the application has one.
     pub http_growth: Option<BuiltinGrowth>,
+    /// The faults study's scenarios (registered by name) and targets.
+    pub load: brigade_load::Registry,
+    /// The faults study's load under which faults are injected (a scenario of [`Self::load`]).
+    pub fault_scenario: Option<&'static str>,
+    /// The faults study's soak mix (creates and deletes as much as it adds).
+    pub soak_scenario: Option<&'static str>,
+    /// The faults study's create and read routes, to log acknowledged writes across a crash.
+    pub write_probe: Option<faults::WriteProbe>,
 }
 
 /// Runs `brigade study ...`.
 pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
     match &args.study {
         StudyCommand::Storage(storage) => storage::cli::run_storage(storage, registry),
+        StudyCommand::Faults(faults) => faults::cli::run_faults(faults, registry),
     }
 }
 
