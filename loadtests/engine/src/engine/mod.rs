@@ -98,6 +98,17 @@ pub fn usable_cpus() -> usize {
 /// Runs `scenario` with `config` and returns the measured result. Blocking: it builds its own
 /// threads and runtimes (call it from outside any async runtime, or from `spawn_blocking`).
 pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
+    run_notifying(config, scenario, None)
+}
+
+/// [`run`], sending the instant the measured window opens (after the setup steps and the
+/// warm-up) on `notify`, so a caller can time something against the result's per-second
+/// series (a fault injected at its second 10).
+pub fn run_notifying(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    notify: Option<std::sync::mpsc::Sender<Instant>>,
+) -> Result<LoadResult> {
     if config.duration.is_none() && config.requests.is_none() {
         bail!("a run needs a duration or a request count");
     }
@@ -196,6 +207,9 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     barrier.wait();
 
     let measure_start = shared.measure_start();
+    if let Some(tx) = notify {
+        let _ = tx.send(measure_start);
+    }
     let bar = ProgressView::new(config, &shared, &progress);
     let mut process_cpu_at_start = None;
     while !handles.iter().all(|h| h.is_finished()) {

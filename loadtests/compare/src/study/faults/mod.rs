@@ -284,16 +284,21 @@ fn load_config(
     }
 }
 
-/// Runs `scenario` on a thread while `inject` runs on this one; `inject` gets the load's start.
+/// Runs `scenario` on a thread while `inject` runs on this one; `inject` gets the instant the
+/// load's measured window opened (second 0 of its series), once its setup steps are done.
 fn under_load<T>(
     config: LoadConfig,
     scenario: &Scenario,
     inject: impl FnOnce(Instant) -> Result<T>,
 ) -> Result<(LoadResult, T)> {
     let scenario = scenario.clone();
-    let load_start = Instant::now();
-    let load = std::thread::spawn(move || engine::run(&config, &scenario));
-    let injected = inject(load_start);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let load = std::thread::spawn(move || engine::run_notifying(&config, &scenario, Some(tx)));
+    let injected = match rx.recv() {
+        Ok(start) => inject(start),
+        // The load ended before measuring (its setup failed): its error says why.
+        Err(_) => Err(anyhow::anyhow!("the load did not start")),
+    };
     let result = load
         .join()
         .map_err(|_| anyhow::anyhow!("the load thread panicked"))??;
@@ -381,6 +386,9 @@ fn abuse_fault(settings: &FaultsSettings, server: &Server, r: &mut FaultResult) 
         .map(|(abuse, n)| {
             let mut c = AbuseConfig::new(abuse, n, addr);
             c.watch = watch;
+            if abuse == Abuse::UnfinishedBody {
+                c.path = "/bench/bytes".to_owned(); // a route that reads a body, on every service
+            }
             c
         })
         .collect();
@@ -479,7 +487,7 @@ fn crash_fault(settings: &FaultsSettings, server: &mut Server, r: &mut FaultResu
     let base = server.process.urls()[probe.service].clone();
     let check = writes::check(&base, probe, &log)?;
     r.writes_lost = Some((check.missing + check.changed) as f64);
-    r.requests_lost = Some(written.failed as f64);
+    // Writers keep trying while the server is down, so failures count attempts, not lost work.
     r.errors_during = Some(written.failed as f64);
     r.restarts_needed = Some(0.0);
     r.notes.push(format!(
