@@ -53,7 +53,8 @@ enum Command {
     Load(brigade_load::cli::LoadArgs),
     /// The main job: run every runtime in turn under the same load and report who wins.
     Compare(brigade_compare::cli::CompareArgs),
-    /// The classic studies (today: `storage`), written with the same reports as `compare`.
+    /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`), written with the same reports
+    /// as `compare`.
     Study(brigade_compare::study::StudyArgs),
 }
 
@@ -75,7 +76,9 @@ fn load_registry() -> brigade_load::Registry {
 }
 
 /// What the restaurant supplies to the studies: its growing documents for
-/// `brigade study storage --via http` (kitchen orders grown by appending items).
+/// `brigade study storage --via http` (kitchen orders grown by appending items), and the waiter
+/// service, linked into this binary, for the in-process provider of `brigade study rpc` and
+/// `brigade study inproc` (its bench endpoints are the ones the served waiter answers first).
 fn study_registry() -> brigade_compare::study::Registry {
     brigade_compare::study::Registry {
         http_growth: Some(brigade_compare::study::BuiltinGrowth {
@@ -91,6 +94,10 @@ fn study_registry() -> brigade_compare::study::Registry {
             body: r#"{"name": "Fault waiter {n}", "shift": "night"}"#,
             id_pointer: "/id",
             read: "/waiters/{id}",
+        }),
+        inproc: Some(brigade_compare::study::InprocApp {
+            name: "restaurant: waiter",
+            service: std::sync::Arc::new(ServiceName::Waiter),
         }),
     }
 }

@@ -16,6 +16,7 @@ use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
 use crate::verdict::{self, CpuShape, RunCpu};
 use brigade_load::engine::{self, LoadConfig};
+use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 
 /// A run's server: its record, and what it said.
@@ -236,50 +237,17 @@ impl Bench<'_> {
             cpus: cpus.generator_mask().map(<[usize]>::to_vec),
             progress: settings.progress,
         };
-        let server_pid = server.pid();
-        let cpu_sets = if cpus.pinned {
-            vec![cpus.server.clone(), cpus.generator.clone()]
-        } else {
-            vec![cpus.server.clone()]
-        };
-        let sampler = Sampler::start(&[server_pid, std::process::id()], &cpu_sets, SAMPLE_EVERY);
-        let outcome = engine::run(&config, scenario);
-        let end_s = sampler.now_s();
-        let recorded = sampler.finish();
-        let mut processes = recorded.processes.into_iter();
-        let served = processes.next().unwrap_or(ProcSeries {
-            pid: server_pid,
-            samples: Vec::new(),
-        });
-        let own = processes.next().unwrap_or(ProcSeries {
-            pid: std::process::id(),
-            samples: Vec::new(),
-        });
-        match outcome {
+        let sampled = sampled_run(&config, scenario, server.pid(), cpus, self.shape);
+        record.server = sampled.server;
+        record.generator = sampled.generator;
+        record.generator_cpu_percent = sampled.generator_cpu_percent;
+        record.cpu = sampled.cpu;
+        record.generator_bound = sampled.generator_bound;
+        record.contended = sampled.contended;
+        record.window_s = sampled.window_s;
+        record.server_samples = sampled.server_samples;
+        match sampled.outcome {
             Ok(result) => {
-                let window = ((end_s - result.elapsed_s).max(0.0), end_s);
-                record.server = served.usage(window.0, window.1);
-                record.generator = own.usage(window.0, window.1);
-                record.generator_cpu_percent = if result.generator_cpu_percent > 0.0 {
-                    result.generator_cpu_percent
-                } else {
-                    record.generator.cpu_percent
-                };
-                let busy = |i: usize| {
-                    recorded
-                        .cpus
-                        .get(i)
-                        .map(|series| series.busy(window.0, window.1))
-                };
-                record.cpu = RunCpu {
-                    generator_process: record.generator_cpu_percent,
-                    server_process: record.server.cpu_percent,
-                    server_cpus: busy(0).unwrap_or_default(),
-                    generator_cpus: busy(if cpus.pinned { 1 } else { 0 }).unwrap_or_default(),
-                };
-                record.generator_bound = verdict::generator_bound(&record.cpu, self.shape);
-                record.contended = verdict::contended(&record.cpu, self.shape);
-                record.window_s = window;
                 record.result = Some(result);
                 println!("{progress}: {}", summary(record));
             }
@@ -288,9 +256,115 @@ impl Bench<'_> {
                 record.error = Some(format!("{err:#}"));
             }
         }
-        record.server_samples = served;
         let _ = std::io::stdout().flush();
     }
+}
+
+/// One load run against a running server with `/proc` sampled around it, judged for
+/// generator-bound and contended: what `compare` and the studies measure alike.
+#[derive(Debug)]
+pub struct Sampled {
+    /// The generator's result, or why the run failed.
+    pub outcome: anyhow::Result<LoadResult>,
+    /// The server process over the measured window.
+    pub server: ProcUsage,
+    /// The generator (this process) over the measured window.
+    pub generator: ProcUsage,
+    /// The generator's CPU use, percent of one core (its own figure, else the sampled one).
+    pub generator_cpu_percent: f64,
+    /// Both processes and both sides' CPUs over the measured window.
+    pub cpu: RunCpu,
+    /// Why the run counts as generator-bound, if it does.
+    pub generator_bound: Option<String>,
+    /// Why the run counts as contended by other processes, if it does.
+    pub contended: Option<String>,
+    /// The measured window on the samples' clock, seconds.
+    pub window_s: (f64, f64),
+    /// The server's raw samples over the whole run.
+    pub server_samples: ProcSeries,
+}
+
+/// Runs `config` × `scenario` while sampling `server_pid`, this process and both sides' CPUs
+/// every [`SAMPLE_EVERY`]; the figures cover the measured window only (fixtures and warm-up
+/// left out). Failed runs keep the samples and leave the figures at zero.
+pub fn sampled_run(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    server_pid: u32,
+    cpus: &CpuPlan,
+    shape: CpuShape,
+) -> Sampled {
+    sampled(server_pid, cpus, shape, || engine::run(config, scenario))
+}
+
+/// Runs `load` (anything that loads `server_pid` from this process and says what it measured)
+/// while sampling as [`sampled_run`] does.
+pub fn sampled(
+    server_pid: u32,
+    cpus: &CpuPlan,
+    shape: CpuShape,
+    load: impl FnOnce() -> anyhow::Result<LoadResult>,
+) -> Sampled {
+    let cpu_sets = if cpus.pinned {
+        vec![cpus.server.clone(), cpus.generator.clone()]
+    } else {
+        vec![cpus.server.clone()]
+    };
+    let sampler = Sampler::start(&[server_pid, std::process::id()], &cpu_sets, SAMPLE_EVERY);
+    let outcome = load();
+    let end_s = sampler.now_s();
+    let recorded = sampler.finish();
+    let mut processes = recorded.processes.into_iter();
+    let served = processes.next().unwrap_or(ProcSeries {
+        pid: server_pid,
+        samples: Vec::new(),
+    });
+    let own = processes.next().unwrap_or(ProcSeries {
+        pid: std::process::id(),
+        samples: Vec::new(),
+    });
+    let mut sampled = Sampled {
+        outcome: Err(anyhow::anyhow!("not run")),
+        server: ProcUsage::default(),
+        generator: ProcUsage::default(),
+        generator_cpu_percent: 0.0,
+        cpu: RunCpu::default(),
+        generator_bound: None,
+        contended: None,
+        window_s: (0.0, 0.0),
+        server_samples: ProcSeries {
+            pid: server_pid,
+            samples: Vec::new(),
+        },
+    };
+    if let Ok(result) = &outcome {
+        let window = ((end_s - result.elapsed_s).max(0.0), end_s);
+        sampled.server = served.usage(window.0, window.1);
+        sampled.generator = own.usage(window.0, window.1);
+        sampled.generator_cpu_percent = if result.generator_cpu_percent > 0.0 {
+            result.generator_cpu_percent
+        } else {
+            sampled.generator.cpu_percent
+        };
+        let busy = |i: usize| {
+            recorded
+                .cpus
+                .get(i)
+                .map(|series| series.busy(window.0, window.1))
+        };
+        sampled.cpu = RunCpu {
+            generator_process: sampled.generator_cpu_percent,
+            server_process: sampled.server.cpu_percent,
+            server_cpus: busy(0).unwrap_or_default(),
+            generator_cpus: busy(if cpus.pinned { 1 } else { 0 }).unwrap_or_default(),
+        };
+        sampled.generator_bound = verdict::generator_bound(&sampled.cpu, shape);
+        sampled.contended = verdict::contended(&sampled.cpu, shape);
+        sampled.window_s = window;
+    }
+    sampled.outcome = outcome;
+    sampled.server_samples = served;
+    sampled
 }
 
 /// One line on the terminal for a completed run.

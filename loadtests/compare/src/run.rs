@@ -24,12 +24,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use brigade_load::scenario::Scenario;
+use brigade_load::Registry;
 
 use crate::judge::{judge, notes};
 use crate::measure::Bench;
-use crate::pin::{self, CpuPlan};
+use crate::pin;
 use crate::report::{self, Report, RunRecord, ServerRecord};
-use crate::settings::{CompareSettings, CpuChoice};
+use crate::settings::CompareSettings;
 use crate::state::FreshState;
 use crate::verdict::CpuShape;
 use crate::{plan, servers};
@@ -44,6 +45,25 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 const INTERLEAVING: &str = "a fresh server per run; the runs of each cell (scenario × users × \
     preload) made back to back, one per runtime, the runtime order rotating by one from cell to \
     cell and on into the next repeat";
+
+/// The names the report gives the scenarios asked for by `args`: a registered name stays, a file
+/// becomes the `name` it declares (unless two would share a name); `None` when nothing changes.
+fn scenario_labels(
+    args: &[String],
+    scenarios: &[Scenario],
+    registry: &Registry,
+) -> Option<Vec<String>> {
+    let labels: Vec<String> = args
+        .iter()
+        .zip(scenarios)
+        .map(|(arg, scenario)| match registry.toml(arg) {
+            Some(_) => arg.clone(),
+            None => scenario.name().to_owned(),
+        })
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = labels.iter().collect();
+    (labels != args && distinct.len() == labels.len()).then_some(labels)
+}
 
 /// Runs the whole comparison and writes the reports; returns the report.
 pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
@@ -69,6 +89,18 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 .with_context(|| format!("Failed to load scenario {name:?}"))
         })
         .collect::<anyhow::Result<_>>()?;
+    // A scenario given as a file is reported under the name its file gives it, not its path.
+    let relabeled;
+    let settings = match scenario_labels(&settings.scenarios, &scenarios, &settings.registry) {
+        Some(labels) => {
+            relabeled = CompareSettings {
+                scenarios: labels,
+                ..settings.clone()
+            };
+            &relabeled
+        }
+        None => settings,
+    };
     // The services come from the server: from its `runtimes --json` now when it says, else from
     // the first server's announcements; a scenario naming another service is refused either way.
     let mut services = settings.expected_services();
@@ -79,13 +111,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let available = pin::available_cpus();
     // This thread is pinned to the generator's CPUs below; it gets all of its CPUs back at the end.
     let _unpin = pin::Unpin::remember();
-    let cpus = match &settings.cpus {
-        CpuChoice::Auto => CpuPlan::split(&available),
-        CpuChoice::NoPin => CpuPlan::unpinned(&available),
-        CpuChoice::Explicit { server, generator } => {
-            CpuPlan::explicit(&available, server, generator)?
-        }
-    };
+    let cpus = settings.cpus.plan(&available)?;
     let workers = settings.workers.unwrap_or(cpus.server.len().max(1) as u32);
     let threads = settings
         .threads
@@ -283,4 +309,39 @@ fn now_rfc3339() -> String {
         .unwrap_or(now)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(dir: &std::path::Path, stem: &str, name: &str) -> String {
+        let path = dir.join(format!("{stem}.toml"));
+        std::fs::write(
+            &path,
+            format!("name = \"{name}\"\n[[request]]\npath = \"/\"\n"),
+        )
+        .unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_scenario_file_is_reported_under_its_declared_name_unless_two_would_clash() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Registry::new();
+        let load = |args: &[String]| -> Vec<Scenario> {
+            args.iter().map(|a| registry.load(a).unwrap()).collect()
+        };
+        let args = vec!["hello".to_owned(), file(dir.path(), "a", "mine")];
+        assert_eq!(
+            scenario_labels(&args, &load(&args), &registry),
+            Some(vec!["hello".to_owned(), "mine".to_owned()])
+        );
+        // Registered names alone: nothing to change.
+        let args = vec!["hello".to_owned()];
+        assert_eq!(scenario_labels(&args, &load(&args), &registry), None);
+        // Two files declaring one name keep their paths, so their rows stay apart.
+        let args = vec![file(dir.path(), "b", "same"), file(dir.path(), "c", "same")];
+        assert_eq!(scenario_labels(&args, &load(&args), &registry), None);
+    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use brigade_load::Registry;
 
+use crate::pin::CpuPlan;
 use crate::servers::{Launch, ServerInfo};
 
 /// Seconds of fixture setup and bookkeeping a run costs beyond warm-up and measurement (estimates).
@@ -80,6 +81,36 @@ pub enum CpuChoice {
         /// Generator CPUs.
         generator: Vec<usize>,
     },
+}
+
+impl CpuChoice {
+    /// The choice `--no-pin`, `--server-cpus` and `--generator-cpus` make (both lists, or
+    /// neither).
+    pub fn from_flags(
+        no_pin: bool,
+        server: Option<&str>,
+        generator: Option<&str>,
+    ) -> anyhow::Result<CpuChoice> {
+        Ok(match (server, generator) {
+            (Some(server), Some(generator)) => CpuChoice::Explicit {
+                server: crate::pin::parse_list(server)?,
+                generator: crate::pin::parse_list(generator)?,
+            },
+            _ if no_pin => CpuChoice::NoPin,
+            _ => CpuChoice::Auto,
+        })
+    }
+
+    /// The CPU split this choice makes of the `available` CPUs.
+    pub fn plan(&self, available: &[usize]) -> anyhow::Result<CpuPlan> {
+        Ok(match self {
+            CpuChoice::Auto => CpuPlan::split(available),
+            CpuChoice::NoPin => CpuPlan::unpinned(available),
+            CpuChoice::Explicit { server, generator } => {
+                CpuPlan::explicit(available, server, generator)?
+            }
+        })
+    }
 }
 
 impl CompareSettings {

@@ -365,6 +365,13 @@ fn the_html_is_self_contained_with_inline_svg_charts() {
         "no remote resources"
     );
     assert!(html.contains("actix") && html.contains("axum"));
+
+    // With one user count there is no line to draw against users: that chart is left out.
+    let mut one = synthetic();
+    one.rows.retain(|r| r.users == 30);
+    let html = report::html::render(&one).unwrap();
+    assert!(!html.contains("throughput against users"));
+    assert_eq!(html.matches("<svg").count(), 4);
 }
 
 #[test]

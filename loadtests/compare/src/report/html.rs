@@ -1,7 +1,8 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no script, no network) with the
-//! report's tables and, per scenario, three charts drawn by `plotters`: throughput per runtime (bars
-//! with the repeats' min–max), throughput against users, and latency percentiles at the highest
-//! user count — plus throughput against the preload when the comparison has several.
+//! report's tables and, per scenario, up to three charts drawn by `plotters`: throughput per runtime
+//! (bars with the repeats' min–max), throughput against users (when there are several user counts),
+//! and latency percentiles at the highest user count — plus throughput against the preload when the
+//! comparison has several.
 
 use std::fmt::Write as _;
 
@@ -107,7 +108,10 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         if !rows.is_empty() {
             out.push_str("<div class=\"charts\">\n");
             out.push_str(&throughput_bars(report, scenario, &rows)?);
-            out.push_str(&throughput_by_users(report, scenario, &rows)?);
+            // One user count makes no line: the bars above already say it.
+            if user_counts(&rows).len() > 1 {
+                out.push_str(&throughput_by_users(report, scenario, &rows)?);
+            }
             out.push_str(&latency_percentiles(report, scenario, &rows)?);
             if preloads(&rows).len() > 1 {
                 out.push_str(&throughput_by_preload(report, scenario, &rows)?);

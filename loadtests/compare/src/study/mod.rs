@@ -1,15 +1,24 @@
 //! `brigade study ...`: the classic studies, each a subcommand of one family, each writing the
 //! general study report ([`crate::report::study::StudyReport`]) with the comparison's writer.
-//! Today: `storage` (growing documents, [`storage`]) and `faults` (what production does to a
-//! service, [`faults`]); the studies issue adds `rpc`, `sweep` and `inproc` here the same way: an
-//! `Args` struct and a `run_*` function in their own module, and a variant of [`StudyCommand`].
+//! Today: `storage` (growing documents, [`storage`]), `rpc` (payload shapes, [`rpc`]), `sweep`
+//! (clients, keep-alive, sizes, bad URLs, memory after, [`sweep`]) and `inproc` (in-process
+//! against loopback, [`inproc`]); each is an `Args` struct and a `run_*` function in its own
+//! module, and a variant of [`StudyCommand`]; `faults` (what production does to a service,
+//! [`faults`]) too. The three HTTP studies share their servers, order
+//! of runs, measurement and setup section ([`lab`]) with `compare`'s pieces.
 //!
 //! The load tester knows no application: what a study needs from one (the storage study's HTTP
-//! growth description) the application registers in a [`Registry`], which the `brigade` binary
-//! fills.
+//! growth description, the application `inproc` calls in process) the application registers in a
+//! [`Registry`], which the `brigade` binary fills.
 
 pub mod faults;
+pub mod inproc;
+pub mod lab;
+pub mod rpc;
 pub mod storage;
+pub mod sweep;
+
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 
@@ -27,6 +36,15 @@ pub enum StudyCommand {
     /// Growing documents (5,000 × 1 KB grown by 1 KB) and fixed-size ones (20,000 × 10 KB) on
     /// every store, with the cache capped so the data outgrows it.
     Storage(storage::cli::StorageArgs),
+    /// Payload shapes (an RMI / CORBA / SOAP comparison): five operations by I client threads × J
+    /// calls, on every runtime over loopback and in process through the route table.
+    Rpc(rpc::RpcArgs),
+    /// A web-server shoot-out: client counts with and without keep-alive, body sizes, a bad URL,
+    /// a probe's responsiveness and the servers' memory after.
+    Sweep(sweep::SweepArgs),
+    /// In process against loopback: a typed operation (two serialisations, two
+    /// deserialisations) and `GET /bench/hello`, by one and two clients.
+    Inproc(inproc::InprocArgs),
     /// Faults under load on every runtime × store: abusive clients, SIGTERM, SIGKILL under writes,
     /// a database outage, a soak; errors, time to recover and what was lost.
     Faults(faults::cli::FaultsArgs),
@@ -41,11 +59,23 @@ pub struct BuiltinGrowth {
     pub toml: &'static str,
 }
 
+/// An application a binary links in, for the studies that call it in process (`rpc`'s and
+/// `inproc`'s in-process provider): a kit service, built on the memory store with no peers.
+#[derive(Debug, Clone)]
+pub struct InprocApp {
+    /// What it is called in the report (`restaurant: waiter`).
+    pub name: &'static str,
+    /// The service (it must carry the kit's bench endpoints).
+    pub service: Arc<dyn brigade_kit::Service>,
+}
+
 /// What the application supplies to the studies.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     /// The storage study's growth through HTTP, if the application has one.
     pub http_growth: Option<BuiltinGrowth>,
+    /// The application called in process, if the binary links one.
+    pub inproc: Option<InprocApp>,
     /// The faults study's scenarios (registered by name) and targets.
     pub load: brigade_load::Registry,
     /// The faults study's load under which faults are injected (a scenario of [`Self::load`]).
@@ -60,8 +90,20 @@ pub struct Registry {
 pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
     match &args.study {
         StudyCommand::Storage(storage) => storage::cli::run_storage(storage, registry),
+        StudyCommand::Rpc(rpc) => rpc::run_rpc(rpc, registry),
+        StudyCommand::Sweep(sweep) => sweep::run_sweep(sweep),
+        StudyCommand::Inproc(inproc) => inproc::run_inproc(inproc, registry),
         StudyCommand::Faults(faults) => faults::cli::run_faults(faults, registry),
     }
+}
+
+/// Prints a study's report on the terminal and where its files are.
+pub(crate) fn show(report: &crate::report::study::StudyReport, out_dir: &std::path::Path) {
+    println!("\n{}", crate::report::study::markdown::render(report));
+    println!(
+        "Reports: {} (report.md, report.json, report.html)",
+        out_dir.display()
+    );
 }
 
 /// Now, as RFC 3339 in UTC.
