@@ -17,7 +17,6 @@
 //! HTTP/1.1 loop on hyper's own builder (`http1`), actix-web sets its own knobs from the same
 //! values. Every runtime answers `HEAD` for every `GET` route, without the body.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,7 +236,7 @@ impl Runtime {
 #[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
 fn run_on_tokio<F>(workers: usize, shutdown: Shutdown, server: F) -> anyhow::Result<()>
 where
-    F: Future<Output = anyhow::Result<()>> + Send,
+    F: std::future::Future<Output = anyhow::Result<()>> + Send,
 {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
