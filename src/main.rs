@@ -85,6 +85,16 @@ fn study_registry() -> brigade_compare::study::Registry {
             name: "restaurant: kitchen orders",
             toml: include_str!("../services/restaurant/studies/storage-growth.toml"),
         }),
+        load: load_registry(),
+        fault_scenario: Some("all"),
+        soak_scenario: Some("waiter"),
+        write_probe: Some(brigade_compare::study::faults::WriteProbe {
+            service: "waiter",
+            create: "/waiters",
+            body: r#"{"name": "Fault waiter {n}", "shift": "night"}"#,
+            id_pointer: "/id",
+            read: "/waiters/{id}",
+        }),
         inproc: Some(brigade_compare::study::InprocApp {
             name: "restaurant: waiter",
             service: std::sync::Arc::new(ServiceName::Waiter),
@@ -142,6 +152,7 @@ fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> 
         runtime: runtime.name.to_string(),
         store: "none".to_string(),
         workers,
+        limits: Some(brigade_runtimes::ServerLimits::default().to_string()),
     }))?;
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     std::thread::spawn(move || {

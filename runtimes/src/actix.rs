@@ -1,12 +1,20 @@
-//! actix-web: each endpoint becomes an actix `Resource` with one `Route` per method and a 405
-//! default service; bodies come through actix's `Bytes` extractor under a `PayloadConfig` limit.
+//! actix-web: each endpoint becomes an actix `Resource` with one `Route` per method (a `GET` route
+//! answers `HEAD` too; actix-web leaves the body out) and a 405 default service; the body stream
+//! comes through actix's `Payload` extractor into the kit's reader under the endpoint's limit.
+//!
+//! Limits: actix-web's own knobs are set from the [`ServerLimits`] (`client_request_timeout` for
+//! the head, `keep_alive` for idle connections; it keeps its 1 s disconnect timeout and its fixed
+//! 96 headers and 128 KiB head buffer, which the kit's limits stay under); the kit checks the head's
+//! count and size itself in every handler, and the connection limit is the kit's gate, applied as
+//! each connection opens (`on_connect`): past it the socket is shut at once.
 
 use std::sync::Arc;
 
 use actix_web::http::header;
-use actix_web::web::{self, Bytes, PayloadConfig};
+use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use brigade_kit::http::Endpoint;
+use brigade_kit::limits::{head_bytes, read_body, ConnectionGate, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
 use crate::{Mount, Shutdown, GRACE};
@@ -32,53 +40,95 @@ fn method(m: Method) -> actix_web::http::Method {
     }
 }
 
-fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint, path: &str) -> actix_web::Resource {
-    let mut res = web::resource(path).app_data(PayloadConfig::new(e.limit));
+/// The kit's head limits on an actix request.
+fn check_head(req: &HttpRequest, limits: &ServerLimits) -> Result<(), ApiError> {
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
+    let bytes = head_bytes(req.method().as_str(), target, headers);
+    limits.check_head(req.headers().len(), bytes)
+}
+
+/// The body of `req` through the kit's reader, `limit` bytes at most.
+async fn body(
+    req: &HttpRequest,
+    payload: web::Payload,
+    limit: usize,
+    limits: &ServerLimits,
+) -> Result<Bytes, ApiError> {
+    let length = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if length == Some(0) {
+        return Ok(Bytes::new()); // no body (a GET): nothing to read
+    }
+    read_body(payload, length, limit, limits.body_read_timeout).await
+}
+
+fn resource(
+    app: &Arc<dyn AppHandle>,
+    e: &Endpoint,
+    path: &str,
+    limits: ServerLimits,
+) -> actix_web::Resource {
+    let mut res = web::resource(path);
+    let limit = limits.body_limit(e.limit);
     for &(m, route) in &e.methods {
         let app = app.clone();
-        res = res.route(web::method(method(m)).to(
-            move |req: HttpRequest, body: Result<Bytes, actix_web::Error>| {
-                let app = app.clone();
-                async move {
-                    let body = match body {
-                        Ok(b) => b,
-                        Err(err)
-                            if err.as_response_error().status_code()
-                                == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE =>
-                        {
-                            return respond(ApiError::payload_too_large(err.to_string()).to_reply())
-                        }
-                        Err(err) => {
-                            return respond(ApiError::bad_request(err.to_string()).to_reply())
-                        }
-                    };
-                    let request = Request {
-                        params: req
-                            .match_info()
-                            .iter()
-                            .map(|(k, v)| (k.to_string(), v.to_string()))
-                            .collect(),
-                        query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
-                        content_type: req
-                            .headers()
-                            .get(header::CONTENT_TYPE)
-                            .and_then(|v| v.to_str().ok())
-                            .map(str::to_string),
-                        body,
-                    };
-                    respond(app.call(route, request).await)
+        let handler = move |req: HttpRequest, payload: web::Payload| {
+            let app = app.clone();
+            async move {
+                if let Err(e) = check_head(&req, &limits) {
+                    return respond(e.to_reply());
                 }
-            },
-        ));
+                let body = match body(&req, payload, limit, &limits).await {
+                    Ok(b) => b,
+                    Err(e) => return respond(e.to_reply()),
+                };
+                let request = Request {
+                    params: req
+                        .match_info()
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
+                    content_type: req
+                        .headers()
+                        .get(header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string),
+                    body,
+                };
+                respond(app.call(route, request).await)
+            }
+        };
+        if m == Method::Get {
+            // RFC 9110: HEAD for every GET route; actix-web sends the head without the body.
+            res = res.route(web::head().to(handler.clone()));
+        }
+        res = res.route(web::method(method(m)).to(handler));
     }
     let e = e.clone();
     res.default_service(web::to(move |req: HttpRequest| {
-        let reply = e.method_not_allowed(req.method().as_str()).to_reply();
+        let reply = match check_head(&req, &limits) {
+            Err(err) => err.to_reply(),
+            Ok(()) => e.method_not_allowed(req.method().as_str()).to_reply(),
+        };
         async move { respond(reply) }
     }))
 }
 
 async fn not_found(req: HttpRequest) -> HttpResponse {
+    let limits = req
+        .app_data::<web::Data<ServerLimits>>()
+        .map_or_else(ServerLimits::default, |l| *l.get_ref());
+    if let Err(e) = check_head(&req, &limits) {
+        return respond(e.to_reply());
+    }
     respond(ApiError::no_route(req.method().as_str(), req.path()).to_reply())
 }
 
@@ -87,8 +137,11 @@ async fn not_found(req: HttpRequest) -> HttpResponse {
 /// out, so a request is matched against its scope's few resources rather than all of them.
 pub(crate) fn configure(
     app: Arc<dyn AppHandle>,
+    limits: &ServerLimits,
 ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+    let limits = *limits;
     move |cfg: &mut web::ServiceConfig| {
+        cfg.app_data(web::Data::new(limits));
         let mut scopes: Vec<(&str, Vec<&Endpoint>)> = Vec::new();
         for e in app.endpoints() {
             let first = e
@@ -106,13 +159,13 @@ pub(crate) fn configure(
             let prefix = format!("/{first}");
             if first.starts_with('{') {
                 for e in group {
-                    cfg.service(resource(&app, e, e.path));
+                    cfg.service(resource(&app, e, e.path, limits));
                 }
                 continue;
             }
             let mut scope = web::scope(&prefix).default_service(web::to(not_found));
             for e in group {
-                scope = scope.service(resource(&app, e, &e.path[prefix.len()..]));
+                scope = scope.service(resource(&app, e, &e.path[prefix.len()..], limits));
             }
             cfg.service(scope);
         }
@@ -120,23 +173,48 @@ pub(crate) fn configure(
     }
 }
 
-pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    run_config(configure(mount.app), mount.listener, workers, shutdown)
+pub(crate) fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let routes = configure(mount.app, limits);
+    run_config(routes, mount.listener, workers, limits, shutdown)
 }
 
-/// Serves any actix service configuration with Brigade's threading and shutdown (the baseline
-/// uses it too).
+/// Serves any actix service configuration with Brigade's threading, limits and shutdown (the
+/// baseline uses it too).
 pub(crate) fn run_config(
     routes: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
     listener: std::net::TcpListener,
     workers: usize,
+    limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    let limits = *limits;
+    let gate = ConnectionGate::new(limits.max_connections);
     actix_web::rt::System::new().block_on(async move {
         let server =
             actix_web::HttpServer::new(move || actix_web::App::new().configure(routes.clone()))
                 .workers(workers)
                 .backlog(1024)
+                .keep_alive(limits.keep_alive_timeout)
+                .client_request_timeout(limits.header_read_timeout)
+                // actix-web's own cap is per worker: the kit's gate below is the real limit.
+                .max_connections(limits.max_connections)
+                .on_connect(move |conn, extensions| match gate.try_enter() {
+                    // The permit lives as long as the connection's data.
+                    Some(permit) => {
+                        extensions.insert(permit);
+                    }
+                    None => {
+                        // Past the connection limit: shut at once, before any byte is read.
+                        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                            let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
+                        }
+                    }
+                })
                 .disable_signals()
                 .shutdown_timeout(GRACE.as_secs())
                 .listen(listener)?

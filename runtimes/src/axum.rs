@@ -1,6 +1,7 @@
 //! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; path parameters come through
-//! axum's `RawPathParams` extractor and the body through `axum::body::to_bytes` under the endpoint's
-//! limit.
+//! axum's `RawPathParams` extractor and the body stream through the kit's reader under the
+//! endpoint's limit. The router is served as a service by the shared HTTP/1.1 loop
+//! ([`crate::http1`]), not `axum::serve`, which exposes no hyper builder to set limits on.
 
 use std::sync::Arc;
 
@@ -12,9 +13,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 use brigade_kit::http::Endpoint;
+use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
+use hyper_util::service::TowerToHyperService;
 
-use crate::{run_on_tokio, Mount, Shutdown};
+use crate::{Mount, Shutdown};
 
 /// The one place a [`Reply`] becomes an axum response.
 fn respond(reply: Reply) -> Response {
@@ -40,10 +43,14 @@ fn filter(m: Method) -> MethodFilter {
     }
 }
 
-fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
+fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits) -> MethodRouter {
     let mut router = MethodRouter::new();
     for &(method, route) in &e.methods {
-        let (app, limit) = (app.clone(), e.limit);
+        let (app, limit, timeout) = (
+            app.clone(),
+            limits.body_limit(e.limit),
+            limits.body_read_timeout,
+        );
         let handler = move |params: Result<RawPathParams, RawPathParamsRejection>,
                             req: AxumRequest| async move {
             let params = match params {
@@ -57,19 +64,11 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
             let body = if hyper::body::Body::is_end_stream(&body) {
                 Bytes::new() // no body (a GET): nothing to read
             } else {
-                match axum::body::to_bytes(body, limit).await {
+                // Exact when the request announced a Content-Length.
+                let length = hyper::body::Body::size_hint(&body).exact();
+                match read_body_draining(body.into_data_stream(), length, limit, timeout).await {
                     Ok(b) => b,
-                    Err(e) => {
-                        let e = e.into_inner();
-                        if e.downcast_ref::<http_body_util::LengthLimitError>()
-                            .is_some()
-                        {
-                            return respond(ApiError::too_large(limit).to_reply());
-                        }
-                        return respond(
-                            ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
-                        );
-                    }
+                    Err(e) => return respond(e.to_reply()),
                 }
             };
             let request = crate::request_from(&parts, params, body);
@@ -80,11 +79,11 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
     router
 }
 
-/// The axum `Router` for `app`: its endpoints, JSON 404 and 405 fallbacks.
-pub(crate) fn router(app: Arc<dyn AppHandle>) -> Router {
+/// The axum `Router` for `app` under `limits`: its endpoints, JSON 404 and 405 fallbacks.
+pub(crate) fn router(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Router {
     let mut router = Router::new();
     for e in app.endpoints() {
-        router = router.route(e.path, endpoint_router(&app, e));
+        router = router.route(e.path, endpoint_router(&app, e, limits));
     }
     let for_405 = app.clone();
     router
@@ -106,22 +105,30 @@ pub(crate) fn router(app: Arc<dyn AppHandle>) -> Router {
         })
 }
 
-pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    run_router(router(mount.app), mount.listener, workers, shutdown)
+pub(crate) fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    run_router(
+        router(mount.app, limits),
+        mount.listener,
+        workers,
+        limits,
+        shutdown,
+    )
 }
 
-/// Serves any axum `Router` with Brigade's threading and shutdown (the baseline uses it too).
+/// Serves any axum `Router` with Brigade's HTTP/1.1 loop, limits, threading and shutdown (the
+/// baseline uses it too).
 pub(crate) fn run_router(
     router: Router,
     listener: std::net::TcpListener,
     workers: usize,
+    limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown.wait())
-            .await?;
-        Ok(())
-    })
+    let service = TowerToHyperService::new(router);
+    crate::http1::serve_http1(service, listener, workers, limits, shutdown)
 }

@@ -1,7 +1,10 @@
 //! Hand-written minimal hello servers, one per runtime, in each runtime's plainest idiom: the
 //! baseline against which `docs/overhead.md` measures the cost of Brigade's route table. They run
-//! with exactly the adapters' threading, listener and shutdown (the adapters' `run_*` functions), so
-//! the only difference measured is the request path.
+//! with exactly the adapters' threading, listener, limits and shutdown (the adapters' `run_*`
+//! functions, under the kit's default [`ServerLimits`]), so the only difference measured is the
+//! request path.
+
+use brigade_kit::limits::ServerLimits;
 
 use crate::Shutdown;
 
@@ -17,6 +20,7 @@ pub fn serve_hello(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let workers = workers.max(1);
+    let limits = &ServerLimits::default();
     match name {
         #[cfg(feature = "axum")]
         "axum" => {
@@ -25,7 +29,7 @@ pub fn serve_hello(
                 "/bench/hello",
                 get(|| async { ([(axum::http::header::CONTENT_TYPE, TEXT)], HELLO) }),
             );
-            crate::axum::run_router(router, listener, workers, shutdown)
+            crate::axum::run_router(router, listener, workers, limits, shutdown)
         }
         #[cfg(feature = "actix")]
         "actix" => {
@@ -36,7 +40,7 @@ pub fn serve_hello(
                     web::get().to(|| async { HttpResponse::Ok().content_type(TEXT).body(HELLO) }),
                 );
             };
-            crate::actix::run_config(routes, listener, workers, shutdown)
+            crate::actix::run_config(routes, listener, workers, limits, shutdown)
         }
         #[cfg(feature = "hyper")]
         "hyper" => {
@@ -53,7 +57,7 @@ pub fn serve_hello(
                 );
                 Ok::<_, std::convert::Infallible>(resp)
             };
-            crate::hyper::run_service(hello, listener, workers, shutdown)
+            crate::hyper::run_service(hello, listener, workers, limits, shutdown)
         }
         #[cfg(feature = "warp")]
         "warp" => {
@@ -61,7 +65,8 @@ pub fn serve_hello(
             let routes = warp::path!("bench" / "hello")
                 .and(warp::get())
                 .map(|| warp::reply::with_header(HELLO, "content-type", TEXT));
-            crate::warp::run_filter(routes, listener, workers, shutdown)
+            let service = crate::warp::as_service!(routes);
+            crate::http1::serve_http1(service, listener, workers, limits, shutdown)
         }
         other => anyhow::bail!("no baseline for runtime {other:?} in this binary"),
     }

@@ -1,19 +1,19 @@
-//! hyper: no framework. hyper 1's HTTP/1.1 connection per accepted socket, the application's own
-//! matcher (the `matchit` router axum also uses) for routing, and `http_body_util::Limited` for bodies.
+//! hyper: no framework. hyper 1's HTTP/1.1 connection per accepted socket (the shared
+//! [`crate::http1`] loop), the application's own matcher (the `matchit` router axum also uses) for
+//! routing, and the kit's body reader under the endpoint's limit.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use http_body_util::{BodyDataStream, Full};
+use hyper::body::{Body, Incoming};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 
-use crate::{run_on_tokio, Mount, Shutdown};
+use crate::{Mount, Shutdown};
 
 /// The one place a [`Reply`] becomes a hyper response.
 fn respond(reply: Reply) -> Response<Full<Bytes>> {
@@ -29,6 +29,7 @@ fn respond(reply: Reply) -> Response<Full<Bytes>> {
 
 async fn handle(
     app: Arc<dyn AppHandle>,
+    limits: ServerLimits,
     req: http::Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
@@ -52,74 +53,50 @@ async fn handle(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let body = if hyper::body::Body::is_end_stream(&body) {
+    let body = if body.is_end_stream() {
         Bytes::new() // no body (a GET): nothing to collect
     } else {
-        match Limited::new(body, endpoint.limit).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                return Ok(respond(ApiError::too_large(endpoint.limit).to_reply()))
-            }
-            Err(e) => {
-                return Ok(respond(
-                    ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
-                ))
-            }
+        // hyper's size hint is exact when the request announced a Content-Length.
+        let length = body.size_hint().exact();
+        let limit = limits.body_limit(endpoint.limit);
+        let data = BodyDataStream::new(body);
+        match read_body_draining(data, length, limit, limits.body_read_timeout).await {
+            Ok(b) => b,
+            Err(e) => return Ok(respond(e.to_reply())),
         }
     };
     let request = crate::request_from(&parts, params, body);
     Ok(respond(app.call(route, request).await))
 }
 
-pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    let app = mount.app;
+pub(crate) fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let (app, copied) = (mount.app, *limits);
     run_service(
-        move |req| handle(app.clone(), req),
+        move |req| handle(app.clone(), copied, req),
         mount.listener,
         workers,
+        limits,
         shutdown,
     )
 }
 
-/// Serves any hyper handler with Brigade's accept loop, threading and shutdown (the baseline uses
-/// it too).
+/// Serves any hyper handler with Brigade's accept loop, limits, threading and shutdown (the
+/// baseline uses it too).
 pub(crate) fn run_service<H, F>(
     handler: H,
     listener: std::net::TcpListener,
     workers: usize,
+    limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()>
 where
     H: Fn(http::Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
 {
-    run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        let graceful = GracefulShutdown::new();
-        let stop = shutdown.wait();
-        tokio::pin!(stop);
-        loop {
-            let (stream, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        continue;
-                    }
-                },
-                _ = &mut stop => break,
-            };
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service_fn(handler.clone()));
-            let conn = graceful.watch(conn);
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                }
-            });
-        }
-        drop(listener);
-        graceful.shutdown().await;
-        Ok(())
-    })
+    crate::http1::serve_http1(service_fn(handler), listener, workers, limits, shutdown)
 }

@@ -11,13 +11,18 @@
 //! `workers` workers per service; actix-web runs `workers` single-threaded workers per service (its
 //! own model). Listeners are bound the same way for all ([`bind`]): `SO_REUSEADDR`, backlog 1024,
 //! `TCP_NODELAY` (inherited by accepted sockets on Linux).
+//!
+//! Limits are the same for all ([`ServerLimits`], from the kit): every adapter serves HTTP/1.1 only
+//! and applies the kit's head, body, timeout and connection limits; axum, hyper and warp share one
+//! HTTP/1.1 loop on hyper's own builder (`http1`), actix-web sets its own knobs from the same
+//! values. Every runtime answers `HEAD` for every `GET` route, without the body.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+pub use brigade_kit::limits::ServerLimits;
 use brigade_kit::AppHandle;
 
 /// Defines `fn content_type_value(&'static str) -> $value`: the `Content-Type` header value of a
@@ -44,6 +49,8 @@ macro_rules! content_type_values {
 mod actix;
 #[cfg(feature = "axum")]
 mod axum;
+#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
+mod http1;
 #[cfg(feature = "hyper")]
 mod hyper;
 #[cfg(feature = "warp")]
@@ -110,7 +117,7 @@ pub struct Runtime {
     pub version: &'static str,
     /// How it uses threads, printed in reports.
     pub threading: &'static str,
-    serve_one: fn(Mount, usize, Shutdown) -> anyhow::Result<()>,
+    serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
 }
 
 /// Every runtime compiled in, in a fixed order.
@@ -177,15 +184,29 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
 }
 
 impl Runtime {
-    /// Serves every mount until `shutdown`, each service on its own `workers` threads. Blocks.
-    /// Returns once every server has drained (at most [`GRACE`] after the shutdown began).
+    /// Serves every mount until `shutdown` under the default [`ServerLimits`]; see
+    /// [`Runtime::serve_with_limits`].
     pub fn serve(
         &'static self,
         mounts: Vec<Mount>,
         workers: usize,
         shutdown: Shutdown,
     ) -> anyhow::Result<()> {
-        let workers = workers.max(1);
+        self.serve_with_limits(mounts, workers, &ServerLimits::default(), shutdown)
+    }
+
+    /// Serves every mount until `shutdown` under `limits`, each service on its own `workers`
+    /// threads. Blocks. Returns once every server has drained (at most [`GRACE`] after the
+    /// shutdown began).
+    pub fn serve_with_limits(
+        &'static self,
+        mounts: Vec<Mount>,
+        workers: usize,
+        limits: &ServerLimits,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<()> {
+        limits.validate()?;
+        let (workers, limits) = (workers.max(1), *limits);
         let threads: Vec<_> = mounts
             .into_iter()
             .map(|m| {
@@ -193,7 +214,7 @@ impl Runtime {
                 let name = format!("{}-{}", self.name, m.app.name());
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || (self.serve_one)(m, workers, sd))
+                    .spawn(move || (self.serve_one)(m, workers, &limits, sd))
             })
             .collect::<Result<_, _>>()?;
         let mut first_error = None;
@@ -212,10 +233,10 @@ impl Runtime {
 
 /// Runs `server` on a multi-threaded tokio runtime with `workers` workers, giving it at most
 /// [`GRACE`] to drain once `shutdown` fires. Shared by the tokio-based adapters.
-#[allow(dead_code)]
+#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
 fn run_on_tokio<F>(workers: usize, shutdown: Shutdown, server: F) -> anyhow::Result<()>
 where
-    F: Future<Output = anyhow::Result<()>> + Send,
+    F: std::future::Future<Output = anyhow::Result<()>> + Send,
 {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)

@@ -1,20 +1,29 @@
 //! warp: the endpoints become nested warp path filters (`warp::path(..)`, `warp::path::param`,
 //! `path::end()`), one branch per segment as a hand-written warp app nests them; method, query,
 //! content type and the body stream are taken once after the path matched; a final filter answers
-//! the JSON 404.
+//! the JSON 404. The filter is served as a service by the shared HTTP/1.1 loop ([`crate::http1`]),
+//! not `warp::serve`, which exposes no hyper builder to set limits on.
 
 use std::sync::Arc;
 
 use brigade_kit::http::{pattern_segments, Segment};
+use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
-use bytes::{Buf, Bytes, BytesMut};
-use futures::{Stream, StreamExt};
 use warp::filters::BoxedFilter;
 use warp::http::{header, Response, StatusCode};
 use warp::hyper::body::Bytes as WarpBytes;
 use warp::Filter;
 
-use crate::{run_on_tokio, Mount, Shutdown};
+use crate::{Mount, Shutdown};
+
+/// A warp filter as the service the shared HTTP/1.1 loop serves (a macro, not a function: the
+/// bound warp puts on a filter's error names a trait it does not export). The baseline uses it too.
+macro_rules! as_service {
+    ($filter:expr) => {
+        hyper_util::service::TowerToHyperService::new(warp::service($filter))
+    };
+}
+pub(crate) use as_service;
 
 type Reply_ = Response<WarpBytes>;
 
@@ -28,28 +37,6 @@ fn respond(reply: Reply) -> Reply_ {
         crate::content_type_value(reply.content_type),
     );
     resp
-}
-
-/// Reads a body stream up to `limit` bytes; more is a 413.
-async fn collect_limited(
-    mut body: impl Stream<Item = Result<impl Buf, warp::Error>> + Unpin,
-    limit: usize,
-) -> Result<Bytes, ApiError> {
-    let mut out = BytesMut::new();
-    while let Some(chunk) = body.next().await {
-        let mut chunk =
-            chunk.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
-        if out.len() + chunk.remaining() > limit {
-            return Err(ApiError::too_large(limit));
-        }
-        while chunk.has_remaining() {
-            let part = chunk.chunk();
-            out.extend_from_slice(part);
-            let n = part.len();
-            chunk.advance(n);
-        }
-    }
-    Ok(out.freeze())
 }
 
 /// The endpoints as a tree of path segments, so that warp's filters nest the way a hand-written
@@ -129,9 +116,10 @@ fn any_of(
     }
 }
 
-/// The warp filter for `app`: the endpoint tree, then method, query, content type and body once,
-/// and the JSON 404 when no path matches.
-pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
+/// The warp filter for `app` under `limits`: the endpoint tree, then method, query, content type,
+/// length and body once, and the JSON 404 when no path matches.
+pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFilter<(Reply_,)> {
+    let limits = *limits;
     let mut root = Node::default();
     for (i, e) in app.endpoints().iter().enumerate() {
         root.insert(&pattern_segments(e.path), i);
@@ -145,6 +133,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
         .and(warp::method())
         .and(query)
         .and(warp::header::optional::<String>("content-type"))
+        .and(warp::header::optional::<u64>("content-length"))
         .and(warp::body::stream())
         .then(
             move |values: Vec<String>,
@@ -152,6 +141,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
                   method: warp::http::Method,
                   query: Option<String>,
                   ct: Option<String>,
+                  length: Option<u64>,
                   body| {
                 let app = app.clone();
                 async move {
@@ -160,10 +150,14 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
                     else {
                         return respond(e.method_not_allowed(method.as_str()).to_reply());
                     };
-                    let body = match collect_limited(Box::pin(body), e.limit).await {
-                        Ok(b) => b,
-                        Err(err) => return respond(err.to_reply()),
-                    };
+                    let limit = limits.body_limit(e.limit);
+                    let body =
+                        match read_body_draining(body, length, limit, limits.body_read_timeout)
+                            .await
+                        {
+                            Ok(b) => b,
+                            Err(err) => return respond(err.to_reply()),
+                        };
                     let params = e.name_params(values);
                     let request = Request {
                         params,
@@ -183,28 +177,12 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
     routes.or(not_found).unify().boxed()
 }
 
-pub(crate) fn serve(mount: Mount, workers: usize, shutdown: Shutdown) -> anyhow::Result<()> {
-    run_filter(filter(mount.app), mount.listener, workers, shutdown)
-}
-
-/// Serves any warp filter with Brigade's threading and shutdown (the baseline uses it too).
-pub(crate) fn run_filter<F>(
-    routes: F,
-    listener: std::net::TcpListener,
+pub(crate) fn serve(
+    mount: Mount,
     workers: usize,
+    limits: &ServerLimits,
     shutdown: Shutdown,
-) -> anyhow::Result<()>
-where
-    F: Filter + Clone + Send + Sync + 'static,
-    F::Extract: warp::Reply,
-{
-    run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(shutdown.wait())
-            .run()
-            .await;
-        Ok(())
-    })
+) -> anyhow::Result<()> {
+    let service = as_service!(filter(mount.app, limits));
+    crate::http1::serve_http1(service, mount.listener, workers, limits, shutdown)
 }

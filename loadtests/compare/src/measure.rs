@@ -26,6 +26,8 @@ pub struct Served {
     pub record: ServerRecord,
     /// The worker count it said it runs with.
     pub workers: Option<u32>,
+    /// The server limits it said it runs under.
+    pub limits: Option<String>,
     /// The services it announced, in order.
     pub services: Vec<String>,
 }
@@ -138,6 +140,7 @@ impl Bench<'_> {
             };
         let pid = server.pid();
         let workers = server.workers_reported();
+        let limits = server.limits_reported().map(str::to_owned);
         let services = server.announced().names();
         let mut server_record = ServerRecord {
             runtime: runtime.clone(),
@@ -191,6 +194,7 @@ impl Bench<'_> {
         let served = Served {
             record: server_record,
             workers,
+            limits,
             services,
         };
         (record, Some(served))

@@ -179,6 +179,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
 
     let mut server_records: Vec<ServerRecord> = Vec::new();
     let mut workers_reported: BTreeMap<String, Option<u32>> = BTreeMap::new();
+    let mut limits_reported: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut runs: Vec<RunRecord> = Vec::new();
     let planned = plan::plan(
         settings.runtimes.len(),
@@ -208,6 +209,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             }
             // The worker count each runtime said it started with (the same for all its runs).
             workers_reported.insert(served.record.runtime.clone(), served.workers);
+            limits_reported.insert(served.record.runtime.clone(), served.limits.clone());
             server_records.push(served.record);
         }
         runs.push(record);
@@ -240,6 +242,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             cpus,
             server_workers: workers,
             workers_reported,
+            limits_reported,
             generator_threads: threads,
         },
         settings: report::Settings {

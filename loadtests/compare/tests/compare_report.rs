@@ -59,6 +59,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             ..total.clone()
         }],
         total,
+        seconds: Vec::new(),
     }
 }
 
@@ -170,6 +171,7 @@ fn synthetic() -> Report {
                 ("axum".to_owned(), Some(1)),
                 ("actix".to_owned(), Some(1)),
             ]),
+            limits_reported: BTreeMap::new(),
             generator_threads: 1,
         },
         settings: report::Settings {

@@ -6,6 +6,7 @@
 //! A user's crate can depend on it alone; the comparison of runtimes, the studies and their reports
 //! live in `brigade-compare`, built on it.
 
+pub mod abuse;
 pub mod cli;
 pub mod engine;
 pub mod histogram;

@@ -138,6 +138,25 @@ pub struct LoadResult {
     pub total: RouteResult,
     /// Each route of the scenario.
     pub routes: Vec<RouteResult>,
+    /// All routes together, second by second from the measured window's start (hits, errors,
+    /// p50/p99): the run over time.
+    #[serde(default)]
+    pub seconds: Vec<Second>,
+}
+
+/// One second of a run, all routes together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    /// Seconds since the measured window opened (this one covers `second..second + 1`).
+    pub second: u32,
+    /// Requests completed in it.
+    pub requests: u64,
+    /// Of those, failed.
+    pub errors: u64,
+    /// Median latency of those answered or timed out, ms (to about 5%; 0 when none).
+    pub p50_ms: f64,
+    /// 99th percentile latency, ms (to about 5%; 0 when none).
+    pub p99_ms: f64,
 }
 
 // --- helpers for the generator's histograms and for merging runs (added with the engine) ---
@@ -208,6 +227,12 @@ pub fn merge(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
         r.rescale(elapsed);
     }
     for run in rest {
+        // The series follow one another, as one long run's would.
+        let offset = out.seconds.len() as u32;
+        out.seconds.extend(run.seconds.iter().map(|s| Second {
+            second: s.second + offset,
+            ..s.clone()
+        }));
         out.total.absorb(&run.total, elapsed)?;
         for route in &run.routes {
             match out.routes.iter_mut().find(|r| r.name == route.name) {

@@ -57,6 +57,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         generator_cpu_percent: 50.0 * latency_ms as f64,
         total,
         routes,
+        seconds: Vec::new(),
     }
 }
 

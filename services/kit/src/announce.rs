@@ -2,7 +2,9 @@
 //! the contract between a server binary and `brigade compare`, a test or a script.
 //!
 //! - once each service is bound, an [`Announcement::Listening`]:
-//!   `{"brigade":"listening","service":"bookmarks","url":"http://127.0.0.1:8090","runtime":"axum","store":"embedded","workers":2}`;
+//!   `{"brigade":"listening","service":"bookmarks","url":"http://127.0.0.1:8090","runtime":"axum","store":"embedded","workers":2}`
+//!   and, from servers that say, `"limits":"HTTP/1.1; header read 5 s; ..."` (the server limits in
+//!   words, [`crate::limits::ServerLimits`]);
 //! - before those, for each collection `--preload N` filled, an [`Announcement::Preloaded`]:
 //!   `{"brigade":"preloaded","service":..,"collection":..,"documents":N,"existing":N,"seconds":F}`;
 //! - `runtimes --json` prints one [`RuntimesListing`]:
@@ -36,6 +38,10 @@ pub struct Listening {
     pub store: String,
     /// Its worker threads.
     pub workers: usize,
+    /// The server limits it runs under, in words ([`crate::limits::ServerLimits`]'s one line);
+    /// left out by servers that do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<String>,
 }
 
 /// What `--preload` did to one collection.
@@ -104,6 +110,7 @@ mod tests {
             runtime: "axum".into(),
             store: "embedded".into(),
             workers: 2,
+            limits: None,
         });
         let line = a.line();
         assert_eq!(

@@ -2,6 +2,8 @@
 //! and nothing about restaurants.
 //!
 //! - [`http`]: the route table, the request and reply values, the one error type ([`ApiError`]).
+//! - [`limits`]: the server limits every runtime applies alike ([`limits::ServerLimits`]) and the
+//!   shared code that enforces them (head size and count, body size and read time, connections).
 //! - [`store`]: the [`store::Store`] trait and its backends (memory, embedded redb, MongoDB).
 //! - [`peer`]: the pooled HTTP client services use to call each other.
 //! - [`preload`]: filling an empty store with an application's realistic documents, in bulk.
@@ -19,6 +21,7 @@ pub mod announce;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod http;
+pub mod limits;
 pub mod peer;
 pub mod preload;
 pub mod resource;

@@ -2,7 +2,9 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use brigade_kit::limits::ServerLimits;
 use brigade_kit::store::StoreKind;
 use clap::Args;
 
@@ -54,6 +56,52 @@ pub struct ServeArgs {
     /// `brigade compare` gives each run); ignored by other stores.
     #[arg(long)]
     pub drop_databases_on_exit: bool,
+    /// The server limits, the same on every runtime.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// The server limits' flags; each one left out takes the kit's default ([`ServerLimits`]).
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Server limits (the same on every runtime)")]
+pub struct LimitArgs {
+    /// Time a client has to send a complete request head [default: 5s]
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub header_read_timeout: Option<Duration>,
+    /// Time an idle keep-alive connection is kept between requests [default: 5s]
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub keep_alive_timeout: Option<Duration>,
+    /// Time a client has to send a whole request body [default: 10s]
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub body_read_timeout: Option<Duration>,
+    /// Most bytes in a request head, request line included (at most 131072) [default: 32768]
+    #[arg(long, value_name = "BYTES")]
+    pub max_header_bytes: Option<usize>,
+    /// Most headers in a request (at most 96) [default: 64]
+    #[arg(long, value_name = "N")]
+    pub max_headers: Option<usize>,
+    /// Largest request body on any route; caps the routes' own limits [default: 16777216]
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Most connections open at once per service; one more is closed at once [default: 16384]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+}
+
+impl LimitArgs {
+    /// The limits these flags ask for, the kit's defaults where a flag is left out.
+    pub fn limits(&self) -> ServerLimits {
+        let d = ServerLimits::default();
+        ServerLimits {
+            header_read_timeout: self.header_read_timeout.unwrap_or(d.header_read_timeout),
+            keep_alive_timeout: self.keep_alive_timeout.unwrap_or(d.keep_alive_timeout),
+            body_read_timeout: self.body_read_timeout.unwrap_or(d.body_read_timeout),
+            max_header_bytes: self.max_header_bytes.unwrap_or(d.max_header_bytes),
+            max_headers: self.max_headers.unwrap_or(d.max_headers),
+            max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
+            max_connections: self.max_connections.unwrap_or(d.max_connections),
+        }
+    }
 }
 
 fn parse_prefix(s: &str) -> Result<String, String> {
@@ -105,6 +153,28 @@ mod tests {
             (0, 2000, 2000)
         );
         assert!(a.runtime.is_none() && a.listen.is_none() && a.workers.is_none());
+        assert_eq!(a.limits.limits(), ServerLimits::default());
+    }
+
+    #[test]
+    fn limit_flags_override_the_kits_defaults_one_by_one() {
+        let a = parse(&[
+            "--header-read-timeout",
+            "2s",
+            "--max-connections",
+            "10",
+            "--max-body-bytes",
+            "1024",
+        ])
+        .unwrap();
+        let l = a.limits.limits();
+        assert_eq!(l.header_read_timeout, Duration::from_secs(2));
+        assert_eq!((l.max_connections, l.max_body_bytes), (10, 1024));
+        assert_eq!(
+            l.keep_alive_timeout,
+            ServerLimits::default().keep_alive_timeout
+        );
+        assert!(parse(&["--keep-alive-timeout", "soon"]).is_err());
     }
 
     #[test]

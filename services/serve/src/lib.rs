@@ -6,7 +6,8 @@
 //!
 //! - `serve` ([`ServeArgs`]): `--runtime`, `--service NAME|all`, `--listen`, `--workers`, `--store`,
 //!   `--data-dir`, `--mongodb-uri`, `--store-timeout-ms`, `--peer`/`BRIGADE_PEERS`,
-//!   `--peer-timeout-ms`, `--preload`, `--database-prefix`, `--drop-databases-on-exit`; logging on
+//!   `--peer-timeout-ms`, `--preload`, `--database-prefix`, `--drop-databases-on-exit`, the server
+//!   limits ([`LimitArgs`]: `--header-read-timeout`, `--max-connections`, ...); logging on
 //!   stderr, the [`brigade_kit::announce`] lines on stdout once each service is bound,
 //!   `/ready` from the kit's standard routes, and a graceful shutdown on SIGTERM or SIGINT (stop
 //!   accepting, finish the requests in flight, close the stores, exit 0);
@@ -35,7 +36,7 @@ mod run;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use args::ServeArgs;
+pub use args::{LimitArgs, ServeArgs};
 pub use brigade_kit::announce;
 pub use brigade_runtimes as runtimes;
 pub use clap;

@@ -13,7 +13,7 @@ use brigade_kit::preload::{self, Filled};
 use brigade_kit::service::{self, ServiceConfig};
 use brigade_kit::store::Store;
 use brigade_kit::Service;
-use brigade_runtimes::{Mount, Runtime, Shutdown};
+use brigade_runtimes::{Mount, Runtime, ServerLimits, Shutdown};
 
 use crate::Services;
 
@@ -86,6 +86,9 @@ pub struct Prepared {
     pub workers: usize,
     /// Each service's name and the address it listens on, in order.
     pub addrs: Vec<(String, SocketAddr)>,
+    /// The limits every service is served under (the kit's defaults unless changed before
+    /// [`Prepared::run`]).
+    pub limits: ServerLimits,
     services: Vec<Arc<dyn Service>>,
     mounts: Vec<Mount>,
     stores: Vec<Arc<dyn Store>>,
@@ -165,6 +168,7 @@ pub fn prepare(
         runtime,
         workers: workers.max(1),
         addrs,
+        limits: ServerLimits::default(),
         services,
         mounts,
         stores,
@@ -213,7 +217,9 @@ impl Prepared {
 
     /// Serves until `shutdown`, then closes the stores. Blocks.
     pub fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
-        let served = self.runtime.serve(self.mounts, self.workers, shutdown);
+        let served =
+            self.runtime
+                .serve_with_limits(self.mounts, self.workers, &self.limits, shutdown);
         self.support.block_on(async {
             for s in &self.stores {
                 if let Err(e) = s.close().await {

@@ -100,9 +100,12 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         },
     };
     let store = config.store;
+    let limits = args.limits.limits();
+    limits.validate()?;
     let drop_config = args.drop_databases_on_exit.then(|| config.clone());
     let bound = bind(&chosen, args.listen)?;
-    let prepared = prepare(runtime, services, bound, workers, config)?;
+    let mut prepared = prepare(runtime, services, bound, workers, config)?;
+    prepared.limits = limits;
     if args.preload > 0 {
         // Before the listening lines: whoever waits for them gets a store already filled.
         for (service, filled) in prepared.preload(args.preload)? {
@@ -133,6 +136,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         workers,
         store = %store,
         data_dir = %args.data_dir.display(),
+        %limits,
         "starting"
     );
     for (name, addr) in &prepared.addrs {
@@ -142,6 +146,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             runtime: runtime.name.to_string(),
             store: store.as_str().to_string(),
             workers,
+            limits: Some(limits.to_string()),
         }))?;
     }
 

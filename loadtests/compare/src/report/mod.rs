@@ -94,6 +94,9 @@ pub struct ThreadSetup {
     pub server_workers: u32,
     /// The worker count each runtime printed when it started (runtime → workers).
     pub workers_reported: BTreeMap<String, Option<u32>>,
+    /// The server limits each runtime printed when it started (runtime → limits in words).
+    #[serde(default)]
+    pub limits_reported: BTreeMap<String, Option<String>>,
     /// Generator threads (one single-threaded tokio runtime each).
     pub generator_threads: u32,
 }
@@ -561,6 +564,12 @@ impl Report {
             ),
         )
         .line("Interleaving", s.interleaving.clone());
+        if !t.limits_reported.is_empty() {
+            out.line("Server limits", setup::limits_text(&t.limits_reported));
+        }
+        if let Some(note) = setup::warp_note(&s.runtimes) {
+            out.line("Warp's adapter", note);
+        }
         if !s.services.is_empty() || !s.server_command.is_empty() {
             out.line(
                 "Server",

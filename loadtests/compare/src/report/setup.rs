@@ -4,6 +4,7 @@
 //! for its [`super::study::StudyReport`]; both are rendered here, once, so a reader finds the same
 //! section in the same words in every `report.md` and `report.html`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -128,6 +129,31 @@ impl Setup {
     }
 }
 
+/// The server limits as the runtimes announced them: one line when every runtime said the same
+/// (as Brigade's servers do), else one entry per runtime ("not said" for a server that did not).
+pub fn limits_text(reported: &BTreeMap<String, Option<String>>) -> String {
+    let said: Vec<Option<&str>> = reported.values().map(Option::as_deref).collect();
+    match said.first() {
+        Some(Some(first)) if said.iter().all(|l| *l == Some(*first)) => {
+            format!("every runtime: {first}")
+        }
+        _ => reported
+            .iter()
+            .map(|(rt, l)| format!("{rt}: {}", l.as_deref().unwrap_or("not said")))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// The caveat every report that includes warp carries: its adapter costs more than a hand-written
+/// warp app (a table mounted as boxed filters), measured in `docs/overhead.md`.
+pub fn warp_note<S: AsRef<str>>(runtimes: &[S]) -> Option<String> {
+    runtimes.iter().any(|r| r.as_ref() == "warp").then(|| {
+        "mounting the route table as boxed warp filters costs about 1.5× the instructions of a          hand-written warp hello (the other adapters 1.09–1.19×; docs/overhead.md): warp's          figures include that cost"
+            .to_owned()
+    })
+}
+
 /// The versions of this build: Brigade's, the compiler's and the measured crates' (from the lock
 /// file at build time); the server binary and runtimes are left for the caller to fill.
 pub fn build_versions() -> Versions {
@@ -183,6 +209,22 @@ mod tests {
             !html.contains("server binary"),
             "no server binary, no row for it"
         );
+    }
+
+    #[test]
+    fn limits_are_one_line_when_equal_and_per_runtime_otherwise() {
+        let same = BTreeMap::from([
+            ("axum".to_owned(), Some("HTTP/1.1; x".to_owned())),
+            ("warp".to_owned(), Some("HTTP/1.1; x".to_owned())),
+        ]);
+        assert_eq!(limits_text(&same), "every runtime: HTTP/1.1; x");
+        let differ = BTreeMap::from([
+            ("axum".to_owned(), Some("a".to_owned())),
+            ("warp".to_owned(), None),
+        ]);
+        assert_eq!(limits_text(&differ), "axum: a; warp: not said");
+        assert!(warp_note(&["axum", "warp"]).unwrap().contains("1.5×"));
+        assert!(warp_note(&["axum"]).is_none());
     }
 
     #[test]

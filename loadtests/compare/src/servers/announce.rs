@@ -22,6 +22,8 @@ pub struct Listening {
     pub store: Option<String>,
     /// The worker count, if said.
     pub workers: Option<u32>,
+    /// The server limits it runs under, in words, if said.
+    pub limits: Option<String>,
 }
 
 /// A parsed `preloaded` line, printed before the `listening` lines.
@@ -49,6 +51,8 @@ enum Announcement {
         runtime: Option<String>,
         store: Option<String>,
         workers: Option<u32>,
+        #[serde(default)]
+        limits: Option<String>,
     },
     Preloaded {
         service: String,
@@ -87,6 +91,7 @@ impl Listening {
             runtime,
             store,
             workers,
+            limits,
         }) = json(line)
         {
             return Some(Listening {
@@ -95,6 +100,7 @@ impl Listening {
                 runtime,
                 store,
                 workers,
+                limits,
             });
         }
         let fields = text_fields(line, "listening")?;
@@ -104,6 +110,7 @@ impl Listening {
             runtime: fields.get("runtime").map(|s| s.to_string()),
             store: fields.get("store").map(|s| s.to_string()),
             workers: fields.get("workers").and_then(|w| w.parse().ok()),
+            limits: None,
         })
     }
 }
@@ -238,6 +245,7 @@ mod tests {
                 runtime: Some("axum".into()),
                 store: Some("memory".into()),
                 workers: Some(2),
+                limits: None,
             })
         );
         // Fields a later server adds are ignored; missing optional ones are None.

@@ -13,7 +13,8 @@
 //!    pinned, sampled and sent SIGTERM), not a shell around it: use `exec` in a wrapper script.
 //! 2. **How it announces what it serves** ([`announce`]): one JSON object per line on stdout,
 //!    `{"brigade":"listening","service":"NAME","url":"http://127.0.0.1:PORT","runtime":"R",
-//!    "store":"S","workers":N}` per service, all of them printed before it answers any request;
+//!    "store":"S","workers":N}` per service (optionally `"limits":"..."`, the server limits in
+//!    words, which reports copy into their setup), all of them printed before it answers any request;
 //!    before them, when preloading, `{"brigade":"preloaded","service":"NAME","collection":"C",
 //!    "documents":N,"existing":N,"seconds":F}` per collection. Other lines are copied to the log and
 //!    otherwise ignored. The service names come from these lines and nowhere else: scenarios naming

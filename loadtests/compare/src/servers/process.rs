@@ -64,6 +64,7 @@ pub struct ServerProcess {
     child: Child,
     announced: Announced,
     workers_reported: Option<u32>,
+    limits_reported: Option<String>,
     preloaded: Vec<Preloaded>,
     started_in: Duration,
     stopped: bool,
@@ -108,6 +109,7 @@ impl ServerProcess {
             child,
             announced: Announced::default(),
             workers_reported: None,
+            limits_reported: None,
             preloaded: Vec::new(),
             started_in: Duration::ZERO,
             stopped: false,
@@ -200,6 +202,9 @@ impl ServerProcess {
             if let Some(workers) = listening.workers {
                 self.workers_reported = Some(workers);
             }
+            if let Some(limits) = listening.limits {
+                self.limits_reported = Some(limits);
+            }
             self.announced.insert(listening.service, listening.url);
         }
         Ok(())
@@ -228,6 +233,11 @@ impl ServerProcess {
     /// The worker count the process said it runs with, if it said.
     pub fn workers_reported(&self) -> Option<u32> {
         self.workers_reported
+    }
+
+    /// The server limits the process said it runs under, if it said.
+    pub fn limits_reported(&self) -> Option<&str> {
+        self.limits_reported.as_deref()
     }
 
     /// What the process said it preloaded before listening, one entry per collection.

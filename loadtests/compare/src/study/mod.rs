@@ -3,13 +3,15 @@
 //! Today: `storage` (growing documents, [`storage`]), `rpc` (payload shapes, [`rpc`]), `sweep`
 //! (clients, keep-alive, sizes, bad URLs, memory after, [`sweep`]) and `inproc` (in-process
 //! against loopback, [`inproc`]); each is an `Args` struct and a `run_*` function in its own
-//! module, and a variant of [`StudyCommand`]. The three HTTP studies share their servers, order
+//! module, and a variant of [`StudyCommand`]; `faults` (what production does to a service,
+//! [`faults`]) too. The three HTTP studies share their servers, order
 //! of runs, measurement and setup section ([`lab`]) with `compare`'s pieces.
 //!
 //! The load tester knows no application: what a study needs from one (the storage study's HTTP
 //! growth description, the application `inproc` calls in process) the application registers in a
 //! [`Registry`], which the `brigade` binary fills.
 
+pub mod faults;
 pub mod inproc;
 pub mod lab;
 pub mod rpc;
@@ -43,6 +45,9 @@ pub enum StudyCommand {
     /// In process against loopback: a typed operation (two serialisations, two
     /// deserialisations) and `GET /bench/hello`, by one and two clients.
     Inproc(inproc::InprocArgs),
+    /// Faults under load on every runtime × store: abusive clients, SIGTERM, SIGKILL under writes,
+    /// a database outage, a soak; errors, time to recover and what was lost.
+    Faults(faults::cli::FaultsArgs),
 }
 
 /// A growth description an application registers for `study storage --via http`.
@@ -71,6 +76,14 @@ pub struct Registry {
     pub http_growth: Option<BuiltinGrowth>,
     /// The application called in process, if the binary links one.
     pub inproc: Option<InprocApp>,
+    /// The faults study's scenarios (registered by name) and targets.
+    pub load: brigade_load::Registry,
+    /// The faults study's load under which faults are injected (a scenario of [`Self::load`]).
+    pub fault_scenario: Option<&'static str>,
+    /// The faults study's soak mix (creates and deletes as much as it adds).
+    pub soak_scenario: Option<&'static str>,
+    /// The faults study's create and read routes, to log acknowledged writes across a crash.
+    pub write_probe: Option<faults::WriteProbe>,
 }
 
 /// Runs `brigade study ...`.
@@ -80,6 +93,7 @@ pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
         StudyCommand::Rpc(rpc) => rpc::run_rpc(rpc, registry),
         StudyCommand::Sweep(sweep) => sweep::run_sweep(sweep),
         StudyCommand::Inproc(inproc) => inproc::run_inproc(inproc, registry),
+        StudyCommand::Faults(faults) => faults::cli::run_faults(faults, registry),
     }
 }
 

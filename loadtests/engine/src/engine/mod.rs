@@ -20,6 +20,7 @@
 //!   for (at most the timeout) and counted.
 
 mod conn;
+mod seconds;
 pub mod session;
 mod stats;
 mod worker;
@@ -103,6 +104,17 @@ pub fn usable_cpus() -> usize {
 /// Runs `scenario` with `config` and returns the measured result. Blocking: it builds its own
 /// threads and runtimes (call it from outside any async runtime, or from `spawn_blocking`).
 pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
+    run_notifying(config, scenario, None)
+}
+
+/// [`run`], sending the instant the measured window opens (after the setup steps and the
+/// warm-up) on `notify`, so a caller can time something against the result's per-second
+/// series (a fault injected at its second 10).
+pub fn run_notifying(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    notify: Option<std::sync::mpsc::Sender<Instant>>,
+) -> Result<LoadResult> {
     if config.duration.is_none() && config.requests.is_none() {
         bail!("a run needs a duration or a request count");
     }
@@ -223,6 +235,9 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     barrier.wait();
 
     let measure_start = shared.measure_start();
+    if let Some(tx) = notify {
+        let _ = tx.send(measure_start);
+    }
     let bar = ProgressView::new(config, &shared, &progress);
     let mut process_cpu_at_start = None;
     while !handles.iter().all(|h| h.is_finished()) {
@@ -238,6 +253,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
     bar.finish();
 
     let mut routes = vec![RouteStats::default(); scenario.routes().len()];
+    let mut seconds = seconds::SecondSeries::default();
     let mut thread_cpu = Vec::new();
     for h in handles {
         let out = h
@@ -246,6 +262,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
         for (acc, r) in routes.iter_mut().zip(&out.routes) {
             acc.merge(r);
         }
+        seconds.merge(&out.seconds);
         thread_cpu.push(if out.wall_s > 0.0 {
             100.0 * out.cpu_s / out.wall_s
         } else {
@@ -298,6 +315,7 @@ pub fn run(config: &LoadConfig, scenario: &Scenario) -> Result<LoadResult> {
         generator_cpu_percent,
         total: total.into_result("total".into(), elapsed_s),
         routes,
+        seconds: seconds.into_result(),
     })
 }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::conn::{encode, exchange, Connection, Exchange, Failure, Target, WireCount};
+use super::seconds::SecondSeries;
 use super::stats::RouteStats;
 use crate::scenario::{Pools, RenderContext, Scenario};
 
@@ -110,6 +111,8 @@ impl Pace {
 #[derive(Debug)]
 pub(crate) struct ThreadOutput {
     pub(crate) routes: Vec<RouteStats>,
+    /// Its requests second by second.
+    pub(crate) seconds: SecondSeries,
     /// CPU seconds this thread used during the measured window (and its drain).
     pub(crate) cpu_s: f64,
     /// Wall seconds from the measured window's start to this thread's end.
@@ -120,6 +123,7 @@ struct Local {
     shared: Arc<Shared>,
     pools: RefCell<Pools>,
     stats: RefCell<Vec<RouteStats>>,
+    seconds: RefCell<SecondSeries>,
     progress: Arc<Progress>,
 }
 
@@ -173,6 +177,7 @@ pub(crate) fn thread_main(
         shared: shared.clone(),
         pools: RefCell::new(pools),
         stats: RefCell::new(vec![RouteStats::default(); routes]),
+        seconds: RefCell::new(SecondSeries::default()),
         progress,
     });
     let set = tokio::task::LocalSet::new();
@@ -218,8 +223,10 @@ pub(crate) fn thread_main(
     };
     drop(set);
     let routes = std::mem::take(&mut *local.stats.borrow_mut());
+    let seconds = std::mem::take(&mut *local.seconds.borrow_mut());
     Ok(ThreadOutput {
         routes,
+        seconds,
         cpu_s,
         wall_s,
     })
@@ -431,6 +438,9 @@ impl Local {
         if !measured {
             return;
         }
+        let at = Instant::now().saturating_duration_since(self.shared.measure_start());
+        let failed = matches!(verdict, Verdict::Failed(_));
+        self.seconds.borrow_mut().record(at, failed, latency);
         let mut stats = self.stats.borrow_mut();
         // A request that could not even be formed has no route: count it against the first one.
         let r = &mut stats[route.unwrap_or(0)];

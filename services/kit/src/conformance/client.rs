@@ -64,6 +64,13 @@ impl Answer {
         a
     }
 
+    /// Asserts the error message: the same words on every runtime.
+    #[track_caller]
+    pub fn expect_message(self, message: &str) -> Answer {
+        assert_eq!(self.message(), message, "error message in {}", self.json);
+        self
+    }
+
     /// The error code of an error answer (empty if there is none).
     pub fn code(&self) -> &str {
         self.json["error"]["code"].as_str().unwrap_or("")

@@ -1,7 +1,8 @@
 //! The error answers every service gives whatever its domain, checked against its own route table:
 //! an unknown path is a JSON 404, a known path with another method a JSON 405, a JSON route sent
 //! something else a 415, malformed JSON a 400, JSON of the wrong shape a 422, a body over a route's
-//! limit a 413 — each with the `{"error": {"code", "message"}}` body.
+//! limit a 413 with the same message on every runtime — each with the `{"error": {"code",
+//! "message"}}` body; and a `HEAD` on every `GET` route answers as the `GET` does, without a body.
 //!
 //! Routes are picked from the table, so the checks apply to any application: path parameters are
 //! filled with [`PARAM`]. The body rules (415, 413) hold on every route with a body, parameters or
@@ -46,6 +47,34 @@ pub async fn run(c: &TestClient, base: &str, routes: &[RouteSpec]) {
     json_routes_refuse_other_content_types_with_415(c, base, routes).await;
     malformed_json_is_400_and_the_wrong_shape_422(c, base, routes).await;
     bodies_over_a_routes_limit_are_413(c, base, routes).await;
+    head_answers_every_get_route_without_a_body(c, base, routes).await;
+}
+
+/// RFC 9110: every `GET` route answers `HEAD` with the status the `GET` gets, and no body.
+pub async fn head_answers_every_get_route_without_a_body(
+    c: &TestClient,
+    base: &str,
+    routes: &[RouteSpec],
+) {
+    let mut checked = 0;
+    for r in routes.iter().filter(|r| r.method == Method::Get) {
+        let url = format!("{base}{}", fill_params(r.path));
+        let get = c.send("GET", &url, None, Bytes::new()).await;
+        let head = c.send("HEAD", &url, None, Bytes::new()).await;
+        assert_eq!(
+            head.status, get.status,
+            "HEAD {} answers as GET does",
+            r.path
+        );
+        assert!(
+            head.body.is_empty(),
+            "HEAD {} has no body, got {} bytes",
+            r.path,
+            head.body.len()
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no GET route to ask HEAD of");
 }
 
 /// A path no route matches answers 404 `not_found`, for any method.
@@ -171,7 +200,8 @@ pub async fn bodies_over_a_routes_limit_are_413(c: &TestClient, base: &str, rout
             413,
             "payload_too_large",
             &format!("{} {} with {} bytes", r.method, r.path, limit + 1),
-        );
+        )
+        .expect_message(&format!("body larger than {limit} bytes"));
     }
 }
 

@@ -14,6 +14,8 @@ pub enum ErrorCode {
     BadRequest,
     /// 404: no such path or resource.
     NotFound,
+    /// 408: the request body did not arrive within the server's body-read timeout.
+    RequestTimeout,
     /// 405: a known path with the wrong method.
     MethodNotAllowed,
     /// 409: the resource is not in a state that allows the change, or a unique key is taken.
@@ -24,6 +26,8 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// 422: well-formed input that breaks a rule.
     Unprocessable,
+    /// 431: the request head has more headers, or more bytes, than the server accepts.
+    HeaderFieldsTooLarge,
     /// 500: a bug or an unexpected failure; details go to the log only.
     Internal,
     /// 502: a peer service answered with something unusable.
@@ -38,11 +42,13 @@ impl ErrorCode {
         match self {
             ErrorCode::BadRequest => 400,
             ErrorCode::NotFound => 404,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Unprocessable => 422,
+            ErrorCode::HeaderFieldsTooLarge => 431,
             ErrorCode::Internal => 500,
             ErrorCode::BadGateway => 502,
             ErrorCode::Unavailable => 503,
@@ -54,11 +60,13 @@ impl ErrorCode {
         match self {
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::NotFound => "not_found",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::Unprocessable => "unprocessable",
+            ErrorCode::HeaderFieldsTooLarge => "header_fields_too_large",
             ErrorCode::Internal => "internal",
             ErrorCode::BadGateway => "bad_gateway",
             ErrorCode::Unavailable => "unavailable",
@@ -96,6 +104,8 @@ impl ApiError {
         payload_too_large => PayloadTooLarge,
         unsupported_media_type => UnsupportedMediaType,
         unprocessable => Unprocessable,
+        request_timeout => RequestTimeout,
+        header_fields_too_large => HeaderFieldsTooLarge,
         bad_gateway => BadGateway,
         unavailable => Unavailable,
     }

@@ -19,7 +19,7 @@ use brigade_kit::http::RouteSpec;
 use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
-use brigade_runtimes::{Runtime, ShutdownTrigger};
+use brigade_runtimes::{Runtime, ServerLimits, ShutdownTrigger};
 
 pub use brigade_kit::conformance::{
     exactly_one_wins, run_standard_checks, Answer, Deployment as Target, TestClient,
@@ -76,6 +76,23 @@ impl Deployment {
         store: StoreKind,
         mongodb_uri: Option<String>,
     ) -> anyhow::Result<Deployment> {
+        Deployment::start_with_limits(
+            services,
+            runtime,
+            store,
+            mongodb_uri,
+            ServerLimits::default(),
+        )
+    }
+
+    /// [`Deployment::start`] with every service under `limits` instead of the kit's defaults.
+    pub fn start_with_limits(
+        services: &Services,
+        runtime: &str,
+        store: StoreKind,
+        mongodb_uri: Option<String>,
+        limits: ServerLimits,
+    ) -> anyhow::Result<Deployment> {
         let rt = brigade_runtimes::find(runtime)
             .with_context(|| format!("runtime {runtime} is not compiled in"))?;
         let dir = tempfile::tempdir()?;
@@ -106,7 +123,8 @@ impl Deployment {
         let mut servers = HashMap::new();
         for b in bound {
             let name = b.service.name().to_string();
-            let prepared = prepare(rt, services, vec![b], 2, config.clone())?;
+            let mut prepared = prepare(rt, services, vec![b], 2, config.clone())?;
+            prepared.limits = limits;
             let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
             let routes = prepared_routes(&prepared);
             let thread = std::thread::Builder::new()

@@ -99,6 +99,8 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
         generator_cpu_percent: 0.0,
         routes: vec![total.clone()],
         total,
+        // Calls made in process have no per-second series.
+        seconds: Vec::new(),
     }
 }
 

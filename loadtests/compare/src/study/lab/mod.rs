@@ -652,6 +652,9 @@ impl Lab {
             ),
         )
         .line("Interleaving", INTERLEAVING);
+        if let Some(note) = crate::report::setup::warp_note(&self.runtimes) {
+            out.line("Warp's adapter", note);
+        }
         for (runtime, text) in servers {
             out.line(format!("Server ({runtime})"), text.clone());
         }
@@ -671,15 +674,21 @@ pub fn stop_servers(servers: Vec<Served>) -> Vec<(String, StopOutcome)> {
         .collect()
 }
 
-/// A server's line for the setup section: how it was started, its workers, how it ended.
+/// A server's line for the setup section: how it was started, its workers and limits, how it
+/// ended.
 pub fn server_text(served: &Served, cpus: &CpuPlan) -> String {
     format!(
-        "`{}` on CPUs {} (said --workers {})",
+        "`{}` on CPUs {} (said --workers {}{})",
         served.command,
         pin::list(&cpus.server),
         served
             .workers
-            .map_or("?".to_owned(), |workers| workers.to_string())
+            .map_or("?".to_owned(), |workers| workers.to_string()),
+        served
+            .process
+            .limits_reported()
+            .map(|l| format!("; limits: {l}"))
+            .unwrap_or_default()
     )
 }
 

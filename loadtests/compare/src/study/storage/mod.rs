@@ -328,11 +328,15 @@ fn through_http(
         }),
         Err(err) => Err(err.context("the growth description does not fit this server")),
     };
+    let limits = process
+        .limits_reported()
+        .map(|l| format!("; limits: {l}"))
+        .unwrap_or_default();
     let stop = process.stop(STOP_GRACE);
     println!("{label}: server {stop}");
     result.growing = Some(growing?);
     result.server = Some(format!(
-        "`{}` on CPUs {}; {stop}",
+        "`{}` on CPUs {}; {stop}{limits}",
         spec.command_line(),
         pin::list(&cpus.server)
     ));

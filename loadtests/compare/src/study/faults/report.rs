@@ -1,0 +1,204 @@
+//! The faults study's report: one table of every runtime × store × fault (errors during, time to
+//! recover, requests lost, acknowledged writes lost, restarts needed, and each fault's own figures),
+//! then a section per fault with what happened in words and the load over time (errors and p99 per
+//! second, one line per runtime × store), in the general study report.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{FaultResult, FaultsSettings};
+use crate::report::setup::{build_versions, limits_text, warp_note, Setup};
+use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
+
+/// The title of the table every fault fills.
+pub(super) const TABLE: &str = "Faults: runtime × store";
+
+fn metrics() -> Vec<Metric> {
+    vec![
+        Metric::new("errors during", "", Better::Lower, 0),
+        Metric::new("time to recover", "s", Better::Lower, 1),
+        Metric::new("requests lost", "", Better::Lower, 0),
+        Metric::new("acknowledged writes lost", "", Better::Lower, 0),
+        Metric::new("process restarts needed", "", Better::Lower, 0),
+        Metric::new("p99", "ms", Better::Lower, 2),
+        Metric::new("unloaded p99", "ms", Better::Lower, 2),
+        Metric::new("abusive connections left open", "", Better::Lower, 0),
+        Metric::new("RSS after soak 1", "MiB", Better::Lower, 1),
+        Metric::new("RSS after soak 2", "MiB", Better::Lower, 1),
+    ]
+}
+
+pub(super) fn build(
+    settings: &FaultsSettings,
+    results: &[FaultResult],
+    started_at: String,
+    wall: Duration,
+) -> StudyReport {
+    let mut table = Table::new(TABLE, &["runtime", "store", "fault"], metrics());
+    for r in results {
+        table.push(
+            vec![r.runtime.clone(), r.store.clone(), r.fault.clone()],
+            vec![
+                r.errors_during,
+                r.recover_s,
+                r.requests_lost,
+                r.writes_lost,
+                r.restarts_needed,
+                r.p99_ms,
+                r.unloaded_p99_ms,
+                r.abusive_left_open,
+                r.rss_mib.map(|m| m.0),
+                r.rss_mib.map(|m| m.1),
+            ],
+        );
+    }
+    let mut sections = vec![Section {
+        title: "Every fault".to_owned(),
+        text: vec![
+            "Acknowledged writes lost and process restarts needed must be 0; abusive connections \
+             left open must be 0; during an abuse the normal load has no errors and its p99 stays \
+             within 2× its unloaded p99; after a soak the server's RSS stays within 1.1× of its \
+             RSS after the soak before. A dash: not measured for that fault."
+                .to_owned(),
+        ],
+        tables: vec![table],
+        charts: Vec::new(),
+    }];
+    let mut by_fault: BTreeMap<&str, Vec<&FaultResult>> = BTreeMap::new();
+    for r in results {
+        by_fault.entry(&r.fault).or_default().push(r);
+    }
+    for (fault, rs) in by_fault {
+        let text = rs
+            .iter()
+            .map(|r| {
+                let window = r
+                    .window
+                    .map(|(a, b)| format!(" (fault from {a:.1} s to {b:.1} s of the load)"))
+                    .unwrap_or_default();
+                format!(
+                    "{} on {}{window}: {}",
+                    r.runtime,
+                    r.store,
+                    r.notes.join("; ")
+                )
+            })
+            .collect();
+        let line = |pick: fn(&brigade_load::result::Second) -> f64| {
+            rs.iter()
+                .map(|r| Series {
+                    name: format!("{} {}", r.runtime, r.store),
+                    points: r
+                        .seconds
+                        .iter()
+                        .map(|s| (f64::from(s.second), pick(s)))
+                        .collect(),
+                })
+                .collect::<Vec<_>>()
+        };
+        sections.push(Section {
+            title: fault.to_owned(),
+            text,
+            tables: Vec::new(),
+            charts: vec![
+                Chart {
+                    title: format!("{fault}: errors per second"),
+                    x: Axis::linear("seconds from the load's start"),
+                    y: Axis::linear("failed requests"),
+                    series: line(|s| s.errors as f64),
+                },
+                Chart {
+                    title: format!("{fault}: hits per second"),
+                    x: Axis::linear("seconds from the load's start"),
+                    y: Axis::linear("requests completed"),
+                    series: line(|s| s.requests as f64),
+                },
+                Chart {
+                    title: format!("{fault}: p99 per second"),
+                    x: Axis::linear("seconds from the load's start"),
+                    y: Axis::log("p99, ms"),
+                    series: line(|s| s.p99_ms),
+                },
+            ],
+        });
+    }
+    let mut notes = vec![
+        "Every fault ran on a fresh server process started as `compare` starts one; the load is \
+         Brigade's generator, closed loop, with its per-second series."
+            .to_owned(),
+        "Not in this study (short forms in the test suite): a peer service stopped under load \
+         (`tests/conformance.rs`, the restaurant's peer-down checks)."
+            .to_owned(),
+    ];
+    if settings.quick {
+        notes.push("--quick: CI-sized counts and durations; not figures to quote.".to_owned());
+    }
+    if let Some(note) = warp_note(&settings.runtimes) {
+        notes.push(format!("warp: {note}."));
+    }
+    StudyReport {
+        study: "faults".to_owned(),
+        title: "Brigade fault study".to_owned(),
+        summary: format!(
+            "{} on {} × {}: nothing lost, nothing hangs, everything recovers.",
+            settings
+                .faults
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            settings.runtimes.join(", "),
+            settings.stores.join(", ")
+        ),
+        started_at,
+        wall_s: wall.as_secs_f64(),
+        setup: setup(settings, results),
+        notes,
+        sections,
+    }
+}
+
+fn setup(settings: &FaultsSettings, results: &[FaultResult]) -> Setup {
+    let mut versions = build_versions();
+    let binary = settings.launch.binary();
+    versions.server_binary = binary.display().to_string();
+    versions.server_binary_version = crate::servers::binary_version(binary);
+    let mut out = Setup {
+        machine: brigade_load::machine::describe(),
+        versions,
+        lines: Vec::new(),
+        command_line: settings.command_line.clone(),
+    };
+    let limits: BTreeMap<String, Option<String>> = results
+        .iter()
+        .filter(|r| r.server_limits.is_some())
+        .map(|r| (r.runtime.clone(), r.server_limits.clone()))
+        .collect();
+    out.line("Runtimes", settings.runtimes.join(", "))
+        .line("Stores", settings.stores.join(", "))
+        .line(
+            "Load",
+            format!(
+                "scenario {} with {} users for {} s around each fault; soak {} twice for {} s; \
+                 {} worker(s) per server",
+                settings.scenario.name(),
+                settings.users,
+                settings.duration.as_secs(),
+                settings.soak_scenario.name(),
+                settings.soak.as_secs(),
+                settings.workers
+            ),
+        )
+        .line(
+            "Abuse",
+            format!(
+                "{} slowloris, {} idle keep-alive, {} unfinished bodies, {} past the limit",
+                settings.slowloris, settings.idle, settings.unfinished, settings.flood
+            ),
+        )
+        .line("Server", settings.launch.describe());
+    if !limits.is_empty() {
+        out.line("Server limits", limits_text(&limits));
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! The HTTP/1.1 server the hyper-based adapters (axum, hyper, warp) share: one accept loop with the
+//! connection limit, hyper's own `http1::Builder` set from the [`ServerLimits`], and a thin guard in
+//! front of the runtime's service that applies the kit's head limits and answers `HEAD` as `GET`.
+//!
+//! `axum::serve` and `warp::serve` expose no hyper builder (and serve through hyper-util's auto
+//! HTTP/1 + HTTP/2 builder), so their adapters hand their router or filter, as a service, to this
+//! loop, as the hyper adapter does: the protocol stack and every limit are then the same code.
+//! What hyper does itself: the head timer (`header_read_timeout`, which also bounds the wait for
+//! the next request on a kept-alive connection, so it is set to the smaller of the head and
+//! keep-alive limits) and a backstop on a head's bytes at actix-web's fixed 128 KiB (its own bare
+//! 431 past it); hyper answers a `HEAD` without the body it would send a `GET`.
+
+use std::convert::Infallible;
+
+use brigade_kit::limits::{head_bytes, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADER_BYTES};
+use brigade_kit::ApiError;
+use bytes::Bytes;
+use futures::future::{Either as EitherFuture, FutureExt, Map, Ready};
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::{Either, Full};
+use hyper::body::{Body, Incoming};
+use hyper::service::Service;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+
+use crate::{run_on_tokio, Shutdown};
+
+/// A response of the guarded service: the runtime's own, or the guard's error.
+type Guarded<B> = Response<Either<B, Full<Bytes>>>;
+
+/// The runtime's service behind the kit's head limits and `HEAD` handling.
+#[derive(Clone)]
+struct Guard<S> {
+    inner: S,
+    limits: ServerLimits,
+}
+
+/// The kit's error as a bare hyper response (the guard answers before any runtime code runs).
+fn error_response<B>(e: ApiError) -> Guarded<B> {
+    let reply = e.to_reply();
+    let mut resp = Response::new(Either::Right(Full::new(reply.body)));
+    *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::BAD_REQUEST);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        crate::content_type_value(reply.content_type),
+    );
+    resp
+}
+
+type Wrap<B> = fn(Result<Response<B>, Infallible>) -> Result<Guarded<B>, Infallible>;
+
+fn wrap<B>(r: Result<Response<B>, Infallible>) -> Result<Guarded<B>, Infallible> {
+    r.map(|resp| resp.map(Either::Left))
+}
+
+impl<S, B> Service<Request<Incoming>> for Guard<S>
+where
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>,
+{
+    type Response = Guarded<B>;
+    type Error = Infallible;
+    type Future = EitherFuture<Ready<Result<Guarded<B>, Infallible>>, Map<S::Future, Wrap<B>>>;
+
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
+        let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        let bytes = head_bytes(
+            req.method().as_str(),
+            target,
+            req.headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+        );
+        if let Err(e) = self.limits.check_head(req.headers().len(), bytes) {
+            return EitherFuture::Left(futures::future::ready(Ok(error_response(e))));
+        }
+        if req.method() == Method::HEAD {
+            // RFC 9110: HEAD is answered for every GET route; hyper leaves the body out because
+            // the request it parsed was a HEAD.
+            *req.method_mut() = Method::GET;
+        }
+        EitherFuture::Right(self.inner.call(req).map(wrap::<B> as Wrap<B>))
+    }
+}
+
+/// Serves `service` over HTTP/1.1 under `limits` with Brigade's threading and shutdown: at most
+/// `limits.max_connections` connections at once (one more is accepted and closed at once).
+pub(crate) fn serve_http1<S, B>(
+    service: S,
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limits = *limits;
+    run_on_tokio(workers, shutdown.clone(), async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout.min(limits.keep_alive_timeout))
+            .max_header_size(RUNTIME_MAX_HEADER_BYTES);
+        let gate = ConnectionGate::new(limits.max_connections);
+        let graceful = GracefulShutdown::new();
+        let stop = shutdown.wait();
+        tokio::pin!(stop);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                },
+                _ = &mut stop => break,
+            };
+            let Some(permit) = gate.try_enter() else {
+                // Past the connection limit: closed at once, before any byte is read.
+                drop(stream);
+                continue;
+            };
+            let guard = Guard {
+                inner: service.clone(),
+                limits,
+            };
+            let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), guard));
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                drop(permit);
+            });
+        }
+        drop(listener);
+        graceful.shutdown().await;
+        Ok(())
+    })
+}

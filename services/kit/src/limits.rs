@@ -1,0 +1,391 @@
+//! The server limits every runtime applies alike ([`ServerLimits`]), and the shared code that
+//! enforces the ones a runtime does not enforce the same way itself: the request head's size and
+//! count ([`ServerLimits::check_head`]), the body's size and read time ([`read_body`]), and the
+//! connection limit ([`ConnectionGate`]).
+//!
+//! A comparison between runtimes that run under different rules is not a comparison: actix-web's
+//! own defaults (keep-alive 5 s, request head 5 s, 96 headers, a 128 KiB head buffer) differ from
+//! hyper's (no head timer unless one is set, 100 headers, a ~400 KiB buffer), and a server without a
+//! head timer lets a client that trickles its headers hold a connection forever (slowloris). So the
+//! limits live here, once, with defaults at or under actix-web's hard-coded ones (which it cannot
+//! raise), and each adapter sets its runtime's own knobs from them (`runtimes/`, see
+//! `docs/reliability.md` for what each runtime does itself).
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::ApiError;
+
+/// The limits a server runs under, the same on every runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerLimits {
+    /// How long a client has to send a complete request head, from the moment the server waits
+    /// for one (a new connection; on the hyper-based runtimes also between requests).
+    pub header_read_timeout: Duration,
+    /// How long an idle keep-alive connection is kept between requests.
+    pub keep_alive_timeout: Duration,
+    /// How long a client has to send a whole request body once its head is in.
+    pub body_read_timeout: Duration,
+    /// The most bytes a request head may take (request line and headers).
+    pub max_header_bytes: usize,
+    /// The most headers a request may carry.
+    pub max_headers: usize,
+    /// The largest body any route accepts; caps each route's own limit.
+    pub max_body_bytes: usize,
+    /// The most connections open at once, per service; past it a new one is closed at once.
+    pub max_connections: usize,
+}
+
+/// actix-web's hard-coded ceiling on headers per request: the kit's limit stays at or under it.
+pub const RUNTIME_MAX_HEADERS: usize = 96;
+/// actix-web's hard-coded ceiling on a request head's buffer: the kit's limit stays at or under it.
+pub const RUNTIME_MAX_HEADER_BYTES: usize = 128 * 1024;
+
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits {
+            header_read_timeout: Duration::from_secs(5),
+            keep_alive_timeout: Duration::from_secs(5),
+            body_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 32 * 1024,
+            max_headers: 64,
+            max_body_bytes: crate::http::BENCH_BODY_LIMIT,
+            max_connections: 16_384,
+        }
+    }
+}
+
+/// A limit set that cannot be applied alike on every runtime.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("server limits: {0}")]
+pub struct LimitsError(String);
+
+impl ServerLimits {
+    /// Checks that every runtime can apply these limits the same way.
+    pub fn validate(&self) -> Result<(), LimitsError> {
+        let zero = [
+            ("header read timeout", self.header_read_timeout.is_zero()),
+            ("keep-alive timeout", self.keep_alive_timeout.is_zero()),
+            ("body read timeout", self.body_read_timeout.is_zero()),
+            ("max headers", self.max_headers == 0),
+            ("max header bytes", self.max_header_bytes == 0),
+            ("max body bytes", self.max_body_bytes == 0),
+            ("max connections", self.max_connections == 0),
+        ];
+        if let Some((name, _)) = zero.iter().find(|(_, z)| *z) {
+            return Err(LimitsError(format!("{name} must be more than 0")));
+        }
+        if self.max_headers > RUNTIME_MAX_HEADERS {
+            return Err(LimitsError(format!(
+                "max headers {} is over actix-web's fixed {RUNTIME_MAX_HEADERS}",
+                self.max_headers
+            )));
+        }
+        if self.max_header_bytes > RUNTIME_MAX_HEADER_BYTES {
+            return Err(LimitsError(format!(
+                "max header bytes {} is over actix-web's fixed {RUNTIME_MAX_HEADER_BYTES}",
+                self.max_header_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// The body limit of a route that accepts `route_limit` bytes: the smaller of the two.
+    pub fn body_limit(&self, route_limit: usize) -> usize {
+        route_limit.min(self.max_body_bytes)
+    }
+
+    /// Refuses a request head with more than [`Self::max_headers`] headers or more than
+    /// [`Self::max_header_bytes`] bytes (431, `header_fields_too_large`).
+    pub fn check_head(&self, headers: usize, bytes: usize) -> Result<(), ApiError> {
+        if headers > self.max_headers {
+            return Err(ApiError::header_fields_too_large(format!(
+                "more than {} headers",
+                self.max_headers
+            )));
+        }
+        if bytes > self.max_header_bytes {
+            return Err(ApiError::header_fields_too_large(format!(
+                "request head larger than {} bytes",
+                self.max_header_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The size of a request head as sent: the request line and each `name: value` line with its CRLF.
+pub fn head_bytes<'a>(
+    method: &str,
+    target: &str,
+    headers: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> usize {
+    // "GET /path HTTP/1.1\r\n" and the final "\r\n".
+    let line = method.len() + 1 + target.len() + 1 + 8 + 2 + 2;
+    headers.fold(line, |n, (k, v)| n + k.len() + 2 + v.len() + 2)
+}
+
+impl fmt::Display for ServerLimits {
+    /// One line for start-up logs and reports.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "HTTP/1.1; header read {}; keep-alive {}; body read {}; at most {} headers and {} \
+             header bytes; body at most {} bytes (routes' own limits under it); at most {} \
+             connections per service, more closed at once",
+            secs(self.header_read_timeout),
+            secs(self.keep_alive_timeout),
+            secs(self.body_read_timeout),
+            self.max_headers,
+            self.max_header_bytes,
+            self.max_body_bytes,
+            self.max_connections
+        )
+    }
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// Reads a request body of at most `limit` bytes within `timeout`, the same way on every runtime:
+/// a `Content-Length` over the limit is refused at once without reading (413), a body that grows
+/// past it is refused when it does (413, the same message), one that does not finish in time is a
+/// 408 (`request_timeout`), and a broken one a 400. The unread rest is left in `body`.
+pub async fn read_body<S, B, E>(
+    body: S,
+    content_length: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: Buf,
+    E: fmt::Display,
+{
+    futures::pin_mut!(body);
+    read_into(body, content_length, limit, timeout).await
+}
+
+/// [`read_body`], and when the body is refused for its size, the rest of it read and dropped in
+/// the background (for at most `timeout`), so the client, still sending, reads the 413 instead of
+/// a broken connection. actix-web does this itself; the hyper-based runtimes would close the
+/// connection under the client's feet.
+pub async fn read_body_draining<S, B, E>(
+    body: S,
+    content_length: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: Buf,
+    E: fmt::Display,
+{
+    let mut body = Box::pin(body);
+    let read = read_into(body.as_mut(), content_length, limit, timeout).await;
+    if matches!(&read, Err(e) if e.code == crate::ErrorCode::PayloadTooLarge) {
+        tokio::spawn(async move {
+            let drain = async { while body.next().await.is_some() {} };
+            let _ = tokio::time::timeout(timeout, drain).await;
+        });
+    }
+    read
+}
+
+async fn read_into<S, B, E>(
+    mut body: std::pin::Pin<&mut S>,
+    content_length: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, E>> + ?Sized,
+    B: Buf,
+    E: fmt::Display,
+{
+    if content_length.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::too_large(limit));
+    }
+    let collect = async move {
+        let mut out = BytesMut::with_capacity(content_length.unwrap_or(0) as usize);
+        while let Some(chunk) = body.next().await {
+            let mut chunk =
+                chunk.map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?;
+            if out.len() + chunk.remaining() > limit {
+                return Err(ApiError::too_large(limit));
+            }
+            while chunk.has_remaining() {
+                let part = chunk.chunk();
+                let n = part.len();
+                out.extend_from_slice(part);
+                chunk.advance(n);
+            }
+        }
+        Ok(out.freeze())
+    };
+    match tokio::time::timeout(timeout, collect).await {
+        Ok(read) => read,
+        Err(_) => Err(ApiError::request_timeout(format!(
+            "the body did not arrive within {}",
+            secs(timeout)
+        ))),
+    }
+}
+
+/// Counts a service's open connections against [`ServerLimits::max_connections`]; shared by its
+/// workers. Cloning shares the count.
+#[derive(Debug, Clone)]
+pub struct ConnectionGate {
+    max: usize,
+    open: Arc<AtomicUsize>,
+}
+
+/// One admitted connection; leaving the gate when dropped.
+#[derive(Debug)]
+pub struct ConnectionPermit(Arc<AtomicUsize>);
+
+impl ConnectionGate {
+    /// A gate admitting at most `max` connections at once.
+    pub fn new(max: usize) -> ConnectionGate {
+        ConnectionGate {
+            max,
+            open: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Admits one more connection, or `None` when `max` are open (the caller closes it at once).
+    pub fn try_enter(&self) -> Option<ConnectionPermit> {
+        let mut open = self.open.load(Ordering::Relaxed);
+        loop {
+            if open >= self.max {
+                return None;
+            }
+            match self.open.compare_exchange_weak(
+                open,
+                open + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(ConnectionPermit(self.open.clone())),
+                Err(now) => open = now,
+            }
+        }
+    }
+
+    /// How many connections are open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for ConnectionPermit {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn defaults_stay_within_what_every_runtime_can_apply() {
+        let d = ServerLimits::default();
+        d.validate().unwrap();
+        assert!(d.max_headers <= RUNTIME_MAX_HEADERS);
+        assert!(d.max_header_bytes <= RUNTIME_MAX_HEADER_BYTES);
+        assert_eq!(d.body_limit(1 << 20), 1 << 20);
+        assert_eq!(d.body_limit(usize::MAX), crate::http::BENCH_BODY_LIMIT);
+        let line = d.to_string();
+        assert!(
+            line.contains("header read 5 s") && line.contains("64 headers"),
+            "{line}"
+        );
+        let over = ServerLimits {
+            max_headers: 97,
+            ..d
+        };
+        assert!(over.validate().is_err());
+        let zero = ServerLimits {
+            max_connections: 0,
+            ..d
+        };
+        assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn heads_over_the_count_or_the_size_are_431() {
+        let l = ServerLimits {
+            max_headers: 2,
+            max_header_bytes: 100,
+            ..ServerLimits::default()
+        };
+        assert!(l.check_head(2, 100).is_ok());
+        assert_eq!(
+            l.check_head(3, 10).unwrap_err().code,
+            ErrorCode::HeaderFieldsTooLarge
+        );
+        assert_eq!(l.check_head(1, 101).unwrap_err().to_reply().status, 431);
+        let h: [(&[u8], &[u8]); 1] = [(b"host", b"a")];
+        // "GET / HTTP/1.1\r\n" (16) + "host: a\r\n" (9) + "\r\n" (2)
+        assert_eq!(head_bytes("GET", "/", h.into_iter()), 27);
+    }
+
+    fn chunks(parts: &[&'static str]) -> impl Stream<Item = Result<Bytes, String>> {
+        futures::stream::iter(
+            parts
+                .iter()
+                .map(|p| Ok(Bytes::from_static(p.as_bytes())))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[tokio::test]
+    async fn bodies_are_refused_by_length_by_size_and_by_time_alike() {
+        let t = Duration::from_secs(5);
+        let ok = read_body(chunks(&["ab", "cd"]), Some(4), 4, t)
+            .await
+            .unwrap();
+        assert_eq!(&ok[..], b"abcd");
+        // Announced over the limit: refused without reading a byte (the stream would fail).
+        let never = futures::stream::iter(vec![Err::<Bytes, _>("read")]);
+        let e = read_body(never, Some(5), 4, t).await.unwrap_err();
+        assert_eq!(e, ApiError::too_large(4));
+        // Chunked, growing past it: the same error.
+        let e = read_body(chunks(&["abc", "de"]), None, 4, t)
+            .await
+            .unwrap_err();
+        assert_eq!(e, ApiError::too_large(4));
+        // Never finishing: 408 once the timeout passes.
+        let stalled = futures::stream::pending::<Result<Bytes, String>>();
+        let e = read_body(stalled, None, 4, Duration::from_millis(20))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::RequestTimeout);
+        assert_eq!(e.to_reply().status, 408);
+    }
+
+    #[test]
+    fn the_gate_admits_up_to_its_limit_and_frees_a_place_on_drop() {
+        let gate = ConnectionGate::new(2);
+        let a = gate.try_enter().unwrap();
+        let _b = gate.clone().try_enter().unwrap();
+        assert!(gate.try_enter().is_none());
+        assert_eq!(gate.open(), 2);
+        drop(a);
+        assert!(gate.try_enter().is_some());
+    }
+}
