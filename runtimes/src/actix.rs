@@ -46,10 +46,14 @@ fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint, path: &str) -> actix_web::Re
                             if err.as_response_error().status_code()
                                 == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE =>
                         {
-                            return respond(ApiError::payload_too_large(err.to_string()).to_reply())
+                            return respond(
+                                app.refused(route, ApiError::payload_too_large(err.to_string())),
+                            )
                         }
                         Err(err) => {
-                            return respond(ApiError::bad_request(err.to_string()).to_reply())
+                            return respond(
+                                app.refused(route, ApiError::bad_request(err.to_string())),
+                            )
                         }
                     };
                     let request = Request {
@@ -65,21 +69,32 @@ fn resource(app: &Arc<dyn AppHandle>, e: &Endpoint, path: &str) -> actix_web::Re
                             .and_then(|v| v.to_str().ok())
                             .map(str::to_string),
                         body,
+                        traceparent: req
+                            .headers()
+                            .get("traceparent")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string),
                     };
                     respond(app.call(route, request).await)
                 }
             },
         ));
     }
-    let e = e.clone();
+    let app = app.clone();
     res.default_service(web::to(move |req: HttpRequest| {
-        let reply = e.method_not_allowed(req.method().as_str()).to_reply();
+        let reply = app.unmatched(req.method().as_str(), req.path());
         async move { respond(reply) }
     }))
 }
 
-async fn not_found(req: HttpRequest) -> HttpResponse {
-    respond(ApiError::no_route(req.method().as_str(), req.path()).to_reply())
+/// The JSON 404 (or 405) of a request no resource takes.
+fn not_found(
+    app: &Arc<dyn AppHandle>,
+) -> impl Fn(HttpRequest) -> std::future::Ready<HttpResponse> + Clone + 'static {
+    let app = app.clone();
+    move |req: HttpRequest| {
+        std::future::ready(respond(app.unmatched(req.method().as_str(), req.path())))
+    }
 }
 
 /// Registers `app`'s endpoints and the JSON 404 on an actix service config: one `Scope` per first
@@ -110,13 +125,13 @@ pub(crate) fn configure(
                 }
                 continue;
             }
-            let mut scope = web::scope(&prefix).default_service(web::to(not_found));
+            let mut scope = web::scope(&prefix).default_service(web::to(not_found(&app)));
             for e in group {
                 scope = scope.service(resource(&app, e, &e.path[prefix.len()..]));
             }
             cfg.service(scope);
         }
-        cfg.default_service(web::to(not_found));
+        cfg.default_service(web::to(not_found(&app)));
     }
 }
 

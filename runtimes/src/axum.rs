@@ -51,7 +51,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
-                Err(e) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
+                Err(e) => return respond(app.refused(route, ApiError::bad_request(e.body_text()))),
             };
             let (parts, body) = req.into_parts();
             let body = if hyper::body::Body::is_end_stream(&body) {
@@ -64,11 +64,12 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint) -> MethodRouter {
                         if e.downcast_ref::<http_body_util::LengthLimitError>()
                             .is_some()
                         {
-                            return respond(ApiError::too_large(limit).to_reply());
+                            return respond(app.refused(route, ApiError::too_large(limit)));
                         }
-                        return respond(
-                            ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
-                        );
+                        return respond(app.refused(
+                            route,
+                            ApiError::bad_request(format!("reading the body: {e}")),
+                        ));
                     }
                 }
             };
@@ -86,23 +87,13 @@ pub(crate) fn router(app: Arc<dyn AppHandle>) -> Router {
     for e in app.endpoints() {
         router = router.route(e.path, endpoint_router(&app, e));
     }
-    let for_405 = app.clone();
+    let (for_405, for_404) = (app.clone(), app);
     router
         .method_not_allowed_fallback(move |method: HttpMethod, uri: Uri| async move {
-            let e = for_405
-                .matcher()
-                .at(uri.path())
-                .ok()
-                .map(|m| for_405.endpoints()[*m.value].clone());
-            match e {
-                Some(e) => respond(e.method_not_allowed(method.as_str()).to_reply()),
-                None => respond(
-                    ApiError::method_not_allowed(format!("{method} is not allowed")).to_reply(),
-                ),
-            }
+            respond(for_405.unmatched(method.as_str(), uri.path()))
         })
-        .fallback(|req: AxumRequest<Body>| async move {
-            respond(ApiError::no_route(req.method().as_str(), req.uri().path()).to_reply())
+        .fallback(move |req: AxumRequest<Body>| async move {
+            respond(for_404.unmatched(req.method().as_str(), req.uri().path()))
         })
 }
 

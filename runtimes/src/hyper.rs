@@ -34,18 +34,12 @@ async fn handle(
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let Ok(found) = app.matcher().at(path) else {
-        return Ok(respond(
-            ApiError::no_route(parts.method.as_str(), path).to_reply(),
-        ));
+        return Ok(respond(app.unmatched(parts.method.as_str(), path)));
     };
     let endpoint = &app.endpoints()[*found.value];
     let Some(route) = Method::parse(parts.method.as_str()).and_then(|m| endpoint.route_for(m))
     else {
-        return Ok(respond(
-            endpoint
-                .method_not_allowed(parts.method.as_str())
-                .to_reply(),
-        ));
+        return Ok(respond(app.unmatched(parts.method.as_str(), path)));
     };
     let params = found
         .params
@@ -58,12 +52,13 @@ async fn handle(
         match Limited::new(body, endpoint.limit).collect().await {
             Ok(b) => b.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                return Ok(respond(ApiError::too_large(endpoint.limit).to_reply()))
+                return Ok(respond(app.refused(route, ApiError::too_large(endpoint.limit))))
             }
             Err(e) => {
-                return Ok(respond(
-                    ApiError::bad_request(format!("reading the body: {e}")).to_reply(),
-                ))
+                return Ok(respond(app.refused(
+                    route,
+                    ApiError::bad_request(format!("reading the body: {e}")),
+                )))
             }
         }
     };

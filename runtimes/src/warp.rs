@@ -136,6 +136,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
     for (i, e) in app.endpoints().iter().enumerate() {
         root.insert(&pattern_segments(e.path), i);
     }
+    let for_404 = app.clone();
     let query = warp::query::raw()
         .map(Some)
         .or(warp::any().map(|| None))
@@ -145,6 +146,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
         .and(warp::method())
         .and(query)
         .and(warp::header::optional::<String>("content-type"))
+        .and(warp::header::optional::<String>("traceparent"))
         .and(warp::body::stream())
         .then(
             move |values: Vec<String>,
@@ -152,17 +154,18 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
                   method: warp::http::Method,
                   query: Option<String>,
                   ct: Option<String>,
+                  traceparent: Option<String>,
                   body| {
                 let app = app.clone();
                 async move {
                     let e = &app.endpoints()[endpoint];
                     let Some(route) = Method::parse(method.as_str()).and_then(|m| e.route_for(m))
                     else {
-                        return respond(e.method_not_allowed(method.as_str()).to_reply());
+                        return respond(app.unmatched(method.as_str(), e.path));
                     };
                     let body = match collect_limited(Box::pin(body), e.limit).await {
                         Ok(b) => b,
-                        Err(err) => return respond(err.to_reply()),
+                        Err(err) => return respond(app.refused(route, err)),
                     };
                     let params = e.name_params(values);
                     let request = Request {
@@ -170,14 +173,15 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>) -> BoxedFilter<(Reply_,)> {
                         query,
                         content_type: ct,
                         body,
+                        traceparent,
                     };
                     respond(app.call(route, request).await)
                 }
             },
         );
     let not_found = warp::method().and(warp::path::full()).map(
-        |m: warp::http::Method, p: warp::path::FullPath| {
-            respond(ApiError::no_route(m.as_str(), p.as_str()).to_reply())
+        move |m: warp::http::Method, p: warp::path::FullPath| {
+            respond(for_404.unmatched(m.as_str(), p.as_str()))
         },
     );
     routes.or(not_found).unify().boxed()

@@ -10,6 +10,9 @@
 //! - [`standard`]: `/health`, `/ready` and the `/bench/*` endpoints every service carries.
 //! - [`service`]: what a service is to whoever serves or tests it ([`service::Service`]), and the one
 //!   place its store is opened and its application built.
+//! - [`observe`]: Prometheus metrics (`GET /metrics`) and the W3C trace context that follows a
+//!   request across services.
+//! - [`openapi`]: the OpenAPI 3.1 document generated from the route table (`GET /openapi.json`).
 //! - [`announce`]: the JSON lines a server prints on stdout (`listening`, `preloaded`) and
 //!   `runtimes --json`: the contract with whoever starts it.
 //! - `conformance` (feature `conformance`): the black-box HTTP test client and the checks every
@@ -19,6 +22,8 @@ pub mod announce;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod http;
+pub mod observe;
+pub mod openapi;
 pub mod peer;
 pub mod preload;
 pub mod resource;
@@ -29,4 +34,5 @@ pub mod store;
 pub use http::{
     ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteSpec, RouteTable,
 };
+pub use schemars;
 pub use service::Service;
