@@ -52,7 +52,9 @@ async fn handle(
         match Limited::new(body, endpoint.limit).collect().await {
             Ok(b) => b.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                return Ok(respond(app.refused(route, ApiError::too_large(endpoint.limit))))
+                return Ok(respond(
+                    app.refused(route, ApiError::too_large(endpoint.limit)),
+                ))
             }
             Err(e) => {
                 return Ok(respond(app.refused(

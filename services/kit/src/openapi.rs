@@ -300,7 +300,10 @@ mod tests {
         );
         let params = op["parameters"].as_array().unwrap();
         assert_eq!(params.len(), 2);
-        assert_eq!((&params[1]["name"], &params[1]["in"]), (&json!("limit"), &json!("query")));
+        assert_eq!(
+            (&params[1]["name"], &params[1]["in"]),
+            (&json!("limit"), &json!("query"))
+        );
         assert_eq!(
             d["components"]["schemas"]["Note"]["properties"]["text"]["type"],
             "string"

@@ -130,8 +130,7 @@ pub async fn build(service: &dyn Service, config: &ServiceConfig) -> Result<Buil
         .collect();
     let mut peers = PeerClient::new(peers, config.peer_timeouts);
     let metrics = config.metrics.then(|| {
-        let collections: Vec<&'static str> =
-            service.collections().iter().map(|c| c.name).collect();
+        let collections: Vec<&'static str> = service.collections().iter().map(|c| c.name).collect();
         Arc::new(Metrics::new(&collections, &service.peers()))
     });
     if let Some(m) = &metrics {

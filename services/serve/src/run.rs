@@ -12,8 +12,8 @@ use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
 use brigade_runtimes::Runtime;
 
-use crate::prepare::{bind, local_url, prepare};
 use crate::args::LogFormat;
+use crate::prepare::{bind, local_url, prepare};
 use crate::{ServeArgs, Services};
 
 /// Sets up logging once: to stderr (stdout carries only the announcements), at `RUST_LOG` or

@@ -88,7 +88,9 @@ pub trait AppHandle: Send + Sync + 'static {
     /// known, else 404; counted under the one unmatched label.
     fn unmatched(&self, method: &str, path: &str) -> Reply {
         match self.matcher().at(path) {
-            Ok(m) => self.endpoints()[*m.value].method_not_allowed(method).to_reply(),
+            Ok(m) => self.endpoints()[*m.value]
+                .method_not_allowed(method)
+                .to_reply(),
             Err(_) => ApiError::no_route(method, path).to_reply(),
         }
     }
@@ -355,7 +357,11 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
 
     fn refused(&self, route: usize, error: ApiError) -> Reply {
         let reply = error.to_reply();
-        self.record(route, reply.status, self.metrics.get().map(|_| Instant::now()));
+        self.record(
+            route,
+            reply.status,
+            self.metrics.get().map(|_| Instant::now()),
+        );
         reply
     }
 

@@ -241,7 +241,9 @@ fn histogram<'a>(
         let (sum, count, buckets) = h.snapshot();
         metric
             .encode_family(&labels.as_slice())?
-            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &buckets, None)?;
+            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                sum, count, &buckets, None,
+            )?;
     }
     Ok(())
 }
@@ -295,9 +297,7 @@ impl Collector for Metrics {
             "Time from the route table's call to the reply, by route pattern.",
             routes()
                 .filter(|(_, route, m)| *route != UNMATCHED || m.latency.count() > 0)
-                .map(|(method, route, m)| {
-                    (vec![("method", method), ("route", route)], &m.latency)
-                }),
+                .map(|(method, route, m)| (vec![("method", method), ("route", route)], &m.latency)),
         )?;
         let in_flight = ConstGauge::new(self.in_flight.load(Ordering::Relaxed));
         in_flight.encode(encoder.encode_descriptor(
@@ -307,12 +307,15 @@ impl Collector for Metrics {
             in_flight.metric_type(),
         )?)?;
         let store = || {
-            self.collections.iter().enumerate().flat_map(move |(c, coll)| {
-                super::metrics::STORE_OPS
-                    .iter()
-                    .enumerate()
-                    .map(move |(o, op)| (*coll, *op, &self.store[c * STORE_OPS.len() + o]))
-            })
+            self.collections
+                .iter()
+                .enumerate()
+                .flat_map(move |(c, coll)| {
+                    super::metrics::STORE_OPS
+                        .iter()
+                        .enumerate()
+                        .map(move |(o, op)| (*coll, *op, &self.store[c * STORE_OPS.len() + o]))
+                })
         };
         histogram(
             &mut encoder,
@@ -327,15 +330,18 @@ impl Collector for Metrics {
             "brigade_store_errors",
             "Store calls that failed, by collection, operation and kind.",
             store().flat_map(|(c, op, s)| {
-                STORE_ERRORS.iter().enumerate().filter_map(move |(k, kind)| {
-                    let n = s.errors[k].get();
-                    (n > 0).then(|| {
-                        (
-                            vec![("collection", c), ("operation", op), ("kind", *kind)],
-                            n,
-                        )
+                STORE_ERRORS
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(k, kind)| {
+                        let n = s.errors[k].get();
+                        (n > 0).then(|| {
+                            (
+                                vec![("collection", c), ("operation", op), ("kind", *kind)],
+                                n,
+                            )
+                        })
                     })
-                })
             }),
         )?;
         let peers = || self.peers.iter().map(String::as_str).zip(&self.peer_slots);
@@ -417,7 +423,10 @@ mod tests {
     #[test]
     fn the_text_names_each_series_with_its_labels() {
         let m = std::sync::Arc::new(Metrics::new(&["items"], &["users"]));
-        m.set_routes(&[spec(Method::Get, "/items/{id}"), spec(Method::Get, "/health")]);
+        m.set_routes(&[
+            spec(Method::Get, "/items/{id}"),
+            spec(Method::Get, "/health"),
+        ]);
         m.route(0).unwrap().record(200, Duration::from_millis(2));
         m.route(0).unwrap().record(404, Duration::from_millis(1));
         m.unmatched("BREW").record(404, Duration::from_micros(5));
@@ -429,7 +438,11 @@ mod tests {
             Some(&StoreError::Unavailable("down".into())),
         );
         m.peer_call("users", Duration::from_millis(1), Ok(200));
-        m.peer_call("users", Duration::from_millis(1), Err(ErrorCode::Unavailable));
+        m.peer_call(
+            "users",
+            Duration::from_millis(1),
+            Err(ErrorCode::Unavailable),
+        );
         let _guard = m.enter();
         let text = m.encode();
         for line in [

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 /// Upper bounds of the latency buckets, in seconds (100 µs .. 10 s); `+Inf` follows.
 pub(crate) const BUCKETS: [f64; 16] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-    10.0,
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
 ];
 
 /// The same bounds in nanoseconds, compared against without floating point.
@@ -53,7 +53,11 @@ impl Histogram {
     pub(crate) fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
         let mut running = 0;
         let mut buckets = Vec::with_capacity(BUCKETS.len() + 1);
-        for (i, le) in BUCKETS.iter().chain(std::iter::once(&f64::INFINITY)).enumerate() {
+        for (i, le) in BUCKETS
+            .iter()
+            .chain(std::iter::once(&f64::INFINITY))
+            .enumerate()
+        {
             running += self.buckets[i].load(Ordering::Relaxed);
             buckets.push((*le, running));
         }
@@ -133,6 +137,9 @@ mod tests {
         for s in [200, 201, 204, 404, 422, 503, 42] {
             c.count(s);
         }
-        assert_eq!((0..5).map(|i| c.get(i)).collect::<Vec<_>>(), [0, 3, 0, 2, 2]);
+        assert_eq!(
+            (0..5).map(|i| c.get(i)).collect::<Vec<_>>(),
+            [0, 3, 0, 2, 2]
+        );
     }
 }

@@ -28,13 +28,7 @@ impl MeteredStore {
         MeteredStore { inner, metrics }
     }
 
-    fn record<T>(
-        &self,
-        collection: &str,
-        op: usize,
-        started: Instant,
-        r: &Result<T, StoreError>,
-    ) {
+    fn record<T>(&self, collection: &str, op: usize, started: Instant, r: &Result<T, StoreError>) {
         self.metrics
             .store_op(collection, op, started.elapsed(), r.as_ref().err());
     }
@@ -61,7 +55,12 @@ impl Store for MeteredStore {
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        timed!(self, collection, 1, self.inner.insert_many(collection, docs))
+        timed!(
+            self,
+            collection,
+            1,
+            self.inner.insert_many(collection, docs)
+        )
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
@@ -78,7 +77,12 @@ impl Store for MeteredStore {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError> {
-        timed!(self, collection, 4, self.inner.list(collection, filter, page))
+        timed!(
+            self,
+            collection,
+            4,
+            self.inner.list(collection, filter, page)
+        )
     }
 
     async fn list_json(
@@ -87,7 +91,12 @@ impl Store for MeteredStore {
         filter: &Filter,
         page: Page,
     ) -> Result<JsonListing, StoreError> {
-        timed!(self, collection, 5, self.inner.list_json(collection, filter, page))
+        timed!(
+            self,
+            collection,
+            5,
+            self.inner.list_json(collection, filter, page)
+        )
     }
 
     async fn update(
@@ -111,7 +120,12 @@ impl Store for MeteredStore {
         id: &str,
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
-        timed!(self, collection, 7, self.inner.delete(collection, id, expect))
+        timed!(
+            self,
+            collection,
+            7,
+            self.inner.delete(collection, id, expect)
+        )
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -81,7 +81,10 @@ impl TraceContext {
     }
 
     /// Runs `fut` with this context as the [`current`] one.
-    pub fn scope<F: std::future::Future>(self, fut: F) -> impl std::future::Future<Output = F::Output> {
+    pub fn scope<F: std::future::Future>(
+        self,
+        fut: F,
+    ) -> impl std::future::Future<Output = F::Output> {
         CURRENT.scope(self, fut)
     }
 }
@@ -100,7 +103,10 @@ pub fn current() -> Option<TraceContext> {
 
 /// Lower-case hex digits only (the spec forbids upper case), as a number.
 fn hex(s: &str) -> Option<u128> {
-    if !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+    if !s
+        .bytes()
+        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    {
         return None;
     }
     u128::from_str_radix(s, 16).ok()
@@ -139,7 +145,10 @@ mod tests {
         assert_eq!(t.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!((t.parent_id, t.flags), (Some(0x00f0_67aa_0ba9_02b7), 1));
         let child = t.child_header();
-        assert!(child.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"), "{child}");
+        assert!(
+            child.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"),
+            "{child}"
+        );
         assert!(child.ends_with("-01") && child.len() == 55, "{child}");
         assert_ne!(&child[36..52], "00f067aa0ba902b7");
         assert_eq!(TraceContext::parse(&child).unwrap().trace_id, t.trace_id);
