@@ -126,6 +126,7 @@ struct ListQuery {
     #[schemars(range(min = 1, max = 500))]
     limit: Option<u32>,
     /// Bookmarks skipped.
+    #[schemars(range(max = u64::MAX))]
     offset: Option<u64>,
 }
 

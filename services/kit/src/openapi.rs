@@ -53,6 +53,8 @@ pub struct RouteDoc {
     pub request: Option<SchemaFn>,
     /// Its query parameters, as an object type's properties.
     pub query: Option<SchemaFn>,
+    /// Schemas of path parameters that are not any string (`{n}`: an integer in a range).
+    pub params: Vec<(&'static str, Value)>,
     /// Its successful answers by status.
     pub answers: Vec<(u16, Body)>,
     /// The error statuses its handler gives beyond those the kit adds.
@@ -108,7 +110,14 @@ fn operation(spec: &RouteSpec, doc: &RouteDoc, generator: &mut SchemaGenerator) 
     }
     let mut parameters: Vec<Value> = pattern_params(spec.path)
         .into_iter()
-        .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .map(|p| {
+            let schema = doc
+                .params
+                .iter()
+                .find(|(name, _)| *name == p)
+                .map_or(json!({"type": "string"}), |(_, s)| s.clone());
+            json!({"name": p, "in": "path", "required": true, "schema": schema})
+        })
         .collect();
     if let Some(query) = doc.query {
         let schema = query(generator);

@@ -22,6 +22,7 @@ pub struct Paging {
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
     /// Documents skipped.
+    #[schemars(range(max = u64::MAX))]
     pub offset: Option<u64>,
 }
 

@@ -109,6 +109,10 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
             let n = size_param(&r, "n", 0..=BENCH_BODY_LIMIT)?;
             Ok(Reply::octets(pseudo_random_bytes(n)))
         })
+        .param(
+            "n",
+            serde_json::json!({"type": "integer", "minimum": 0, "maximum": BENCH_BODY_LIMIT}),
+        )
         .answers_with(200, Body::Octets)
         .errors(&[422])
         .route(
@@ -144,6 +148,14 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
             let size = size_param(&r, "size", STATIC_SIZES)?;
             Ok(Reply::octets(STATIC_BODY.slice(..size)))
         })
+        .param(
+            "size",
+            serde_json::json!({
+                "type": "integer",
+                "minimum": STATIC_SIZES.start(),
+                "maximum": STATIC_SIZES.end(),
+            }),
+        )
         .answers_with(200, Body::Octets)
         .errors(&[422])
 }

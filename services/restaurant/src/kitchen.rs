@@ -60,6 +60,7 @@ struct ListQuery {
     #[schemars(range(min = 1, max = 500))]
     limit: Option<u32>,
     /// Orders skipped.
+    #[schemars(range(max = u64::MAX))]
     offset: Option<u64>,
     /// Only orders in this state.
     status: Option<OrderStatus>,

@@ -60,8 +60,25 @@ macro_rules! bounded_int {
     ($(#[$doc:meta])* $name:ident, $min:expr, $max:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(try_from = "i64", into = "u32")]
+        #[serde(try_from = "serde_json::Number", into = "u32")]
         pub struct $name(u32);
+
+        impl TryFrom<serde_json::Number> for $name {
+            type Error = String;
+            fn try_from(n: serde_json::Number) -> Result<Self, String> {
+                // JSON Schema counts 15.0 as the integer 15 (so does a client that sends it), so a
+                // whole number written with a fraction is that number.
+                let whole = n.as_i64().or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
+                        .map(|f| f as i64)
+                });
+                match whole {
+                    Some(v) => $name::try_from(v),
+                    None => Err(format!("must be a whole number {}..={} (got {n})", $min, $max)),
+                }
+            }
+        }
 
         impl TryFrom<i64> for $name {
             type Error = String;
@@ -477,6 +494,7 @@ mod tests {
             (r#"{"number":1,"seats":21}"#, "seats"),
             (r#"{"number":1,"seats":1e30}"#, "seats"),
             (r#"{"number":"1","seats":2}"#, "number"),
+            (r#"{"number":1.5,"seats":2}"#, "number"),
         ] {
             let e = decode_json::<NewTable>(body.as_bytes()).unwrap_err();
             assert_eq!(e.code, ErrorCode::Unprocessable, "{body}");
@@ -486,6 +504,12 @@ mod tests {
                 e.message
             );
         }
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_fraction_is_that_number() {
+        let t: NewTable = decode_json(br#"{"number":3.0,"seats":15.0}"#).unwrap();
+        assert_eq!((t.number.get(), t.seats.get()), (3, 15));
     }
 
     #[test]

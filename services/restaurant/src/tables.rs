@@ -58,6 +58,7 @@ struct ListQuery {
     #[schemars(range(min = 1, max = 500))]
     limit: Option<u32>,
     /// Tables skipped.
+    #[schemars(range(max = u64::MAX))]
     offset: Option<u64>,
     /// Only tables in this state.
     status: Option<TableStatus>,

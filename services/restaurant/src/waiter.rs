@@ -50,6 +50,7 @@ struct ListQuery {
     #[schemars(range(min = 1, max = 500))]
     limit: Option<u32>,
     /// Waiters skipped.
+    #[schemars(range(max = u64::MAX))]
     offset: Option<u64>,
     /// Only waiters of this shift.
     shift: Option<Shift>,

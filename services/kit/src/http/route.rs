@@ -246,6 +246,12 @@ impl<S: Send + Sync + 'static> RouteTable<S> {
         self.describe(|d| d.query = Some(schema_of::<T>))
     }
 
+    /// The last route added takes path parameter `name` as described by `schema` (a JSON Schema;
+    /// without one a parameter is any string).
+    pub fn param(self, name: &'static str, schema: serde_json::Value) -> Self {
+        self.describe(|d| d.params.push((name, schema)))
+    }
+
     /// The last route added answers `status` with a JSON `T`.
     pub fn answers<T: schemars::JsonSchema>(self, status: u16) -> Self {
         self.describe(|d| d.answers.push((status, Body::Json(schema_of::<T>))))

@@ -124,10 +124,10 @@ mod tests {
         let (sum, count, buckets) = h.snapshot();
         assert_eq!(count, 3);
         assert_eq!(buckets[0], (0.0001, 1));
-        assert_eq!(buckets[4], (0.0025, 1));
-        assert_eq!(buckets[5], (0.005, 2));
-        assert_eq!(buckets[15], (10.0, 2));
-        assert_eq!(buckets[16], (f64::INFINITY, 3));
+        assert_eq!(buckets[4], (0.0025, 0));
+        assert_eq!(buckets[5], (0.005, 1));
+        assert_eq!(buckets[15], (10.0, 0));
+        assert_eq!(buckets[16], (f64::INFINITY, 1));
         assert!((sum - 60.0031).abs() < 1e-9, "{sum}");
     }
 
