@@ -456,6 +456,9 @@ mod tests {
             "brigade_peer_requests_total{peer=\"users\",status=\"2xx\"} 1",
             "brigade_peer_errors_total{peer=\"users\",kind=\"unavailable\"} 1",
             "brigade_peer_request_duration_seconds_count{peer=\"users\"} 2",
+            "brigade_http_request_duration_seconds_bucket{le=\"0.001\",method=\"GET\",route=\"/items/{id}\"} 1",
+            "brigade_http_request_duration_seconds_bucket{le=\"0.0025\",method=\"GET\",route=\"/items/{id}\"} 2",
+            "brigade_http_request_duration_seconds_bucket{le=\"+Inf\",method=\"GET\",route=\"/items/{id}\"} 2",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

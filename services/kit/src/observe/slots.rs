@@ -49,21 +49,19 @@ impl Histogram {
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
-    /// Sum in seconds, count, and the cumulative buckets as Prometheus wants them.
+    /// Sum in seconds, count, and each bucket's own count (prometheus-client's encoder makes them
+    /// cumulative, as Prometheus wants them).
     pub(crate) fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
-        let mut running = 0;
-        let mut buckets = Vec::with_capacity(BUCKETS.len() + 1);
-        for (i, le) in BUCKETS
+        let buckets: Vec<(f64, u64)> = BUCKETS
             .iter()
             .chain(std::iter::once(&f64::INFINITY))
             .enumerate()
-        {
-            running += self.buckets[i].load(Ordering::Relaxed);
-            buckets.push((*le, running));
-        }
+            .map(|(i, le)| (*le, self.buckets[i].load(Ordering::Relaxed)))
+            .collect();
         let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
-        // The count is the +Inf bucket, so the two always agree in one scrape.
-        (sum, running, buckets)
+        // The count is the buckets' total, so the two always agree in one scrape.
+        let count = buckets.iter().map(|(_, n)| n).sum();
+        (sum, count, buckets)
     }
 
     /// How many observations so far.
