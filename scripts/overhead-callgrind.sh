@@ -8,7 +8,8 @@
 # Usage: scripts/overhead-callgrind.sh [runtimes...]   (needs valgrind; builds the release binary)
 #
 # With --metrics first (`scripts/overhead-callgrind.sh --metrics [runtimes...]`) it measures what
-# metrics cost instead: the waiter service (memory store) answering the `waiter` scenario's requests
+# metrics cost instead: the waiter service (memory store) answering `GET /waiters/{id}`
+# (scripts/overhead-waiter.toml: one request, the same every time, so the count is deterministic)
 # with metrics on against the same with `--no-metrics` (docs/observability.md; target: at most 3%
 # more instructions per request).
 set -euo pipefail
@@ -34,7 +35,7 @@ count() { # variant runtime requests -> instructions
     local scenario=hello
     [ "$variant" = baseline ] && args=(serve-baseline --runtime "$rt" --workers 1 --listen "127.0.0.1:$port")
     [ "$variant" = metrics-off ] && args+=(--no-metrics)
-    [ "$variant" = metrics-on ] || [ "$variant" = metrics-off ] && scenario=waiter
+    [ "$variant" = metrics-on ] || [ "$variant" = metrics-off ] && scenario=scripts/overhead-waiter.toml
     RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$BIN" "${args[@]}" >"$out.log" 2>&1 &
     local pid=$!
     for _ in $(seq 1 200); do grep -q listening "$out.log" 2>/dev/null && break; sleep 0.1; done
