@@ -6,10 +6,21 @@
 # request with start-up and shutdown cancelled out.
 #
 # Usage: scripts/overhead-callgrind.sh [runtimes...]   (needs valgrind; builds the release binary)
+#
+# With --metrics first (`scripts/overhead-callgrind.sh --metrics [runtimes...]`) it measures what
+# metrics cost instead: the waiter service (memory store) answering `GET /waiters/{id}`
+# (scripts/overhead-waiter.toml: one request, the same every time, so the count is deterministic)
+# with metrics on against the same with `--no-metrics` (docs/observability.md; target: at most 3%
+# more instructions per request).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N1=${N1:-500}
 N2=${N2:-2500}
+mode=baseline
+if [ "${1:-}" = --metrics ]; then
+    mode=metrics
+    shift
+fi
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
 BIN=target/release/brigade
 runtimes=("$@")
@@ -21,15 +32,36 @@ count() { # variant runtime requests -> instructions
     local variant=$1 rt=$2 n=$3 out="$work/$1-$2-$3" port
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     local args=(serve --runtime "$rt" --service waiter --store memory --workers 1 --listen "127.0.0.1:$port")
+    local scenario=hello
     [ "$variant" = baseline ] && args=(serve-baseline --runtime "$rt" --workers 1 --listen "127.0.0.1:$port")
+    [ "$variant" = metrics-off ] && args+=(--no-metrics)
+    [ "$variant" = metrics-on ] || [ "$variant" = metrics-off ] && scenario=scripts/overhead-waiter.toml
     RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$BIN" "${args[@]}" >"$out.log" 2>&1 &
     local pid=$!
     for _ in $(seq 1 200); do grep -q listening "$out.log" 2>/dev/null && break; sleep 0.1; done
-    $BIN load --target "http://127.0.0.1:$port" --scenario hello --users 4 --threads 1 --warmup 0s \
+    $BIN load --target "http://127.0.0.1:$port" --scenario "$scenario" --users 4 --threads 1 --warmup 0s \
         --requests "$n" --timeout 30s --no-progress >"$out.load" 2>&1
     kill -TERM $pid; wait $pid || true
     awk '/^summary:|^totals:/ {print $2; exit}' "$out.cg"
 }
+
+if [ "$mode" = metrics ]; then
+    printf '| runtime | --no-metrics instr/req | metrics instr/req | metrics ÷ no metrics | verdict (≤ 1.03) |\n'
+    printf '| --- | ---: | ---: | ---: | --- |\n'
+    for rt in "${runtimes[@]}"; do
+        o1=$(count metrics-off "$rt" $N1); o2=$(count metrics-off "$rt" $N2)
+        m1=$(count metrics-on "$rt" $N1); m2=$(count metrics-on "$rt" $N2)
+        python3 - "$rt" "$o1" "$o2" "$m1" "$m2" "$N1" "$N2" <<'PY'
+import sys
+rt, o1, o2, m1, m2, n1, n2 = sys.argv[1], *map(int, sys.argv[2:])
+off = (o2 - o1) / (n2 - n1)
+on = (m2 - m1) / (n2 - n1)
+r = on / off
+print(f"| {rt} | {off:,.0f} | {on:,.0f} | {r:.4f} | {'met' if r <= 1.03 else 'missed'} |")
+PY
+    done
+    exit 0
+fi
 
 printf '| runtime | baseline instr/req | Brigade instr/req | Brigade ÷ baseline | baseline ÷ Brigade |\n'
 printf '| --- | ---: | ---: | ---: | ---: |\n'

@@ -234,3 +234,102 @@ mod limits {
 
     every_runtime!(axum, actix, hyper, warp);
 }
+
+/// The metric names and labels are the same on every runtime: the restaurant on each runtime
+/// (memory store) answers the same requests — a create, a read, a 404, a seat that asks waiter, an
+/// order that asks tables, a 405 and a path no route takes — and each service's `/metrics` then
+/// lists the same series (names and labels; values and process figures aside).
+#[test]
+fn metric_names_and_labels_are_the_same_on_every_runtime() {
+    use brigade_kit::conformance::observe::metric_series;
+    use brigade_kit::conformance::{Deployment as _, TestClient};
+    use brigade_serve::testing::StoreKind;
+    use serde_json::json;
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut seen: Vec<(String, std::collections::BTreeMap<String, Vec<String>>)> = Vec::new();
+    for runtime in brigade_runtimes::names() {
+        let d = Deployment::start(&restaurant(), runtime, StoreKind::Memory, None).unwrap();
+        let series = rt.block_on(async {
+            let c = TestClient::default();
+            let (w, t, k) = (d.url("waiter"), d.url("tables"), d.url("kitchen"));
+            let waiter = c
+                .post(
+                    &format!("{w}/waiters"),
+                    json!({"name": "Ana", "shift": "night"}),
+                )
+                .await
+                .expect(201, "waiter");
+            let waiter_id = waiter.json["id"].as_str().unwrap().to_string();
+            c.get(&format!("{w}/waiters/{waiter_id}"))
+                .await
+                .expect(200, "get");
+            c.get(&format!("{w}/waiters/nobody"))
+                .await
+                .expect(404, "404");
+            let table = c
+                .post(&format!("{t}/tables"), json!({"number": 1, "seats": 4}))
+                .await
+                .expect(201, "table");
+            let table_id = table.json["id"].as_str().unwrap().to_string();
+            c.post(
+                &format!("{t}/tables/{table_id}/seat"),
+                json!({"party_size": 2, "waiter_id": waiter_id}),
+            )
+            .await
+            .expect(200, "seat");
+            c.post(
+                &format!("{k}/orders"),
+                json!({"table_id": table_id, "items": [{"dish": "soup", "qty": 1}]}),
+            )
+            .await
+            .expect(201, "order");
+            c.delete(&format!("{k}/orders")).await.expect(405, "405");
+            c.get(&format!("{k}/no/such/path"))
+                .await
+                .expect(404, "unmatched");
+            let mut by_service = std::collections::BTreeMap::new();
+            for (name, base) in [("waiter", w), ("tables", t), ("kitchen", k)] {
+                let m = c
+                    .get(&format!("{base}/metrics"))
+                    .await
+                    .expect(200, "metrics");
+                let text = String::from_utf8_lossy(&m.body).to_string();
+                by_service.insert(
+                    name.to_string(),
+                    metric_series(&text).into_iter().collect::<Vec<_>>(),
+                );
+            }
+            by_service
+        });
+        d.shutdown();
+        seen.push((runtime.to_string(), series));
+    }
+    let (first, expected) = &seen[0];
+    for service in ["waiter", "tables", "kitchen"] {
+        let s = &expected[service];
+        assert!(
+            s.iter()
+                .any(|l| l.starts_with("brigade_store_operation_duration_seconds_count")),
+            "{service}: no store series"
+        );
+        if service != "waiter" {
+            assert!(
+                s.iter()
+                    .any(|l| l.starts_with("brigade_peer_requests_total")),
+                "{service}: no peer series"
+            );
+        }
+    }
+    for (runtime, series) in &seen[1..] {
+        for (service, s) in series {
+            let e = &expected[service];
+            let missing: Vec<_> = e.iter().filter(|l| !s.contains(l)).collect();
+            let extra: Vec<_> = s.iter().filter(|l| !e.contains(l)).collect();
+            assert!(
+                missing.is_empty() && extra.is_empty(),
+                "{service} on {runtime} differs from {first}: missing {missing:#?}, extra {extra:#?}"
+            );
+        }
+    }
+}

@@ -300,3 +300,212 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
         );
     }
 }
+
+/// A one-service `brigade serve` child on the memory store, logging JSON lines at debug for the kit
+/// (one line per request, with its `trace_id`), its peers given by `--peer`.
+struct Traced {
+    server: Server,
+    lines: Vec<serde_json::Value>,
+}
+
+impl Traced {
+    fn start(runtime: &str, service: &str, peers: &[(&str, String)]) -> Traced {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_brigade"));
+        cmd.args([
+            "serve",
+            "--runtime",
+            runtime,
+            "--service",
+            service,
+            "--store",
+            "memory",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--log-format",
+            "json",
+        ]);
+        for (name, url) in peers {
+            cmd.arg("--peer").arg(format!("{name}={url}"));
+        }
+        let mut child = cmd
+            .env("RUST_LOG", "info,brigade_kit=debug")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("brigade starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next().expect("a listening line").unwrap();
+            if let Some(Announcement::Listening(l)) = Announcement::parse(&line) {
+                break l.url;
+            }
+        };
+        let server = Server {
+            child,
+            urls: vec![(service.to_string(), url)],
+            log: Some(rx),
+        };
+        Traced {
+            server,
+            lines: Vec::new(),
+        }
+    }
+
+    fn url(&self) -> String {
+        self.server.urls[0].1.clone()
+    }
+
+    /// The trace id of this service's request line for `method route`, answered `status`, that
+    /// `pick` accepts; waits for it (bounded) since the line may still be in the pipe.
+    fn trace_of(
+        &mut self,
+        method: &str,
+        route: &str,
+        status: u64,
+        pick: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let found = self.lines.iter().find_map(|l| {
+                let id = l["trace_id"].as_str()?;
+                (l["message"] == "request"
+                    && l["method"] == method
+                    && l["route"] == route
+                    && l["status"] == status
+                    && pick(id))
+                .then(|| id.to_string())
+            });
+            if let Some(id) = found {
+                return id;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let rx = self.server.log.as_ref().unwrap();
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    let v: serde_json::Value = serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}"));
+                    self.lines.push(v);
+                }
+                Err(e) => panic!(
+                    "no request line for {method} {route} {status} ({e}); lines: {:#?}",
+                    self.lines
+                ),
+            }
+        }
+    }
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        let _ = self.server.child.kill();
+        let _ = self.server.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request on its own connection, with an optional `traceparent`: status and body.
+fn http(
+    url: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    traceparent: Option<&str>,
+) -> (u16, String) {
+    let addr = url.trim_start_matches("http://");
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let trace = traceparent.map_or(String::new(), |t| format!("traceparent: {t}\r\n"));
+    write!(
+        conn,
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n{trace}\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    // Chunked or not, the JSON object sits between the first '{' and the last '}'.
+    let body = match (body.find('{'), body.rfind('}')) {
+        (Some(a), Some(b)) => body[a..=b].to_string(),
+        _ => body.to_string(),
+    };
+    (status, body)
+}
+
+fn id_of(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The W3C trace context follows a request across the three services, whatever runtime each runs
+/// on: a `traceparent` sent to tables' seat route shows up on waiter's request line for the waiter
+/// it asked about, one sent to kitchen's `POST /orders` on tables' line for the table it asked about,
+/// and an order sent with none gets a fresh trace id that tables logs too.
+#[test]
+fn one_trace_id_follows_a_request_across_the_three_services() {
+    for [w, t, k] in [["axum", "actix", "warp"], ["warp", "hyper", "axum"]] {
+        let mut waiter = Traced::start(w, "waiter", &[]);
+        let mut tables = Traced::start(t, "tables", &[("waiter", waiter.url())]);
+        let mut kitchen = Traced::start(k, "kitchen", &[("tables", tables.url())]);
+        let (s, b) = http(
+            &waiter.url(),
+            "POST",
+            "/waiters",
+            r#"{"name":"Ana","shift":"night"}"#,
+            None,
+        );
+        assert_eq!(s, 201, "{b}");
+        let waiter_id = id_of(&b);
+        let (s, b) = http(
+            &tables.url(),
+            "POST",
+            "/tables",
+            r#"{"number":1,"seats":4}"#,
+            None,
+        );
+        assert_eq!(s, 201, "{b}");
+        let table_id = id_of(&b);
+
+        let seat_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let seat = format!(r#"{{"party_size":2,"waiter_id":"{waiter_id}"}}"#);
+        let tp = format!("00-{seat_trace}-00f067aa0ba902b7-01");
+        let (s, b) = http(
+            &tables.url(),
+            "POST",
+            &format!("/tables/{table_id}/seat"),
+            &seat,
+            Some(&tp),
+        );
+        assert_eq!(s, 200, "{b}");
+        let is = |want: &'static str| move |id: &str| id == want;
+        tables.trace_of("POST", "/tables/{id}/seat", 200, is(seat_trace));
+        waiter.trace_of("GET", "/waiters/{id}", 200, is(seat_trace));
+
+        let order_trace = "0af7651916cd43dd8448eb211c80319c";
+        let order = format!(r#"{{"table_id":"{table_id}","items":[{{"dish":"soup","qty":1}}]}}"#);
+        let tp = format!("00-{order_trace}-b7ad6b7169203331-01");
+        let (s, b) = http(&kitchen.url(), "POST", "/orders", &order, Some(&tp));
+        assert_eq!(s, 201, "{b}");
+        kitchen.trace_of("POST", "/orders", 201, is(order_trace));
+        tables.trace_of("GET", "/tables/{id}", 200, is(order_trace));
+
+        // No traceparent: kitchen starts a trace of its own and passes it on.
+        let (s, b) = http(&kitchen.url(), "POST", "/orders", &order, None);
+        assert_eq!(s, 201, "{b}");
+        let fresh = kitchen.trace_of("POST", "/orders", 201, |id| id != order_trace);
+        assert_eq!(fresh.len(), 32, "{fresh}");
+        assert!(fresh.bytes().all(|c| c.is_ascii_hexdigit()), "{fresh}");
+        tables.trace_of("GET", "/tables/{id}", 200, |id| id == fresh);
+    }
+}

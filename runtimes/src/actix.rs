@@ -83,11 +83,11 @@ fn resource(
             let app = app.clone();
             async move {
                 if let Err(e) = check_head(&req, &limits) {
-                    return respond(e.to_reply());
+                    return respond(app.refused(route, e));
                 }
                 let body = match body(&req, payload, limit, &limits).await {
                     Ok(b) => b,
-                    Err(e) => return respond(e.to_reply()),
+                    Err(e) => return respond(app.refused(route, e)),
                 };
                 let request = Request {
                     params: req
@@ -102,6 +102,11 @@ fn resource(
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_string),
                     body,
+                    traceparent: req
+                        .headers()
+                        .get("traceparent")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string),
                 };
                 respond(app.call(route, request).await)
             }
@@ -112,24 +117,31 @@ fn resource(
         }
         res = res.route(web::method(method(m)).to(handler));
     }
-    let e = e.clone();
+    let app = app.clone();
     res.default_service(web::to(move |req: HttpRequest| {
         let reply = match check_head(&req, &limits) {
             Err(err) => err.to_reply(),
-            Ok(()) => e.method_not_allowed(req.method().as_str()).to_reply(),
+            Ok(()) => app.unmatched(req.method().as_str(), req.path()),
         };
         async move { respond(reply) }
     }))
 }
 
-async fn not_found(req: HttpRequest) -> HttpResponse {
-    let limits = req
-        .app_data::<web::Data<ServerLimits>>()
-        .map_or_else(ServerLimits::default, |l| *l.get_ref());
-    if let Err(e) = check_head(&req, &limits) {
-        return respond(e.to_reply());
+/// The JSON 404 (or 405) of a request no resource takes, after the kit's head limits.
+fn not_found(
+    app: &Arc<dyn AppHandle>,
+) -> impl Fn(HttpRequest) -> std::future::Ready<HttpResponse> + Clone + 'static {
+    let app = app.clone();
+    move |req: HttpRequest| {
+        let limits = req
+            .app_data::<web::Data<ServerLimits>>()
+            .map_or_else(ServerLimits::default, |l| *l.get_ref());
+        let reply = match check_head(&req, &limits) {
+            Err(e) => e.to_reply(),
+            Ok(()) => app.unmatched(req.method().as_str(), req.path()),
+        };
+        std::future::ready(respond(reply))
     }
-    respond(ApiError::no_route(req.method().as_str(), req.path()).to_reply())
 }
 
 /// Registers `app`'s endpoints and the JSON 404 on an actix service config: one `Scope` per first
@@ -163,13 +175,13 @@ pub(crate) fn configure(
                 }
                 continue;
             }
-            let mut scope = web::scope(&prefix).default_service(web::to(not_found));
+            let mut scope = web::scope(&prefix).default_service(web::to(not_found(&app)));
             for e in group {
                 scope = scope.service(resource(&app, e, &e.path[prefix.len()..], limits));
             }
             cfg.service(scope);
         }
-        cfg.default_service(web::to(not_found));
+        cfg.default_service(web::to(not_found(&app)));
     }
 }
 

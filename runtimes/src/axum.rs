@@ -58,7 +58,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
-                Err(e) => return respond(ApiError::bad_request(e.body_text()).to_reply()),
+                Err(e) => return respond(app.refused(route, ApiError::bad_request(e.body_text()))),
             };
             let (parts, body) = req.into_parts();
             let body = if hyper::body::Body::is_end_stream(&body) {
@@ -68,7 +68,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
                 let length = hyper::body::Body::size_hint(&body).exact();
                 match read_body_draining(body.into_data_stream(), length, limit, timeout).await {
                     Ok(b) => b,
-                    Err(e) => return respond(e.to_reply()),
+                    Err(e) => return respond(app.refused(route, e)),
                 }
             };
             let request = crate::request_from(&parts, params, body);
@@ -85,23 +85,13 @@ pub(crate) fn router(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Router {
     for e in app.endpoints() {
         router = router.route(e.path, endpoint_router(&app, e, limits));
     }
-    let for_405 = app.clone();
+    let (for_405, for_404) = (app.clone(), app);
     router
         .method_not_allowed_fallback(move |method: HttpMethod, uri: Uri| async move {
-            let e = for_405
-                .matcher()
-                .at(uri.path())
-                .ok()
-                .map(|m| for_405.endpoints()[*m.value].clone());
-            match e {
-                Some(e) => respond(e.method_not_allowed(method.as_str()).to_reply()),
-                None => respond(
-                    ApiError::method_not_allowed(format!("{method} is not allowed")).to_reply(),
-                ),
-            }
+            respond(for_405.unmatched(method.as_str(), uri.path()))
         })
-        .fallback(|req: AxumRequest<Body>| async move {
-            respond(ApiError::no_route(req.method().as_str(), req.uri().path()).to_reply())
+        .fallback(move |req: AxumRequest<Body>| async move {
+            respond(for_404.unmatched(req.method().as_str(), req.uri().path()))
         })
 }
 

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{ApiError, AppHandle, Method, Reply};
+use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyDataStream, Full};
@@ -35,18 +35,12 @@ async fn handle(
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let Ok(found) = app.matcher().at(path) else {
-        return Ok(respond(
-            ApiError::no_route(parts.method.as_str(), path).to_reply(),
-        ));
+        return Ok(respond(app.unmatched(parts.method.as_str(), path)));
     };
     let endpoint = &app.endpoints()[*found.value];
     let Some(route) = Method::parse(parts.method.as_str()).and_then(|m| endpoint.route_for(m))
     else {
-        return Ok(respond(
-            endpoint
-                .method_not_allowed(parts.method.as_str())
-                .to_reply(),
-        ));
+        return Ok(respond(app.unmatched(parts.method.as_str(), path)));
     };
     let params = found
         .params
@@ -62,7 +56,7 @@ async fn handle(
         let data = BodyDataStream::new(body);
         match read_body_draining(data, length, limit, limits.body_read_timeout).await {
             Ok(b) => b,
-            Err(e) => return Ok(respond(e.to_reply())),
+            Err(e) => return Ok(respond(app.refused(route, e))),
         }
     };
     let request = crate::request_from(&parts, params, body);

@@ -273,5 +273,16 @@ fn request_from(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body,
+        traceparent: header_string(parts, "traceparent"),
     }
+}
+
+/// A header's value as text, if present and ASCII.
+#[cfg(any(feature = "axum", feature = "hyper"))]
+fn header_string(parts: &http::request::Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use brigade_kit::http::{pattern_segments, Segment};
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use brigade_kit::{AppHandle, Method, Reply, Request};
 use warp::filters::BoxedFilter;
 use warp::http::{header, Response, StatusCode};
 use warp::hyper::body::Bytes as WarpBytes;
@@ -124,6 +124,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFil
     for (i, e) in app.endpoints().iter().enumerate() {
         root.insert(&pattern_segments(e.path), i);
     }
+    let for_404 = app.clone();
     let query = warp::query::raw()
         .map(Some)
         .or(warp::any().map(|| None))
@@ -134,6 +135,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFil
         .and(query)
         .and(warp::header::optional::<String>("content-type"))
         .and(warp::header::optional::<u64>("content-length"))
+        .and(warp::header::optional::<String>("traceparent"))
         .and(warp::body::stream())
         .then(
             move |values: Vec<String>,
@@ -142,13 +144,14 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFil
                   query: Option<String>,
                   ct: Option<String>,
                   length: Option<u64>,
+                  traceparent: Option<String>,
                   body| {
                 let app = app.clone();
                 async move {
                     let e = &app.endpoints()[endpoint];
                     let Some(route) = Method::parse(method.as_str()).and_then(|m| e.route_for(m))
                     else {
-                        return respond(e.method_not_allowed(method.as_str()).to_reply());
+                        return respond(app.unmatched(method.as_str(), e.path));
                     };
                     let limit = limits.body_limit(e.limit);
                     let body =
@@ -156,7 +159,7 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFil
                             .await
                         {
                             Ok(b) => b,
-                            Err(err) => return respond(err.to_reply()),
+                            Err(err) => return respond(app.refused(route, err)),
                         };
                     let params = e.name_params(values);
                     let request = Request {
@@ -164,14 +167,15 @@ pub(crate) fn filter(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> BoxedFil
                         query,
                         content_type: ct,
                         body,
+                        traceparent,
                     };
                     respond(app.call(route, request).await)
                 }
             },
         );
     let not_found = warp::method().and(warp::path::full()).map(
-        |m: warp::http::Method, p: warp::path::FullPath| {
-            respond(ApiError::no_route(m.as_str(), p.as_str()).to_reply())
+        move |m: warp::http::Method, p: warp::path::FullPath| {
+            respond(for_404.unmatched(m.as_str(), p.as_str()))
         },
     );
     routes.or(not_found).unify().boxed()

@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use brigade_kit::openapi::Body;
 use brigade_kit::preload::Preload;
 use brigade_kit::resource::{from_doc, load, to_doc, List, Paging};
 use brigade_kit::service::Parts;
@@ -23,6 +24,7 @@ use brigade_kit::standard::{self, ServiceInfo};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome, Store, StoreError};
 use brigade_kit::{ApiError, App, AppHandle, Method, Reply, Request, Route, RouteTable, Service};
 use brigade_serve::Services;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub mod model;
@@ -91,14 +93,41 @@ pub fn services() -> Services {
 pub fn routes() -> RouteTable<State> {
     RouteTable::new()
         .post("/bookmarks", create)
+        .accepts::<NewBookmark>()
+        .answers::<Bookmark>(201)
+        .errors(&[409, 503])
         .get("/bookmarks", list)
+        .query::<ListQuery>()
+        .answers::<List<Bookmark>>(200)
+        .errors(&[503])
         .get("/bookmarks/{id}", get)
+        .answers::<Bookmark>(200)
+        .errors(&[503])
         .delete("/bookmarks/{id}", delete)
+        .answers_with(204, Body::Empty)
+        .errors(&[503])
         .route(
             Route::new(Method::Post, "/bookmarks/{id}/archive", archive)
                 .body(brigade_kit::http::BodyKind::Empty),
         )
+        .answers::<Bookmark>(200)
+        .errors(&[409, 503])
         .merge(standard::routes())
+}
+
+/// `GET /bookmarks`' query.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only this user's bookmarks.
+    user: Option<User>,
+    /// Only archived (or only not archived) bookmarks.
+    archived: Option<bool>,
+    /// Page size, 1..=500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<u32>,
+    /// Bookmarks skipped.
+    #[schemars(range(max = u64::MAX))]
+    offset: Option<u64>,
 }
 
 async fn create(s: Arc<State>, r: Request) -> Result<Reply, ApiError> {
@@ -119,14 +148,7 @@ async fn create(s: Arc<State>, r: Request) -> Result<Reply, ApiError> {
 }
 
 async fn list(s: Arc<State>, r: Request) -> Result<Reply, ApiError> {
-    #[derive(Deserialize)]
-    struct Query {
-        user: Option<User>,
-        archived: Option<bool>,
-        limit: Option<u32>,
-        offset: Option<u64>,
-    }
-    let q: Query = r.query()?;
+    let q: ListQuery = r.query()?;
     let mut filter = Filter::all();
     if let Some(user) = q.user {
         filter = filter.eq("user", String::from(user));

@@ -2,7 +2,37 @@
 //! decodes is valid; a rule it breaks is a 422 naming the field); the stored and answered shape is
 //! [`Bookmark`].
 
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
+
+/// Gives a validated type the JSON Schema of its rule, inlined where it is used (for the OpenAPI
+/// document: what a body must be is what the type accepts).
+macro_rules! schema {
+    ($name:ident, $generator:ident => $schema:expr) => {
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema($generator: &mut SchemaGenerator) -> Schema {
+                $schema
+            }
+        }
+    };
+}
+
+schema!(User, _g => json_schema!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}));
+schema!(Url, _g => json_schema!({"type": "string", "maxLength": 2048, "pattern": "^https?://\\S+$"}));
+schema!(Title, _g => json_schema!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"}));
+schema!(Tag, _g => json_schema!({"type": "string", "pattern": "^[a-z0-9-]{1,32}$"}));
+schema!(Tags, g => {
+    let tag = g.subschema_for::<Tag>();
+    json_schema!({"type": "array", "items": tag, "maxItems": 10})
+});
 
 /// Checks `s` with `ok`, or says what it must be.
 fn checked(s: String, ok: bool, rule: &str) -> Result<String, String> {
@@ -119,7 +149,7 @@ impl TryFrom<Vec<Tag>> for Tags {
 }
 
 /// `POST /bookmarks`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewBookmark {
     /// Whose it is.
@@ -134,7 +164,7 @@ pub struct NewBookmark {
 }
 
 /// A bookmark, as stored and answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Bookmark {
     /// Its id.
     pub id: String,

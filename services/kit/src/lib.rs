@@ -12,6 +12,9 @@
 //! - [`standard`]: `/health`, `/ready` and the `/bench/*` endpoints every service carries.
 //! - [`service`]: what a service is to whoever serves or tests it ([`service::Service`]), and the one
 //!   place its store is opened and its application built.
+//! - [`observe`]: Prometheus metrics (`GET /metrics`) and the W3C trace context that follows a
+//!   request across services.
+//! - [`openapi`]: the OpenAPI 3.1 document generated from the route table (`GET /openapi.json`).
 //! - [`announce`]: the JSON lines a server prints on stdout (`listening`, `preloaded`) and
 //!   `runtimes --json`: the contract with whoever starts it.
 //! - `conformance` (feature `conformance`): the black-box HTTP test client and the checks every
@@ -22,6 +25,8 @@ pub mod announce;
 pub mod conformance;
 pub mod http;
 pub mod limits;
+pub mod observe;
+pub mod openapi;
 pub mod peer;
 pub mod preload;
 pub mod resource;
@@ -32,4 +37,5 @@ pub mod store;
 pub use http::{
     ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteSpec, RouteTable,
 };
+pub use schemars;
 pub use service::Service;

@@ -1,9 +1,12 @@
 //! The client services use to call each other: pooled keep-alive HTTP/1.1 connections, a connect
 //! timeout and a whole-request timeout, so a peer that is down or slow costs at most the timeout and
-//! becomes a 503 (cannot be reached) or a 502 (answered something unusable), never a hang.
+//! becomes a 503 (cannot be reached) or a 502 (answered something unusable), never a hang. Every
+//! call carries the W3C `traceparent` of the request it is made for, and, when the service is built
+//! with metrics, is timed and counted.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -11,6 +14,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
 use crate::http::ApiError;
+use crate::observe::{trace, Metrics};
 
 /// Timeouts for calls to peers.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +49,7 @@ pub struct PeerClient {
     client: Client<HttpConnector, Empty<Bytes>>,
     peers: HashMap<String, String>,
     timeouts: PeerTimeouts,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl std::fmt::Debug for PeerClient {
@@ -74,7 +79,14 @@ impl PeerClient {
             client,
             peers,
             timeouts,
+            metrics: None,
         }
+    }
+
+    /// The same client, its calls timed and counted in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> PeerClient {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The base URL of peer `name`, if configured.
@@ -82,7 +94,8 @@ impl PeerClient {
         self.peers.get(name).map(String::as_str)
     }
 
-    /// `GET {peer}{path}`. A peer that cannot be reached in time is 503; a broken answer is 502.
+    /// `GET {peer}{path}`, with the current request's `traceparent`. A peer that cannot be
+    /// reached in time is 503; a broken answer is 502.
     pub async fn get(&self, peer: &str, path: &str) -> Result<PeerReply, ApiError> {
         let base = self
             .base(peer)
@@ -90,8 +103,33 @@ impl PeerClient {
         let uri: hyper::Uri = format!("{base}{path}")
             .parse()
             .map_err(|e| ApiError::internal(format!("peer {peer} URL: {e}")))?;
+        let mut request = hyper::Request::get(uri);
+        if let Some(t) = trace::current() {
+            request = request.header("traceparent", t.child_header());
+        }
+        let request = request
+            .body(Empty::new())
+            .map_err(|e| ApiError::internal(format!("peer {peer} request: {e}")))?;
+        let started = Instant::now();
+        let result = self.send(peer, request).await;
+        if let Some(m) = &self.metrics {
+            let outcome = result.as_ref().map(|r| r.status).map_err(|e| e.code);
+            m.peer_call(peer, started.elapsed(), outcome);
+        }
+        if let Err(e) = &result {
+            let trace_id = trace::current().map(|t| t.to_string()).unwrap_or_default();
+            tracing::warn!(peer, path, %trace_id, error = %e, "peer call failed");
+        }
+        result
+    }
+
+    async fn send(
+        &self,
+        peer: &str,
+        request: hyper::Request<Empty<Bytes>>,
+    ) -> Result<PeerReply, ApiError> {
         let call = async {
-            let resp = self.client.get(uri).await.map_err(|e| {
+            let resp = self.client.request(request).await.map_err(|e| {
                 if e.is_connect() {
                     ApiError::unavailable(format!("{peer} service cannot be reached"))
                 } else {

@@ -16,11 +16,13 @@ pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 500;
 
 /// `?limit=&offset=` of a list.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema)]
 pub struct Paging {
     /// Page size, 1..=[`MAX_LIMIT`] (default [`DEFAULT_LIMIT`]).
+    #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
     /// Documents skipped.
+    #[schemars(range(max = u64::MAX))]
     pub offset: Option<u64>,
 }
 
@@ -41,7 +43,7 @@ impl Paging {
 }
 
 /// The shape of every list answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct List<T> {
     /// The page's items.
     pub items: Vec<T>,

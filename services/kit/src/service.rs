@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::observe::{MeteredStore, Metrics};
 use crate::peer::{PeerClient, PeerTimeouts};
 use crate::preload::Preload;
 use crate::store::{self, CollectionSpec, Store, StoreConfig, StoreError, StoreKind};
@@ -83,6 +84,9 @@ pub struct ServiceConfig {
     pub peers: HashMap<String, String>,
     /// Timeouts for peer calls.
     pub peer_timeouts: PeerTimeouts,
+    /// Whether the service records metrics and serves them on `/metrics` (`--no-metrics` turns
+    /// them off: no timing, no counting, `/metrics` answers 404).
+    pub metrics: bool,
 }
 
 impl ServiceConfig {
@@ -109,9 +113,10 @@ impl fmt::Debug for Built {
 }
 
 /// Opens the service's store (its database, with its collections) and binds its application to it
-/// and to the peers it calls.
+/// and to the peers it calls; with metrics on, the store, the peer client and the application all
+/// record into one [`Metrics`], which the application serves on `/metrics`.
 pub async fn build(service: &dyn Service, config: &ServiceConfig) -> Result<Built, StoreError> {
-    let store = store::open(
+    let mut store = store::open(
         config.store,
         &config.database(service),
         service.collections(),
@@ -123,11 +128,23 @@ pub async fn build(service: &dyn Service, config: &ServiceConfig) -> Result<Buil
         .into_iter()
         .filter_map(|p| config.peers.get(p).map(|url| (p.to_string(), url.clone())))
         .collect();
+    let mut peers = PeerClient::new(peers, config.peer_timeouts);
+    let metrics = config.metrics.then(|| {
+        let collections: Vec<&'static str> = service.collections().iter().map(|c| c.name).collect();
+        Arc::new(Metrics::new(&collections, &service.peers()))
+    });
+    if let Some(m) = &metrics {
+        store = Arc::new(MeteredStore::new(store, m.clone()));
+        peers = peers.with_metrics(m.clone());
+    }
     let app = service.app(Parts {
         runtime: config.runtime.clone(),
         store: store.clone(),
-        peers: PeerClient::new(peers, config.peer_timeouts),
+        peers,
     });
+    if let Some(m) = metrics {
+        app.observe(m);
+    }
     Ok(Built {
         name: service.name().to_string(),
         app,
@@ -203,6 +220,7 @@ mod tests {
                 ("other".to_string(), "http://127.0.0.1:2".to_string()),
             ]),
             peer_timeouts: PeerTimeouts::default(),
+            metrics: true,
         };
         assert_eq!(config.database(&Notes), "t1_notes");
         let built = build(&Notes, &config).await.unwrap();

@@ -5,9 +5,11 @@
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::http::{ApiError, BodyKind, Reply, Request, Route, RouteTable, BENCH_BODY_LIMIT};
+use crate::openapi::Body;
 use crate::store::Store;
 
 /// What the standard routes need to know about the service that carries them.
@@ -33,48 +35,101 @@ static STATIC_BODY: LazyLock<Bytes> = LazyLock::new(|| {
     )
 });
 
+/// `GET /health`'s answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Health<'a> {
+    /// Always `ok`.
+    pub status: &'a str,
+    /// The service's name.
+    pub service: &'a str,
+    /// The runtime serving it.
+    pub runtime: &'a str,
+    /// Its store's backend.
+    pub store: &'a str,
+}
+
+/// `GET /ready`'s answer when the store can be reached.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Ready {
+    /// Always `ready`.
+    pub status: &'static str,
+}
+
+/// `POST /bench/bytes`' answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Length {
+    /// The body's length in bytes.
+    pub length: usize,
+}
+
+/// `POST /bench/strings`' answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Count {
+    /// How many strings the array held.
+    pub count: usize,
+}
+
 /// `/health`, `/ready` and `/bench/*`, for any service state.
 pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
     RouteTable::new()
         .get("/health", |s: Arc<S>, _| async move {
-            Ok(Reply::ok(&json!({
-                "status": "ok",
-                "service": s.service(),
-                "runtime": s.runtime(),
-                "store": s.store().kind(),
-            })))
+            Ok(Reply::ok(&Health {
+                status: "ok",
+                service: s.service(),
+                runtime: s.runtime(),
+                store: s.store().kind(),
+            }))
         })
+        .answers::<Health>(200)
         .get("/ready", |s: Arc<S>, _| async move {
             match s.store().ping().await {
-                Ok(()) => Ok(Reply::ok(&json!({"status": "ready"}))),
+                Ok(()) => Ok(Reply::ok(&Ready { status: "ready" })),
                 Err(e) => Err(ApiError::unavailable(format!("store not reachable: {e}"))),
             }
         })
+        .answers::<Ready>(200)
+        .errors(&[503])
         .get("/bench/hello", |_, _| async { Ok(Reply::text(HELLO)) })
+        .answers_with(200, Body::Text)
         .route(
             Route::new(
                 crate::Method::Post,
                 "/bench/bytes",
-                |_, r: Request| async move { Ok(Reply::ok(&json!({"length": r.body.len()}))) },
+                |_, r: Request| async move {
+                    Ok(Reply::ok(&Length {
+                        length: r.body.len(),
+                    }))
+                },
             )
             .body(BodyKind::Raw)
             .limit(BENCH_BODY_LIMIT),
         )
+        .answers::<Length>(200)
         .get("/bench/bytes/{n}", |_, r: Request| async move {
             let n = size_param(&r, "n", 0..=BENCH_BODY_LIMIT)?;
             Ok(Reply::octets(pseudo_random_bytes(n)))
         })
+        .param(
+            "n",
+            serde_json::json!({"type": "integer", "minimum": 0, "maximum": BENCH_BODY_LIMIT}),
+        )
+        .answers_with(200, Body::Octets)
+        .errors(&[422])
         .route(
             Route::new(
                 crate::Method::Post,
                 "/bench/strings",
                 |_, r: Request| async move {
                     let strings: Vec<String> = r.json()?;
-                    Ok(Reply::ok(&json!({"count": strings.len()})))
+                    Ok(Reply::ok(&Count {
+                        count: strings.len(),
+                    }))
                 },
             )
             .limit(BENCH_BODY_LIMIT),
         )
+        .accepts::<Vec<String>>()
+        .answers::<Count>(200)
         .route(
             Route::new(
                 crate::Method::Post,
@@ -87,10 +142,22 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
             )
             .limit(BENCH_BODY_LIMIT),
         )
+        .accepts::<Vec<String>>()
+        .answers::<Vec<String>>(200)
         .get("/bench/static/{size}", |_, r: Request| async move {
             let size = size_param(&r, "size", STATIC_SIZES)?;
             Ok(Reply::octets(STATIC_BODY.slice(..size)))
         })
+        .param(
+            "size",
+            serde_json::json!({
+                "type": "integer",
+                "minimum": STATIC_SIZES.start(),
+                "maximum": STATIC_SIZES.end(),
+            }),
+        )
+        .answers_with(200, Body::Octets)
+        .errors(&[422])
 }
 
 /// A size from the path: not a number is 400, out of `range` is 422.

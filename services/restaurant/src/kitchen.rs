@@ -4,14 +4,17 @@
 
 use std::sync::Arc;
 
+use brigade_kit::openapi::Body;
 use brigade_kit::resource::{from_doc, get_reply, list_reply, load, to_doc};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    now, Id, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table, TableStatus,
+    now, Id, List, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table,
+    TableStatus,
 };
 use crate::tables::peer_message;
 use crate::ServiceState;
@@ -27,11 +30,42 @@ pub const ORDERS: CollectionSpec = CollectionSpec {
 pub fn routes() -> RouteTable<ServiceState> {
     RouteTable::new()
         .post("/orders", create)
+        .accepts::<NewOrder>()
+        .answers::<Order>(201)
+        .errors(&[502, 503])
         .get("/orders", list)
+        .query::<ListQuery>()
+        .answers::<List<Order>>(200)
+        .errors(&[503])
         .get("/orders/{id}", get)
+        .answers::<Order>(200)
+        .errors(&[503])
         .delete("/orders/{id}", delete)
+        .answers_with(204, Body::Empty)
+        .errors(&[503])
         .post("/orders/{id}/items", add_items)
+        .accepts::<MoreItems>()
+        .answers::<Order>(200)
+        .errors(&[409, 503])
         .post("/orders/{id}/status", change_status)
+        .accepts::<StatusChange>()
+        .answers::<Order>(200)
+        .errors(&[409, 503])
+}
+
+/// `GET /orders`' query.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Page size, 1..=500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<u32>,
+    /// Orders skipped.
+    #[schemars(range(max = u64::MAX))]
+    offset: Option<u64>,
+    /// Only orders in this state.
+    status: Option<OrderStatus>,
+    /// Only the orders of this table.
+    table_id: Option<String>,
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -89,14 +123,7 @@ async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
 }
 
 async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    #[derive(Deserialize)]
-    struct Query {
-        limit: Option<u32>,
-        offset: Option<u64>,
-        status: Option<OrderStatus>,
-        table_id: Option<String>,
-    }
-    let q: Query = r.query()?;
+    let q: ListQuery = r.query()?;
     let mut filter = Filter::all();
     if let Some(status) = q.status {
         filter = filter.eq("status", status.as_str());

@@ -2,6 +2,9 @@
 //! deserializes is valid, so handlers never re-check. A rule that fails is a 422 naming the field
 //! (the JSON decoder adds the field's path to the message).
 
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 /// Defines a string newtype whose length (in characters) must lie in a range.
@@ -35,6 +38,20 @@ macro_rules! bounded_text {
                 &self.0
             }
         }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                // Not blank: empty (where allowed) or holding something other than white space.
+                let pattern = if $min > 0 { "\\S" } else { "^$|\\S" };
+                json_schema!({"type": "string", "minLength": $min, "maxLength": $max, "pattern": pattern})
+            }
+        }
     };
 }
 
@@ -43,8 +60,25 @@ macro_rules! bounded_int {
     ($(#[$doc:meta])* $name:ident, $min:expr, $max:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(try_from = "i64", into = "u32")]
+        #[serde(try_from = "serde_json::Number", into = "u32")]
         pub struct $name(u32);
+
+        impl TryFrom<serde_json::Number> for $name {
+            type Error = String;
+            fn try_from(n: serde_json::Number) -> Result<Self, String> {
+                // JSON Schema counts 15.0 as the integer 15 (so does a client that sends it), so a
+                // whole number written with a fraction is that number.
+                let whole = n.as_i64().or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
+                        .map(|f| f as i64)
+                });
+                match whole {
+                    Some(v) => $name::try_from(v),
+                    None => Err(format!("must be a whole number {}..={} (got {n})", $min, $max)),
+                }
+            }
+        }
 
         impl TryFrom<i64> for $name {
             type Error = String;
@@ -66,6 +100,18 @@ macro_rules! bounded_int {
             /// The number.
             pub fn get(self) -> u32 {
                 self.0
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({"type": "integer", "minimum": $min, "maximum": $max})
             }
         }
     };
@@ -120,6 +166,18 @@ impl TryFrom<String> for Id {
     }
 }
 
+impl JsonSchema for Id {
+    fn schema_name() -> Cow<'static, str> {
+        "Id".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"})
+    }
+}
+
 impl From<Id> for String {
     fn from(v: Id) -> String {
         v.0
@@ -134,7 +192,7 @@ impl Id {
 }
 
 /// A waiter's shift.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Shift {
     /// Morning.
@@ -157,7 +215,7 @@ impl Shift {
 }
 
 /// A table's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TableStatus {
     /// Nobody sits there.
@@ -177,7 +235,7 @@ impl TableStatus {
 }
 
 /// An order's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OrderStatus {
     /// Taken, not started.
@@ -225,7 +283,7 @@ impl OrderStatus {
 }
 
 /// A waiter as stored and answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Waiter {
     /// Opaque id.
     pub id: String,
@@ -238,7 +296,7 @@ pub struct Waiter {
 }
 
 /// `POST /waiters`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewWaiter {
     /// Name.
@@ -248,7 +306,7 @@ pub struct NewWaiter {
 }
 
 /// `PUT /waiters/{id}`: any of the fields; those given replace the stored ones.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaiterUpdate {
     /// New name.
@@ -260,7 +318,7 @@ pub struct WaiterUpdate {
 }
 
 /// A table as stored and answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Table {
     /// Opaque id.
     pub id: String,
@@ -277,7 +335,7 @@ pub struct Table {
 }
 
 /// `POST /tables`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTable {
     /// Number, unique.
@@ -287,7 +345,7 @@ pub struct NewTable {
 }
 
 /// `POST /tables/{id}/seat`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SeatParty {
     /// How many sit down.
@@ -297,7 +355,7 @@ pub struct SeatParty {
 }
 
 /// One line of an order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Item {
     /// The dish.
@@ -324,6 +382,19 @@ impl TryFrom<Vec<Item>> for Items {
     }
 }
 
+impl JsonSchema for Items {
+    fn schema_name() -> Cow<'static, str> {
+        "Items".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let item = generator.subschema_for::<Item>();
+        json_schema!({"type": "array", "items": item, "minItems": 1, "maxItems": 100})
+    }
+}
+
 impl From<Items> for Vec<Item> {
     fn from(v: Items) -> Vec<Item> {
         v.0
@@ -331,7 +402,7 @@ impl From<Items> for Vec<Item> {
 }
 
 /// An order as stored and answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Order {
     /// Opaque id.
     pub id: String,
@@ -348,7 +419,7 @@ pub struct Order {
 }
 
 /// `POST /orders`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewOrder {
     /// The table.
@@ -358,7 +429,7 @@ pub struct NewOrder {
 }
 
 /// `POST /orders/{id}/items`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoreItems {
     /// Items to append.
@@ -366,7 +437,7 @@ pub struct MoreItems {
 }
 
 /// `POST /orders/{id}/status`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusChange {
     /// The state to move to.
@@ -423,6 +494,7 @@ mod tests {
             (r#"{"number":1,"seats":21}"#, "seats"),
             (r#"{"number":1,"seats":1e30}"#, "seats"),
             (r#"{"number":"1","seats":2}"#, "number"),
+            (r#"{"number":1.5,"seats":2}"#, "number"),
         ] {
             let e = decode_json::<NewTable>(body.as_bytes()).unwrap_err();
             assert_eq!(e.code, ErrorCode::Unprocessable, "{body}");
@@ -432,6 +504,12 @@ mod tests {
                 e.message
             );
         }
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_fraction_is_that_number() {
+        let t: NewTable = decode_json(br#"{"number":3.0,"seats":15.0}"#).unwrap();
+        assert_eq!((t.number.get(), t.seats.get()), (3, 15));
     }
 
     #[test]

@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 
+use brigade_kit::openapi::Body;
 use brigade_kit::resource::{from_doc, get_reply, list_reply, load, to_doc};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
+use crate::model::{List, NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
 use crate::ServiceState;
 
 /// The `tables` collection; table numbers are unique.
@@ -24,14 +26,42 @@ pub const TABLES: CollectionSpec = CollectionSpec {
 pub fn routes() -> RouteTable<ServiceState> {
     RouteTable::new()
         .post("/tables", create)
+        .accepts::<NewTable>()
+        .answers::<Table>(201)
+        .errors(&[409, 503])
         .get("/tables", list)
+        .query::<ListQuery>()
+        .answers::<List<Table>>(200)
+        .errors(&[503])
         .get("/tables/{id}", get)
+        .answers::<Table>(200)
+        .errors(&[503])
         .delete("/tables/{id}", delete)
+        .answers_with(204, Body::Empty)
+        .errors(&[409, 503])
         .post("/tables/{id}/seat", seat)
+        .accepts::<SeatParty>()
+        .answers::<Table>(200)
+        .errors(&[409, 502, 503])
         .route(
             brigade_kit::Route::new(brigade_kit::Method::Post, "/tables/{id}/release", release)
                 .body(brigade_kit::http::BodyKind::Empty),
         )
+        .answers::<Table>(200)
+        .errors(&[409, 503])
+}
+
+/// `GET /tables`' query.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Page size, 1..=500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<u32>,
+    /// Tables skipped.
+    #[schemars(range(max = u64::MAX))]
+    offset: Option<u64>,
+    /// Only tables in this state.
+    status: Option<TableStatus>,
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -61,13 +91,7 @@ async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
 }
 
 async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    #[derive(Deserialize)]
-    struct Query {
-        limit: Option<u32>,
-        offset: Option<u64>,
-        status: Option<TableStatus>,
-    }
-    let q: Query = r.query()?;
+    let q: ListQuery = r.query()?;
     let mut filter = Filter::all();
     if let Some(status) = q.status {
         filter = filter.eq("status", status.as_str());

@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
+use brigade_kit::openapi::Body;
 use brigade_kit::resource::{from_doc, get_reply, list_reply, to_doc};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome};
 use brigade_kit::{ApiError, Reply, Request, RouteTable};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::model::{NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
+use crate::model::{List, NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
 use crate::ServiceState;
 
 /// The `waiters` collection.
@@ -22,10 +24,36 @@ pub const WAITERS: CollectionSpec = CollectionSpec {
 pub fn routes() -> RouteTable<ServiceState> {
     RouteTable::new()
         .post("/waiters", create)
+        .accepts::<NewWaiter>()
+        .answers::<Waiter>(201)
+        .errors(&[503])
         .get("/waiters", list)
+        .query::<ListQuery>()
+        .answers::<List<Waiter>>(200)
+        .errors(&[503])
         .get("/waiters/{id}", get)
+        .answers::<Waiter>(200)
+        .errors(&[503])
         .put("/waiters/{id}", update)
+        .accepts::<WaiterUpdate>()
+        .answers::<Waiter>(200)
+        .errors(&[503])
         .delete("/waiters/{id}", delete)
+        .answers_with(204, Body::Empty)
+        .errors(&[503])
+}
+
+/// `GET /waiters`' query.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Page size, 1..=500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<u32>,
+    /// Waiters skipped.
+    #[schemars(range(max = u64::MAX))]
+    offset: Option<u64>,
+    /// Only waiters of this shift.
+    shift: Option<Shift>,
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -45,13 +73,7 @@ async fn create(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
 }
 
 async fn list(s: Arc<ServiceState>, r: Request) -> Result<Reply, ApiError> {
-    #[derive(Deserialize)]
-    struct Query {
-        limit: Option<u32>,
-        offset: Option<u64>,
-        shift: Option<Shift>,
-    }
-    let q: Query = r.query()?;
+    let q: ListQuery = r.query()?;
     let mut filter = Filter::all();
     if let Some(shift) = q.shift {
         filter = filter.eq("shift", shift.as_str());

@@ -167,6 +167,7 @@ fn config(store: StoreKind, dir: &std::path::Path, mongodb_uri: Option<String>) 
             cache_bytes: None,
         },
         database_prefix: format!("fz{}_", &brigade_kit::store::new_id()[24..]),
+        metrics: true,
         // Peers that refuse: every call to one is a 503, never a 500.
         peers: HashMap::from([
             ("waiter".to_string(), "http://127.0.0.1:9".to_string()),
@@ -226,6 +227,8 @@ fn fuzz(store: StoreKind, mongodb_uri: Option<String>) {
             query: c.query.clone(),
             content_type,
             body: c.body.clone().into(),
+            // Any text as a trace context too: a bad one must be replaced, never fail the call.
+            traceparent: c.query.clone(),
         };
         let reply = rt.block_on(app.call(r, request));
         executions.fetch_add(1, Ordering::Relaxed);

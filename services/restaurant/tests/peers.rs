@@ -47,6 +47,7 @@ async fn tables_with_waiter_at(url: String) -> Arc<dyn AppHandle> {
             connect: Duration::from_millis(200),
             request: Duration::from_millis(400),
         },
+        metrics: true,
     };
     build(&ServiceName::Tables, &config).await.unwrap().app
 }

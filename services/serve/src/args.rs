@@ -56,6 +56,13 @@ pub struct ServeArgs {
     /// `brigade compare` gives each run); ignored by other stores.
     #[arg(long)]
     pub drop_databases_on_exit: bool,
+    /// Record no metrics: no timing or counting per request, store call or peer call, and
+    /// `/metrics` answers 404.
+    #[arg(long)]
+    pub no_metrics: bool,
+    /// Log lines on stderr as `text` (for people) or `json` (one object a line, for machines).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// The server limits, the same on every runtime.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -102,6 +109,15 @@ impl LimitArgs {
             max_connections: self.max_connections.unwrap_or(d.max_connections),
         }
     }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line, the current span's fields (`trace_id`) included.
+    Json,
 }
 
 fn parse_prefix(s: &str) -> Result<String, String> {
@@ -153,6 +169,12 @@ mod tests {
             (0, 2000, 2000)
         );
         assert!(a.runtime.is_none() && a.listen.is_none() && a.workers.is_none());
+        assert!(!a.no_metrics);
+        assert_eq!(a.log_format, LogFormat::Text);
+        let b = parse(&["--no-metrics", "--log-format", "json"]).unwrap();
+        assert!(b.no_metrics);
+        assert_eq!(b.log_format, LogFormat::Json);
+        assert!(parse(&["--log-format", "xml"]).is_err());
         assert_eq!(a.limits.limits(), ServerLimits::default());
     }
 

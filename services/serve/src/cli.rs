@@ -32,7 +32,7 @@ impl ServerCommand {
     pub fn run(self, services: &Services) -> anyhow::Result<()> {
         match self {
             ServerCommand::Serve(args) => {
-                crate::init_tracing();
+                crate::init_logging(args.log_format);
                 crate::serve(args, services)
             }
             ServerCommand::Runtimes(args) => {

@@ -6,9 +6,10 @@
 //!
 //! - `serve` ([`ServeArgs`]): `--runtime`, `--service NAME|all`, `--listen`, `--workers`, `--store`,
 //!   `--data-dir`, `--mongodb-uri`, `--store-timeout-ms`, `--peer`/`BRIGADE_PEERS`,
-//!   `--peer-timeout-ms`, `--preload`, `--database-prefix`, `--drop-databases-on-exit`, the server
-//!   limits ([`LimitArgs`]: `--header-read-timeout`, `--max-connections`, ...); logging on
-//!   stderr, the [`brigade_kit::announce`] lines on stdout once each service is bound,
+//!   `--peer-timeout-ms`, `--preload`, `--database-prefix`, `--drop-databases-on-exit`,
+//!   `--no-metrics`, `--log-format text|json`, the server limits ([`LimitArgs`]:
+//!   `--header-read-timeout`, `--max-connections`, ...); logging on stderr, the
+//!   [`brigade_kit::announce`] lines on stdout once each service is bound,
 //!   `/ready` from the kit's standard routes, and a graceful shutdown on SIGTERM or SIGINT (stop
 //!   accepting, finish the requests in flight, close the stores, exit 0);
 //! - `runtimes [--json]` ([`RuntimesArgs`]): the runtimes and stores compiled in and the services.
@@ -36,14 +37,14 @@ mod run;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use args::{LimitArgs, ServeArgs};
+pub use args::{LimitArgs, LogFormat, ServeArgs};
 pub use brigade_kit::announce;
 pub use brigade_runtimes as runtimes;
 pub use clap;
 pub use cli::{main, runtimes_listing, RuntimesArgs, ServerCommand};
 pub use databases::drop_databases;
 pub use prepare::{bind, listen_addr, prepare, Bound, Prepared};
-pub use run::{announce, init_tracing, pick_runtime, serve, shutdown_signal};
+pub use run::{announce, init_logging, init_tracing, pick_runtime, serve, shutdown_signal};
 
 /// The services a binary serves, in the order `--service all` binds them (consecutive ports).
 #[derive(Clone, Default)]

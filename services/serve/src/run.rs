@@ -12,18 +12,33 @@ use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
 use brigade_runtimes::Runtime;
 
+use crate::args::LogFormat;
 use crate::prepare::{bind, local_url, prepare};
 use crate::{ServeArgs, Services};
 
 /// Sets up logging once: to stderr (stdout carries only the announcements), at `RUST_LOG` or
-/// `info`.
+/// `info`, as text.
 pub fn init_tracing() {
+    init_logging(LogFormat::Text);
+}
+
+/// Sets up logging once: to stderr, at `RUST_LOG` or `info`, as text or one JSON object a line
+/// (with the current span's fields, so a request's `trace_id` is on every line it logs).
+pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 /// The compiled-in runtime called `name`, or the first compiled in.
@@ -98,6 +113,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
             request: Duration::from_millis(args.peer_timeout_ms),
         },
+        metrics: !args.no_metrics,
     };
     let store = config.store;
     let limits = args.limits.limits();

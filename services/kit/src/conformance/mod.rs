@@ -1,17 +1,20 @@
 //! Black-box conformance helpers for any service built on the kit: an HTTP client whose answers
 //! assert Brigade's error bodies ([`TestClient`], [`Answer::expect`]), and the checks every service
 //! must pass whatever its domain, written against its own route table ([`run_standard_checks`]):
-//! `/health` and `/ready`, JSON errors for 400, 404, 405, 413, 415 and 422, and the bench endpoints.
+//! `/health` and `/ready`, JSON errors for 400, 404, 405, 413, 415 and 422, the bench endpoints,
+//! `/openapi.json` covering the route table and `/metrics` following it.
 //!
 //! A service's own suite runs these, then its domain's checks, against a running [`Deployment`];
 //! `brigade-serve`'s test harness gives one for every compiled runtime × store (its
 //! `conformance_matrix!`), the way juniper's `run_http_test_suite` runs against each integration.
 //!
 //! Parts: `client` ([`TestClient`], [`Answer`]), [`errors`] (the error answers, from the route
-//! table), [`standard`] (health, readiness, bench endpoints), `races` ([`exactly_one_wins`]).
+//! table), [`standard`] (health, readiness, bench endpoints), [`observe`] (the OpenAPI document and
+//! the metrics), `races` ([`exactly_one_wins`]).
 
 mod client;
 pub mod errors;
+pub mod observe;
 mod races;
 pub mod standard;
 
@@ -39,7 +42,8 @@ pub trait Deployment: Send + Sync {
 }
 
 /// Runs the checks every service passes, on every service of `d`: health and readiness, the error
-/// answers its route table implies, and the bench endpoints where it carries them.
+/// answers its route table implies, the bench endpoints where it carries them, its OpenAPI document
+/// and its metrics.
 pub async fn run_standard_checks(c: &TestClient, d: &dyn Deployment) {
     let (runtime, store) = (d.runtime(), d.store());
     for service in d.services() {
@@ -50,5 +54,7 @@ pub async fn run_standard_checks(c: &TestClient, d: &dyn Deployment) {
         if routes.iter().any(|r| r.path == "/bench/hello") {
             standard::bench_endpoints(c, &base).await;
         }
+        observe::openapi_covers_the_route_table(c, &base, &routes).await;
+        observe::metrics_follow_the_route_table(c, &base, &routes).await;
     }
 }

@@ -1,14 +1,34 @@
 //! A route table bound to its state ([`App`]), type-erased as the [`AppHandle`] an adapter mounts:
 //! its endpoints (one per path pattern, with the methods it answers), a matcher for runtimes without
-//! a router, and the call that applies the body rules every runtime shares, then runs the handler.
+//! a router, and the call that applies the body rules every runtime shares, then runs the handler
+//! inside the request's [`Call`]: its trace context, its metrics and its log line.
+//!
+//! Every app also answers two routes of its own after the table's: `GET /metrics` (its
+//! [`Metrics`], once the service is built with metrics on) and `GET /openapi.json` (the document
+//! generated from the table, see [`crate::openapi`]).
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use bytes::Bytes;
+use tracing::Instrument;
+
 use super::pattern::pattern_params;
-use super::{ApiError, BodyKind, BoxFuture, Method, Reply, Request, Route, RouteSpec, RouteTable};
+use super::{
+    content_type, ApiError, BodyKind, BoxFuture, Method, Reply, Request, Route, RouteSpec,
+    RouteTable,
+};
+use crate::observe::trace::TraceContext;
+use crate::observe::Metrics;
+use crate::openapi::{self, Body, RouteDoc, METRICS_CONTENT_TYPE};
+
+/// The path of the metrics every app serves.
+pub const METRICS_PATH: &str = "/metrics";
+/// The path of the OpenAPI document every app serves.
+pub const OPENAPI_PATH: &str = "/openapi.json";
 
 /// One path pattern and the routes (one per method) that share it: what an adapter mounts.
 #[derive(Debug, Clone)]
@@ -64,6 +84,76 @@ pub trait AppHandle: Send + Sync + 'static {
     fn matcher(&self) -> &matchit::Router<usize>;
     /// Every route without its handler, in the table's order (route `i` is `routes()[i]`).
     fn routes(&self) -> &[RouteSpec];
+    /// The answer to a request no route takes: 405 naming the allowed methods when `path` is
+    /// known, else 404; counted under the one unmatched label.
+    fn unmatched(&self, method: &str, path: &str) -> Reply {
+        match self.matcher().at(path) {
+            Ok(m) => self.endpoints()[*m.value]
+                .method_not_allowed(method)
+                .to_reply(),
+            Err(_) => ApiError::no_route(method, path).to_reply(),
+        }
+    }
+    /// The answer to a request for route `route` the adapter refused before calling it (a body
+    /// over the limit, a body or path that could not be read), counted under its route.
+    fn refused(&self, route: usize, error: ApiError) -> Reply {
+        let _ = route;
+        error.to_reply()
+    }
+    /// Starts recording into `metrics` (once; a second call is ignored).
+    fn observe(&self, metrics: Arc<Metrics>) {
+        let _ = metrics;
+    }
+    /// The OpenAPI 3.1 document of the service, as served on `/openapi.json`.
+    fn openapi(&self) -> Bytes {
+        Bytes::new()
+    }
+}
+
+/// What a request carries through the route table besides itself: its trace context, where its
+/// metrics go and when it started. Made by [`App::call`]; [`Call::run`] wraps the handler's future.
+pub(super) struct Call {
+    trace: TraceContext,
+    method: Method,
+    path: &'static str,
+    metrics: Option<(Arc<Metrics>, usize)>,
+    started: Option<Instant>,
+}
+
+impl Call {
+    /// Runs `fut` as the request: inside its trace context and span, counted in flight, then its
+    /// answer and latency recorded and, at debug level, its log line written.
+    pub(super) async fn run(self, fut: impl Future<Output = Reply>) -> Reply {
+        let _in_flight = self.metrics.as_ref().map(|(m, _)| m.enter());
+        let span = tracing::debug_span!(
+            "request",
+            trace_id = %self.trace,
+            method = %self.method,
+            route = self.path,
+        );
+        let reply = self.trace.scope(fut).instrument(span).await;
+        self.finish(&reply);
+        reply
+    }
+
+    /// Records the answer in the metrics and the log.
+    fn finish(&self, reply: &Reply) {
+        let Some(started) = self.started else { return };
+        let elapsed = started.elapsed();
+        if let Some((m, route)) = &self.metrics {
+            if let Some(slot) = m.route(*route) {
+                slot.record(reply.status, elapsed);
+            }
+        }
+        tracing::debug!(
+            trace_id = %self.trace,
+            method = %self.method,
+            route = self.path,
+            status = reply.status,
+            micros = elapsed.as_micros() as u64,
+            "request"
+        );
+    }
 }
 
 /// A route table bound to its state: the [`AppHandle`] of an application.
@@ -74,6 +164,8 @@ pub struct App<S> {
     endpoints: Vec<Endpoint>,
     specs: Vec<RouteSpec>,
     matcher: matchit::Router<usize>,
+    metrics: OnceLock<Arc<Metrics>>,
+    openapi: Bytes,
 }
 
 impl<S> fmt::Debug for App<S> {
@@ -85,12 +177,54 @@ impl<S> fmt::Debug for App<S> {
     }
 }
 
+/// The app's own routes, after the table's: metrics, then the OpenAPI document.
+fn builtin_routes() -> [(RouteSpec, RouteDoc); 2] {
+    let get = |path| RouteSpec {
+        method: Method::Get,
+        path,
+        body: BodyKind::Empty,
+        limit: super::JSON_BODY_LIMIT,
+    };
+    [
+        (
+            get(METRICS_PATH),
+            RouteDoc {
+                summary: Some("Prometheus metrics (404 when the server runs with --no-metrics)"),
+                answers: vec![(200, Body::Metrics)],
+                errors: vec![404],
+                ..Default::default()
+            },
+        ),
+        (
+            get(OPENAPI_PATH),
+            RouteDoc {
+                summary: Some("This document"),
+                answers: vec![(200, Body::Json(openapi::schema_of::<serde_json::Value>))],
+                ..Default::default()
+            },
+        ),
+    ]
+}
+
 impl<S: Send + Sync + 'static> App<S> {
-    /// Binds `table` to `state`. Panics if two patterns conflict (a programming error).
+    /// Binds `table` to `state`. Panics if two patterns conflict or the table has a route of its
+    /// own on `/metrics` or `/openapi.json` (programming errors).
     pub fn new(name: impl Into<String>, table: RouteTable<S>, state: Arc<S>) -> App<S> {
+        let name = name.into();
+        let builtins = builtin_routes();
+        let mut specs = table.specs();
+        for s in &specs {
+            assert!(
+                s.path != METRICS_PATH && s.path != OPENAPI_PATH,
+                "{} {} is served by the kit itself",
+                s.method,
+                s.path
+            );
+        }
+        specs.extend(builtins.iter().map(|(s, _)| *s));
         let mut endpoints: Vec<Endpoint> = Vec::new();
         let mut by_path: HashMap<&'static str, usize> = HashMap::new();
-        for (i, r) in table.routes().iter().enumerate() {
+        for (i, r) in specs.iter().enumerate() {
             let e = *by_path.entry(r.path).or_insert_with(|| {
                 endpoints.push(Endpoint {
                     path: r.path,
@@ -109,19 +243,60 @@ impl<S: Send + Sync + 'static> App<S> {
                 panic!("route pattern {} conflicts: {err}", e.path);
             }
         }
+        let docs: Vec<(RouteSpec, &RouteDoc)> = table
+            .routes()
+            .iter()
+            .map(|r| (r.spec(), &r.doc))
+            .chain(builtins.iter().map(|(s, d)| (*s, d)))
+            .collect();
+        let openapi = Bytes::from(
+            serde_json::to_vec(&openapi::document(&name, &docs))
+                .expect("an OpenAPI document is JSON"),
+        );
         App {
-            name: name.into(),
-            specs: table.specs(),
+            name,
+            specs,
             table,
             state,
             endpoints,
             matcher,
+            metrics: OnceLock::new(),
+            openapi,
         }
     }
 
     /// The state the handlers share.
     pub fn state(&self) -> &Arc<S> {
         &self.state
+    }
+
+    /// The metrics slot of route `route`, once observed.
+    fn record(&self, route: usize, status: u16, started: Option<Instant>) {
+        if let (Some(m), Some(started)) = (self.metrics.get(), started) {
+            if let Some(slot) = m.route(route) {
+                slot.record(status, started.elapsed());
+            }
+        }
+    }
+
+    /// Answers one of the app's own routes (`i` counts from the first after the table's).
+    fn builtin(&self, i: usize) -> Reply {
+        match i {
+            0 => match self.metrics.get() {
+                Some(m) => Reply {
+                    status: 200,
+                    content_type: METRICS_CONTENT_TYPE,
+                    body: Bytes::from(m.encode()),
+                },
+                None => ApiError::not_found("metrics are off (--no-metrics)").to_reply(),
+            },
+            1 => Reply {
+                status: 200,
+                content_type: content_type::JSON,
+                body: self.openapi.clone(),
+            },
+            _ => ApiError::internal("route index out of range").to_reply(),
+        }
     }
 }
 
@@ -143,25 +318,60 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
     }
 
     fn call(&self, route: usize, request: Request) -> BoxFuture<Reply> {
+        let metrics = self.metrics.get();
+        let started =
+            (metrics.is_some() || tracing::enabled!(tracing::Level::DEBUG)).then(Instant::now);
         let Some(r) = self.table.routes().get(route) else {
-            return Box::pin(
-                async move { ApiError::internal("route index out of range").to_reply() },
-            );
+            let reply = self.builtin(route - self.table.routes().len());
+            self.record(route, reply.status, started);
+            return Box::pin(async move { reply });
         };
         if let Err(e) = check_body(r, &request) {
-            return Box::pin(async move { e.to_reply() });
+            let reply = e.to_reply();
+            self.record(route, reply.status, started);
+            return Box::pin(async move { reply });
         }
-        let fut = (r.handler)(self.state.clone(), request);
-        if !tracing::enabled!(tracing::Level::DEBUG) {
-            return fut;
+        let call = Call {
+            trace: TraceContext::from_header(request.traceparent.as_deref()),
+            method: r.method,
+            path: r.path,
+            metrics: metrics.map(|m| (m.clone(), route)),
+            started,
+        };
+        (r.handler)(self.state.clone(), request, call)
+    }
+
+    fn unmatched(&self, method: &str, path: &str) -> Reply {
+        let started = self.metrics.get().map(|_| Instant::now());
+        let reply = match self.matcher().at(path) {
+            Ok(m) => self.endpoints()[*m.value]
+                .method_not_allowed(method)
+                .to_reply(),
+            Err(_) => ApiError::no_route(method, path).to_reply(),
+        };
+        if let (Some(m), Some(started)) = (self.metrics.get(), started) {
+            m.unmatched(method).record(reply.status, started.elapsed());
         }
-        let (method, path, started) = (r.method, r.path, Instant::now());
-        Box::pin(async move {
-            let reply = fut.await;
-            let micros = started.elapsed().as_micros() as u64;
-            tracing::debug!(%method, path, status = reply.status, micros, "request");
-            reply
-        })
+        reply
+    }
+
+    fn refused(&self, route: usize, error: ApiError) -> Reply {
+        let reply = error.to_reply();
+        self.record(
+            route,
+            reply.status,
+            self.metrics.get().map(|_| Instant::now()),
+        );
+        reply
+    }
+
+    fn observe(&self, metrics: Arc<Metrics>) {
+        metrics.set_routes(&self.specs);
+        let _ = self.metrics.set(metrics);
+    }
+
+    fn openapi(&self) -> Bytes {
+        self.openapi.clone()
     }
 }
 

@@ -21,7 +21,7 @@ mod reply;
 mod request;
 mod route;
 
-pub use app::{App, AppHandle, Endpoint};
+pub use app::{App, AppHandle, Endpoint, METRICS_PATH, OPENAPI_PATH};
 pub use error::{ApiError, ErrorCode};
 pub use pattern::{pattern_params, pattern_segments, Segment};
 pub use reply::Reply;

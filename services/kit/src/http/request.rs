@@ -17,6 +17,9 @@ pub struct Request {
     pub content_type: Option<String>,
     /// The whole body, already limited by the adapter.
     pub body: Bytes,
+    /// The W3C `traceparent` header, if any: the request joins that trace (see
+    /// [`crate::observe::trace`]).
+    pub traceparent: Option<String>,
 }
 
 impl Request {

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 
+use super::app::Call;
 use super::{ApiError, BoxFuture, Reply, Request, JSON_BODY_LIMIT};
+use crate::openapi::{schema_of, Body, RouteDoc};
 
 /// The HTTP methods a route can answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,9 +71,10 @@ pub enum BodyKind {
     Raw,
 }
 
-/// A type-erased handler: its future already maps errors and panics to replies, so a request costs
-/// one allocation for the whole handler future.
-pub(super) type Handler<S> = Arc<dyn Fn(Arc<S>, Request) -> BoxFuture<Reply> + Send + Sync>;
+/// A type-erased handler: its future already maps errors and panics to replies and runs inside the
+/// request's [`Call`] (trace context, metrics, log line), so a request costs one allocation for the
+/// whole handler future.
+pub(super) type Handler<S> = Arc<dyn Fn(Arc<S>, Request, Call) -> BoxFuture<Reply> + Send + Sync>;
 
 /// What a route is, without its handler: what a test or a tool needs to know to call it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +99,8 @@ pub struct Route<S> {
     pub body: BodyKind,
     /// The largest body accepted, in bytes.
     pub limit: usize,
+    /// What the OpenAPI document says about it beyond the above.
+    pub doc: RouteDoc,
     pub(super) handler: Handler<S>,
 }
 
@@ -121,15 +126,16 @@ impl<S: Send + Sync + 'static> Route<S> {
             path,
             body,
             limit: JSON_BODY_LIMIT,
-            handler: Arc::new(move |s, r| {
+            doc: RouteDoc::default(),
+            handler: Arc::new(move |s, r, call: Call| {
                 let fut = AssertUnwindSafe(handler(s, r)).catch_unwind();
-                Box::pin(async move {
+                Box::pin(call.run(async move {
                     match fut.await {
                         Ok(Ok(reply)) => reply,
                         Ok(Err(e)) => e.to_reply(),
                         Err(panic) => ApiError::internal(panic_message(&panic)).to_reply(),
                     }
-                })
+                }))
             }),
         }
     }
@@ -217,6 +223,54 @@ impl<S: Send + Sync + 'static> RouteTable<S> {
             self = self.route(r);
         }
         self
+    }
+
+    /// Describes the last route added with `f` (for the OpenAPI document). Panics on an empty
+    /// table (a programming error).
+    fn describe(mut self, f: impl FnOnce(&mut RouteDoc)) -> Self {
+        let last = self
+            .routes
+            .last_mut()
+            .expect("describe a route after adding it");
+        f(&mut last.doc);
+        self
+    }
+
+    /// The last route added takes a JSON body of type `T`.
+    pub fn accepts<T: schemars::JsonSchema>(self) -> Self {
+        self.describe(|d| d.request = Some(schema_of::<T>))
+    }
+
+    /// The last route added takes the query parameters of `T` (an object type's fields).
+    pub fn query<T: schemars::JsonSchema>(self) -> Self {
+        self.describe(|d| d.query = Some(schema_of::<T>))
+    }
+
+    /// The last route added takes path parameter `name` as described by `schema` (a JSON Schema;
+    /// without one a parameter is any string).
+    pub fn param(self, name: &'static str, schema: serde_json::Value) -> Self {
+        self.describe(|d| d.params.push((name, schema)))
+    }
+
+    /// The last route added answers `status` with a JSON `T`.
+    pub fn answers<T: schemars::JsonSchema>(self, status: u16) -> Self {
+        self.describe(|d| d.answers.push((status, Body::Json(schema_of::<T>))))
+    }
+
+    /// The last route added answers `status` with `body` (text, bytes, nothing).
+    pub fn answers_with(self, status: u16, body: Body) -> Self {
+        self.describe(|d| d.answers.push((status, body)))
+    }
+
+    /// The last route added may also answer these error statuses (those of its own rules; the
+    /// kit adds the ones its body rules give, see [`crate::openapi`]).
+    pub fn errors(self, statuses: &[u16]) -> Self {
+        self.describe(|d| d.errors.extend_from_slice(statuses))
+    }
+
+    /// One line on what the last route added does.
+    pub fn summary(self, summary: &'static str) -> Self {
+        self.describe(|d| d.summary = Some(summary))
     }
 
     /// The routes, in order.

@@ -28,7 +28,9 @@ fn call(app: &App<()>, route: usize, req: Request) -> Reply {
 fn endpoints_group_methods_by_path() {
     let app = App::new("t", table(), Arc::new(()));
     let e = app.endpoints();
-    assert_eq!(e.len(), 3);
+    // The table's three paths, then the kit's own: /metrics and /openapi.json.
+    assert_eq!(e.len(), 5);
+    assert_eq!((e[3].path, e[4].path), (METRICS_PATH, OPENAPI_PATH));
     assert_eq!(e[0].path, "/items");
     assert_eq!(e[0].methods, vec![(Method::Get, 0), (Method::Post, 1)]);
     assert_eq!(e[1].params, vec!["id"]);
@@ -142,7 +144,8 @@ fn an_app_lists_its_routes_without_handlers_in_table_order() {
         Arc::new(()),
     );
     let specs = app.routes();
-    assert_eq!(specs.len(), 5);
+    assert_eq!(specs.len(), 7);
+    assert_eq!((specs[5].path, specs[6].path), (METRICS_PATH, OPENAPI_PATH));
     assert_eq!(
         specs[1],
         RouteSpec {
@@ -157,4 +160,51 @@ fn an_app_lists_its_routes_without_handlers_in_table_order() {
         (Method::Get, BodyKind::Empty)
     );
     assert_eq!((specs[4].body, specs[4].limit), (BodyKind::Raw, 7));
+}
+
+#[test]
+fn the_kits_own_routes_answer_metrics_once_observed_and_the_document_always() {
+    let app = App::new("t", table(), Arc::new(()));
+    let reply = call(&app, 4, Request::default());
+    assert_eq!(reply.status, 404, "no metrics before the app is observed");
+    let doc = call(&app, 5, Request::default());
+    assert_eq!(doc.status, 200);
+    let v: serde_json::Value = serde_json::from_slice(&doc.body).unwrap();
+    assert!(v["paths"]["/items/{id}"]["get"].is_object());
+    assert!(v["paths"]["/openapi.json"]["get"].is_object());
+    app.observe(Arc::new(crate::observe::Metrics::new(&[], &[])));
+    assert_eq!(call(&app, 0, Request::default()).status, 200);
+    assert_eq!(app.unmatched("GET", "/nothing").status, 404);
+    assert_eq!(app.unmatched("DELETE", "/items").status, 405);
+    assert_eq!(app.refused(1, ApiError::too_large(1)).status, 413);
+    let m = call(&app, 4, Request::default());
+    assert_eq!(m.status, 200);
+    let text = String::from_utf8_lossy(&m.body);
+    for line in [
+        "brigade_http_requests_total{method=\"GET\",route=\"/items\",status=\"2xx\"} 1",
+        "brigade_http_requests_total{method=\"POST\",route=\"/items\",status=\"4xx\"} 1",
+        "brigade_http_requests_total{method=\"GET\",route=\"(unmatched)\",status=\"4xx\"} 1",
+        "brigade_http_requests_total{method=\"DELETE\",route=\"(unmatched)\",status=\"4xx\"} 1",
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+}
+
+#[test]
+fn a_traceparent_is_the_handlers_current_trace() {
+    let t = RouteTable::new().get("/t", |_: Arc<()>, _| async {
+        let t = crate::observe::trace::current().expect("a trace context");
+        Ok(Reply::text(t.to_string()))
+    });
+    let app = App::new("t", t, Arc::new(()));
+    let req = Request {
+        traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        &call(&app, 0, req).body[..],
+        b"4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    let fresh = call(&app, 0, Request::default());
+    assert_eq!(fresh.body.len(), 32);
 }

@@ -118,6 +118,7 @@ impl Deployment {
                 connect: Duration::from_millis(500),
                 request: Duration::from_secs(2),
             },
+            metrics: true,
         };
         let mut running = Vec::new();
         let mut servers = HashMap::new();

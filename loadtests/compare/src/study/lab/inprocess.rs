@@ -61,6 +61,8 @@ impl InProcess {
             database_prefix: String::new(),
             peers: HashMap::new(),
             peer_timeouts: PeerTimeouts::default(),
+            // As `serve` builds it by default, so both sides pay for the same recording.
+            metrics: true,
         };
         let built = service::build(service, &config)
             .await
@@ -105,6 +107,7 @@ impl InProcess {
             query,
             content_type: content_type.map(str::to_owned),
             body,
+            traceparent: None,
         };
         self.app.call(route, request).await
     }
