@@ -11,15 +11,15 @@
 //! - path parameters: 400 (not decodable) and 404 (no such resource, or no route takes that path);
 //! - every route: 500, with the error body `{"error": {"code", "message"}}`.
 //!
-//! `HEAD` is not described: on `main` the runtimes do not agree on it (see
-//! `docs/observability.md`). A known path asked with another method answers 405, which OpenAPI has no
-//! per-operation place for; the document's description says so.
+//! Every `GET` route has a `HEAD` operation beside it (all four runtimes answer it, without a body).
+//! A known path asked with another method answers 405, which OpenAPI has no per-operation place
+//! for; the document's description says so.
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
-use crate::http::{content_type, pattern_params, BodyKind, RouteSpec};
+use crate::http::{content_type, pattern_params, BodyKind, Method, RouteSpec};
 
 /// Makes a type's schema (a `$ref` into `components/schemas` for named types).
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -231,6 +231,22 @@ fn error_schema() -> Value {
     })
 }
 
+/// The `HEAD` operation every runtime answers beside a `GET` route (RFC 9110): the same statuses
+/// and parameters, no body in any answer.
+fn head_of(get: &Value, spec: &RouteSpec) -> Value {
+    let mut head = get.clone();
+    head["operationId"] = json!(format!("HEAD {}", spec.path));
+    head["summary"] = json!(format!("The head of `GET {}`: its status, no body", spec.path));
+    if let Some(responses) = head["responses"].as_object_mut() {
+        for answer in responses.values_mut() {
+            if let Some(answer) = answer.as_object_mut() {
+                answer.remove("content");
+            }
+        }
+    }
+    head
+}
+
 /// The OpenAPI 3.1 document of service `name` with these routes (each with its description).
 pub fn document(name: &str, routes: &[(RouteSpec, &RouteDoc)]) -> Value {
     let mut generator = SchemaSettings::draft2020_12()
@@ -245,6 +261,9 @@ pub fn document(name: &str, routes: &[(RouteSpec, &RouteDoc)]) -> Value {
         let item = paths
             .entry(spec.path.to_string())
             .or_insert_with(|| json!({}));
+        if spec.method == Method::Get {
+            item["head"] = head_of(&op, spec);
+        }
         item[spec.method.as_str().to_ascii_lowercase()] = op;
     }
     let mut schemas = generator.take_definitions(true);
@@ -266,7 +285,7 @@ pub fn document(name: &str, routes: &[(RouteSpec, &RouteDoc)]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::{Method, JSON_BODY_LIMIT};
+    use crate::http::JSON_BODY_LIMIT;
 
     #[derive(JsonSchema)]
     #[allow(dead_code)]

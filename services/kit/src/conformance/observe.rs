@@ -6,10 +6,11 @@
 use std::collections::BTreeSet;
 
 use super::TestClient;
-use crate::http::RouteSpec;
+use crate::http::{Method, RouteSpec};
 use crate::observe::UNMATCHED;
 
-/// `/openapi.json` is an OpenAPI 3.1 document whose operations are exactly `routes`, each with
+/// `/openapi.json` is an OpenAPI 3.1 document whose operations are exactly `routes` (and a bodiless
+/// `HEAD` beside each `GET`), each with
 /// the 500 every route may give and, on a JSON route, the 400, 413, 415 and 422 of the body rules.
 pub async fn openapi_covers_the_route_table(c: &TestClient, base: &str, routes: &[RouteSpec]) {
     let doc = c
@@ -24,6 +25,12 @@ pub async fn openapi_covers_the_route_table(c: &TestClient, base: &str, routes: 
         for (method, op) in item.as_object().expect("a path item") {
             described.insert((method.to_ascii_uppercase(), path.clone()));
             let responses = op["responses"].as_object().expect("responses");
+            if method == "head" {
+                assert!(
+                    responses.values().all(|a| a.get("content").is_none()),
+                    "HEAD {path}: an answer with a body"
+                );
+            }
             assert!(responses.contains_key("500"), "{method} {path}: no 500");
             if op["requestBody"]["content"]["application/json"].is_object() {
                 for s in ["400", "413", "415", "422"] {
@@ -32,9 +39,13 @@ pub async fn openapi_covers_the_route_table(c: &TestClient, base: &str, routes: 
             }
         }
     }
+    // The table's routes, and a HEAD beside every GET (answered by every runtime, without a body).
     let table: BTreeSet<(String, String)> = routes
         .iter()
-        .map(|r| (r.method.as_str().to_string(), r.path.to_string()))
+        .flat_map(|r| {
+            let head = (r.method == Method::Get).then(|| ("HEAD".to_string(), r.path.to_string()));
+            std::iter::once((r.method.as_str().to_string(), r.path.to_string())).chain(head)
+        })
         .collect();
     assert_eq!(
         described, table,
