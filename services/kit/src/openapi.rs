@@ -236,7 +236,10 @@ fn error_schema() -> Value {
 fn head_of(get: &Value, spec: &RouteSpec) -> Value {
     let mut head = get.clone();
     head["operationId"] = json!(format!("HEAD {}", spec.path));
-    head["summary"] = json!(format!("The head of `GET {}`: its status, no body", spec.path));
+    head["summary"] = json!(format!(
+        "The head of `GET {}`: its status, no body",
+        spec.path
+    ));
     if let Some(responses) = head["responses"].as_object_mut() {
         for answer in responses.values_mut() {
             if let Some(answer) = answer.as_object_mut() {

@@ -358,7 +358,12 @@ fn build(
          it; shared work share is the in-process mean in percent of the provider's."
             .to_owned(),
         format!(
-            "In process, the calls run on the server's CPUs ({}) in a runtime of --workers              threads, as the handlers would in a server. A call there never waits for a socket,              so it runs to its end once started: with more client threads than threads, the              in-process calls take turns between calls, while over loopback the wait for the              server's CPU is inside each call. Compare calls/s across providers at more than              one client thread.",
+            "In process, the calls run on the server's CPUs ({}) in a runtime of --workers \
+             threads, as the handlers would in a server. A call there never waits for a socket, \
+             so it runs to its end once started: with more client threads than threads, the \
+             in-process calls take turns between calls, while over loopback the wait for the \
+             server's CPU is inside each call. Compare calls/s across providers at more than \
+             one client thread.",
             crate::pin::list(&lab.cpus.server)
         ),
     ];
