@@ -63,21 +63,41 @@ pub fn announce(a: &Announcement) -> std::io::Result<()> {
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).
 pub async fn shutdown_signal() {
+    listen_for_shutdown().await;
+}
+
+/// Starts listening for SIGTERM and SIGINT now (inside a tokio runtime) and returns a future that
+/// resolves on the first of them: a signal that arrives before the future is first polled still
+/// counts, so a server that listens before it announces itself drains rather than dies.
+fn listen_for_shutdown() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {},
-            _ = term.recv() => {},
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {},
+                        _ = int.recv() => {},
+                    }
+                }
+                (Ok(mut term), Err(_)) => {
+                    term.recv().await;
+                }
+                (Err(_), Ok(mut int)) => {
+                    int.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending().await,
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -145,6 +165,11 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             }
         }
     }
+    // Listen for SIGTERM/SIGINT before the listening lines: whoever reads them may signal at once.
+    let signalled = {
+        let _context = prepared.support().enter();
+        listen_for_shutdown()
+    };
     tracing::info!(
         runtime = runtime.name,
         version = runtime.version,
@@ -168,7 +193,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
 
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     prepared.support().spawn(async move {
-        shutdown_signal().await;
+        signalled.await;
         tracing::info!("shutting down: no new connections; finishing requests in flight");
         trigger.fire();
     });
