@@ -53,7 +53,7 @@ enum Command {
     Load(brigade_load::cli::LoadArgs),
     /// The main job: run every runtime in turn under the same load and report who wins.
     Compare(brigade_compare::cli::CompareArgs),
-    /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`), written with the same reports
+    /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`), written with the same reports
     /// as `compare`.
     Study(brigade_compare::study::StudyArgs),
 }

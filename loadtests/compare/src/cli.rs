@@ -12,8 +12,8 @@ use clap::Args;
 
 use crate::report::markdown;
 use crate::servers::Launch;
-use crate::settings::{CompareSettings, CpuChoice};
-use crate::{pin, verdict};
+use crate::settings::{CompareSettings, CpuArgs};
+use crate::verdict;
 
 /// User counts run by default (the study's).
 pub const DEFAULT_USERS: &str = "10,20,30";
@@ -92,15 +92,9 @@ pub struct CompareArgs {
     /// {database_prefix} (docs/embedding.md)
     #[arg(long, value_name = "TEMPLATE")]
     pub server_command: Option<String>,
-    /// Pin nothing: servers and generator share every CPU
-    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
-    pub no_pin: bool,
-    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
-    #[arg(long, requires = "generator_cpus")]
-    pub server_cpus: Option<String>,
-    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
-    #[arg(long, requires = "server_cpus")]
-    pub generator_cpus: Option<String>,
+    /// Where servers and generator run.
+    #[command(flatten)]
+    pub cpus: CpuArgs,
     /// Accepted for old command lines and ignored: every run now has a server of its own
     #[arg(long, hide = true)]
     pub one_at_a_time: bool,
@@ -195,14 +189,7 @@ impl CompareArgs {
                 DEFAULT_WARMUP
             })
         });
-        let cpus = match (&self.server_cpus, &self.generator_cpus) {
-            (Some(server), Some(generator)) => CpuChoice::Explicit {
-                server: pin::parse_list(server)?,
-                generator: pin::parse_list(generator)?,
-            },
-            _ if self.no_pin => CpuChoice::NoPin,
-            _ => CpuChoice::Auto,
-        };
+        let cpus = self.cpus.choice()?;
         if self.store == "mongo" {
             if let Some(database) = self.mongodb_uri.as_deref().and_then(uri_database) {
                 bail!(

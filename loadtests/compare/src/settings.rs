@@ -95,23 +95,6 @@ pub enum CpuChoice {
 }
 
 impl CpuChoice {
-    /// The choice `--no-pin`, `--server-cpus` and `--generator-cpus` make (both lists, or
-    /// neither).
-    pub fn from_flags(
-        no_pin: bool,
-        server: Option<&str>,
-        generator: Option<&str>,
-    ) -> anyhow::Result<CpuChoice> {
-        Ok(match (server, generator) {
-            (Some(server), Some(generator)) => CpuChoice::Explicit {
-                server: crate::pin::parse_list(server)?,
-                generator: crate::pin::parse_list(generator)?,
-            },
-            _ if no_pin => CpuChoice::NoPin,
-            _ => CpuChoice::Auto,
-        })
-    }
-
     /// The CPU split this choice makes of the `available` CPUs.
     pub fn plan(&self, available: &[usize]) -> anyhow::Result<CpuPlan> {
         Ok(match self {
@@ -204,5 +187,35 @@ mod tests {
         let embedded = settings("embedded", vec![0, 1_000_000], 1);
         assert_eq!(memory.run_count(), 24);
         assert!(memory.estimate_s() > embedded.estimate_s() + 60.0);
+    }
+}
+
+/// The CPU flags every command that starts servers takes (`compare` and the studies).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CpuArgs {
+    /// Pin nothing: servers and generator share every CPU
+    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
+    pub no_pin: bool,
+    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
+    #[arg(long, requires = "generator_cpus")]
+    pub server_cpus: Option<String>,
+    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
+    #[arg(long, requires = "server_cpus")]
+    pub generator_cpus: Option<String>,
+}
+
+impl CpuArgs {
+    /// The choice these flags make.
+    pub fn choice(&self) -> anyhow::Result<CpuChoice> {
+        Ok(
+            match (self.server_cpus.as_deref(), self.generator_cpus.as_deref()) {
+                (Some(server), Some(generator)) => CpuChoice::Explicit {
+                    server: crate::pin::parse_list(server)?,
+                    generator: crate::pin::parse_list(generator)?,
+                },
+                _ if self.no_pin => CpuChoice::NoPin,
+                _ => CpuChoice::Auto,
+            },
+        )
     }
 }

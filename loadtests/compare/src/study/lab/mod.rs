@@ -32,7 +32,7 @@ use crate::procstat;
 use crate::report::setup::{build_versions, Setup};
 use crate::report::study::{Better, Metric};
 use crate::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
-use crate::settings::CpuChoice;
+use crate::settings::CpuArgs;
 use crate::verdict::CpuShape;
 
 /// The seed of every study run's random choices (fixed, so any study can be replayed).
@@ -79,15 +79,9 @@ pub struct LabArgs {
     /// `compare --server-command`)
     #[arg(long, value_name = "TEMPLATE")]
     pub server_command: Option<String>,
-    /// Pin nothing: servers and generator share every CPU
-    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
-    pub no_pin: bool,
-    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
-    #[arg(long, requires = "generator_cpus")]
-    pub server_cpus: Option<String>,
-    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
-    #[arg(long, requires = "server_cpus")]
-    pub generator_cpus: Option<String>,
+    /// Where servers and generator run.
+    #[command(flatten)]
+    pub cpus: CpuArgs,
 }
 
 /// A study's servers, CPUs and settings, resolved from [`LabArgs`].
@@ -142,11 +136,7 @@ impl LabArgs {
         if repeat == 0 {
             bail!("--repeat must be at least 1");
         }
-        let choice = CpuChoice::from_flags(
-            self.no_pin,
-            self.server_cpus.as_deref(),
-            self.generator_cpus.as_deref(),
-        )?;
+        let choice = self.cpus.choice()?;
         let cpus = choice.plan(&pin::available_cpus())?;
         let workers = self.workers.unwrap_or(cpus.server.len().max(1) as u32);
         let threads = self.threads.unwrap_or(cpus.generator.len().max(1) as u32);
