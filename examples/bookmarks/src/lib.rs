@@ -34,7 +34,7 @@ use model::{Bookmark, NewBookmark, Stored, User};
 pub use preload::BookmarkData;
 
 /// The `bookmarks` collection: lists filter on `user` and `archived`; a URL is unique per user.
-pub const BOOKMARKS: CollectionSpec = CollectionSpec {
+pub static BOOKMARKS: CollectionSpec = CollectionSpec {
     name: "bookmarks",
     unique: &["user_url"],
     indexed: &["user", "archived"],
@@ -70,7 +70,7 @@ impl Service for Bookmarks {
         8090
     }
     fn collections(&self) -> &[CollectionSpec] {
-        &[BOOKMARKS]
+        std::slice::from_ref(&BOOKMARKS)
     }
     fn app(&self, parts: Parts) -> Arc<dyn AppHandle> {
         let state = State {

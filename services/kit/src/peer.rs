@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -14,7 +14,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
 use crate::http::ApiError;
-use crate::observe::{trace, Metrics};
+use crate::observe::{trace, Metrics, Stopwatch};
 
 /// Timeouts for calls to peers.
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +110,7 @@ impl PeerClient {
         let request = request
             .body(Empty::new())
             .map_err(|e| ApiError::internal(format!("peer {peer} request: {e}")))?;
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let result = self.send(peer, request).await;
         if let Some(m) = &self.metrics {
             let outcome = result.as_ref().map(|r| r.status).map_err(|e| e.code);

@@ -20,7 +20,7 @@ use crate::tables::peer_message;
 use crate::ServiceState;
 
 /// The `orders` collection.
-pub const ORDERS: CollectionSpec = CollectionSpec {
+pub static ORDERS: CollectionSpec = CollectionSpec {
     name: "orders",
     unique: &[],
     indexed: &["status", "table_id"],

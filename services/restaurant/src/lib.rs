@@ -77,9 +77,9 @@ impl ServiceName {
     /// Its collections.
     pub fn collections(self) -> &'static [CollectionSpec] {
         match self {
-            ServiceName::Waiter => &[waiter::WAITERS],
-            ServiceName::Tables => &[tables::TABLES],
-            ServiceName::Kitchen => &[kitchen::ORDERS],
+            ServiceName::Waiter => std::slice::from_ref(&waiter::WAITERS),
+            ServiceName::Tables => std::slice::from_ref(&tables::TABLES),
+            ServiceName::Kitchen => std::slice::from_ref(&kitchen::ORDERS),
         }
     }
 

@@ -16,7 +16,7 @@ use crate::model::{List, NewTable, Paging, SeatParty, Table, TableStatus, Waiter
 use crate::ServiceState;
 
 /// The `tables` collection; table numbers are unique.
-pub const TABLES: CollectionSpec = CollectionSpec {
+pub static TABLES: CollectionSpec = CollectionSpec {
     name: "tables",
     unique: &["number"],
     indexed: &["status"],

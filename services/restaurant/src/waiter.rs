@@ -14,7 +14,7 @@ use crate::model::{List, NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
 use crate::ServiceState;
 
 /// The `waiters` collection.
-pub const WAITERS: CollectionSpec = CollectionSpec {
+pub static WAITERS: CollectionSpec = CollectionSpec {
     name: "waiters",
     unique: &[],
     indexed: &["shift"],

@@ -7,11 +7,11 @@
 //! [`Metrics`], once the service is built with metrics on) and `GET /openapi.json` (the document
 //! generated from the table, see [`crate::openapi`]).
 
+use crate::observe::Stopwatch;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use bytes::Bytes;
 use tracing::Instrument;
@@ -117,7 +117,7 @@ pub(super) struct Call {
     method: Method,
     path: &'static str,
     metrics: Option<(Arc<Metrics>, usize)>,
-    started: Option<Instant>,
+    started: Option<Stopwatch>,
 }
 
 impl Call {
@@ -139,10 +139,10 @@ impl Call {
     /// Records the answer in the metrics and the log.
     fn finish(&self, reply: &Reply) {
         let Some(started) = self.started else { return };
-        let elapsed = started.elapsed();
+        let nanos = started.nanos();
         if let Some((m, route)) = &self.metrics {
             if let Some(slot) = m.route(*route) {
-                slot.record(reply.status, elapsed);
+                slot.record(reply.status, nanos);
             }
         }
         tracing::debug!(
@@ -150,7 +150,7 @@ impl Call {
             method = %self.method,
             route = self.path,
             status = reply.status,
-            micros = elapsed.as_micros() as u64,
+            micros = nanos / 1_000,
             "request"
         );
     }
@@ -271,10 +271,10 @@ impl<S: Send + Sync + 'static> App<S> {
     }
 
     /// The metrics slot of route `route`, once observed.
-    fn record(&self, route: usize, status: u16, started: Option<Instant>) {
+    fn record(&self, route: usize, status: u16, started: Option<Stopwatch>) {
         if let (Some(m), Some(started)) = (self.metrics.get(), started) {
             if let Some(slot) = m.route(route) {
-                slot.record(status, started.elapsed());
+                slot.record(status, started.nanos());
             }
         }
     }
@@ -320,7 +320,7 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
     fn call(&self, route: usize, request: Request) -> BoxFuture<Reply> {
         let metrics = self.metrics.get();
         let started =
-            (metrics.is_some() || tracing::enabled!(tracing::Level::DEBUG)).then(Instant::now);
+            (metrics.is_some() || tracing::enabled!(tracing::Level::DEBUG)).then(Stopwatch::start);
         let Some(r) = self.table.routes().get(route) else {
             let reply = self.builtin(route - self.table.routes().len());
             self.record(route, reply.status, started);
@@ -342,7 +342,7 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
     }
 
     fn unmatched(&self, method: &str, path: &str) -> Reply {
-        let started = self.metrics.get().map(|_| Instant::now());
+        let started = self.metrics.get().map(|_| Stopwatch::start());
         let reply = match self.matcher().at(path) {
             Ok(m) => self.endpoints()[*m.value]
                 .method_not_allowed(method)
@@ -350,7 +350,7 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
             Err(_) => ApiError::no_route(method, path).to_reply(),
         };
         if let (Some(m), Some(started)) = (self.metrics.get(), started) {
-            m.unmatched(method).record(reply.status, started.elapsed());
+            m.unmatched(method).record(reply.status, started.nanos());
         }
         reply
     }
@@ -360,7 +360,7 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
         self.record(
             route,
             reply.status,
-            self.metrics.get().map(|_| Instant::now()),
+            self.metrics.get().map(|_| Stopwatch::start()),
         );
         reply
     }

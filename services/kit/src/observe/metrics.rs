@@ -30,7 +30,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::slots::{ByClass, Counter, Histogram, CLASSES};
+use super::slots::{calibrate_clock, ByClass, Counter, Histogram, CLASSES};
 use crate::http::{ErrorCode, RouteSpec};
 use crate::store::StoreError;
 
@@ -69,17 +69,33 @@ pub struct RouteMetrics {
 }
 
 impl RouteMetrics {
-    /// Records one answer with `status` that took `elapsed`.
-    pub fn record(&self, status: u16, elapsed: Duration) {
+    /// Records one answer with `status` that took `nanos` nanoseconds.
+    pub fn record(&self, status: u16, nanos: u64) {
         self.answers.count(status);
-        self.latency.observe(elapsed);
+        self.latency.observe(nanos);
     }
 }
 
+/// One store operation on one collection: its latency and its errors by kind.
 #[derive(Debug, Default)]
-struct StoreOp {
+pub(crate) struct StoreOpSlot {
     latency: Histogram,
     errors: [Counter; 3],
+}
+
+impl StoreOpSlot {
+    /// Records a call that took `nanos` nanoseconds, and its error's kind if it failed.
+    pub(crate) fn record(&self, nanos: u64, error: Option<&StoreError>) {
+        self.latency.observe(nanos);
+        if let Some(e) = error {
+            let kind = match e {
+                StoreError::Duplicate { .. } => 0,
+                StoreError::Unavailable(_) => 1,
+                StoreError::Internal(_) => 2,
+            };
+            self.errors[kind].inc();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -96,7 +112,7 @@ pub struct Metrics {
     unmatched: Vec<RouteMetrics>,
     in_flight: AtomicI64,
     collections: Vec<&'static str>,
-    store: Vec<StoreOp>,
+    store: Vec<StoreOpSlot>,
     peers: Vec<String>,
     peer_slots: Vec<PeerSlot>,
 }
@@ -105,6 +121,7 @@ impl Metrics {
     /// The metrics of a service with these store collections and peers, all counting from zero;
     /// its routes' slots come with [`Metrics::set_routes`] once its application is built.
     pub fn new(collections: &[&'static str], peers: &[&str]) -> Metrics {
+        calibrate_clock();
         let mut collections = collections.to_vec();
         collections.push(NO_COLLECTION);
         let mut peers: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
@@ -114,7 +131,7 @@ impl Metrics {
             unmatched: METHODS.iter().map(|_| RouteMetrics::default()).collect(),
             in_flight: AtomicI64::new(0),
             store: (0..collections.len() * STORE_OPS.len())
-                .map(|_| StoreOp::default())
+                .map(|_| StoreOpSlot::default())
                 .collect(),
             collections,
             peer_slots: peers.iter().map(|_| PeerSlot::default()).collect(),
@@ -158,29 +175,28 @@ impl Metrics {
         InFlight(&self.in_flight)
     }
 
-    /// Records a store call: its latency, and its error's kind if it failed.
-    pub(crate) fn store_op(
-        &self,
-        collection: &str,
-        op: usize,
-        elapsed: Duration,
-        error: Option<&StoreError>,
-    ) {
-        let c = self
-            .collections
+    /// The slot of store operation `op` (its index in `STORE_OPS`) on `collection`.
+    pub(crate) fn store_slot(&self, collection: &str, op: usize) -> &StoreOpSlot {
+        &self.store[self.collection_slot(collection) * STORE_OPS.len() + op]
+    }
+
+    /// Records a store call: its latency in nanoseconds, and its error's kind if it failed.
+    #[cfg(test)]
+    fn store_op(&self, collection: &str, op: usize, nanos: u64, error: Option<&StoreError>) {
+        self.store_slot(collection, op).record(nanos, error);
+    }
+
+    /// The index of `collection` among the declared ones (the last, `(none)`, for any other).
+    /// Handlers name collections by the same `&'static str` their specs declared, so comparing
+    /// addresses finds it without reading the names; the names are compared only when that fails.
+    fn collection_slot(&self, collection: &str) -> usize {
+        let same =
+            |c: &&str| std::ptr::eq(c.as_ptr(), collection.as_ptr()) && c.len() == collection.len();
+        self.collections
             .iter()
-            .position(|c| *c == collection)
-            .unwrap_or(self.collections.len() - 1);
-        let slot = &self.store[c * STORE_OPS.len() + op];
-        slot.latency.observe(elapsed);
-        if let Some(e) = error {
-            let kind = match e {
-                StoreError::Duplicate { .. } => 0,
-                StoreError::Unavailable(_) => 1,
-                StoreError::Internal(_) => 2,
-            };
-            slot.errors[kind].inc();
-        }
+            .position(same)
+            .or_else(|| self.collections.iter().position(|c| *c == collection))
+            .unwrap_or(self.collections.len() - 1)
     }
 
     /// Records a call to `peer`: its latency and its status, or the error it became.
@@ -191,7 +207,8 @@ impl Metrics {
             .position(|p| p == peer)
             .unwrap_or(self.peers.len() - 1);
         let slot = &self.peer_slots[i];
-        slot.latency.observe(elapsed);
+        slot.latency
+            .observe(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
         match outcome {
             Ok(status) => slot.answers.count(status),
             Err(ErrorCode::BadGateway) => slot.errors[1].inc(),
@@ -427,14 +444,16 @@ mod tests {
             spec(Method::Get, "/items/{id}"),
             spec(Method::Get, "/health"),
         ]);
-        m.route(0).unwrap().record(200, Duration::from_millis(2));
-        m.route(0).unwrap().record(404, Duration::from_millis(1));
-        m.unmatched("BREW").record(404, Duration::from_micros(5));
-        m.store_op("items", 2, Duration::from_micros(50), None);
+        m.route(0).unwrap().record(200, 2_000_000);
+        m.route(0).unwrap().record(404, 1_000_000);
+        m.unmatched("BREW").record(404, 5_000);
+        m.store_op("items", 2, 50_000, None);
+        // The same name at another address (a collection named at run time) finds its slot too.
+        let items = String::from("items");
         m.store_op(
-            "items",
+            items.as_str(),
             6,
-            Duration::from_micros(50),
+            50_000,
             Some(&StoreError::Unavailable("down".into())),
         );
         m.peer_call("users", Duration::from_millis(1), Ok(200));

@@ -7,7 +7,7 @@
 //! [`crate::AppHandle::unmatched`].
 //!
 //! Parts: `slots` (lock-free counters and histograms, one per label set, made when the service is
-//! built so a request touches atomics only), `metrics` ([`Metrics`]: the slots of one service and
+//! built so a request touches atomics only, and the TSC stopwatch that times them), `metrics` ([`Metrics`]: the slots of one service and
 //! their Prometheus encoding), `process` (CPU seconds and resident memory from `/proc`), `store`
 //! ([`MeteredStore`]: a store that times its operations), and [`trace`].
 
@@ -18,4 +18,5 @@ mod store;
 pub mod trace;
 
 pub use metrics::{Metrics, RouteMetrics, UNMATCHED};
+pub(crate) use slots::Stopwatch;
 pub use store::MeteredStore;

@@ -1,12 +1,21 @@
 //! [`MeteredStore`]: any store, its calls timed and their errors counted in the service's
 //! [`Metrics`]. A service built with metrics off gets its store unwrapped, so it pays nothing.
+//!
+//! The wrapper is on every request's path, so it is written for its cost (docs/observability.md):
+//! each call finds its metric slot before it starts and hands back the inner store's future inside
+//! one small [`Timed`] future (one allocation, which the `Store` trait's boxed futures require),
+//! rather than an `async` block that would carry the arguments and the inner future along.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::task::{ready, Context, Poll};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::metrics::StoreOpSlot;
+use super::slots::Stopwatch;
 use super::Metrics;
 use crate::store::{Change, Doc, Filter, JsonListing, Listing, Outcome, Page, Store, StoreError};
 
@@ -22,26 +31,67 @@ impl std::fmt::Debug for MeteredStore {
     }
 }
 
+/// The boxed future every `Store` method returns.
+type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A store call in progress: its result is recorded in `slot` when it is ready.
+struct Timed<'a, T> {
+    call: StoreFuture<'a, T>,
+    started: Stopwatch,
+    slot: &'a StoreOpSlot,
+}
+
+impl<T> Future for Timed<'_, T> {
+    type Output = Result<T, StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let result = ready!(self.call.as_mut().poll(cx));
+        self.slot
+            .record(self.started.nanos(), result.as_ref().err());
+        Poll::Ready(result)
+    }
+}
+
 impl MeteredStore {
     /// Wraps `inner`, recording into `metrics`.
     pub fn new(inner: Arc<dyn Store>, metrics: Arc<Metrics>) -> MeteredStore {
         MeteredStore { inner, metrics }
     }
 
-    fn record<T>(&self, collection: &str, op: usize, started: Instant, r: &Result<T, StoreError>) {
-        self.metrics
-            .store_op(collection, op, started.elapsed(), r.as_ref().err());
+    /// Times `call`, store operation `op` (its index in `STORE_OPS`) on `collection`.
+    fn timed<'a, T: 'a>(
+        &'a self,
+        collection: &str,
+        op: usize,
+        call: StoreFuture<'a, T>,
+    ) -> StoreFuture<'a, T> {
+        Box::pin(Timed {
+            call,
+            started: Stopwatch::start(),
+            slot: self.metrics.store_slot(collection, op),
+        })
     }
 }
 
-/// Times `$call` as store operation `$op` (its index in `STORE_OPS`) on `$collection`.
-macro_rules! timed {
-    ($self:ident, $collection:expr, $op:expr, $call:expr) => {{
-        let started = Instant::now();
-        let r = $call.await;
-        $self.record($collection, $op, started, &r);
-        r
-    }};
+/// One timed `Store` method: the signature `#[async_trait]` gives the trait's (every reference its
+/// own lifetime), written out because the body hands back a [`Timed`] future, not an `async` block.
+macro_rules! timed_method {
+    ($name:ident, $op:expr, ($collection:ident $(, $arg:ident: &$lt:lifetime $ty:ty)* $(; $owned:ident: $oty:ty)?) -> $out:ty) => {
+        fn $name<'s, 'c, $($lt,)* 'async_trait>(
+            &'s self,
+            $collection: &'c str,
+            $($arg: &$lt $ty,)*
+            $($owned: $oty,)?
+        ) -> StoreFuture<'async_trait, $out>
+        where
+            's: 'async_trait,
+            'c: 'async_trait,
+            $($lt: 'async_trait,)*
+            Self: 'async_trait,
+        {
+            self.timed($collection, $op, self.inner.$name($collection $(, $arg)* $(, $owned)?))
+        }
+    };
 }
 
 #[async_trait]
@@ -50,94 +100,37 @@ impl Store for MeteredStore {
         self.inner.kind()
     }
 
-    async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
-        timed!(self, collection, 0, self.inner.insert(collection, doc))
+    timed_method!(insert, 0, (collection; doc: Doc) -> ());
+    timed_method!(insert_many, 1, (collection; docs: Vec<Doc>) -> ());
+    timed_method!(get, 2, (collection, id: &'i str) -> Option<Doc>);
+    timed_method!(get_json, 3, (collection, id: &'i str) -> Option<Bytes>);
+    timed_method!(list, 4, (collection, filter: &'f Filter; page: Page) -> Listing);
+    timed_method!(list_json, 5, (collection, filter: &'f Filter; page: Page) -> JsonListing);
+    timed_method!(update, 6, (collection, id: &'i str, expect: &'e Filter, change: &'g Change) -> Outcome);
+    timed_method!(delete, 7, (collection, id: &'i str, expect: &'e Filter) -> Outcome);
+
+    fn ping<'s, 'async_trait>(&'s self) -> StoreFuture<'async_trait, ()>
+    where
+        's: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.timed("", 8, self.inner.ping())
     }
 
-    async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        timed!(
-            self,
-            collection,
-            1,
-            self.inner.insert_many(collection, docs)
-        )
+    fn size_on_disk<'s, 'async_trait>(&'s self) -> StoreFuture<'async_trait, Option<u64>>
+    where
+        's: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.inner.size_on_disk()
     }
 
-    async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
-        timed!(self, collection, 2, self.inner.get(collection, id))
-    }
-
-    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
-        timed!(self, collection, 3, self.inner.get_json(collection, id))
-    }
-
-    async fn list(
-        &self,
-        collection: &str,
-        filter: &Filter,
-        page: Page,
-    ) -> Result<Listing, StoreError> {
-        timed!(
-            self,
-            collection,
-            4,
-            self.inner.list(collection, filter, page)
-        )
-    }
-
-    async fn list_json(
-        &self,
-        collection: &str,
-        filter: &Filter,
-        page: Page,
-    ) -> Result<JsonListing, StoreError> {
-        timed!(
-            self,
-            collection,
-            5,
-            self.inner.list_json(collection, filter, page)
-        )
-    }
-
-    async fn update(
-        &self,
-        collection: &str,
-        id: &str,
-        expect: &Filter,
-        change: &Change,
-    ) -> Result<Outcome, StoreError> {
-        timed!(
-            self,
-            collection,
-            6,
-            self.inner.update(collection, id, expect, change)
-        )
-    }
-
-    async fn delete(
-        &self,
-        collection: &str,
-        id: &str,
-        expect: &Filter,
-    ) -> Result<Outcome, StoreError> {
-        timed!(
-            self,
-            collection,
-            7,
-            self.inner.delete(collection, id, expect)
-        )
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        timed!(self, "", 8, self.inner.ping())
-    }
-
-    async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
-        self.inner.size_on_disk().await
-    }
-
-    async fn close(&self) -> Result<(), StoreError> {
-        self.inner.close().await
+    fn close<'s, 'async_trait>(&'s self) -> StoreFuture<'async_trait, ()>
+    where
+        's: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.inner.close()
     }
 }
 
