@@ -50,6 +50,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
             timeout_ms: 1000,
             think_ms: 0,
             seed: None,
+            shard: None,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -58,6 +59,8 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         total,
         routes,
         seconds: Vec::new(),
+        window: None,
+        shards: Vec::new(),
     }
 }
 
