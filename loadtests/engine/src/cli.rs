@@ -196,7 +196,11 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
             "fixtures of {} written to {} ({}; {{{{seq}}}} used {})",
             scenario.name(),
             path.display(),
-            if counts.is_empty() { "no pools".to_string() } else { counts.join(", ") },
+            if counts.is_empty() {
+                "no pools".to_string()
+            } else {
+                counts.join(", ")
+            },
             fixtures.seq_used
         );
         return Ok(());

@@ -316,8 +316,14 @@ pub fn merge_shards(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
         }
     }
     check_shards(results)?;
-    let start = windows.iter().map(|w| w.start_unix_s).fold(f64::INFINITY, f64::min);
-    let end = windows.iter().map(|w| w.end_unix_s).fold(f64::NEG_INFINITY, f64::max);
+    let start = windows
+        .iter()
+        .map(|w| w.start_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let end = windows
+        .iter()
+        .map(|w| w.end_unix_s)
+        .fold(f64::NEG_INFINITY, f64::max);
     let elapsed = (end - start).max(0.0);
 
     let mut out = first.clone();
@@ -368,13 +374,18 @@ fn check_shards(results: &[LoadResult]) -> anyhow::Result<()> {
         return Ok(());
     }
     if shards.len() != results.len() {
-        anyhow::bail!("some results are shards (--shard) and some are whole runs: merge one or the other");
+        anyhow::bail!(
+            "some results are shards (--shard) and some are whole runs: merge one or the other"
+        );
     }
     let count = shards[0].count;
     let mut seen = vec![false; count as usize];
     for s in &shards {
         if s.count != count {
-            anyhow::bail!("the results are shards of different runs (of {count} and of {})", s.count);
+            anyhow::bail!(
+                "the results are shards of different runs (of {count} and of {})",
+                s.count
+            );
         }
         if std::mem::replace(&mut seen[s.index as usize], true) {
             anyhow::bail!("shard {s} appears twice");
@@ -385,7 +396,10 @@ fn check_shards(results: &[LoadResult]) -> anyhow::Result<()> {
         .map(|i| format!("{i}/{count}"))
         .collect();
     if !missing.is_empty() {
-        anyhow::bail!("shard(s) {} missing: a merged result must hold every shard", missing.join(", "));
+        anyhow::bail!(
+            "shard(s) {} missing: a merged result must hold every shard",
+            missing.join(", ")
+        );
     }
     Ok(())
 }
@@ -399,7 +413,10 @@ fn merged_settings(results: &[LoadResult]) -> LoadSettings {
     s.users = sum_opt_u32(|s| s.users);
     s.rate = results.iter().map(|r| r.settings.rate).sum::<Option<f64>>();
     s.connections = results.iter().map(|r| r.settings.connections).sum();
-    s.requests = results.iter().map(|r| r.settings.requests).sum::<Option<u64>>();
+    s.requests = results
+        .iter()
+        .map(|r| r.settings.requests)
+        .sum::<Option<u64>>();
     s.threads = results.iter().map(|r| r.settings.threads).sum();
     for r in &results[1..] {
         for t in &r.settings.targets {

@@ -115,7 +115,12 @@ impl Fixtures {
             .pools()
             .iter()
             .enumerate()
-            .map(|(i, spec)| (spec.name.clone(), pools.values(i).map(str::to_string).collect()))
+            .map(|(i, spec)| {
+                (
+                    spec.name.clone(),
+                    pools.values(i).map(str::to_string).collect(),
+                )
+            })
             .collect();
         Fixtures {
             scenario: scenario.name().to_string(),

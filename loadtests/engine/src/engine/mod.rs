@@ -188,9 +188,7 @@ fn run_planned(
     }
     let requests = config.requests.map(|n| shard.block(n).1);
     if requests == Some(0) {
-        bail!(
-            "shard {shard} has no request to send: --requests is smaller than the shard count"
-        );
+        bail!("shard {shard} has no request to send: --requests is smaller than the shard count");
     }
     if !shard.is_whole() && plan.fixtures.is_none() && !scenario.setup().is_empty() {
         bail!(
@@ -358,7 +356,9 @@ fn run_planned(
         None => measured_wall,
     };
     let window_start = crate::shard::unix_s(finished_wall)
-        - finished.saturating_duration_since(measure_start).as_secs_f64();
+        - finished
+            .saturating_duration_since(measure_start)
+            .as_secs_f64();
     let generator_cpu_percent = match process_cpu_at_start {
         Some((at, cpu)) if finished > at => {
             100.0 * (process_cpu_end - cpu) / (finished - at).as_secs_f64()
