@@ -246,6 +246,55 @@ mod tests {
     }
 
     #[test]
+    fn fixtures_a_scenario_takes_are_dealt_out_between_shards_and_the_rest_copied() {
+        let scenario = Scenario::parse(
+            r#"
+name = "deal"
+[[setup]]
+method = "POST"
+path = "/a"
+capture = { free = "/id", shared = "/id" }
+[[request]]
+path = "/a/{{take free}}"
+[[request]]
+path = "/b/{{pick shared}}"
+"#,
+            "deal",
+        )
+        .unwrap();
+        let mut pools = scenario.empty_pools();
+        let at = |name: &str| {
+            scenario
+                .pools()
+                .iter()
+                .position(|p| p.name == name)
+                .unwrap()
+        };
+        let (free, shared) = (at("free"), at("shared"));
+        for i in 0..7 {
+            pools.push(free, format!("f{i}"));
+        }
+        pools.push(shared, "s".into());
+        let fixtures = Fixtures::from_pools(&scenario, &pools, 9);
+        let mut dealt = Vec::new();
+        for index in 0..3 {
+            let mine = fixtures
+                .pools_for(&scenario, Shard { index, count: 3 })
+                .unwrap();
+            assert_eq!(mine.values(shared).collect::<Vec<_>>(), ["s"]);
+            dealt.extend(mine.values(free).map(str::to_string));
+        }
+        dealt.sort();
+        assert_eq!(
+            dealt,
+            ["f0", "f1", "f2", "f3", "f4", "f5", "f6"],
+            "each once"
+        );
+        let other = Scenario::parse("name = \"other\"\n[[request]]\npath = \"/\"", "o").unwrap();
+        assert!(fixtures.pools_for(&other, Shard::default()).is_err());
+    }
+
+    #[test]
     fn start_times_parse_as_rfc3339_or_unix_seconds() {
         let a = parse_start_at("2026-11-30T18:00:00Z").unwrap();
         let b = parse_start_at("1796061600").unwrap();
