@@ -407,10 +407,7 @@ fn check_shards(results: &[LoadResult]) -> anyhow::Result<()> {
 /// The whole run's settings from its parts': counts add up, the rest is the first part's.
 fn merged_settings(results: &[LoadResult]) -> LoadSettings {
     let mut s = results[0].settings.clone();
-    let sum_opt_u32 = |f: fn(&LoadSettings) -> Option<u32>| {
-        results.iter().map(|r| f(&r.settings)).sum::<Option<u32>>()
-    };
-    s.users = sum_opt_u32(|s| s.users);
+    s.users = results.iter().map(|r| r.settings.users).sum::<Option<u32>>();
     s.rate = results.iter().map(|r| r.settings.rate).sum::<Option<f64>>();
     s.connections = results.iter().map(|r| r.settings.connections).sum();
     s.requests = results
