@@ -257,10 +257,6 @@ pub fn merge(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
     } else {
         first.generator_cpu_percent
     };
-    out.total.rescale(elapsed);
-    for r in &mut out.routes {
-        r.rescale(elapsed);
-    }
     for run in rest {
         // The series follow one another, as one long run's would.
         let offset = out.seconds.len() as u32;
@@ -268,19 +264,32 @@ pub fn merge(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
             second: s.second + offset,
             ..s.clone()
         }));
-        out.total.absorb(&run.total, elapsed)?;
+    }
+    add_counts(&mut out, rest, elapsed)?;
+    Ok(out)
+}
+
+/// Adds every run of `rest` into `out`, in total and per route (matched by name; a route only a
+/// later run had is added), histograms merged, and puts every rate over `elapsed_s`.
+fn add_counts(out: &mut LoadResult, rest: &[LoadResult], elapsed_s: f64) -> anyhow::Result<()> {
+    out.total.rescale(elapsed_s);
+    for r in &mut out.routes {
+        r.rescale(elapsed_s);
+    }
+    for run in rest {
+        out.total.absorb(&run.total, elapsed_s)?;
         for route in &run.routes {
             match out.routes.iter_mut().find(|r| r.name == route.name) {
-                Some(mine) => mine.absorb(route, elapsed)?,
+                Some(mine) => mine.absorb(route, elapsed_s)?,
                 None => {
                     let mut added = route.clone();
-                    added.rescale(elapsed);
+                    added.rescale(elapsed_s);
                     out.routes.push(added);
                 }
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Merges the results of generators that ran *at the same time* (the shards of one run, from
@@ -333,23 +342,7 @@ pub fn merge_shards(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
         end_unix_s: end,
     });
     out.generator_cpu_percent = results.iter().map(|r| r.generator_cpu_percent).sum();
-    out.total.rescale(elapsed);
-    for r in &mut out.routes {
-        r.rescale(elapsed);
-    }
-    for run in rest {
-        out.total.absorb(&run.total, elapsed)?;
-        for route in &run.routes {
-            match out.routes.iter_mut().find(|r| r.name == route.name) {
-                Some(mine) => mine.absorb(route, elapsed)?,
-                None => {
-                    let mut added = route.clone();
-                    added.rescale(elapsed);
-                    out.routes.push(added);
-                }
-            }
-        }
-    }
+    add_counts(&mut out, rest, elapsed)?;
     out.seconds = merge_seconds(results, start);
     out.settings = merged_settings(results);
     out.shards = results
@@ -407,7 +400,10 @@ fn check_shards(results: &[LoadResult]) -> anyhow::Result<()> {
 /// The whole run's settings from its parts': counts add up, the rest is the first part's.
 fn merged_settings(results: &[LoadResult]) -> LoadSettings {
     let mut s = results[0].settings.clone();
-    s.users = results.iter().map(|r| r.settings.users).sum::<Option<u32>>();
+    s.users = results
+        .iter()
+        .map(|r| r.settings.users)
+        .sum::<Option<u32>>();
     s.rate = results.iter().map(|r| r.settings.rate).sum::<Option<f64>>();
     s.connections = results.iter().map(|r| r.settings.connections).sum();
     s.requests = results
