@@ -652,6 +652,11 @@ fn three_generator_processes_merge_into_one_exact_result() {
     assert_eq!(merged.total.bytes_received, sum(|r| r.bytes_received));
     assert_eq!(merged.settings.users, Some(6));
     assert_eq!(merged.settings.requests, Some(REQUESTS));
+    assert_eq!(
+        merged.settings.seed,
+        Some(42),
+        "one seed replays the whole run"
+    );
     assert_eq!(merged.shards.len(), SHARDS);
     for route in &merged.routes {
         let from_parts: u64 = parts

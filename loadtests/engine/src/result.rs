@@ -397,7 +397,8 @@ fn check_shards(results: &[LoadResult]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The whole run's settings from its parts': counts add up, the rest is the first part's.
+/// The whole run's settings from its parts': counts add up, the seed is kept if they share it,
+/// the rest is the first part's.
 fn merged_settings(results: &[LoadResult]) -> LoadSettings {
     let mut s = results[0].settings.clone();
     s.users = results
@@ -417,6 +418,10 @@ fn merged_settings(results: &[LoadResult]) -> LoadSettings {
                 s.targets.push(t.clone());
             }
         }
+    }
+    // One seed replays the whole run only if every part had it.
+    if results.iter().any(|r| r.settings.seed != s.seed) {
+        s.seed = None;
     }
     s.shard = None;
     s

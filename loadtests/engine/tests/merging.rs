@@ -170,17 +170,23 @@ fn shard(
 #[test]
 fn concurrent_shards_merge_over_their_common_window() {
     // Three shards of 10 s each, the last starting 2 s late: the common window is 12 s, not 30.
-    let merged = result::merge_shards(&[
+    let mut parts = [
         shard(0, 3, 1000.0, 1, 1000, 10.0),
         shard(2, 3, 1002.0, 100, 1000, 10.0),
         shard(1, 3, 1000.0, 1, 1000, 10.0),
-    ])
-    .unwrap();
+    ];
+    for p in &mut parts {
+        p.settings.seed = Some(7);
+    }
+    assert_eq!(result::merge_shards(&parts).unwrap().settings.seed, Some(7));
+    parts[1].settings.seed = Some(8);
+    let merged = result::merge_shards(&parts).unwrap();
     assert_eq!(merged.elapsed_s, 12.0);
     assert_eq!(merged.total.requests, 3000);
     assert!((merged.total.hits_per_s - 250.0).abs() < 1e-9);
     assert_eq!(merged.settings.users, Some(3));
     assert_eq!(merged.settings.shard, None);
+    assert_eq!(merged.settings.seed, None, "the parts had different seeds");
     assert_eq!(merged.total.histogram().unwrap().len(), 3000);
     // Two thirds of the values are 1 ms: p50 is 1 ms, p90 100 ms, from the merged histogram.
     assert!((merged.total.latency.p50_ms - 1.0).abs() < 0.01);
