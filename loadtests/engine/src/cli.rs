@@ -205,6 +205,11 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
         );
         return Ok(());
     }
+    if args.shard.is_some_and(|s| !s.is_whole()) && args.seed.is_none() {
+        eprintln!(
+            "note: a shard without --seed draws its own seed: give every shard one --seed so the merged run can be replayed"
+        );
+    }
     let plan = crate::shard::ShardPlan {
         shard: args.shard.unwrap_or_default(),
         start_at: args.start_at,
