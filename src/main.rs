@@ -51,6 +51,8 @@ enum Command {
     },
     /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
     Load(brigade_load::cli::LoadArgs),
+    /// Merge the results of generators that ran together (`load --shard I/N`) into one exact result.
+    Merge(brigade_load::cli::MergeArgs),
     /// The main job: run every runtime in turn under the same load and report who wins.
     Compare(brigade_compare::cli::CompareArgs),
     /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`), written with the same reports
@@ -124,6 +126,7 @@ fn main() {
             brigade_serve::init_tracing();
             brigade_load::cli::run_load(args, &load_registry())
         }
+        Command::Merge(args) => brigade_load::cli::run_merge(args),
         Command::Compare(args) => {
             brigade_serve::init_tracing();
             brigade_compare::cli::run_compare(args, &load_registry())

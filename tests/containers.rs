@@ -1,6 +1,8 @@
 //! The container setup's structure, checked without Docker: `docker-compose.yml` runs three services,
 //! each on its own MongoDB with its own volume, every dependency waits for health, and the `RUNTIME`
 //! argument travels from compose into the Dockerfile's cargo features.
+//! The Kubernetes manifests (deploy/k8s) are checked the same way: their structure here, their
+//! schema by scripts/k8s-validate.sh in CI.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -364,5 +366,204 @@ fn dockerignore_keeps_build_outputs_and_data_out_of_the_context() {
     let lines: BTreeSet<&str> = text.lines().map(str::trim).collect();
     for must in ["target", ".git", "data", "results", ".ferretdb"] {
         assert!(lines.contains(must), ".dockerignore lacks {must}");
+    }
+}
+
+/// Every document of the YAML files named, in order.
+fn k8s_documents(files: &[&str]) -> Vec<Value> {
+    use serde::Deserialize;
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(root().join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        for doc in serde_norway::Deserializer::from_str(&text) {
+            out.push(Value::deserialize(doc).unwrap_or_else(|e| panic!("{f}: {e}")));
+        }
+    }
+    out
+}
+
+fn k8s_find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"].as_str() == Some(kind) && d["metadata"]["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+/// A container's environment variable, from its `env` list.
+fn k8s_env(container: &Value, key: &str) -> Option<String> {
+    container["env"].as_sequence()?.iter().find_map(|e| {
+        (e["name"].as_str() == Some(key)).then(|| e["value"].as_str().unwrap().to_string())
+    })
+}
+
+#[test]
+fn kubernetes_base_gives_each_service_probes_resources_its_own_mongodb_and_peers_by_service_name() {
+    let base = "deploy/k8s/base";
+    let kustomization = k8s_documents(&[&format!("{base}/kustomization.yaml")]);
+    let files: Vec<String> = strings(&kustomization[0]["resources"])
+        .iter()
+        .map(|r| format!("{base}/{r}"))
+        .collect();
+    let docs = k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let peers = [
+        ("waiter", None),
+        ("tables", Some("waiter")),
+        ("kitchen", Some("tables")),
+    ];
+    for (name, peer) in peers {
+        let deployment = k8s_find(&docs, "Deployment", name);
+        let pod = &deployment["spec"]["template"];
+        let selector = &deployment["spec"]["selector"]["matchLabels"];
+        for (k, v) in selector.as_mapping().unwrap() {
+            assert_eq!(
+                &pod["metadata"]["labels"][k.as_str().unwrap()],
+                v,
+                "{name}'s selector"
+            );
+        }
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(
+            c["readinessProbe"]["httpGet"]["path"].as_str(),
+            Some("/ready"),
+            "{name}"
+        );
+        assert_eq!(
+            c["livenessProbe"]["httpGet"]["path"].as_str(),
+            Some("/health"),
+            "{name}"
+        );
+        for kind in ["requests", "limits"] {
+            for what in ["cpu", "memory"] {
+                assert!(
+                    c["resources"][kind][what].as_str().is_some(),
+                    "{name}: {kind}.{what}"
+                );
+            }
+        }
+        let args = strings(&c["args"]);
+        assert!(
+            args.windows(2).any(|w| w == ["--service", name]),
+            "{name}: {args:?}"
+        );
+        assert!(
+            args.windows(2).any(|w| w == ["--store", "mongo"]),
+            "{name}: {args:?}"
+        );
+        // Its own MongoDB: a StatefulSet with a volume claim behind a Service of that name.
+        let db = mongo_host(&k8s_env(c, "MONGODB_URI").expect("MONGODB_URI")).to_string();
+        assert_eq!(db, format!("{name}-db"));
+        let sts = k8s_find(&docs, "StatefulSet", &db);
+        assert!(
+            sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
+                .as_str()
+                .is_some()
+        );
+        k8s_find(&docs, "Service", &db);
+        // Its Service, and its peer reached through the peer's Service name.
+        let service = k8s_find(&docs, "Service", name);
+        assert_eq!(
+            &service["spec"]["selector"], selector,
+            "{name}'s Service selects its pods"
+        );
+        match peer {
+            Some(p) => {
+                assert_eq!(
+                    k8s_env(c, "BRIGADE_PEERS"),
+                    Some(format!("{p}=http://{p}:8080"))
+                );
+                k8s_find(&docs, "Service", p);
+            }
+            None => assert_eq!(k8s_env(c, "BRIGADE_PEERS"), None),
+        }
+    }
+    // Tables and kitchen scale out; the waiter does not.
+    for name in ["tables", "kitchen"] {
+        let hpa = k8s_find(&docs, "HorizontalPodAutoscaler", name);
+        assert_eq!(hpa["spec"]["scaleTargetRef"]["name"].as_str(), Some(name));
+        assert_eq!(
+            hpa["spec"]["scaleTargetRef"]["kind"].as_str(),
+            Some("Deployment")
+        );
+    }
+    assert!(!docs
+        .iter()
+        .any(|d| d["kind"].as_str() == Some("HorizontalPodAutoscaler")
+            && d["metadata"]["name"].as_str() == Some("waiter")));
+}
+
+#[test]
+fn kubernetes_overlays_only_change_the_image_one_per_runtime() {
+    let mut runtimes: Vec<String> = std::fs::read_dir(root().join("deploy/k8s/overlays"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    runtimes.sort();
+    assert_eq!(runtimes, ["actix", "axum", "hyper", "warp"]);
+    for rt in &runtimes {
+        let k = &k8s_documents(&[&format!("deploy/k8s/overlays/{rt}/kustomization.yaml")])[0];
+        let keys: BTreeSet<&str> = k
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from(["apiVersion", "kind", "resources", "images"]),
+            "{rt}"
+        );
+        assert_eq!(strings(&k["resources"]), ["../../base"], "{rt}");
+        assert_eq!(k["images"][0]["name"].as_str(), Some("brigade"), "{rt}");
+        assert_eq!(k["images"][0]["newTag"].as_str(), Some(rt.as_str()), "{rt}");
+    }
+}
+
+#[test]
+fn kubernetes_load_runs_one_indexed_generator_per_shard_then_merges() {
+    let dir = "deploy/k8s/load";
+    let k = &k8s_documents(&[&format!("{dir}/kustomization.yaml")])[0];
+    let literals = strings(&k["configMapGenerator"][0]["literals"]);
+    let shards: u64 = literals
+        .iter()
+        .find_map(|l| l.strip_prefix("SHARDS="))
+        .expect("SHARDS")
+        .parse()
+        .unwrap();
+    let files: Vec<String> = strings(&k["resources"])
+        .iter()
+        .map(|r| format!("{dir}/{r}"))
+        .collect();
+    let docs = k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let generators = k8s_find(&docs, "Job", "brigade-load-generators");
+    assert_eq!(
+        generators["spec"]["completionMode"].as_str(),
+        Some("Indexed")
+    );
+    assert_eq!(generators["spec"]["completions"].as_u64(), Some(shards));
+    assert_eq!(generators["spec"]["parallelism"].as_u64(), Some(shards));
+    let script =
+        strings(&generators["spec"]["template"]["spec"]["containers"][0]["args"]).join("\n");
+    for flag in [
+        "--shard \"$JOB_COMPLETION_INDEX/$SHARDS\"",
+        "--start-at",
+        "--fixtures",
+        "--json",
+    ] {
+        assert!(script.contains(flag), "the generators run {flag}: {script}");
+    }
+    let setup = k8s_find(&docs, "Job", "brigade-load-setup");
+    let script = strings(&setup["spec"]["template"]["spec"]["containers"][0]["args"]).join("\n");
+    assert!(script.contains("--setup-only --fixtures"), "{script}");
+    let merge = k8s_find(&docs, "Job", "brigade-merge");
+    let script = strings(&merge["spec"]["template"]["spec"]["containers"][0]["args"]).join("\n");
+    assert!(script.contains("brigade merge"), "{script}");
+    // One volume for all three steps.
+    let claim = k8s_find(&docs, "PersistentVolumeClaim", "brigade-load-results");
+    assert_eq!(strings(&claim["spec"]["accessModes"]), ["ReadWriteMany"]);
+    for job in [setup, generators, merge] {
+        let v = &job["spec"]["template"]["spec"]["volumes"][0];
+        assert_eq!(
+            v["persistentVolumeClaim"]["claimName"].as_str(),
+            Some("brigade-load-results")
+        );
     }
 }

@@ -509,3 +509,224 @@ fn one_trace_id_follows_a_request_across_the_three_services() {
         tables.trace_of("GET", "/tables/{id}", 200, |id| id == fresh);
     }
 }
+
+/// Runs `brigade` with `args` to completion and returns its stdout; panics with its output when it
+/// fails.
+fn brigade(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "brigade {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn load_result(path: &std::path::Path) -> brigade_load::result::LoadResult {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The (value, count) pairs a histogram recorded, in order.
+fn recorded(h: &brigade_load::histogram::LatencyHistogram) -> Vec<(u64, u64)> {
+    h.as_hdr()
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+#[test]
+fn three_generator_processes_merge_into_one_exact_result() {
+    use brigade_load::histogram::LatencyHistogram;
+
+    const SHARDS: usize = 3;
+    const REQUESTS: u64 = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start("axum", "waiter", &dir.path().join("data"));
+    let target = format!("waiter={}", server.url("waiter"));
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+
+    // The fixtures, made once.
+    brigade(&[
+        "load",
+        "--scenario",
+        "waiter",
+        "--target",
+        &target,
+        "--setup-only",
+        "--fixtures",
+        &path("fixtures.json"),
+    ]);
+    let fixtures: brigade_load::shard::Fixtures =
+        serde_json::from_str(&std::fs::read_to_string(path("fixtures.json")).unwrap()).unwrap();
+    assert_eq!(
+        fixtures.pools["waiters"].len(),
+        50,
+        "the setup's 50 waiters"
+    );
+    assert_eq!(fixtures.seq_used, 50);
+
+    // Three generator processes, started together at an agreed time a few seconds ahead.
+    let start_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 4.0;
+    let start_at = format!("{start_at:.3}");
+    let shards: Vec<_> = (0..SHARDS)
+        .map(|i| {
+            let shard = format!("{i}/{SHARDS}");
+            let json = path(&format!("shard-{i}.json"));
+            let args: Vec<String> = [
+                "load",
+                "--scenario",
+                "waiter",
+                "--target",
+                &target,
+                "--fixtures",
+                &path("fixtures.json"),
+                "--shard",
+                &shard,
+                "--start-at",
+                &start_at,
+                "--users",
+                "6",
+                "--requests",
+                &REQUESTS.to_string(),
+                "--warmup",
+                "0s",
+                "--threads",
+                "1",
+                "--seed",
+                "42",
+                "--no-progress",
+                "--json",
+                &json,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            std::thread::spawn(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                brigade(&args);
+            })
+        })
+        .collect();
+    for s in shards {
+        s.join().expect("a shard failed");
+    }
+    let parts: Vec<_> = (0..SHARDS)
+        .map(|i| load_result(&dir.path().join(format!("shard-{i}.json"))))
+        .collect();
+    let merged_out = brigade(&[
+        "merge",
+        &path("shard-0.json"),
+        &path("shard-1.json"),
+        &path("shard-2.json"),
+        "--json",
+        &path("merged.json"),
+    ]);
+    assert!(merged_out.contains("common window"), "{merged_out}");
+    let merged = load_result(&dir.path().join("merged.json"));
+
+    // Each shard ran its share: 2 of the 6 users, 100 of the 300 requests.
+    for (i, p) in parts.iter().enumerate() {
+        let shard = p.settings.shard.expect("a shard says which it was");
+        assert_eq!((shard.index as usize, shard.count as usize), (i, SHARDS));
+        assert_eq!(p.settings.users, Some(2));
+        assert_eq!(p.total.requests, REQUESTS / SHARDS as u64);
+    }
+    // Counts: the sum of the shards', in total and per route.
+    let sum = |f: fn(&brigade_load::result::RouteResult) -> u64| -> u64 {
+        parts.iter().map(|p| f(&p.total)).sum()
+    };
+    assert_eq!(merged.total.requests, REQUESTS);
+    assert_eq!(merged.total.requests, sum(|r| r.requests));
+    assert_eq!(merged.total.ok, sum(|r| r.ok));
+    assert_eq!(merged.total.errors.total(), sum(|r| r.errors.total()));
+    assert_eq!(merged.total.bytes_sent, sum(|r| r.bytes_sent));
+    assert_eq!(merged.total.bytes_received, sum(|r| r.bytes_received));
+    assert_eq!(merged.settings.users, Some(6));
+    assert_eq!(merged.settings.requests, Some(REQUESTS));
+    assert_eq!(
+        merged.settings.seed,
+        Some(42),
+        "one seed replays the whole run"
+    );
+    assert_eq!(merged.shards.len(), SHARDS);
+    for route in &merged.routes {
+        let from_parts: u64 = parts
+            .iter()
+            .flat_map(|p| p.routes.iter().filter(|r| r.name == route.name))
+            .map(|r| r.requests)
+            .sum();
+        assert_eq!(route.requests, from_parts, "route {}", route.name);
+    }
+
+    // The histogram: the one built from every shard's samples, value for value.
+    let mut all = LatencyHistogram::new();
+    for p in &parts {
+        let h = p.total.histogram().unwrap();
+        for (value, count) in recorded(&h) {
+            for _ in 0..count {
+                all.record(Duration::from_micros(value));
+            }
+        }
+    }
+    let merged_h = merged.total.histogram().unwrap();
+    assert_eq!(merged_h.len(), REQUESTS);
+    assert_eq!(recorded(&merged_h), recorded(&all));
+    assert_eq!(merged.total.latency, all.latency());
+
+    // The rate: over the common window (first start to last end), not the shards' summed time.
+    let starts = parts.iter().map(|p| p.window.unwrap().start_unix_s);
+    let ends = parts.iter().map(|p| p.window.unwrap().end_unix_s);
+    let common = ends.fold(f64::MIN, f64::max) - starts.clone().fold(f64::MAX, f64::min);
+    assert!(
+        (merged.elapsed_s - common).abs() < 1e-6,
+        "{} vs {common}",
+        merged.elapsed_s
+    );
+    let summed: f64 = parts.iter().map(|p| p.elapsed_s).sum();
+    assert!(
+        merged.elapsed_s < summed,
+        "{} vs {summed}",
+        merged.elapsed_s
+    );
+    assert!((merged.total.hits_per_s - REQUESTS as f64 / common).abs() < 1e-6);
+    // --start-at started them together (to well within a second on any machine).
+    let spread = starts.clone().fold(f64::MIN, f64::max) - starts.fold(f64::MAX, f64::min);
+    assert!(
+        spread < 1.0,
+        "the shards' windows opened {spread:.3} s apart"
+    );
+
+    // {{seq}} numbers were kept apart: no two waiters the shards created or renamed share one,
+    // and none reuses the fixtures'.
+    let (status, body) = http(&server.url("waiter"), "GET", "/waiters?limit=500", "", None);
+    assert_eq!(status, 200);
+    let list: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut numbers = Vec::new();
+    for w in list["items"].as_array().unwrap() {
+        let name = w["name"].as_str().unwrap();
+        let rest = name
+            .strip_prefix("Renamed waiter ")
+            .or_else(|| name.strip_prefix("Waiter "));
+        if let Some(rest) = rest {
+            let n: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+            assert!(n > fixtures.seq_used, "{name} reuses a fixture's number");
+            numbers.push(n);
+        }
+    }
+    assert!(numbers.len() > 10, "the shards wrote: {numbers:?}");
+    let distinct: std::collections::BTreeSet<_> = numbers.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        numbers.len(),
+        "a number used twice: {numbers:?}"
+    );
+}

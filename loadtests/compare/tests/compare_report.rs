@@ -49,6 +49,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             timeout_ms: 5000,
             think_ms: 0,
             seed: None,
+            shard: None,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -60,6 +61,8 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
         }],
         total,
         seconds: Vec::new(),
+        window: None,
+        shards: Vec::new(),
     }
 }
 

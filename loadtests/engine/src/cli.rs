@@ -18,7 +18,11 @@ use crate::threshold;
 #[command(
     after_help = "Scenarios: a registered name (--list-scenarios) or a TOML file (see docs/methodology.md).\n\
 Examples:\n  brigade load --target http://127.0.0.1:8081 --scenario hello --users 50 --duration 30s\n  \
-brigade load --scenario my-mix.toml --target api=http://127.0.0.1:8080 --rate 2000 --connections 64 --duration 1m --json run.json"
+brigade load --scenario my-mix.toml --target api=http://127.0.0.1:8080 --rate 2000 --connections 64 --duration 1m --json run.json\n\
+Many generators, one run (docs/scaling.md):\n  \
+brigade load --scenario all --setup-only --fixtures fx.json\n  \
+brigade load --scenario all --fixtures fx.json --users 90 --shard 0/3 --start-at 2026-11-30T18:00:00Z --json s0.json   (and 1/3, 2/3)\n  \
+brigade merge s0.json s1.json s2.json --json run.json"
 )]
 pub struct LoadArgs {
     /// Target base URL: `URL` for every service the scenario uses, or `NAME=URL` (repeatable; a
@@ -80,6 +84,41 @@ pub struct LoadArgs {
     /// A pass/fail threshold on the run's totals, e.g. `p99<5ms`, `errors<0.1%`, `hits/s>1000`
     /// (repeatable; metrics mean, p50, p90, p99, p99.9, max, errors, hits/s, requests): the
     /// command exits non-zero when one fails and says which
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// Run shard I of N of this run: a block of its users (closed loop), every N-th of its paced
+    /// connections with their place in the rate's schedule (open loop), and its share of
+    /// --requests; `{{seq}}` numbers and the fixtures a scenario takes are kept apart between
+    /// shards. Give every shard the same load flags and --seed; `brigade merge` adds them up
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::Shard>,
+    /// Start (the warm-up) at this wall-clock time, an RFC 3339 time or UNIX seconds, so shards on
+    /// several machines start together (fails if the time has passed)
+    #[arg(long, value_name = "TIME", value_parser = crate::shard::parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// The scenario's fixtures: with --setup-only, where to write them; else read them from this
+    /// file instead of sending the setup steps (needed by shards of a scenario with setup steps)
+    #[arg(long, value_name = "FILE")]
+    pub fixtures: Option<PathBuf>,
+    /// Send the scenario's setup steps once, write the fixtures they made to --fixtures, and exit
+    #[arg(long, requires = "fixtures")]
+    pub setup_only: bool,
+}
+
+/// `brigade merge`: one result from the results of generators that ran at the same time.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Histograms are merged exactly, counts summed, rates taken over the common window \
+(first start to last end). Example:\n  brigade merge s0.json s1.json s2.json --json run.json"
+)]
+pub struct MergeArgs {
+    /// Results written by `brigade load --json`, usually its shards (`--shard I/N`).
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// Write the merged result as JSON to this file (the format `brigade load --json` writes).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// A pass/fail threshold on the merged totals, as for `brigade load` (repeatable).
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
 }
@@ -144,15 +183,110 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
     let thresholds = threshold::parse_all(&args.thresholds)?;
     let scenario = registry.load(&args.scenario)?;
     let config = args.config(registry)?;
-    let result = engine::run(&config, &scenario)?;
-    print!("{}", crate::table::render(&result));
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&result)?;
+    if args.setup_only {
+        let path = args.fixtures.as_ref().expect("clap requires --fixtures");
+        let fixtures = engine::make_fixtures(&config, &scenario)?;
+        fixtures.save(path)?;
+        let counts: Vec<String> = fixtures
+            .pools
+            .iter()
+            .map(|(name, values)| format!("{name} {}", values.len()))
+            .collect();
+        println!(
+            "fixtures of {} written to {} ({}; {{{{seq}}}} used {})",
+            scenario.name(),
+            path.display(),
+            if counts.is_empty() {
+                "no pools".to_string()
+            } else {
+                counts.join(", ")
+            },
+            fixtures.seq_used
+        );
+        return Ok(());
+    }
+    if args.shard.is_some_and(|s| !s.is_whole()) && args.seed.is_none() {
+        eprintln!(
+            "note: a shard without --seed draws its own seed: give every shard one --seed so the merged run can be replayed"
+        );
+    }
+    let plan = crate::shard::ShardPlan {
+        shard: args.shard.unwrap_or_default(),
+        start_at: args.start_at,
+        fixtures: args
+            .fixtures
+            .as_deref()
+            .map(crate::shard::Fixtures::load)
+            .transpose()?,
+    };
+    let result = engine::run_shard(&config, &scenario, &plan)?;
+    report(&result, args.json.as_deref(), &thresholds)
+}
+
+/// Runs `brigade merge`: reads the results, merges them as concurrent parts of one run, prints
+/// the table `brigade load` prints and writes `--json` if asked.
+pub fn run_merge(args: MergeArgs) -> Result<()> {
+    let thresholds = threshold::parse_all(&args.thresholds)?;
+    let mut results = Vec::new();
+    for path in &args.results {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("Failed to read {}", path.display()))?;
+        let result: crate::result::LoadResult = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a brigade load result", path.display()))?;
+        results.push(result);
+    }
+    let merged = crate::result::merge_shards(&results)?;
+    for part in &merged.shards {
+        let shard = part.shard.map_or("whole".to_string(), |s| s.to_string());
+        println!(
+            "part {shard:>5} on {}: {} requests, window {:.3}..{:.3} s (UNIX), generator CPU {:.0}%",
+            part.hostname,
+            part.requests,
+            part.window.start_unix_s,
+            part.window.end_unix_s,
+            part.generator_cpu_percent
+        );
+    }
+    if let Some(w) = merged.window {
+        let overlap = merged
+            .shards
+            .iter()
+            .map(|p| p.window.end_unix_s)
+            .fold(f64::INFINITY, f64::min)
+            - merged
+                .shards
+                .iter()
+                .map(|p| p.window.start_unix_s)
+                .fold(f64::NEG_INFINITY, f64::max);
+        let span = w.end_unix_s - w.start_unix_s;
+        println!(
+            "common window {span:.3} s; the parts all ran together for {:.3} s",
+            overlap.max(0.0)
+        );
+        if span > 0.0 && overlap < 0.9 * span {
+            println!(
+                "warning: the parts overlap for less than 90% of the common window: they did not start together (use --start-at) or some ended early, so the rates understate what they sent at once"
+            );
+        }
+    }
+    report(&merged, args.json.as_deref(), &thresholds)
+}
+
+/// Prints a result's table, writes it as JSON to `json` when asked, and checks `thresholds`
+/// against its totals: an error names the ones that failed.
+fn report(
+    result: &crate::result::LoadResult,
+    json: Option<&std::path::Path>,
+    thresholds: &[threshold::Threshold],
+) -> Result<()> {
+    print!("{}", crate::table::render(result));
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(result)?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("Failed to write {}", path.display()))?;
         println!("result written to {}", path.display());
     }
-    let checks = threshold::check_all(&thresholds, &(&result.total).into());
+    let checks = threshold::check_all(thresholds, &(&result.total).into());
     for check in &checks {
         let mark = if check.passed { "ok  " } else { "FAIL" };
         println!("threshold {mark} {}: {}", check.threshold, check.text);

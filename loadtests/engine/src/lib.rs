@@ -14,6 +14,7 @@ pub mod machine;
 pub mod registry;
 pub mod result;
 pub mod scenario;
+pub mod shard;
 pub mod table;
 pub mod threshold;
 

@@ -34,6 +34,11 @@ pub struct LoadSettings {
     /// run can be replayed; absent in results written before runs were seeded).
     #[serde(default)]
     pub seed: Option<u64>,
+    /// The share of a run spread over several generators this run made (`None`: the whole run).
+    /// A shard's users, rate, connections, requests and threads above are its own share: the
+    /// merged result's are their sums.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// Latency figures in milliseconds (open loop: from the intended send time).
@@ -142,6 +147,36 @@ pub struct LoadResult {
     /// p50/p99): the run over time.
     #[serde(default)]
     pub seconds: Vec<Second>,
+    /// The measured window in wall-clock time (absent in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    /// A merged result's parts ([`merge_shards`]): each shard's window and count, in shard order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardPart>,
+}
+
+/// A measured window in wall-clock time, seconds since the UNIX epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// When measuring began (after setup and warm-up).
+    pub start_unix_s: f64,
+    /// When the measured window closed: `start_unix_s + elapsed_s`.
+    pub end_unix_s: f64,
+}
+
+/// One part of a merged result: which shard, where it ran, when it measured, what it counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardPart {
+    /// The shard it ran (`None`: a whole run, merged as a concurrent part).
+    pub shard: Option<crate::shard::Shard>,
+    /// The generator's host name.
+    pub hostname: String,
+    /// Its measured window.
+    pub window: Window,
+    /// Its measured requests.
+    pub requests: u64,
+    /// Its generator's CPU use, percent of one core.
+    pub generator_cpu_percent: f64,
 }
 
 /// One second of a run, all routes together.
@@ -222,10 +257,6 @@ pub fn merge(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
     } else {
         first.generator_cpu_percent
     };
-    out.total.rescale(elapsed);
-    for r in &mut out.routes {
-        r.rescale(elapsed);
-    }
     for run in rest {
         // The series follow one another, as one long run's would.
         let offset = out.seconds.len() as u32;
@@ -233,17 +264,191 @@ pub fn merge(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
             second: s.second + offset,
             ..s.clone()
         }));
-        out.total.absorb(&run.total, elapsed)?;
+    }
+    add_counts(&mut out, rest, elapsed)?;
+    Ok(out)
+}
+
+/// Adds every run of `rest` into `out`, in total and per route (matched by name; a route only a
+/// later run had is added), histograms merged, and puts every rate over `elapsed_s`.
+fn add_counts(out: &mut LoadResult, rest: &[LoadResult], elapsed_s: f64) -> anyhow::Result<()> {
+    out.total.rescale(elapsed_s);
+    for r in &mut out.routes {
+        r.rescale(elapsed_s);
+    }
+    for run in rest {
+        out.total.absorb(&run.total, elapsed_s)?;
         for route in &run.routes {
             match out.routes.iter_mut().find(|r| r.name == route.name) {
-                Some(mine) => mine.absorb(route, elapsed)?,
+                Some(mine) => mine.absorb(route, elapsed_s)?,
                 None => {
                     let mut added = route.clone();
-                    added.rescale(elapsed);
+                    added.rescale(elapsed_s);
                     out.routes.push(added);
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// Merges the results of generators that ran *at the same time* (the shards of one run, from
+/// `brigade load --shard I/N`) into one result: counts, bytes and errors add up and histograms are
+/// merged exactly (per route, matched by name, and in total), like [`merge`]; but rates are over
+/// the common window, from the first shard's measured start to the last one's end, not over the
+/// sum of their durations. Settings add up (users, rate, connections, requests, threads); the
+/// generator CPU is the shards' sum; the per-second series are aligned on wall-clock time, their
+/// counts summed and their p50/p99 the worst shard's (a second's percentiles are summaries, not
+/// histograms). Every part needs its window (results of this version have one); when parts are
+/// shards, every shard of one count must be there exactly once.
+pub fn merge_shards(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
+    use anyhow::bail;
+    let (first, rest) = results
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("nothing to merge"))?;
+    let mut windows = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        match r.window {
+            Some(w) => windows.push(w),
+            None => bail!(
+                "result {} ({}) has no measured window: it was written by an older brigade",
+                i + 1,
+                r.settings.scenario
+            ),
+        }
+        if r.settings.scenario != first.settings.scenario {
+            bail!(
+                "the results ran different scenarios ({} and {})",
+                first.settings.scenario,
+                r.settings.scenario
+            );
+        }
+    }
+    check_shards(results)?;
+    let start = windows
+        .iter()
+        .map(|w| w.start_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let end = windows
+        .iter()
+        .map(|w| w.end_unix_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let elapsed = (end - start).max(0.0);
+
+    let mut out = first.clone();
+    out.elapsed_s = elapsed;
+    out.window = Some(Window {
+        start_unix_s: start,
+        end_unix_s: end,
+    });
+    out.generator_cpu_percent = results.iter().map(|r| r.generator_cpu_percent).sum();
+    add_counts(&mut out, rest, elapsed)?;
+    out.seconds = merge_seconds(results, start);
+    out.settings = merged_settings(results);
+    out.shards = results
+        .iter()
+        .zip(&windows)
+        .map(|(r, w)| ShardPart {
+            shard: r.settings.shard,
+            hostname: r.machine.hostname.clone(),
+            window: *w,
+            requests: r.total.requests,
+            generator_cpu_percent: r.generator_cpu_percent,
+        })
+        .collect();
+    out.shards.sort_by_key(|p| p.shard.map(|s| s.index));
     Ok(out)
+}
+
+/// Parts that are shards must be one run's: one count, each index once, none missing.
+fn check_shards(results: &[LoadResult]) -> anyhow::Result<()> {
+    let shards: Vec<_> = results.iter().filter_map(|r| r.settings.shard).collect();
+    if shards.is_empty() {
+        return Ok(());
+    }
+    if shards.len() != results.len() {
+        anyhow::bail!(
+            "some results are shards (--shard) and some are whole runs: merge one or the other"
+        );
+    }
+    let count = shards[0].count;
+    let mut seen = vec![false; count as usize];
+    for s in &shards {
+        if s.count != count {
+            anyhow::bail!(
+                "the results are shards of different runs (of {count} and of {})",
+                s.count
+            );
+        }
+        if std::mem::replace(&mut seen[s.index as usize], true) {
+            anyhow::bail!("shard {s} appears twice");
+        }
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|&i| !seen[i as usize])
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "shard(s) {} missing: a merged result must hold every shard",
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The whole run's settings from its parts': counts add up, the seed is kept if they share it,
+/// the rest is the first part's.
+fn merged_settings(results: &[LoadResult]) -> LoadSettings {
+    let mut s = results[0].settings.clone();
+    s.users = results
+        .iter()
+        .map(|r| r.settings.users)
+        .sum::<Option<u32>>();
+    s.rate = results.iter().map(|r| r.settings.rate).sum::<Option<f64>>();
+    s.connections = results.iter().map(|r| r.settings.connections).sum();
+    s.requests = results
+        .iter()
+        .map(|r| r.settings.requests)
+        .sum::<Option<u64>>();
+    s.threads = results.iter().map(|r| r.settings.threads).sum();
+    for r in &results[1..] {
+        for t in &r.settings.targets {
+            if !s.targets.contains(t) {
+                s.targets.push(t.clone());
+            }
+        }
+    }
+    // One seed replays the whole run only if every part had it.
+    if results.iter().any(|r| r.settings.seed != s.seed) {
+        s.seed = None;
+    }
+    s.shard = None;
+    s
+}
+
+/// The parts' per-second series on one wall-clock axis from `start`: counts summed, p50/p99 the
+/// worst part's.
+fn merge_seconds(results: &[LoadResult], start: f64) -> Vec<Second> {
+    let mut out: Vec<Second> = Vec::new();
+    for r in results {
+        let offset = r
+            .window
+            .map_or(0, |w| (w.start_unix_s - start).max(0.0).round() as u32);
+        for s in &r.seconds {
+            let at = (s.second + offset) as usize;
+            if out.len() <= at {
+                out.extend((out.len() as u32..=at as u32).map(|second| Second {
+                    second,
+                    ..Second::default()
+                }));
+            }
+            let m = &mut out[at];
+            m.requests += s.requests;
+            m.errors += s.errors;
+            m.p50_ms = m.p50_ms.max(s.p50_ms);
+            m.p99_ms = m.p99_ms.max(s.p99_ms);
+        }
+    }
+    out
 }

@@ -703,3 +703,69 @@ path = "/b/{{random_string 8}}"
         .seed
         .is_some());
 }
+
+#[test]
+fn open_loop_shards_send_the_whole_schedule_between_them_and_no_send_twice() {
+    use brigade_load::shard::{Shard, ShardPlan};
+    // 600 sends/s for 1 s over 7 connections, as 3 shards: each sends its connections' part of
+    // the one schedule, so together they send exactly the run's 600, as one generator would.
+    let server = support::hello();
+    let cfg = LoadConfig {
+        targets: BTreeMap::from([("*".into(), server.url())]),
+        rate: Some(600.0),
+        connections: 7,
+        warmup: Duration::ZERO,
+        duration: Some(Duration::from_secs(1)),
+        threads: 1,
+        ..LoadConfig::default()
+    };
+    let scenario = one_route("/bench/hello");
+    let shards: Vec<LoadResult> = (0..3)
+        .map(|index| {
+            let plan = ShardPlan {
+                shard: Shard { index, count: 3 },
+                ..ShardPlan::default()
+            };
+            let (cfg, scenario) = (cfg.clone(), scenario.clone());
+            std::thread::spawn(move || engine::run_shard(&cfg, &scenario, &plan).unwrap())
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .collect();
+    let connections: Vec<u32> = shards.iter().map(|r| r.settings.connections).collect();
+    assert_eq!(connections, [3, 2, 2], "connections 0,3,6 / 1,4 / 2,5");
+    let sent: u64 = shards.iter().map(|r| r.total.requests).sum();
+    assert_eq!(
+        sent,
+        600,
+        "the shards' requests: {:?}",
+        shards.iter().map(|r| r.total.requests).collect::<Vec<_>>()
+    );
+    let rates: f64 = shards.iter().map(|r| r.settings.rate.unwrap()).sum();
+    assert!((rates - 600.0).abs() < 1e-9);
+    // Each shard's share of the schedule is its connections' share: 3/7, 2/7, 2/7 of 600, within
+    // the one send a connection may have due right at the window's end.
+    for r in &shards {
+        let expected = 600.0 * f64::from(r.settings.connections) / 7.0;
+        assert!(
+            (r.total.requests as f64 - expected).abs() <= 1.0,
+            "{} vs {expected}",
+            r.total.requests
+        );
+    }
+    // More shards than connections: the extra one has nothing to run and says so.
+    let plan = ShardPlan {
+        shard: Shard { index: 7, count: 8 },
+        ..ShardPlan::default()
+    };
+    let err = engine::run_shard(&cfg, &scenario, &plan).unwrap_err();
+    assert!(err.to_string().contains("nothing to run"), "{err}");
+    // A start time already past refuses to run instead of measuring another window.
+    let plan = ShardPlan {
+        start_at: Some(std::time::SystemTime::now() - Duration::from_secs(10)),
+        ..ShardPlan::default()
+    };
+    let err = engine::run_shard(&cfg, &scenario, &plan).unwrap_err();
+    assert!(err.to_string().contains("--start-at was"), "{err}");
+}

@@ -1,5 +1,6 @@
 //! Histograms merge exactly: across threads (inside the engine) and across runs (`result::merge`),
-//! percentiles come from the merged distribution, never from averaging percentiles.
+//! percentiles come from the merged distribution, never from averaging percentiles; concurrent
+//! shards (`result::merge_shards`) over their common window.
 
 use std::time::Duration;
 
@@ -50,6 +51,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
             timeout_ms: 1000,
             think_ms: 0,
             seed: None,
+            shard: None,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -58,6 +60,8 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         total,
         routes,
         seconds: Vec::new(),
+        window: None,
+        shards: Vec::new(),
     }
 }
 
@@ -134,4 +138,86 @@ fn runs_merge_as_one_long_run() {
     // Generator CPU: weighted by measured time (50% for 10 s, 5000% for 30 s).
     assert!((merged.generator_cpu_percent - (50.0 * 10.0 + 5000.0 * 30.0) / 40.0).abs() < 1e-9);
     assert!(result::merge(&[]).is_err());
+}
+
+/// `run`, as shard `index` of `count` measuring from `start` (UNIX seconds) for `elapsed_s`.
+fn shard(
+    index: u32,
+    count: u32,
+    start: f64,
+    latency_ms: u64,
+    n: u64,
+    elapsed_s: f64,
+) -> LoadResult {
+    let mut r = run(latency_ms, n, elapsed_s, None);
+    r.settings.shard = Some(brigade_load::shard::Shard { index, count });
+    r.window = Some(result::Window {
+        start_unix_s: start,
+        end_unix_s: start + elapsed_s,
+    });
+    r.seconds = (0..elapsed_s as u32)
+        .map(|second| result::Second {
+            second,
+            requests: n / elapsed_s as u64,
+            errors: 0,
+            p50_ms: latency_ms as f64,
+            p99_ms: latency_ms as f64,
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn concurrent_shards_merge_over_their_common_window() {
+    // Three shards of 10 s each, the last starting 2 s late: the common window is 12 s, not 30.
+    let mut parts = [
+        shard(0, 3, 1000.0, 1, 1000, 10.0),
+        shard(2, 3, 1002.0, 100, 1000, 10.0),
+        shard(1, 3, 1000.0, 1, 1000, 10.0),
+    ];
+    for p in &mut parts {
+        p.settings.seed = Some(7);
+    }
+    assert_eq!(result::merge_shards(&parts).unwrap().settings.seed, Some(7));
+    parts[1].settings.seed = Some(8);
+    let merged = result::merge_shards(&parts).unwrap();
+    assert_eq!(merged.elapsed_s, 12.0);
+    assert_eq!(merged.total.requests, 3000);
+    assert!((merged.total.hits_per_s - 250.0).abs() < 1e-9);
+    assert_eq!(merged.settings.users, Some(3));
+    assert_eq!(merged.settings.shard, None);
+    assert_eq!(merged.settings.seed, None, "the parts had different seeds");
+    assert_eq!(merged.total.histogram().unwrap().len(), 3000);
+    // Two thirds of the values are 1 ms: p50 is 1 ms, p90 100 ms, from the merged histogram.
+    assert!((merged.total.latency.p50_ms - 1.0).abs() < 0.01);
+    assert!((merged.total.latency.p90_ms - 100.0).abs() < 0.1);
+    // Generator CPU adds up: three processes.
+    assert!((merged.generator_cpu_percent - (50.0 + 5000.0 + 50.0)).abs() < 1e-9);
+    // The parts, in shard order, and the per-second series on one clock.
+    let order: Vec<u32> = merged
+        .shards
+        .iter()
+        .map(|p| p.shard.unwrap().index)
+        .collect();
+    assert_eq!(order, [0, 1, 2]);
+    assert_eq!(merged.seconds.len(), 12);
+    assert_eq!(merged.seconds[0].requests, 200, "shards 0 and 1 only");
+    assert_eq!(merged.seconds[5].requests, 300, "all three");
+    assert_eq!(merged.seconds[11].requests, 100, "shard 2 only");
+    assert_eq!(merged.seconds[5].p99_ms, 100.0, "the worst shard's");
+}
+
+#[test]
+fn merging_refuses_a_missing_or_doubled_shard_and_results_without_a_window() {
+    let missing =
+        result::merge_shards(&[shard(0, 3, 0.0, 1, 10, 1.0), shard(2, 3, 0.0, 1, 10, 1.0)]);
+    assert!(missing.unwrap_err().to_string().contains("1/3"));
+    let doubled =
+        result::merge_shards(&[shard(0, 2, 0.0, 1, 10, 1.0), shard(0, 2, 0.0, 1, 10, 1.0)]);
+    assert!(doubled.unwrap_err().to_string().contains("twice"));
+    let mixed = result::merge_shards(&[shard(0, 2, 0.0, 1, 10, 1.0), shard(0, 3, 0.0, 1, 10, 1.0)]);
+    assert!(mixed.is_err());
+    let old = result::merge_shards(&[run(1, 10, 1.0, None)]);
+    assert!(old.unwrap_err().to_string().contains("window"));
+    assert!(result::merge_shards(&[]).is_err());
 }

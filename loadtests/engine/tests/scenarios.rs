@@ -96,6 +96,7 @@ fn templates_fill_sequence_numbers_random_values_vars_and_pools() {
                 rng: &mut rng,
                 pools: &mut pools,
                 seq: &seq,
+                spacing: Default::default(),
             })
             .unwrap();
         assert_eq!(r.path, "/items");
@@ -145,6 +146,7 @@ fn captured_ids_are_picked_and_taken_by_later_requests() {
         rng: &mut rng,
         pools: &mut pools,
         seq: &seq,
+        spacing: Default::default(),
     };
     let r = read.render(&mut ctx).unwrap();
     let (id, colour) = r

@@ -29,12 +29,13 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::result::{LoadResult, LoadSettings};
+use crate::result::{LoadResult, LoadSettings, Window};
 use crate::scenario::{Pools, Scenario};
+use crate::shard::{Fixtures, ShardPlan};
 use conn::Target;
 use stats::RouteStats;
 use worker::{Pace, Progress, Share, Shared};
@@ -115,6 +116,37 @@ pub fn run_notifying(
     scenario: &Scenario,
     notify: Option<std::sync::mpsc::Sender<Instant>>,
 ) -> Result<LoadResult> {
+    run_planned(config, scenario, notify, &ShardPlan::default())
+}
+
+/// [`run`] as one shard of a run spread over several generators (its share of `config`'s users,
+/// rate and requests, its fixtures from a file), starting at an agreed time: see
+/// [`crate::shard`].
+pub fn run_shard(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> Result<LoadResult> {
+    run_planned(config, scenario, None, plan)
+}
+
+/// Sends the scenario's setup steps once, as a run would, and returns the fixtures they made, for
+/// the shards of a run to share (`brigade load --setup-only --fixtures FILE`).
+pub fn make_fixtures(config: &LoadConfig, scenario: &Scenario) -> Result<Fixtures> {
+    let (targets, _) = resolve_targets(scenario, &config.targets)?;
+    let seq = AtomicU64::new(0);
+    let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
+    let pools = send_setup(scenario, targets, config.timeout, &seq, seed)
+        .context("scenario setup (fixtures) failed")?;
+    Ok(Fixtures::from_pools(
+        scenario,
+        &pools,
+        seq.load(Ordering::Relaxed),
+    ))
+}
+
+fn run_planned(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    notify: Option<std::sync::mpsc::Sender<Instant>>,
+    plan: &ShardPlan,
+) -> Result<LoadResult> {
     if config.duration.is_none() && config.requests.is_none() {
         bail!("a run needs a duration or a request count");
     }
@@ -138,13 +170,39 @@ pub fn run_notifying(
     if tasks == 0 {
         bail!("at least one user (closed loop) or connection (open loop) is needed");
     }
+    // This shard's users (a block of the run's numbers) or paced connections (every count-th of
+    // the run's, each keeping its place in the run's schedule), and its part of the request budget.
+    let shard = plan.shard;
+    let mine: Vec<u32> = match open {
+        None => {
+            let (first, len) = shard.block(u64::from(tasks));
+            (first as u32..(first + len) as u32).collect()
+        }
+        Some(_) => (0..tasks).filter(|&c| shard.owns(u64::from(c))).collect(),
+    };
+    if mine.is_empty() {
+        bail!(
+            "shard {shard} has nothing to run: the run has {tasks} user(s)/connection(s), fewer than its {} shards",
+            shard.count
+        );
+    }
+    let requests = config.requests.map(|n| shard.block(n).1);
+    if requests == Some(0) {
+        bail!("shard {shard} has no request to send: --requests is smaller than the shard count");
+    }
+    if !shard.is_whole() && plan.fixtures.is_none() && !scenario.setup().is_empty() {
+        bail!(
+            "scenario {} makes fixtures: make them once with `--setup-only --fixtures FILE` and give every shard `--fixtures FILE`",
+            scenario.name()
+        );
+    }
     let cpus = config.cpus.clone().filter(|c| !c.is_empty());
     let wanted_threads = match (config.threads, &cpus) {
         (0, Some(c)) => c.len(),
         (0, None) => usable_cpus(),
         (n, _) => n as usize,
     };
-    let threads = wanted_threads.clamp(1, tasks as usize);
+    let threads = wanted_threads.clamp(1, mine.len());
 
     let (targets, target_names) = resolve_targets(scenario, &config.targets)?;
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
@@ -168,9 +226,10 @@ pub fn run_notifying(
         think: config.think,
         warmup: config.warmup,
         duration: config.duration,
-        requests: config.requests,
+        requests,
         claimed: AtomicU64::new(0),
         seq: AtomicU64::new(0),
+        spacing: shard.spacing(plan.fixtures.as_ref().map_or(0, |f| f.seq_used)),
         seed,
         encoded,
         start: OnceLock::new(),
@@ -179,16 +238,21 @@ pub fn run_notifying(
     let started_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let filled = run_setup(&shared).context("scenario setup (fixtures) failed")?;
+    let filled = match &plan.fixtures {
+        Some(fixtures) => fixtures.pools_for(scenario, shard)?,
+        None => run_setup(&shared).context("scenario setup (fixtures) failed")?,
+    };
     let pools = scenario.share_pools(&filled, threads);
 
     // Deal the users / paced connections out to the threads.
+    let my_tasks = mine.len() as u32;
     let mut shares: Vec<Share> = match open {
         None => {
-            let mut first = 0;
+            let mut first = mine[0];
             (0..threads as u32)
                 .map(|t| {
-                    let users = tasks / threads as u32 + u32::from(t < tasks % threads as u32);
+                    let users =
+                        my_tasks / threads as u32 + u32::from(t < my_tasks % threads as u32);
                     first += users;
                     Share::Closed {
                         users,
@@ -199,8 +263,8 @@ pub fn run_notifying(
         }
         Some(rate) => {
             let mut v: Vec<Vec<Pace>> = vec![Vec::new(); threads];
-            for c in 0..tasks {
-                v[c as usize % threads].push(Pace {
+            for (i, &c) in mine.iter().enumerate() {
+                v[i % threads].push(Pace {
                     first: u64::from(c),
                     stride: u64::from(tasks),
                     rate,
@@ -212,6 +276,19 @@ pub fn run_notifying(
         }
     };
 
+    // An agreed start: checked before any thread starts, so a failure leaves none waiting.
+    let start_at = match plan.start_at {
+        Some(at) => {
+            let wait = at.duration_since(SystemTime::now()).map_err(|late| {
+                anyhow!(
+                    "--start-at was {:.1} s ago: the shards would not start together (choose a later time)",
+                    late.duration().as_secs_f64()
+                )
+            })?;
+            Some(Instant::now() + wait)
+        }
+        None => None,
+    };
     let barrier = Arc::new(Barrier::new(threads + 1));
     let progress: Vec<Arc<Progress>> = (0..threads)
         .map(|_| Arc::new(Progress::default()))
@@ -230,7 +307,7 @@ pub fn run_notifying(
         handles.push(handle);
     }
     // Every thread has built its runtime and waits at the barrier: start the clock just ahead.
-    let t0 = Instant::now() + Duration::from_millis(5);
+    let t0 = (Instant::now() + Duration::from_millis(5)).max(start_at.unwrap_or(Instant::now()));
     shared.start.set(t0).expect("start set once");
     barrier.wait();
 
@@ -249,6 +326,7 @@ pub fn run_notifying(
         bar.tick(now);
     }
     let finished = Instant::now();
+    let finished_wall = SystemTime::now();
     let process_cpu_end = worker::process_cpu_s();
     bar.finish();
 
@@ -277,6 +355,10 @@ pub fn run_notifying(
         Some(d) => d.as_secs_f64().min(measured_wall.max(f64::MIN_POSITIVE)),
         None => measured_wall,
     };
+    let window_start = crate::shard::unix_s(finished_wall)
+        - finished
+            .saturating_duration_since(measure_start)
+            .as_secs_f64();
     let generator_cpu_percent = match process_cpu_at_start {
         Some((at, cpu)) if finished > at => {
             100.0 * (process_cpu_end - cpu) / (finished - at).as_secs_f64()
@@ -297,17 +379,18 @@ pub fn run_notifying(
         settings: LoadSettings {
             targets: target_names,
             scenario: scenario.label().to_string(),
-            users: if open.is_none() { Some(tasks) } else { None },
-            rate: open,
-            connections: tasks,
+            users: if open.is_none() { Some(my_tasks) } else { None },
+            rate: open.map(|r| r * f64::from(my_tasks) / f64::from(tasks)),
+            connections: my_tasks,
             duration_s: config.duration.map(|d| d.as_secs_f64()),
-            requests: config.requests,
+            requests,
             warmup_s: config.warmup.as_secs_f64(),
             keepalive: config.keepalive,
             threads: threads as u32,
             timeout_ms: config.timeout.as_millis() as u64,
             think_ms: config.think.as_millis() as u64,
             seed: Some(seed),
+            shard: (!shard.is_whole()).then_some(shard),
         },
         machine: crate::machine::describe(),
         started_at,
@@ -316,6 +399,11 @@ pub fn run_notifying(
         total: total.into_result("total".into(), elapsed_s),
         routes,
         seconds: seconds.into_result(),
+        window: Some(Window {
+            start_unix_s: window_start,
+            end_unix_s: window_start + elapsed_s,
+        }),
+        shards: Vec::new(),
     })
 }
 
@@ -345,7 +433,23 @@ fn resolve_targets(
 
 /// Sends the scenario's setup steps, one after the other, and returns the pools they filled.
 fn run_setup(shared: &Shared) -> Result<Pools> {
-    let scenario = &shared.scenario;
+    send_setup(
+        &shared.scenario,
+        shared.targets.clone(),
+        shared.timeout,
+        &shared.seq,
+        shared.seed,
+    )
+}
+
+/// Sends `scenario`'s setup steps on one session, `{{seq}}` from `seq`, and returns the pools.
+fn send_setup(
+    scenario: &Scenario,
+    targets: Vec<Target>,
+    timeout: Duration,
+    seq: &AtomicU64,
+    seed: u64,
+) -> Result<Pools> {
     if scenario.setup().is_empty() {
         return Ok(scenario.empty_pools());
     }
@@ -353,13 +457,7 @@ fn run_setup(shared: &Shared) -> Result<Pools> {
         .enable_all()
         .build()
         .context("Failed to build the setup runtime")?;
-    let mut session = session::Session::with_targets(
-        scenario,
-        shared.targets.clone(),
-        shared.timeout,
-        &shared.seq,
-        Some(shared.seed),
-    );
+    let mut session = session::Session::with_targets(scenario, targets, timeout, seq, Some(seed));
     runtime.block_on(session.fixtures())
 }
 

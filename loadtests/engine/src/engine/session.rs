@@ -129,6 +129,7 @@ impl<'a> Session<'a> {
             rng: &mut self.rng,
             pools,
             seq: self.seq,
+            spacing: Default::default(),
         })?;
         let target = &self.targets[spec.service];
         let slot = &mut self.conns[spec.service];

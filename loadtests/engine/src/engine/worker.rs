@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) claimed: AtomicU64,
     /// Behind `{{seq}}`.
     pub(crate) seq: AtomicU64,
+    /// How its values become `{{seq}}` numbers (apart from other shards' and the fixtures').
+    pub(crate) spacing: crate::scenario::SeqSpacing,
     /// The run's seed: every user's (paced connection's) random draws derive from it and its
     /// number, so two runs with one seed send the same requests in the same order per user.
     pub(crate) seed: u64,
@@ -359,6 +361,7 @@ impl Local {
                     rng,
                     pools: &mut self.pools.borrow_mut(),
                     seq: &shared.seq,
+                    spacing: shared.spacing,
                 });
                 let Ok(rendered) = rendered else {
                     return (Verdict::Failed(ErrorKind::Other), count, false);

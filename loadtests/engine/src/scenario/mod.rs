@@ -26,7 +26,7 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 
-pub use template::{RenderContext, Template};
+pub use template::{RenderContext, SeqSpacing, Template};
 
 /// Most values a pool keeps per generator thread; past it the oldest are forgotten (constant memory).
 pub const DEFAULT_POOL_CAPACITY: usize = 10_000;

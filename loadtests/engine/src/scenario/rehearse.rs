@@ -31,6 +31,7 @@ impl Scenario {
                     rng: &mut rng,
                     pools: &mut pools,
                     seq: &seq,
+                    spacing: Default::default(),
                 })?;
                 check_json(&out.body).with_context(|| format!("setup step {}", i + 1))?;
                 for c in &step.request.captures {
@@ -58,6 +59,7 @@ impl Scenario {
                 rng: &mut rng,
                 pools: &mut pools,
                 seq: &seq,
+                spacing: Default::default(),
             })?;
             check_json(&out.body).with_context(|| format!("request {}", r.name))?;
             rendered += 1;

@@ -46,6 +46,7 @@ impl RequestSpec {
             rng: &mut fastrand::Rng::with_seed(0),
             pools: &mut Pools::default(),
             seq: &seq,
+            spacing: Default::default(),
         })
         .ok()
     }

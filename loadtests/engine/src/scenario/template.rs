@@ -33,6 +33,40 @@ pub struct RenderContext<'a> {
     pub pools: &'a mut Pools,
     /// The run-wide counter behind `{{seq}}` (starts at 1).
     pub seq: &'a AtomicU64,
+    /// How the counter's values become `{{seq}}` numbers (one after the other, unless the run is
+    /// one shard of several).
+    pub spacing: SeqSpacing,
+}
+
+/// How `{{seq}}` numbers are spaced: the counter's `k`-th value (from 0) renders as
+/// `base + k * count + index + 1`, so shard `index` of `count` never renders a number another
+/// shard does, and none at or below `base` (the numbers the fixtures used). The default (`0`,
+/// `0`, `1`) renders 1, 2, 3, ...
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqSpacing {
+    /// Numbers already used (by the fixtures): every rendered number is above it.
+    pub base: u64,
+    /// This shard's index, `0..count`.
+    pub index: u64,
+    /// How many shards share the numbers (1: a whole run).
+    pub count: u64,
+}
+
+impl Default for SeqSpacing {
+    fn default() -> Self {
+        SeqSpacing {
+            base: 0,
+            index: 0,
+            count: 1,
+        }
+    }
+}
+
+impl SeqSpacing {
+    /// The number the counter's `k`-th value (from 0) renders as.
+    pub fn number(&self, k: u64) -> u64 {
+        self.base + k * self.count.max(1) + self.index + 1
+    }
 }
 
 impl Template {
@@ -71,9 +105,11 @@ impl Template {
         for p in &self.parts {
             match p {
                 Part::Text(t) => out.push_str(t),
-                Part::Seq => {
-                    out.push_str(&(ctx.seq.fetch_add(1, Ordering::Relaxed) + 1).to_string())
-                }
+                Part::Seq => out.push_str(
+                    &ctx.spacing
+                        .number(ctx.seq.fetch_add(1, Ordering::Relaxed))
+                        .to_string(),
+                ),
                 Part::RandomInt(lo, hi) => out.push_str(&ctx.rng.i64(*lo..=*hi).to_string()),
                 Part::RandomString(n) => {
                     for _ in 0..*n {

@@ -92,6 +92,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
             think_ms: 0,
             // Timed calls draw nothing at random.
             seed: None,
+            shard: None,
         },
         machine: brigade_load::machine::describe(),
         started_at: crate::study::now_rfc3339(),
@@ -101,6 +102,8 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
         total,
         // Calls made in process have no per-second series.
         seconds: Vec::new(),
+        window: None,
+        shards: Vec::new(),
     }
 }
 

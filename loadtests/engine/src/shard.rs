@@ -1,0 +1,304 @@
+//! One run spread over several generator processes (machines, pods): each runs a shard, `I/N`, of
+//! the run's users (closed loop) or of its paced connections and their schedule (open loop), and
+//! of its `--requests` budget; `brigade merge` adds their results up into one
+//! ([`crate::result::merge_shards`]).
+//!
+//! What keeps shards apart: shard `I` runs the users numbered `I`'s block of the whole run's
+//! users (so with one `--seed` they send what those users would send in an unsharded run), its
+//! `{{seq}}` numbers are interleaved with the other shards' ([`SeqSpacing`]), and the values a
+//! scenario `take`s from its fixtures are dealt out between shards, one shard each, the way they
+//! are dealt between a generator's threads. Fixtures are made once, by a separate step
+//! (`brigade load --setup-only --fixtures FILE`), and every shard reads them from that file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Pools, Scenario, SeqSpacing};
+
+/// Which share of a run this generator makes: shard `index` of `count` (`0/1` is the whole run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard, `0..count`.
+    pub index: u32,
+    /// How many shards make the run.
+    pub count: u32,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard { index: 0, count: 1 }
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?} is not a shard: write I/N, e.g. 0/3"))?;
+        let index: u32 = i
+            .trim()
+            .parse()
+            .map_err(|e| format!("shard index {i:?}: {e}"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|e| format!("shard count {n:?}: {e}"))?;
+        if count == 0 || index >= count {
+            return Err(format!(
+                "shard {text}: the index runs from 0 to the count less one"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether this is the whole run (`0/1`).
+    pub fn is_whole(&self) -> bool {
+        self.count <= 1
+    }
+
+    /// This shard's contiguous block of `total` things numbered `0..total`: (first, how many).
+    /// The first `total % count` shards get one more.
+    pub fn block(&self, total: u64) -> (u64, u64) {
+        let (i, n) = (u64::from(self.index), u64::from(self.count.max(1)));
+        let base = total / n;
+        let extra = total % n;
+        let len = base + u64::from(i < extra);
+        let first = i * base + i.min(extra);
+        (first, len)
+    }
+
+    /// Whether thing number `k` of a dealt-out set (`k % count == index`) is this shard's.
+    pub fn owns(&self, k: u64) -> bool {
+        k % u64::from(self.count.max(1)) == u64::from(self.index)
+    }
+
+    /// How this shard's `{{seq}}` numbers are spaced, above `base` (the numbers the fixtures used).
+    pub fn spacing(&self, base: u64) -> SeqSpacing {
+        SeqSpacing {
+            base,
+            index: u64::from(self.index),
+            count: u64::from(self.count.max(1)),
+        }
+    }
+}
+
+/// A scenario's fixtures, made once by its `[[setup]]` steps and written to a file that every
+/// shard reads: the values each pool captured and the `{{seq}}` numbers the setup used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fixtures {
+    /// The scenario they were made for (its name).
+    pub scenario: String,
+    /// `{{seq}}` numbers the setup used: shards number above it.
+    pub seq_used: u64,
+    /// Pool name → the values it captured, oldest first.
+    pub pools: BTreeMap<String, Vec<String>>,
+}
+
+impl Fixtures {
+    /// The fixtures in `pools`, filled by `scenario`'s setup, which used `seq_used` numbers.
+    pub fn from_pools(scenario: &Scenario, pools: &Pools, seq_used: u64) -> Fixtures {
+        let pools = scenario
+            .pools()
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                (
+                    spec.name.clone(),
+                    pools.values(i).map(str::to_string).collect(),
+                )
+            })
+            .collect();
+        Fixtures {
+            scenario: scenario.name().to_string(),
+            seq_used,
+            pools,
+        }
+    }
+
+    /// This shard's pools: of a pool some request `take`s from, every `count`-th value (from the
+    /// shard's index), so no two shards act on one fixture; any other pool whole.
+    pub fn pools_for(&self, scenario: &Scenario, shard: Shard) -> Result<Pools> {
+        if self.scenario != scenario.name() {
+            bail!(
+                "the fixtures were made for scenario {:?}, not {:?}",
+                self.scenario,
+                scenario.name()
+            );
+        }
+        let mut pools = scenario.empty_pools();
+        for (i, spec) in scenario.pools().iter().enumerate() {
+            let values = self.pools.get(&spec.name).map(Vec::as_slice).unwrap_or(&[]);
+            for (k, v) in values.iter().enumerate() {
+                if !spec.taken || shard.owns(k as u64) {
+                    pools.push(i, v.clone());
+                }
+            }
+        }
+        Ok(pools)
+    }
+
+    /// Writes the fixtures as JSON to `path` (through a temporary file, so a reader never sees
+    /// half of it).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("Failed to write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("Failed to move {} to {}", tmp.display(), path.display()))
+    }
+
+    /// Reads fixtures written by [`Fixtures::save`].
+    pub fn load(path: &Path) -> Result<Fixtures> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("Failed to read fixtures {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("fixtures {}", path.display()))
+    }
+}
+
+/// What a run does differently when it is one shard of several, or starts at an agreed time.
+#[derive(Debug, Clone, Default)]
+pub struct ShardPlan {
+    /// Its share of the run.
+    pub shard: Shard,
+    /// Start (the warm-up) at this wall-clock time, so shards on other machines start together.
+    pub start_at: Option<SystemTime>,
+    /// Fixtures made beforehand: the setup steps are not sent again.
+    pub fixtures: Option<Fixtures>,
+}
+
+/// Parses `--start-at`: an RFC 3339 time (`2026-11-30T18:00:00Z`) or seconds since the UNIX epoch.
+pub fn parse_start_at(text: &str) -> Result<SystemTime, String> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs));
+        }
+    }
+    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| {
+            format!("{text:?} is not a time (RFC 3339, e.g. 2026-11-30T18:00:00Z, or UNIX seconds): {e}")
+        })?;
+    let nanos = at.unix_timestamp_nanos();
+    if nanos < 0 {
+        return Err(format!("{text:?} is before 1970"));
+    }
+    Ok(SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos as u64))
+}
+
+/// Seconds since the UNIX epoch of `at`.
+pub fn unix_s(at: SystemTime) -> f64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_split_blocks_without_gaps_or_overlap() {
+        let s: Shard = "1/3".parse().unwrap();
+        assert_eq!(s, Shard { index: 1, count: 3 });
+        assert!("3/3".parse::<Shard>().is_err());
+        assert!("0/0".parse::<Shard>().is_err());
+        assert!("1".parse::<Shard>().is_err());
+        let mut next = 0;
+        let mut sizes = Vec::new();
+        for i in 0..3 {
+            let (first, len) = Shard { index: i, count: 3 }.block(10);
+            assert_eq!(first, next, "blocks follow one another");
+            next += len;
+            sizes.push(len);
+        }
+        assert_eq!(next, 10);
+        assert_eq!(sizes, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn seq_numbers_of_different_shards_never_meet() {
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..3 {
+            let spacing = Shard { index: i, count: 3 }.spacing(40);
+            for k in 0..100 {
+                let n = spacing.number(k);
+                assert!(n > 40, "above the fixtures' numbers: {n}");
+                assert!(seen.insert(n), "{n} rendered twice");
+            }
+        }
+        assert_eq!(seen.len(), 300);
+        // A whole run numbers 1, 2, 3 as it always did.
+        assert_eq!(Shard::default().spacing(0).number(0), 1);
+        assert_eq!(Shard::default().spacing(0).number(2), 3);
+    }
+
+    #[test]
+    fn fixtures_a_scenario_takes_are_dealt_out_between_shards_and_the_rest_copied() {
+        let scenario = Scenario::parse(
+            r#"
+name = "deal"
+[[setup]]
+method = "POST"
+path = "/a"
+capture = { free = "/id", shared = "/id" }
+[[request]]
+path = "/a/{{take free}}"
+[[request]]
+path = "/b/{{pick shared}}"
+"#,
+            "deal",
+        )
+        .unwrap();
+        let mut pools = scenario.empty_pools();
+        let at = |name: &str| {
+            scenario
+                .pools()
+                .iter()
+                .position(|p| p.name == name)
+                .unwrap()
+        };
+        let (free, shared) = (at("free"), at("shared"));
+        for i in 0..7 {
+            pools.push(free, format!("f{i}"));
+        }
+        pools.push(shared, "s".into());
+        let fixtures = Fixtures::from_pools(&scenario, &pools, 9);
+        let mut dealt = Vec::new();
+        for index in 0..3 {
+            let mine = fixtures
+                .pools_for(&scenario, Shard { index, count: 3 })
+                .unwrap();
+            assert_eq!(mine.values(shared).collect::<Vec<_>>(), ["s"]);
+            dealt.extend(mine.values(free).map(str::to_string));
+        }
+        dealt.sort();
+        assert_eq!(
+            dealt,
+            ["f0", "f1", "f2", "f3", "f4", "f5", "f6"],
+            "each once"
+        );
+        let other = Scenario::parse("name = \"other\"\n[[request]]\npath = \"/\"", "o").unwrap();
+        assert!(fixtures.pools_for(&other, Shard::default()).is_err());
+    }
+
+    #[test]
+    fn start_times_parse_as_rfc3339_or_unix_seconds() {
+        let a = parse_start_at("2026-11-30T18:00:00Z").unwrap();
+        let b = parse_start_at("1796061600").unwrap();
+        assert_eq!(a, b);
+        assert!(parse_start_at("soon").is_err());
+    }
+}
