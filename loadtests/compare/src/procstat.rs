@@ -62,6 +62,39 @@ pub fn allowed_cpus(pid: u32) -> Option<String> {
         .map(|list| list.trim().to_owned())
 }
 
+/// Where the sampler reads a server's CPU time and memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A local process, from `/proc/<pid>`.
+    Process(u32),
+    /// A server `compare` did not start, from its `/metrics` at this base URL.
+    Metrics(String),
+}
+
+impl Source {
+    /// Reads the source now.
+    pub fn read(&self) -> anyhow::Result<ProcReading> {
+        match self {
+            Source::Process(pid) => read(*pid),
+            Source::Metrics(url) => {
+                let reading = crate::servers::external::scrape(url)?;
+                Ok(ProcReading {
+                    cpu_s: reading.cpu_s,
+                    rss_kib: reading.rss_bytes / 1024,
+                })
+            }
+        }
+    }
+
+    /// The process id, 0 for a server read through its `/metrics`.
+    pub fn pid(&self) -> u32 {
+        match self {
+            Source::Process(pid) => *pid,
+            Source::Metrics(_) => 0,
+        }
+    }
+}
+
 /// One timed sample of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProcSample {
@@ -281,9 +314,20 @@ impl Sampler {
     /// Starts sampling `pids` and the CPU sets `cpu_sets` every `interval`, taking a first sample
     /// at once.
     pub fn start(pids: &[u32], cpu_sets: &[Vec<usize>], interval: Duration) -> Sampler {
+        let sources: Vec<Source> = pids.iter().map(|&pid| Source::Process(pid)).collect();
+        Sampler::start_sources(&sources, cpu_sets, interval)
+    }
+
+    /// Starts sampling `sources` (processes or servers' `/metrics`) and the CPU sets `cpu_sets`
+    /// every `interval`, taking a first sample at once.
+    pub fn start_sources(
+        sources: &[Source],
+        cpu_sets: &[Vec<usize>],
+        interval: Duration,
+    ) -> Sampler {
         let origin = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let pids = pids.to_vec();
+        let sources = sources.to_vec();
         let mut cpus: Vec<CpuSeries> = cpu_sets
             .iter()
             .map(|set| CpuSeries {
@@ -295,10 +339,10 @@ impl Sampler {
         let handle = std::thread::Builder::new()
             .name("brigade-procstat".into())
             .spawn(move || {
-                let mut series: Vec<ProcSeries> = pids
+                let mut series: Vec<ProcSeries> = sources
                     .iter()
-                    .map(|&pid| ProcSeries {
-                        pid,
+                    .map(|source| ProcSeries {
+                        pid: source.pid(),
                         samples: Vec::new(),
                     })
                     .collect();
@@ -306,8 +350,8 @@ impl Sampler {
                     // Read the flag before sampling so the last sample is taken after `finish`
                     // was asked for: the window's end is then always covered.
                     let stopping = flag.load(Ordering::Acquire);
-                    for one in &mut series {
-                        if let Ok(reading) = read(one.pid) {
+                    for (one, source) in series.iter_mut().zip(&sources) {
+                        if let Ok(reading) = source.read() {
                             one.samples.push(ProcSample {
                                 t_s: origin.elapsed().as_secs_f64(),
                                 cpu_s: reading.cpu_s,
