@@ -84,8 +84,129 @@ base_image() {
     log "imported $BASE_TAG from $tarball"
 }
 
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
+BIN_DIR="$TARGET_DIR/containers-bin"
+FERRETDB_TAG=localhost/brigade-ferretdb:1.24.2
+
+# The FerretDB image standing in for mongo:7, from the binary scripts/ferretdb.sh builds (or finds).
+ferretdb_image() {
+    if podman image exists "$FERRETDB_TAG"; then return 0; fi
+    local bin dir
+    bin="${FERRETDB_BIN:-$(bash "$REPO_ROOT/scripts/ferretdb.sh" build)}"
+    [[ -x "$bin" ]] || die "no FerretDB binary (bash scripts/ferretdb.sh build)"
+    dir=$(mktemp -d)
+    cp "$bin" "$dir/ferretdb"
+    podman build -q --format docker -f "$REPO_ROOT/scripts/containers/ferretdb.Containerfile" \
+        --build-context ferretdb-bin="$dir" -t "$FERRETDB_TAG" "$REPO_ROOT/scripts/containers" >/dev/null
+    rm -rf "$dir"
+    log "built $FERRETDB_TAG"
+}
+
+images() {
+    mkdir -p "$CACHE"
+    timed "base image" base_image
+    timed "FerretDB image" ferretdb_image
+}
+
+# brigade:RUNTIME from the real Dockerfile; the builder stage is fed a host build with the features
+# the Dockerfile's own build would use (--no-default-features --features RUNTIME,embedded,mongo).
+brigade_image() {
+    local runtime="$1" flags=()
+    [[ "$PROFILE" == release ]] && flags=(--release)
+    timed "cargo build ($runtime, $PROFILE)" \
+        cargo build --quiet --locked "${flags[@]}" --no-default-features --features "$runtime,embedded,mongo" --bin brigade
+    mkdir -p "$BIN_DIR/$runtime"
+    strip --strip-debug -o "$BIN_DIR/$runtime/brigade" "$TARGET_DIR/$PROFILE/brigade"
+    timed "podman build brigade:$runtime" \
+        podman build -q --format docker --build-arg BUILDER=prebuilt --build-context brigade-bin="$BIN_DIR" \
+        --build-arg RUNTIME="$runtime" -t "localhost/brigade:$runtime" "$REPO_ROOT" >/dev/null
+    # The image holds that runtime alone: the build argument reached the cargo features.
+    local listed
+    listed=$(podman run --rm "localhost/brigade:$runtime" runtimes --json)
+    echo "$listed" | python3 -c 'import json,sys; r=[x["name"] for x in json.load(sys.stdin)["runtimes"]]; sys.exit(0 if r==[sys.argv[1]] else f"brigade:{sys.argv[1]} has runtimes {r}")' "$runtime"
+    log "brigade:$runtime holds the $runtime runtime alone"
+}
+
+# The compose command for runtime $1's stack (project brigade-$1): the users' docker-compose.yml with
+# the FerretDB override, nothing else.
+compose() {
+    local runtime="$1"
+    shift
+    RUNTIME="$runtime" BRIGADE_UID="$(id -u)" BRIGADE_GID="$(id -g)" \
+        "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
+        -f "$REPO_ROOT/docker-compose.yml" -f "$REPO_ROOT/docker-compose.ferretdb.yml" "$@"
+}
+
+# Podman runs health checks from systemd timers; without systemd (this CI), nothing runs them, and
+# podman-compose before podman 4.6 does not wait for `service_healthy`. So: run every container's own
+# health check (`podman healthcheck run`, the image's HEALTHCHECK or compose's) until all of the
+# project's containers are healthy, or fail after $2 seconds, naming those that are not.
+wait_healthy() {
+    local project="$1" limit="$2" start=$SECONDS ids id sick
+    while true; do
+        sick=()
+        mapfile -t ids < <(podman ps -a -q --filter "label=io.podman.compose.project=$project")
+        [[ ${#ids[@]} -gt 0 ]] || die "no containers in project $project"
+        for id in "${ids[@]}"; do
+            podman healthcheck run "$id" >/dev/null 2>&1 || sick+=("$(podman inspect -f '{{.Name}}' "$id")")
+        done
+        [[ ${#sick[@]} -eq 0 ]] && return 0
+        if (( SECONDS - start > limit )); then
+            podman ps -a --filter "label=io.podman.compose.project=$project" >&2
+            for name in "${sick[@]}"; do podman logs --tail 20 "$name" >&2 || true; done
+            die "not healthy after ${limit} s: ${sick[*]}"
+        fi
+        sleep 2
+    done
+}
+
+# Asserts that $1's /health answers 200 naming runtime $2.
+check_health() {
+    local body
+    body=$(curl -sS --fail --max-time 5 "$1/health") || die "$1/health did not answer 200"
+    echo "$body" | python3 -c 'import json,sys; h=json.load(sys.stdin); sys.exit(0 if h["runtime"]==sys.argv[1] and h["store"]=="mongo" else f"{sys.argv[2]}/health: {h}")' "$2" "$1"
+}
+
+# Item 1 and 2 of the CI check: runtime $1's stack up, every service healthy, each /health naming the
+# runtime, the walkthrough through the published ports, the loadtest service's report, down -v clean.
+stack() {
+    local runtime="$1" project="brigade-$1" results out
+    podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
+    # On any failure (die exits), the stack goes down with its volumes.
+    trap "compose $runtime down -v >/dev/null 2>&1 || true" EXIT
+    # (podman-compose warns that podman < 4.6 cannot wait for `service_healthy`: wait_healthy does.)
+    timed "compose up ($runtime)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
+        || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
+    timed "every service healthy ($runtime)" wait_healthy "$project" 180
+    for port in 8081 8082 8083; do check_health "http://127.0.0.1:$port" "$runtime"; done
+    out=$(bash "$REPO_ROOT/scripts/walkthrough.sh" 2>/dev/null)
+    grep -q '"status":"served"' <<<"$out" || die "the walkthrough did not reach served: $out"
+    log "walkthrough on $runtime: waiter, table, seat, order, served"
+    results="$REPO_ROOT/results"
+    mkdir -p "$results"
+    local before
+    reports() { find "$results" -maxdepth 1 -name "containers-$runtime-*" | sort; }
+    before=$(reports | wc -l)
+    SCENARIOS="${SCENARIOS:-all}" USERS="${USERS:-2}" DURATION="${DURATION:-2s}" WARMUP="${WARMUP:-1s}" \
+        timed "loadtest service ($runtime)" compose "$runtime" --profile load run --rm loadtest >"$CACHE/loadtest-$runtime.log" 2>&1 \
+        || { tail -n 30 "$CACHE/loadtest-$runtime.log" >&2; die "the loadtest service failed"; }
+    out=$(reports | tail -n 1)
+    [[ $(reports | wc -l) -gt $before && -s "$out/report.md" ]] \
+        || die "the loadtest service wrote no report"
+    grep -q 'hits/s' "$out/report.md" || die "$out/report.md has no table"
+    log "loadtest report: $out/report.md"
+    timed "compose down -v ($runtime)" compose "$runtime" down -v >/dev/null 2>&1
+    trap - EXIT
+    [[ -z "$(podman ps -a -q --filter "label=io.podman.compose.project=$project")" ]] || die "containers left after down -v"
+    [[ -z "$(podman volume ls -q --filter "label=io.podman.compose.project=$project")" ]] || die "volumes left after down -v"
+    log "stack $runtime: up, healthy, walked through, loaded, down -v clean"
+}
+
 case "${1:-}" in
+    stack) stack "${2:?runtime}" ;;
     setup) setup ;;
     base-image) base_image ;;
+    images) images ;;
+    brigade-image) brigade_image "${2:?runtime}" ;;
     *) sed -n '2,20p' "$0"; exit 2 ;;
 esac

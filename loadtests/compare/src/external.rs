@@ -139,7 +139,9 @@ pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String 
     format!(
         "not started by compare (--external): {}; store as /health says: {}; server CPU and \
          memory from each server's /metrics, read every {} ms during a run (not /proc: the \
-         processes may be on another machine or in a container), not pinned by compare",
+         processes may be on another machine or in a container), not pinned by compare; \
+         the generator's seed differs from cell to cell (the same for every runtime in a cell), \
+         so random keys do not meet what earlier runs left",
         list.join("; "),
         if stores.is_empty() {
             "?".to_owned()

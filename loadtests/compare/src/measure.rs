@@ -211,8 +211,28 @@ impl Bench<'_> {
             think: Duration::ZERO,
             cpus: cpus.generator_mask().map(<[usize]>::to_vec),
             progress: settings.progress,
-            seed: Some(settings.seed),
+            seed: Some(self.seed(planned)),
         }
+    }
+
+    /// The generator's seed for a run of `planned`: the comparison's seed for every run, since
+    /// every run starts from the same state. On external servers, which keep what earlier runs
+    /// made, a seed of its own per cell and repeat (the same for every runtime in it, so runs
+    /// stay paired), so that fixtures drawing random keys (table numbers) do not meet the last
+    /// cell's.
+    pub(crate) fn seed(&self, planned: &Planned) -> u64 {
+        if self.settings.external.is_empty() {
+            return self.settings.seed;
+        }
+        let cell = [
+            planned.scenario as u64,
+            u64::from(planned.users),
+            planned.preload,
+            u64::from(planned.repeat),
+        ];
+        cell.iter().fold(self.settings.seed, |seed, &part| {
+            (seed ^ part).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+        })
     }
 
     /// Loads `server` with the scenario and fills `record` with what was measured.
