@@ -134,7 +134,8 @@ compose() {
     shift
     RUNTIME="$runtime" BRIGADE_UID="$(id -u)" BRIGADE_GID="$(id -g)" \
         "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
-        -f "$REPO_ROOT/docker-compose.yml" -f "$REPO_ROOT/docker-compose.ferretdb.yml" "$@"
+        -f "$REPO_ROOT/docker-compose.yml" -f "$REPO_ROOT/docker-compose.ferretdb.yml" \
+        ${COMPOSE_EXTRA:+-f "$COMPOSE_EXTRA"} "$@"
 }
 
 # Podman runs health checks from systemd timers; without systemd (this CI), nothing runs them, and
@@ -202,8 +203,66 @@ stack() {
     log "stack $runtime: up, healthy, walked through, loaded, down -v clean"
 }
 
+# Item 4: every runtime's stack up side by side (project brigade-R, its own published ports), the
+# services and their databases pinned to BRIGADE_SERVER_CPUS (compose's cpuset, podman's
+# --cpuset-cpus), then one `brigade compare --external` over all of them, its generator pinned to
+# BRIGADE_GENERATOR_CPUS: rotated, paired runs and one report with verdicts. Every stack goes down -v
+# at the end, whatever happened.
+compare_containers() {
+    local runtimes="$1" nproc server_cpus generator_cpus brigade externals=() runtime i=0 stacks=()
+    shift
+    nproc=$(nproc)
+    server_cpus="${BRIGADE_SERVER_CPUS:-0-$(( nproc / 2 - 1 ))}"
+    generator_cpus="${BRIGADE_GENERATOR_CPUS:-$(( nproc / 2 ))-$(( nproc - 1 ))}"
+    brigade="${BRIGADE_BIN:-$TARGET_DIR/$PROFILE/brigade}"
+    [[ -x "$brigade" ]] || die "no brigade binary at $brigade (cargo build, or set BRIGADE_BIN)"
+    local pin="$CACHE/compose.pin.yml"
+    {
+        echo "# Written by scripts/containers.sh compare: the servers and their databases on the server CPUs."
+        echo "services:"
+        for service in waiter tables kitchen waiter-db tables-db kitchen-db; do
+            printf '  %s:\n    cpuset: "%s"\n' "$service" "$server_cpus"
+        done
+    } >"$pin"
+    # shellcheck disable=SC2064
+    trap "for r in ${runtimes//,/ }; do COMPOSE_EXTRA=$pin compose \$r down -v >/dev/null 2>&1 || true; done" EXIT
+    for runtime in ${runtimes//,/ }; do
+        podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
+        local base=$(( 18080 + 10 * i ))
+        BRIGADE_WAITER_PORT=$((base + 1)) BRIGADE_TABLES_PORT=$((base + 2)) BRIGADE_KITCHEN_PORT=$((base + 3)) \
+            COMPOSE_EXTRA="$pin" timed "compose up ($runtime)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
+            || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
+        timed "every service healthy ($runtime)" wait_healthy "brigade-$runtime" 180
+        externals+=(--external "$runtime:waiter=http://127.0.0.1:$((base + 1))"
+            --external "$runtime:tables=http://127.0.0.1:$((base + 2))"
+            --external "$runtime:kitchen=http://127.0.0.1:$((base + 3))")
+        # The databases share the server CPUs: their cgroups' CPU is the server side's own use.
+        for db in waiter-db tables-db kitchen-db; do
+            local id cgroup
+            id=$(podman ps -q --filter "label=io.podman.compose.project=brigade-$runtime" \
+                --filter "label=io.podman.compose.service=$db")
+            cgroup=$(podman inspect -f '{{.State.CgroupPath}}' "$id")
+            externals+=(--external-companion "$runtime:$db=$cgroup")
+        done
+        stacks+=("brigade-$runtime on 127.0.0.1:$((base + 1))-$((base + 3))")
+        i=$((i + 1))
+    done
+    local note
+    note="podman $(podman version -f '{{.Client.Version}}') ($(podman info -f '{{.Host.OCIRuntime.Name}}'), \
+network $(podman info -f '{{.Host.NetworkBackend}}'), cgroups $(podman info -f '{{.Host.CgroupsVersion}}')), \
+podman-compose $COMPOSE_VERSION; docker-compose.yml + docker-compose.ferretdb.yml, one stack per runtime side by side \
+(${stacks[*]}), image brigade:RUNTIME from the Dockerfile (BUILDER=prebuilt, a $PROFILE host build with that runtime's \
+features alone); each service and its database pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
+every service in its own container and network namespace, reached through podman's published ports; \
+the databases are FerretDB 1.24.2 on SQLite standing in for mongo:7, their CPU read from their cgroups and kept out of the server figures"
+    timed "compare --external ($runtimes)" "$brigade" compare "${externals[@]}" \
+        --server-cpus "$server_cpus" --generator-cpus "$generator_cpus" \
+        --setup-note "Containers=$note" "$@"
+}
+
 case "${1:-}" in
     stack) stack "${2:?runtime}" ;;
+    compare) shift; compare_containers "${1:?runtimes, e.g. axum,actix}" "${@:2}" ;;
     setup) setup ;;
     base-image) base_image ;;
     images) images ;;

@@ -131,6 +131,16 @@ pub struct CompareArgs {
         conflicts_with_all = ["binary", "server_command", "preload"]
     )]
     pub external: Vec<String>,
+    /// What serves with an external runtime's servers on their CPUs (a database container), as
+    /// RUNTIME:NAME=CGROUP (the path in /proc/PID/cgroup; repeatable): its CPU is read from the
+    /// cgroup and counted as the server side's own use, not as contention, and kept apart from the
+    /// server's figures
+    #[arg(
+        long = "external-companion",
+        value_name = "RUNTIME:NAME=CGROUP",
+        requires = "external"
+    )]
+    pub external_companions: Vec<String>,
     /// A line for the report's setup section, as LABEL=TEXT (repeatable), e.g. how the external
     /// servers were run
     #[arg(long = "setup-note", value_name = "LABEL=TEXT")]
@@ -151,6 +161,7 @@ impl CompareArgs {
             .map(|text| ExternalSpec::parse(text))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let mut external = crate::servers::external::group(&specs)?;
+        crate::servers::external::add_companions(&mut external, &self.external_companions)?;
         let (launch, server_info) = if external.is_empty() {
             Launch::resolve(
                 self.binary.as_deref(),

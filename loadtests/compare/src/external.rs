@@ -60,7 +60,7 @@ impl Bench<'_> {
             rss_peak_mib: None,
             stop: None,
             log: String::new(),
-            source: Some(source_words(&urls, &missing)),
+            source: Some(source_words(&urls, &missing, &external.companions)),
         };
         match external
             .services
@@ -68,7 +68,12 @@ impl Bench<'_> {
         {
             Ok(targets) => {
                 let config = self.config(targets, planned);
-                let sampled = sampled_sources(&sources, self.cpus, self.shape, || {
+                let companions: Vec<Source> = external
+                    .companions
+                    .iter()
+                    .map(|(_, cgroup)| Source::Cgroup(cgroup.clone()))
+                    .collect();
+                let sampled = sampled_sources(&sources, &companions, self.cpus, self.shape, || {
                     engine::run(&config, scenario)
                 });
                 fill(record, sampled, progress);
@@ -101,7 +106,11 @@ fn rss_sum_mib(sources: &[Source]) -> Option<f64> {
 }
 
 /// Where an external server's figures came from, in words.
-pub fn source_words(urls: &[String], missing: &[String]) -> String {
+pub fn source_words(
+    urls: &[String],
+    missing: &[String],
+    companions: &[(String, String)],
+) -> String {
     let mut out = if urls.is_empty() {
         "no /metrics answered: server CPU %, µs/request and RSS are missing".to_owned()
     } else {
@@ -116,6 +125,14 @@ pub fn source_words(urls: &[String], missing: &[String]) -> String {
         out.push_str(&format!(
             "; no /metrics from {}: their CPU and memory are not in the figures",
             missing.join(", ")
+        ));
+    }
+    if !companions.is_empty() {
+        let names: Vec<&str> = companions.iter().map(|(n, _)| n.as_str()).collect();
+        out.push_str(&format!(
+            "; companions on the server CPUs, from their cgroups (cpuacct/cpu.stat), counted as \
+             the server side's own use, not in the server columns: {}",
+            names.join(", ")
         ));
     }
     out
@@ -170,9 +187,17 @@ mod tests {
 
     #[test]
     fn the_source_words_say_what_is_missing() {
-        let none = source_words(&[], &["waiter".to_owned()]);
+        let none = source_words(&[], &["waiter".to_owned()], &[]);
         assert!(none.contains("missing"), "{none}");
-        let some = source_words(&["http://a:1".to_owned()], &["tables".to_owned()]);
+        let some = source_words(
+            &["http://a:1".to_owned()],
+            &["tables".to_owned()],
+            &[("waiter-db".to_owned(), "/x".to_owned())],
+        );
+        assert!(
+            some.contains("companions") && some.contains("waiter-db"),
+            "{some}"
+        );
         assert!(
             some.contains("http://a:1") && some.contains("no /metrics from tables"),
             "{some}"

@@ -231,7 +231,9 @@ impl Bench<'_> {
             u64::from(planned.repeat),
         ];
         cell.iter().fold(self.settings.seed, |seed, &part| {
-            (seed ^ part).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+            (seed ^ part)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .rotate_left(29)
         })
     }
 
@@ -307,13 +309,15 @@ pub fn sampled(
     shape: CpuShape,
     load: impl FnOnce() -> anyhow::Result<LoadResult>,
 ) -> Sampled {
-    sampled_sources(&[Source::Process(server_pid)], cpus, shape, load)
+    sampled_sources(&[Source::Process(server_pid)], &[], cpus, shape, load)
 }
 
 /// Runs `load` while sampling the servers' `sources` (their CPU and memory summed: one server
-/// per service when they run apart), this process and both sides' CPUs, as [`sampled_run`] does.
+/// per service when they run apart), their `companions` (CPU on the server's side that is not
+/// contention), this process and both sides' CPUs, as [`sampled_run`] does.
 pub fn sampled_sources(
     sources: &[Source],
+    companions: &[Source],
     cpus: &CpuPlan,
     shape: CpuShape,
     load: impl FnOnce() -> anyhow::Result<LoadResult>,
@@ -325,6 +329,7 @@ pub fn sampled_sources(
         vec![cpus.server.clone()]
     };
     let mut all = sources.to_vec();
+    all.extend_from_slice(companions);
     all.push(Source::Process(std::process::id()));
     let sampler = Sampler::start_sources(&all, &cpu_sets, SAMPLE_EVERY);
     let outcome = load();
@@ -335,6 +340,7 @@ pub fn sampled_sources(
         pid: std::process::id(),
         samples: Vec::new(),
     });
+    let companion_series = processes.split_off(sources.len());
     let servers = processes;
     let mut sampled = Sampled {
         outcome: Err(anyhow::anyhow!("not run")),
@@ -370,6 +376,7 @@ pub fn sampled_sources(
             server_process: sampled.server.cpu_percent,
             server_cpus: busy(0).unwrap_or_default(),
             generator_cpus: busy(if cpus.pinned { 1 } else { 0 }).unwrap_or_default(),
+            companions: summed_usage(&companion_series, window).cpu_percent,
         };
         sampled.generator_bound = verdict::generator_bound(&sampled.cpu, shape);
         sampled.contended = verdict::contended(&sampled.cpu, shape);

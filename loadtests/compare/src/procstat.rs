@@ -41,6 +41,45 @@ pub fn read(pid: u32) -> anyhow::Result<ProcReading> {
     })
 }
 
+/// A cgroup's CPU time and memory now: cgroup v2's `cpu.stat` (`usage_usec`) and `memory.current`
+/// under `/sys/fs/cgroup`, else v1's `cpuacct.usage` and `memory.usage_in_bytes` under their
+/// controllers' hierarchies. Memory is the cgroup's charge, page cache included (not an RSS).
+pub fn read_cgroup(path: &str) -> anyhow::Result<ProcReading> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let relative = path.trim_start_matches('/');
+    let text = |file: std::path::PathBuf| {
+        std::fs::read_to_string(&file).with_context(|| format!("Failed to read {}", file.display()))
+    };
+    if root.join("cgroup.controllers").exists() {
+        let dir = root.join(relative);
+        let stat = text(dir.join("cpu.stat"))?;
+        let usec: f64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("usage_usec "))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("{} has no usage_usec", dir.display()))?;
+        let memory: u64 = text(dir.join("memory.current"))?.trim().parse()?;
+        return Ok(ProcReading {
+            cpu_s: usec / 1e6,
+            rss_kib: memory / 1024,
+        });
+    }
+    let ns: f64 = text(root.join("cpuacct").join(relative).join("cpuacct.usage"))?
+        .trim()
+        .parse()?;
+    let memory: u64 = text(
+        root.join("memory")
+            .join(relative)
+            .join("memory.usage_in_bytes"),
+    )?
+    .trim()
+    .parse()?;
+    Ok(ProcReading {
+        cpu_s: ns / 1e9,
+        rss_kib: memory / 1024,
+    })
+}
+
 /// The most memory the process has had resident over its life (`VmHWM`), KiB.
 pub fn peak_rss_kib(pid: u32) -> anyhow::Result<u64> {
     let process = procfs::process::Process::new(pid as i32)
@@ -69,6 +108,9 @@ pub enum Source {
     Process(u32),
     /// A server `compare` did not start, from its `/metrics` at this base URL.
     Metrics(String),
+    /// A cgroup on this machine (a container's: the path `/proc/<pid>/cgroup` gives, e.g.
+    /// `/libpod_parent/libpod-<id>`), from its CPU and memory accounting files.
+    Cgroup(String),
 }
 
 impl Source {
@@ -83,6 +125,7 @@ impl Source {
                     rss_kib: reading.rss_bytes / 1024,
                 })
             }
+            Source::Cgroup(path) => read_cgroup(path),
         }
     }
 
@@ -90,7 +133,7 @@ impl Source {
     pub fn pid(&self) -> u32 {
         match self {
             Source::Process(pid) => *pid,
-            Source::Metrics(_) => 0,
+            Source::Metrics(_) | Source::Cgroup(_) => 0,
         }
     }
 }

@@ -53,6 +53,27 @@ pub struct ExternalRuntime {
     pub runtime: String,
     /// Its services and their URLs, in the order given.
     pub services: Announced,
+    /// What serves with them on their CPUs (their databases), by name → cgroup path
+    /// (`--external-companion RUNTIME:NAME=CGROUP`).
+    pub companions: Vec<(String, String)>,
+}
+
+/// Adds each `--external-companion RUNTIME:NAME=CGROUP` to its runtime; a runtime no `--external`
+/// gives is refused.
+pub fn add_companions(externals: &mut [ExternalRuntime], specs: &[String]) -> anyhow::Result<()> {
+    for text in specs {
+        let usage = || format!("--external-companion {text:?}: expected RUNTIME:NAME=CGROUP");
+        let (name, cgroup) = text.split_once('=').with_context(usage)?;
+        let (runtime, name) = name.split_once(':').with_context(usage)?;
+        let external = externals
+            .iter_mut()
+            .find(|e| e.runtime == runtime)
+            .with_context(|| format!("{}: no --external gives the runtime {runtime}", usage()))?;
+        external
+            .companions
+            .push((name.to_owned(), cgroup.to_owned()));
+    }
+    Ok(())
 }
 
 /// Groups the specs by runtime, in the order the runtimes first appear; a service given twice for
@@ -66,6 +87,7 @@ pub fn group(specs: &[ExternalSpec]) -> anyhow::Result<Vec<ExternalRuntime>> {
                 out.push(ExternalRuntime {
                     runtime: spec.runtime.clone(),
                     services: Announced::default(),
+                    companions: Vec::new(),
                 });
                 out.len() - 1
             }
