@@ -9,7 +9,8 @@
 #                                                  # the loadtest service's report, compose down -v
 #   bash scripts/containers.sh testcontainers      # the MongoDB tests through testcontainers on podman's socket
 #   bash scripts/containers.sh compare R1,R2 [compare flags...]   # one report: every runtime's stack, compare --external
-#   bash scripts/containers.sh clean               # remove every container, pod and network this script made
+#   bash scripts/containers.sh clean               # remove every container, volume and network this script made
+#   bash scripts/containers.sh ci                  # what .ci/run runs: setup, images, stack axum and actix, testcontainers
 #
 # Environment: BRIGADE_CACHE (default ~/.cache/brigade: the root file system tarball, podman-compose's venv),
 # BRIGADE_PROFILE (debug|release, default debug: which host build goes into the image),
@@ -114,11 +115,11 @@ brigade_image() {
     local runtime="$1" flags=()
     [[ "$PROFILE" == release ]] && flags=(--release)
     timed "cargo build ($runtime, $PROFILE)" \
-        cargo build --quiet --locked "${flags[@]}" --no-default-features --features "$runtime,embedded,mongo" --bin brigade
+        timeout 1500 cargo build --quiet --locked "${flags[@]}" --no-default-features --features "$runtime,embedded,mongo" --bin brigade
     mkdir -p "$BIN_DIR/$runtime"
     strip --strip-debug -o "$BIN_DIR/$runtime/brigade" "$TARGET_DIR/$PROFILE/brigade"
     timed "podman build brigade:$runtime" \
-        podman build -q --format docker --build-arg BUILDER=prebuilt --build-context brigade-bin="$BIN_DIR" \
+        timeout 900 podman build -q --format docker --build-arg BUILDER=prebuilt --build-context brigade-bin="$BIN_DIR" \
         --build-arg RUNTIME="$runtime" -t "localhost/brigade:$runtime" "$REPO_ROOT" >/dev/null
     # The image holds that runtime alone: the build argument reached the cargo features.
     local listed
@@ -128,12 +129,12 @@ brigade_image() {
 }
 
 # The compose command for runtime $1's stack (project brigade-$1): the users' docker-compose.yml with
-# the FerretDB override, nothing else.
+# the FerretDB override (and COMPOSE_EXTRA, if set), nothing else; at most 5 minutes.
 compose() {
     local runtime="$1"
     shift
     RUNTIME="$runtime" BRIGADE_UID="$(id -u)" BRIGADE_GID="$(id -g)" \
-        "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
+        timeout 300 "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
         -f "$REPO_ROOT/docker-compose.yml" -f "$REPO_ROOT/docker-compose.ferretdb.yml" \
         ${COMPOSE_EXTRA:+-f "$COMPOSE_EXTRA"} "$@"
 }
@@ -260,7 +261,70 @@ the databases are FerretDB 1.24.2 on SQLite standing in for mongo:7, their CPU r
         --setup-note "Containers=$note" "$@"
 }
 
+# Item 3: the MongoDB tests through testcontainers, not MONGODB_URI: podman's Docker-compatible API
+# on a socket (DOCKER_HOST), the local FerretDB image as a generic image (BRIGADE_MONGO_IMAGE, ready
+# at its "Listening on" line). Only the MongoDB test binaries and filters, on the test build CI already
+# made (--workspace --all-features: the same features, so nothing is rebuilt).
+testcontainers() {
+    local socket=/run/podman/podman.sock service
+    ferretdb_image
+    mkdir -p "$(dirname "$socket")"
+    podman system service --time=0 "unix://$socket" >"$CACHE/podman-service.log" 2>&1 &
+    service=$!
+    # shellcheck disable=SC2064
+    trap "kill $service 2>/dev/null || true; remove_test_containers" EXIT
+    for _ in $(seq 50); do [[ -S "$socket" ]] && break; sleep 0.2; done
+    [[ -S "$socket" ]] || die "podman system service did not open $socket"
+    local run=(env -u MONGODB_URI DOCKER_HOST="unix://$socket" BRIGADE_MONGO_IMAGE="$FERRETDB_TAG"
+        BRIGADE_REQUIRE_MONGO=1 timeout 900 cargo test --quiet --workspace --all-features)
+    timed "testcontainers: store tests" "${run[@]}" --test mongo_store
+    timed "testcontainers: model and conformance on mongo" "${run[@]}" --test store_model --test conformance mongo
+    kill "$service" 2>/dev/null || true
+    wait "$service" 2>/dev/null || true
+    remove_test_containers
+    trap - EXIT
+}
+
+# testcontainers keeps its container for the whole test process and does not remove it at exit.
+remove_test_containers() {
+    local ids
+    ids=$(podman ps -a -q --filter label=org.testcontainers.managed-by=testcontainers)
+    [[ -z "$ids" ]] || podman rm -f $ids >/dev/null 2>&1 || true
+}
+
+# Every container, pod and volume of this script's projects and of testcontainers.
+clean() {
+    local project
+    for project in $(podman ps -a --format '{{index .Labels "io.podman.compose.project"}}' | sort -u); do
+        [[ "$project" == brigade-* ]] || continue
+        podman ps -a -q --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f >/dev/null 2>&1 || true
+        podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1 || true
+        podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1 || true
+    done
+    remove_test_containers
+}
+
+# What CI runs (.ci/run): items 1-3 of issue 13, each step timed.
+# testcontainers first: it reuses the test build as it is, while each image's one-runtime build
+# replaces target/<profile>/brigade.
+ci() {
+    local began=$SECONDS runtime
+    timed "setup" setup
+    timed "images" images
+    timed "testcontainers" testcontainers
+    for runtime in axum actix; do
+        timed "brigade image $runtime" brigade_image "$runtime"
+        timed "stack $runtime" stack "$runtime"
+    done
+    clean
+    log "containers (issue 13 items 1-3) took $((SECONDS - began)) s in all"
+    [[ -z "$(podman ps -a -q)" ]] || { podman ps -a >&2; die "containers left behind"; }
+}
+
 case "${1:-}" in
+    ci) ci ;;
+    clean) clean ;;
+    testcontainers) testcontainers ;;
     stack) stack "${2:?runtime}" ;;
     compare) shift; compare_containers "${1:?runtimes, e.g. axum,actix}" "${@:2}" ;;
     setup) setup ;;
