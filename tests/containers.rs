@@ -410,7 +410,10 @@ fn the_ferretdb_override_swaps_the_databases_and_nothing_else() {
         assert!(command.iter().all(|c| !c.contains("wiredTiger")));
         // Its SQLite files go where the users' volume is mounted.
         let volume = strings(&service(&base, db)["volumes"]);
-        assert!(volume.iter().any(|v| v.ends_with(":/data/db")), "{volume:?}");
+        assert!(
+            volume.iter().any(|v| v.ends_with(":/data/db")),
+            "{volume:?}"
+        );
         assert!(command
             .iter()
             .any(|c| c.starts_with("--sqlite-url=file:/data/db/")));
@@ -423,7 +426,10 @@ fn the_ferretdb_override_swaps_the_databases_and_nothing_else() {
     }
     let image = std::fs::read_to_string(root().join("scripts/containers/ferretdb.Containerfile"))
         .expect("the FerretDB image's Containerfile");
-    assert!(image.contains("HEALTHCHECK"), "the image brings its own check");
+    assert!(
+        image.contains("HEALTHCHECK"),
+        "the image brings its own check"
+    );
 }
 
 /// Where no Rust image can be pulled, the binary may come from the host, but through the same
