@@ -286,6 +286,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
+            external: !settings.external.is_empty(),
             setup_notes: settings
                 .setup_notes
                 .iter()

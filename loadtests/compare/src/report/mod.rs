@@ -154,6 +154,9 @@ pub struct Settings {
     /// Lines the user added to the setup section (`--setup-note`), e.g. how external servers ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup_notes: Vec<setup::SetupLine>,
+    /// Whether the servers were external (`--external`): compare neither started nor configured them.
+    #[serde(default)]
+    pub external: bool,
 }
 
 fn kept_alive() -> bool {
