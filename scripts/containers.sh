@@ -22,9 +22,9 @@ CACHE="${BRIGADE_CACHE:-$HOME/.cache/brigade}"
 PROFILE="${BRIGADE_PROFILE:-debug}"
 COMPOSE_VERSION=1.6.0
 BASE_TAG=docker.io/library/debian:bookworm-slim
-MONGO_TAG=docker.io/library/mongo:7
 VENV="$CACHE/podman-compose-$COMPOSE_VERSION"
 PODMAN_COMPOSE="${PODMAN_COMPOSE:-$VENV/bin/podman-compose}"
+mkdir -p "$CACHE"
 
 log() { echo "containers.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -38,11 +38,14 @@ timed() {
 
 setup() {
     if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
+        [[ $(id -u) == 0 ]] || die "setup installs Debian packages and configures podman: run it as root"
         log "installing podman, runc, debootstrap (Debian packages)"
+        timeout 300 apt-get update -q >/dev/null
         DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q podman runc debootstrap >/dev/null
     fi
     # crun refuses this kernel's hybrid cgroup layout; runc works. Default ulimits must stay under
-    # the machine's hard limits or no container starts.
+    # the machine's hard limits or no container starts. (A fresh Debian has no such file: podman's
+    # defaults are under /usr/share/containers.)
     local conf=/etc/containers/containers.conf
     if ! grep -q 'brigade: runc' "$conf" 2>/dev/null; then
         local nofile
