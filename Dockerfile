@@ -6,9 +6,16 @@
 #   docker build --build-arg RUNTIME=axum,actix,hyper,warp -t brigade:all .   (all four, for `compare`)
 # RUNTIME becomes `cargo build --no-default-features --features $RUNTIME,embedded,mongo`.
 # See docs/containers.md.
+#
+# Where no Rust image can be pulled (CI on podman, scripts/containers.sh), the binary may be built on
+# the host instead, one per runtime with the same features, and handed in; only the builder changes:
+#   docker build --build-arg BUILDER=prebuilt --build-context brigade-bin=DIR --build-arg RUNTIME=actix .
+# takes DIR/actix/brigade (RUNTIME picks the binary); the runtime stage below is the same either way.
 
 ARG RUST_IMAGE=rust:1-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
+# Which stage provides the binary: `build` (cargo-chef, the default) or `prebuilt`.
+ARG BUILDER=build
 
 # --- chef: cargo-chef, which turns the manifests into a recipe of dependencies only ---
 FROM ${RUST_IMAGE} AS chef
@@ -31,6 +38,14 @@ COPY . .
 RUN cargo build --release --locked --no-default-features --features "${RUNTIME},embedded,mongo" --bin brigade \
     && ./target/release/brigade runtimes
 
+# --- prebuilt: a binary built outside, DIR/$RUNTIME/brigade of the `brigade-bin` build context ---
+FROM scratch AS prebuilt
+ARG RUNTIME=axum
+COPY --from=brigade-bin ${RUNTIME}/brigade /src/target/release/brigade
+
+# --- binary: whichever BUILDER names (unused stages are skipped) ---
+FROM ${BUILDER} AS binary
+
 # --- runtime: a slim image with the binary only, as an unprivileged user ---
 FROM ${RUNTIME_IMAGE} AS runtime
 ARG RUNTIME=axum
@@ -38,7 +53,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --create-home --home-dir /app --shell /usr/sbin/nologin brigade
-COPY --from=build /src/target/release/brigade /usr/local/bin/brigade
+COPY --from=binary /src/target/release/brigade /usr/local/bin/brigade
 USER brigade:brigade
 WORKDIR /app
 LABEL org.opencontainers.image.title="brigade" \

@@ -419,11 +419,15 @@ struct Served {
 
 impl Served {
     fn start(store: &str, data: &Path, preload: u64) -> Served {
+        Served::start_on("axum", store, data, preload)
+    }
+
+    fn start_on(runtime: &str, store: &str, data: &Path, preload: u64) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
             .args([
                 "serve",
                 "--runtime",
-                "axum",
+                runtime,
                 "--listen",
                 "127.0.0.1:0",
                 "--workers",
@@ -537,6 +541,110 @@ fn serve_preload_fills_every_service_once_and_a_restart_does_not_double_it() {
     let memory = Served::start("memory", data.path(), 30);
     assert_eq!(memory.totals(&rt), [30, 30, 30]);
     memory.stop();
+}
+
+/// `compare --external` on servers the test started itself (as a container or another machine
+/// would run them): axum serving all three services from one process (its three URLs counted as
+/// one process by their `/metrics` start time), hyper serving the waiter alone. Both runtimes are
+/// loaded and judged, their server CPU and memory come from `/metrics` (and the report says so),
+/// the state is said to be as found, compare leaves the servers running, and a server listed
+/// under a runtime it does not serve is refused before anything runs.
+#[test]
+fn compare_external_loads_servers_it_did_not_start_and_reads_their_cpu_from_metrics() {
+    let data = tempfile::tempdir().unwrap();
+    let axum = Served::start_on("axum", "memory", data.path(), 0);
+    let hyper = Served::start_on("hyper", "memory", data.path(), 0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("external");
+    let axum_specs: Vec<String> = ["waiter", "tables", "kitchen"]
+        .iter()
+        .map(|s| format!("axum:{s}={}", axum.url(s)))
+        .collect();
+    let hyper_spec = format!("hyper:waiter={}", hyper.url("waiter"));
+    let mut args: Vec<&str> = Vec::new();
+    for spec in axum_specs.iter().chain([&hyper_spec]) {
+        args.extend(["--external", spec.as_str()]);
+    }
+    args.extend([
+        "--scenarios",
+        "waiter",
+        "--users",
+        "2",
+        "--repeat",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--setup-note",
+        "Containers=none (servers started by the test)",
+    ]);
+    let (report, stdout) = compare(&out, &args);
+    assert_eq!(report.settings.runtimes, ["axum", "hyper"], "{stdout}");
+    assert_eq!(report.settings.store, "memory", "the store as /health says");
+    assert_eq!(report.runs.len(), 4);
+    for run in &report.runs {
+        let result = run
+            .result
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
+        assert!(result.total.requests > 0);
+        assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
+        // CPU from the servers' /metrics: a loaded server used some.
+        assert!(run.server.cpu_percent > 0.0, "{run:?}");
+        assert!(run.server.peak_rss_mib > 1.0, "{run:?}");
+        assert!(run.server_cpu_us_per_request().is_some());
+        assert!(run.reset.as_ref().unwrap().how.starts_with("as found"));
+    }
+    assert_eq!(report.servers.len(), 4);
+    for server in &report.servers {
+        let source = server.source.as_deref().unwrap();
+        // axum's three URLs are one process; hyper's one URL is one.
+        assert!(source.contains("(1 process(es), summed)"), "{source}");
+        assert!(server.stop.is_none(), "compare stops no external server");
+    }
+    assert!(
+        report.state.how.contains("not restarted"),
+        "{}",
+        report.state.how
+    );
+    assert!(report.settings.server_command.contains("--external"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("- Containers: none (servers started by the test)"),
+        "{md}"
+    );
+    assert!(md.contains("- Server figures, axum: /metrics"), "{md}");
+    // One verdict per scenario, as compare always gives.
+    assert_eq!(report.scenarios.len(), 1);
+
+    // The servers still run: compare stopped nothing.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(axum.totals(&rt).len(), 3);
+
+    // Listed under the wrong runtime: refused before any run, naming what it serves.
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(["compare", "--external"])
+        .arg(format!("actix:waiter={}", axum.url("waiter")))
+        .args(["--scenarios", "waiter", "--users", "1", "--no-progress"])
+        .arg("--out")
+        .arg(dir.path().join("refused"))
+        .output()
+        .expect("brigade runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("serves with axum, not actix"), "{stderr}");
+    // --preload means nothing to a server compare does not start.
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(["compare", "--external", &hyper_spec, "--preload", "10"])
+        .output()
+        .expect("brigade runs");
+    assert!(!output.status.success());
+    axum.stop();
+    hyper.stop();
 }
 
 /// `brigade study storage --quick` with the real binary, through the store and through HTTP (the

@@ -567,3 +567,96 @@ fn kubernetes_load_runs_one_indexed_generator_per_shard_then_merges() {
         );
     }
 }
+
+fn ferretdb_override() -> Value {
+    let text = std::fs::read_to_string(root().join("docker-compose.ferretdb.yml"))
+        .expect("docker-compose.ferretdb.yml");
+    serde_norway::from_str(&text).expect("docker-compose.ferretdb.yml is YAML")
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_mapping()
+        .map(|m| {
+            m.keys()
+                .map(|k| k.as_str().expect("a string key").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// CI's podman stack (scripts/containers.sh) runs the users' compose file with this override: it
+/// may swap the databases' image, command and health check, and nothing else.
+#[test]
+fn the_ferretdb_override_swaps_the_databases_and_nothing_else() {
+    let base = compose();
+    let over = ferretdb_override();
+    let top: BTreeSet<String> = keys(&over)
+        .into_iter()
+        .filter(|k| !k.starts_with("x-"))
+        .collect();
+    assert_eq!(top, BTreeSet::from(["services".to_owned()]));
+    let databases: BTreeSet<String> = SERVICES.iter().map(|s| format!("{s}-db")).collect();
+    assert_eq!(keys(&over["services"]), databases);
+    for db in &databases {
+        let s = &over["services"][db.as_str()];
+        assert_eq!(
+            keys(s),
+            BTreeSet::from(["image", "command", "healthcheck"].map(str::to_owned)),
+            "{db}"
+        );
+        assert!(s["image"].as_str().unwrap().contains("ferretdb"), "{db}");
+        let command = strings(&s["command"]);
+        // FerretDB listens on 127.0.0.1 unless told, and refuses mongod's cache flag.
+        assert!(command.contains(&"--listen-addr=0.0.0.0:27017".to_owned()));
+        assert!(command.iter().all(|c| !c.contains("wiredTiger")));
+        // Its SQLite files go where the users' volume is mounted.
+        let volume = strings(&service(&base, db)["volumes"]);
+        assert!(
+            volume.iter().any(|v| v.ends_with(":/data/db")),
+            "{volume:?}"
+        );
+        assert!(command
+            .iter()
+            .any(|c| c.starts_with("--sqlite-url=file:/data/db/")));
+        // mongosh's check is reset: the FerretDB image's own HEALTHCHECK takes its place.
+        assert!(
+            matches!(&s["healthcheck"], Value::Tagged(t) if t.tag == "reset"),
+            "{db}: {:?}",
+            s["healthcheck"]
+        );
+    }
+    let image = std::fs::read_to_string(root().join("scripts/containers/ferretdb.Containerfile"))
+        .expect("the FerretDB image's Containerfile");
+    assert!(
+        image.contains("HEALTHCHECK"),
+        "the image brings its own check"
+    );
+}
+
+/// Where no Rust image can be pulled, the binary may come from the host, but through the same
+/// runtime stage (user, health check, entrypoint): only the stage the binary is copied from
+/// changes, and RUNTIME picks which host build goes in.
+#[test]
+fn a_prebuilt_binary_enters_through_the_same_runtime_stage() {
+    let text = dockerfile();
+    let ins = instructions(&text);
+    assert!(
+        text.contains("ARG BUILDER=build"),
+        "the cargo-chef build stays the default"
+    );
+    assert!(ins
+        .iter()
+        .any(|(_, k, a)| k == "FROM" && a == "${BUILDER} AS binary"));
+    let last = ins.iter().map(|(s, _, _)| *s).max().unwrap();
+    let copies: Vec<&String> = ins
+        .iter()
+        .filter(|(s, k, _)| *s == last && k == "COPY")
+        .map(|(_, _, a)| a)
+        .collect();
+    assert_eq!(
+        copies,
+        ["--from=binary /src/target/release/brigade /usr/local/bin/brigade"]
+    );
+    assert!(ins.iter().any(|(_, k, a)| k == "COPY"
+        && a == "--from=brigade-bin ${RUNTIME}/brigade /src/target/release/brigade"));
+}

@@ -11,7 +11,8 @@ use brigade_load::Registry;
 use clap::Args;
 
 use crate::report::markdown;
-use crate::servers::Launch;
+use crate::servers::external::ExternalSpec;
+use crate::servers::{Launch, ServerInfo};
 use crate::settings::{CompareSettings, CpuArgs};
 use crate::verdict;
 
@@ -120,6 +121,30 @@ pub struct CompareArgs {
     /// change against it, changed or within noise by the verdicts' paired rule
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// A server compare did not start, as RUNTIME:SERVICE=URL (repeatable: one URL per service per
+    /// runtime), for servers on other machines or in containers: compare checks its /ready and
+    /// that /health names RUNTIME, loads it as it finds it (no fresh state, no --preload) and reads
+    /// its CPU and memory from its /metrics
+    #[arg(
+        long = "external",
+        value_name = "RUNTIME:SERVICE=URL",
+        conflicts_with_all = ["binary", "server_command", "preload"]
+    )]
+    pub external: Vec<String>,
+    /// What serves with an external runtime's servers on their CPUs (a database container), as
+    /// RUNTIME:NAME=CGROUP (the path in /proc/PID/cgroup; repeatable): its CPU is read from the
+    /// cgroup and counted as the server side's own use, not as contention, and kept apart from the
+    /// server's figures
+    #[arg(
+        long = "external-companion",
+        value_name = "RUNTIME:NAME=CGROUP",
+        requires = "external"
+    )]
+    pub external_companions: Vec<String>,
+    /// A line for the report's setup section, as LABEL=TEXT (repeatable), e.g. how the external
+    /// servers were run
+    #[arg(long = "setup-note", value_name = "LABEL=TEXT")]
+    pub setup_notes: Vec<String>,
     /// Run nothing: re-judge the report in DIR (its report.json) with the current rules and
     /// --noise-floor, and rewrite its report.json, report.md and report.html
     #[arg(long, value_name = "DIR")]
@@ -130,16 +155,53 @@ impl CompareArgs {
     /// Resolves defaults (and `--quick`) into settings; `registry` holds the scenarios known by
     /// name and those run by default.
     pub fn settings(&self, registry: &Registry) -> anyhow::Result<CompareSettings> {
-        let (launch, server_info) = Launch::resolve(
-            self.binary.as_deref(),
-            self.server_command.as_deref(),
-            !self.runtimes.is_empty(),
-        )?;
-        let runtimes = if self.runtimes.is_empty() {
+        let specs = self
+            .external
+            .iter()
+            .map(|text| ExternalSpec::parse(text))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut external = crate::servers::external::group(&specs)?;
+        crate::servers::external::add_companions(&mut external, &self.external_companions)?;
+        let (launch, server_info) = if external.is_empty() {
+            Launch::resolve(
+                self.binary.as_deref(),
+                self.server_command.as_deref(),
+                !self.runtimes.is_empty(),
+            )?
+        } else {
+            // Nothing is started: the binary is neither asked nor run.
+            (
+                Launch::Binary(PathBuf::from("(external servers)")),
+                ServerInfo::default(),
+            )
+        };
+        let runtimes = if !external.is_empty() {
+            if self.runtimes.is_empty() {
+                external.iter().map(|e| e.runtime.clone()).collect()
+            } else {
+                // --runtimes picks (and orders) among the external runtimes.
+                for runtime in &self.runtimes {
+                    if !external.iter().any(|e| &e.runtime == runtime) {
+                        bail!("--runtimes names {runtime}, which no --external gives a URL for");
+                    }
+                }
+                external.retain(|e| self.runtimes.contains(&e.runtime));
+                self.runtimes.clone()
+            }
+        } else if self.runtimes.is_empty() {
             server_info.runtime_names()
         } else {
             self.runtimes.clone()
         };
+        let setup_notes = self
+            .setup_notes
+            .iter()
+            .map(|text| {
+                text.split_once('=')
+                    .map(|(label, line)| (label.trim().to_owned(), line.trim().to_owned()))
+                    .with_context(|| format!("--setup-note {text:?}: expected LABEL=TEXT"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let scenarios = if self.scenarios.is_empty() {
             let registered = registry.application_names();
             if registered.is_empty() {
@@ -190,7 +252,7 @@ impl CompareArgs {
             })
         });
         let cpus = self.cpus.choice()?;
-        if self.store == "mongo" {
+        if self.store == "mongo" && external.is_empty() {
             if let Some(database) = self.mongodb_uri.as_deref().and_then(uri_database) {
                 bail!(
                     "the MongoDB URI names the database {database:?}: every run would share it; \
@@ -253,6 +315,8 @@ impl CompareArgs {
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             thresholds,
             baseline: self.baseline.clone(),
+            external,
+            setup_notes,
         })
     }
 }

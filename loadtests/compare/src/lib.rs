@@ -5,6 +5,7 @@
 
 pub mod baseline;
 pub mod cli;
+pub mod external;
 pub mod judge;
 pub mod measure;
 pub mod pin;

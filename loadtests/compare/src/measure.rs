@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::pin::CpuPlan;
 use crate::plan::Planned;
-use crate::procstat::{self, ProcSeries, ProcUsage, Sampler};
+use crate::procstat::{self, ProcSample, ProcSeries, ProcUsage, Sampler, Source};
 use crate::report::{RunRecord, ServerRecord, StateReset};
 use crate::run::{SAMPLE_EVERY, STOP_GRACE};
 use crate::servers::{self, ServerProcess, ServerSpec};
@@ -80,28 +80,16 @@ impl Bench<'_> {
     ) -> (RunRecord, Option<Served>) {
         let settings = self.settings;
         let runtime = &settings.runtimes[planned.runtime];
-        let mut record = RunRecord {
+        let mut record = blank_record(
             index,
-            repeat: planned.repeat,
-            runtime: runtime.clone(),
-            scenario: settings.scenarios[planned.scenario].clone(),
-            users: planned.users,
-            preload: planned.preload,
-            reset: None,
-            result: None,
-            error: None,
-            server: ProcUsage::default(),
-            generator: ProcUsage::default(),
-            generator_cpu_percent: 0.0,
-            generator_bound: None,
-            contended: None,
-            cpu: RunCpu::default(),
-            server_samples: ProcSeries {
-                pid: 0,
-                samples: Vec::new(),
-            },
-            window_s: (0.0, 0.0),
-        };
+            planned,
+            runtime,
+            &settings.scenarios[planned.scenario],
+        );
+        if let Some(external) = settings.external.iter().find(|e| &e.runtime == runtime) {
+            let served = self.run_external(external, planned, scenario, &mut record, progress);
+            return (record, Some(served));
+        }
         let fresh = match self.state.for_run(index, runtime, planned.preload) {
             Ok(fresh) => fresh,
             Err(err) => {
@@ -157,6 +145,7 @@ impl Bench<'_> {
             rss_peak_mib: None,
             stop: None,
             log: log_path.display().to_string(),
+            source: None,
         };
         let preloaded = server.preloaded();
         record.reset = Some(StateReset {
@@ -200,29 +189,15 @@ impl Bench<'_> {
         (record, Some(served))
     }
 
-    /// Loads `server` with the scenario and fills `record` with what was measured.
-    fn load(
+    /// The generator's configuration for a run of `planned` against `targets`.
+    pub(crate) fn config(
         &self,
-        server: &ServerProcess,
-        scenario: &Scenario,
+        targets: std::collections::BTreeMap<String, String>,
         planned: &Planned,
-        record: &mut RunRecord,
-        progress: &str,
-    ) {
+    ) -> LoadConfig {
         let settings = self.settings;
         let cpus = self.cpus;
-        let targets = match server
-            .announced()
-            .targets(scenario.label(), &scenario.services())
-        {
-            Ok(targets) => targets,
-            Err(err) => {
-                println!("{progress}: failed: {err:#}");
-                record.error = Some(format!("{err:#}"));
-                return;
-            }
-        };
-        let config = LoadConfig {
+        LoadConfig {
             targets,
             users: Some(planned.users),
             rate: settings.rate,
@@ -236,28 +211,56 @@ impl Bench<'_> {
             think: Duration::ZERO,
             cpus: cpus.generator_mask().map(<[usize]>::to_vec),
             progress: settings.progress,
-            seed: Some(settings.seed),
-        };
-        let sampled = sampled_run(&config, scenario, server.pid(), cpus, self.shape);
-        record.server = sampled.server;
-        record.generator = sampled.generator;
-        record.generator_cpu_percent = sampled.generator_cpu_percent;
-        record.cpu = sampled.cpu;
-        record.generator_bound = sampled.generator_bound;
-        record.contended = sampled.contended;
-        record.window_s = sampled.window_s;
-        record.server_samples = sampled.server_samples;
-        match sampled.outcome {
-            Ok(result) => {
-                record.result = Some(result);
-                println!("{progress}: {}", summary(record));
-            }
+            seed: Some(self.seed(planned)),
+        }
+    }
+
+    /// The generator's seed for a run of `planned`: the comparison's seed for every run, since
+    /// every run starts from the same state. On external servers, which keep what earlier runs
+    /// made, a seed of its own per cell and repeat (the same for every runtime in it, so runs
+    /// stay paired), so that fixtures drawing random keys (table numbers) do not meet the last
+    /// cell's.
+    pub(crate) fn seed(&self, planned: &Planned) -> u64 {
+        if self.settings.external.is_empty() {
+            return self.settings.seed;
+        }
+        let cell = [
+            planned.scenario as u64,
+            u64::from(planned.users),
+            planned.preload,
+            u64::from(planned.repeat),
+        ];
+        cell.iter().fold(self.settings.seed, |seed, &part| {
+            (seed ^ part)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .rotate_left(29)
+        })
+    }
+
+    /// Loads `server` with the scenario and fills `record` with what was measured.
+    fn load(
+        &self,
+        server: &ServerProcess,
+        scenario: &Scenario,
+        planned: &Planned,
+        record: &mut RunRecord,
+        progress: &str,
+    ) {
+        let cpus = self.cpus;
+        let targets = match server
+            .announced()
+            .targets(scenario.label(), &scenario.services())
+        {
+            Ok(targets) => targets,
             Err(err) => {
                 println!("{progress}: failed: {err:#}");
                 record.error = Some(format!("{err:#}"));
+                return;
             }
-        }
-        let _ = std::io::stdout().flush();
+        };
+        let config = self.config(targets, planned);
+        let sampled = sampled_run(&config, scenario, server.pid(), cpus, self.shape);
+        fill(record, sampled, progress);
     }
 }
 
@@ -306,24 +309,39 @@ pub fn sampled(
     shape: CpuShape,
     load: impl FnOnce() -> anyhow::Result<LoadResult>,
 ) -> Sampled {
+    sampled_sources(&[Source::Process(server_pid)], &[], cpus, shape, load)
+}
+
+/// Runs `load` while sampling the servers' `sources` (their CPU and memory summed: one server
+/// per service when they run apart), their `companions` (CPU on the server's side that is not
+/// contention), this process and both sides' CPUs, as [`sampled_run`] does.
+pub fn sampled_sources(
+    sources: &[Source],
+    companions: &[Source],
+    cpus: &CpuPlan,
+    shape: CpuShape,
+    load: impl FnOnce() -> anyhow::Result<LoadResult>,
+) -> Sampled {
+    let server_pid = sources.first().map_or(0, Source::pid);
     let cpu_sets = if cpus.pinned {
         vec![cpus.server.clone(), cpus.generator.clone()]
     } else {
         vec![cpus.server.clone()]
     };
-    let sampler = Sampler::start(&[server_pid, std::process::id()], &cpu_sets, SAMPLE_EVERY);
+    let mut all = sources.to_vec();
+    all.extend_from_slice(companions);
+    all.push(Source::Process(std::process::id()));
+    let sampler = Sampler::start_sources(&all, &cpu_sets, SAMPLE_EVERY);
     let outcome = load();
     let end_s = sampler.now_s();
     let recorded = sampler.finish();
-    let mut processes = recorded.processes.into_iter();
-    let served = processes.next().unwrap_or(ProcSeries {
-        pid: server_pid,
-        samples: Vec::new(),
-    });
-    let own = processes.next().unwrap_or(ProcSeries {
+    let mut processes = recorded.processes;
+    let own = processes.pop().unwrap_or(ProcSeries {
         pid: std::process::id(),
         samples: Vec::new(),
     });
+    let companion_series = processes.split_off(sources.len());
+    let servers = processes;
     let mut sampled = Sampled {
         outcome: Err(anyhow::anyhow!("not run")),
         server: ProcUsage::default(),
@@ -340,7 +358,7 @@ pub fn sampled(
     };
     if let Ok(result) = &outcome {
         let window = ((end_s - result.elapsed_s).max(0.0), end_s);
-        sampled.server = served.usage(window.0, window.1);
+        sampled.server = summed_usage(&servers, window);
         sampled.generator = own.usage(window.0, window.1);
         sampled.generator_cpu_percent = if result.generator_cpu_percent > 0.0 {
             result.generator_cpu_percent
@@ -358,14 +376,106 @@ pub fn sampled(
             server_process: sampled.server.cpu_percent,
             server_cpus: busy(0).unwrap_or_default(),
             generator_cpus: busy(if cpus.pinned { 1 } else { 0 }).unwrap_or_default(),
+            companions: summed_usage(&companion_series, window).cpu_percent,
         };
         sampled.generator_bound = verdict::generator_bound(&sampled.cpu, shape);
         sampled.contended = verdict::contended(&sampled.cpu, shape);
         sampled.window_s = window;
     }
     sampled.outcome = outcome;
-    sampled.server_samples = served;
+    sampled.server_samples = summed_series(servers, server_pid);
     sampled
+}
+
+/// The servers' usage over `window`, summed (CPU and memory of processes that run side by side).
+fn summed_usage(servers: &[ProcSeries], window: (f64, f64)) -> ProcUsage {
+    servers
+        .iter()
+        .map(|series| series.usage(window.0, window.1))
+        .reduce(|a, b| ProcUsage {
+            cpu_percent: a.cpu_percent + b.cpu_percent,
+            peak_rss_mib: a.peak_rss_mib + b.peak_rss_mib,
+            mean_rss_mib: a.mean_rss_mib + b.mean_rss_mib,
+            samples: a.samples.min(b.samples),
+        })
+        .unwrap_or_default()
+}
+
+/// One series for several servers: their samples summed tick by tick (each tick reads them all),
+/// on the first one's clock; the first server's alone when a tick missed one of them.
+fn summed_series(mut servers: Vec<ProcSeries>, pid: u32) -> ProcSeries {
+    let aligned = servers
+        .iter()
+        .all(|s| s.samples.len() == servers[0].samples.len());
+    if servers.len() <= 1 || !aligned {
+        servers.truncate(1);
+        return servers.pop().unwrap_or(ProcSeries {
+            pid,
+            samples: Vec::new(),
+        });
+    }
+    let samples = (0..servers[0].samples.len())
+        .map(|i| ProcSample {
+            t_s: servers[0].samples[i].t_s,
+            cpu_s: servers.iter().map(|s| s.samples[i].cpu_s).sum(),
+            rss_kib: servers.iter().map(|s| s.samples[i].rss_kib).sum(),
+        })
+        .collect();
+    ProcSeries { pid, samples }
+}
+
+/// Fills `record` with what `sampled` measured and prints its line.
+pub(crate) fn fill(record: &mut RunRecord, sampled: Sampled, progress: &str) {
+    record.server = sampled.server;
+    record.generator = sampled.generator;
+    record.generator_cpu_percent = sampled.generator_cpu_percent;
+    record.cpu = sampled.cpu;
+    record.generator_bound = sampled.generator_bound;
+    record.contended = sampled.contended;
+    record.window_s = sampled.window_s;
+    record.server_samples = sampled.server_samples;
+    match sampled.outcome {
+        Ok(result) => {
+            record.result = Some(result);
+            println!("{progress}: {}", summary(record));
+        }
+        Err(err) => {
+            println!("{progress}: failed: {err:#}");
+            record.error = Some(format!("{err:#}"));
+        }
+    }
+    let _ = std::io::stdout().flush();
+}
+
+/// Run number `index` as planned, nothing measured yet.
+pub(crate) fn blank_record(
+    index: usize,
+    planned: &Planned,
+    runtime: &str,
+    scenario: &str,
+) -> RunRecord {
+    RunRecord {
+        index,
+        repeat: planned.repeat,
+        runtime: runtime.to_owned(),
+        scenario: scenario.to_owned(),
+        users: planned.users,
+        preload: planned.preload,
+        reset: None,
+        result: None,
+        error: None,
+        server: ProcUsage::default(),
+        generator: ProcUsage::default(),
+        generator_cpu_percent: 0.0,
+        generator_bound: None,
+        contended: None,
+        cpu: RunCpu::default(),
+        server_samples: ProcSeries {
+            pid: 0,
+            samples: Vec::new(),
+        },
+        window_s: (0.0, 0.0),
+    }
 }
 
 /// One line on the terminal for a completed run.

@@ -41,6 +41,45 @@ pub fn read(pid: u32) -> anyhow::Result<ProcReading> {
     })
 }
 
+/// A cgroup's CPU time and memory now: cgroup v2's `cpu.stat` (`usage_usec`) and `memory.current`
+/// under `/sys/fs/cgroup`, else v1's `cpuacct.usage` and `memory.usage_in_bytes` under their
+/// controllers' hierarchies. Memory is the cgroup's charge, page cache included (not an RSS).
+pub fn read_cgroup(path: &str) -> anyhow::Result<ProcReading> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let relative = path.trim_start_matches('/');
+    let text = |file: std::path::PathBuf| {
+        std::fs::read_to_string(&file).with_context(|| format!("Failed to read {}", file.display()))
+    };
+    if root.join("cgroup.controllers").exists() {
+        let dir = root.join(relative);
+        let stat = text(dir.join("cpu.stat"))?;
+        let usec: f64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("usage_usec "))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("{} has no usage_usec", dir.display()))?;
+        let memory: u64 = text(dir.join("memory.current"))?.trim().parse()?;
+        return Ok(ProcReading {
+            cpu_s: usec / 1e6,
+            rss_kib: memory / 1024,
+        });
+    }
+    let ns: f64 = text(root.join("cpuacct").join(relative).join("cpuacct.usage"))?
+        .trim()
+        .parse()?;
+    let memory: u64 = text(
+        root.join("memory")
+            .join(relative)
+            .join("memory.usage_in_bytes"),
+    )?
+    .trim()
+    .parse()?;
+    Ok(ProcReading {
+        cpu_s: ns / 1e9,
+        rss_kib: memory / 1024,
+    })
+}
+
 /// The most memory the process has had resident over its life (`VmHWM`), KiB.
 pub fn peak_rss_kib(pid: u32) -> anyhow::Result<u64> {
     let process = procfs::process::Process::new(pid as i32)
@@ -60,6 +99,43 @@ pub fn allowed_cpus(pid: u32) -> Option<String> {
         .lines()
         .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
         .map(|list| list.trim().to_owned())
+}
+
+/// Where the sampler reads a server's CPU time and memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A local process, from `/proc/<pid>`.
+    Process(u32),
+    /// A server `compare` did not start, from its `/metrics` at this base URL.
+    Metrics(String),
+    /// A cgroup on this machine (a container's: the path `/proc/<pid>/cgroup` gives, e.g.
+    /// `/libpod_parent/libpod-<id>`), from its CPU and memory accounting files.
+    Cgroup(String),
+}
+
+impl Source {
+    /// Reads the source now.
+    pub fn read(&self) -> anyhow::Result<ProcReading> {
+        match self {
+            Source::Process(pid) => read(*pid),
+            Source::Metrics(url) => {
+                let reading = crate::servers::external::scrape(url)?;
+                Ok(ProcReading {
+                    cpu_s: reading.cpu_s,
+                    rss_kib: reading.rss_bytes / 1024,
+                })
+            }
+            Source::Cgroup(path) => read_cgroup(path),
+        }
+    }
+
+    /// The process id, 0 for a server read through its `/metrics`.
+    pub fn pid(&self) -> u32 {
+        match self {
+            Source::Process(pid) => *pid,
+            Source::Metrics(_) | Source::Cgroup(_) => 0,
+        }
+    }
 }
 
 /// One timed sample of a process.
@@ -281,9 +357,20 @@ impl Sampler {
     /// Starts sampling `pids` and the CPU sets `cpu_sets` every `interval`, taking a first sample
     /// at once.
     pub fn start(pids: &[u32], cpu_sets: &[Vec<usize>], interval: Duration) -> Sampler {
+        let sources: Vec<Source> = pids.iter().map(|&pid| Source::Process(pid)).collect();
+        Sampler::start_sources(&sources, cpu_sets, interval)
+    }
+
+    /// Starts sampling `sources` (processes or servers' `/metrics`) and the CPU sets `cpu_sets`
+    /// every `interval`, taking a first sample at once.
+    pub fn start_sources(
+        sources: &[Source],
+        cpu_sets: &[Vec<usize>],
+        interval: Duration,
+    ) -> Sampler {
         let origin = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let pids = pids.to_vec();
+        let sources = sources.to_vec();
         let mut cpus: Vec<CpuSeries> = cpu_sets
             .iter()
             .map(|set| CpuSeries {
@@ -295,10 +382,10 @@ impl Sampler {
         let handle = std::thread::Builder::new()
             .name("brigade-procstat".into())
             .spawn(move || {
-                let mut series: Vec<ProcSeries> = pids
+                let mut series: Vec<ProcSeries> = sources
                     .iter()
-                    .map(|&pid| ProcSeries {
-                        pid,
+                    .map(|source| ProcSeries {
+                        pid: source.pid(),
                         samples: Vec::new(),
                     })
                     .collect();
@@ -306,8 +393,8 @@ impl Sampler {
                     // Read the flag before sampling so the last sample is taken after `finish`
                     // was asked for: the window's end is then always covered.
                     let stopping = flag.load(Ordering::Acquire);
-                    for one in &mut series {
-                        if let Ok(reading) = read(one.pid) {
+                    for (one, source) in series.iter_mut().zip(&sources) {
+                        if let Ok(reading) = source.read() {
                             one.samples.push(ProcSample {
                                 t_s: origin.elapsed().as_secs_f64(),
                                 cpu_s: reading.cpu_s,

@@ -107,6 +107,17 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     if let Some(known) = &services {
         check_scenarios(&scenarios, known)?;
     }
+    // Servers compare did not start: all of them ready and serving the runtime they are listed
+    // under before the first run, and every scenario's services among theirs.
+    let external_stores = crate::external::check_all(&settings.external)?;
+    for external in &settings.external {
+        check_scenarios(&scenarios, &external.services.names())?;
+    }
+    let fresh_words = if settings.external.is_empty() {
+        FreshState::describe(&settings.store, &settings.preloads)
+    } else {
+        crate::external::STATE.to_owned()
+    };
 
     let available = pin::available_cpus();
     // This thread is pinned to the generator's CPUs below; it gets all of its CPUs back at the end.
@@ -144,10 +155,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         "CPUs: {}; every runtime --workers {workers}; generator {threads} thread(s)",
         cpus.note
     );
-    println!(
-        "Fresh state: {}",
-        FreshState::describe(&settings.store, &settings.preloads)
-    );
+    println!("Fresh state: {fresh_words}");
     println!("Reports and server logs: {}", settings.out_dir.display());
 
     let mut fresh = FreshState::new(&settings.store);
@@ -232,7 +240,8 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         &settings.runtimes,
         settings.noise_floor_pct,
     );
-    let state = fresh.setup(preloads);
+    let mut state = fresh.setup(preloads);
+    state.how = fresh_words;
     let mut report = Report {
         started_at,
         wall_s: 0.0,
@@ -247,7 +256,11 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         },
         settings: report::Settings {
             runtimes: settings.runtimes.clone(),
-            store: settings.store.clone(),
+            store: if settings.external.is_empty() || external_stores.is_empty() {
+                settings.store.clone()
+            } else {
+                external_stores.join(", ")
+            },
             scenarios: settings.scenarios.clone(),
             users: settings.users.clone(),
             preloads: preloads.clone(),
@@ -260,7 +273,11 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             interleaving: INTERLEAVING.to_owned(),
             command_line: settings.command_line.clone(),
             services: services.unwrap_or_default(),
-            server_command: settings.launch.describe(),
+            server_command: if settings.external.is_empty() {
+                settings.launch.describe()
+            } else {
+                crate::external::server_words(&settings.external, &external_stores)
+            },
             keepalive: settings.keepalive,
             rate: settings.rate,
             seed: Some(settings.seed),
@@ -268,6 +285,15 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 .thresholds
                 .iter()
                 .map(ToString::to_string)
+                .collect(),
+            external: !settings.external.is_empty(),
+            setup_notes: settings
+                .setup_notes
+                .iter()
+                .map(|(label, text)| report::setup::SetupLine {
+                    label: label.clone(),
+                    text: text.clone(),
+                })
                 .collect(),
         },
         state,
@@ -314,6 +340,10 @@ fn versions(settings: &CompareSettings) -> report::Versions {
         .filter(|r| settings.runtimes.contains(&r.name))
         .map(|r| (r.name.clone(), r.describe()))
         .collect();
+    if !settings.external.is_empty() {
+        // Their versions are theirs to say; compare ran no binary of its own.
+        return report::setup::build_versions();
+    }
     let binary = settings.launch.binary();
     report::Versions {
         runtimes,

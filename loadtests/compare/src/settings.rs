@@ -76,6 +76,10 @@ pub struct CompareSettings {
     pub thresholds: Vec<brigade_load::threshold::Threshold>,
     /// A saved report to set this one against.
     pub baseline: Option<PathBuf>,
+    /// Servers compare did not start, by runtime (`--external`); empty: compare starts them.
+    pub external: Vec<crate::servers::external::ExternalRuntime>,
+    /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
+    pub setup_notes: Vec<(String, String)>,
 }
 
 /// How the CPUs are split.
@@ -174,6 +178,8 @@ mod tests {
             seed: 1,
             thresholds: Vec::new(),
             baseline: None,
+            external: Vec::new(),
+            setup_notes: Vec::new(),
         }
     }
 

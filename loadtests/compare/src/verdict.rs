@@ -63,6 +63,10 @@ pub struct RunCpu {
     pub generator_cpus: CpuBusy,
     /// The server's CPUs, whoever used them.
     pub server_cpus: CpuBusy,
+    /// Processes that serve with the server on its CPUs, apart from it (an external server's
+    /// databases, `--external-companion`): their use is the server side's own, not contention.
+    #[serde(default)]
+    pub companions: f64,
 }
 
 impl RunCpu {
@@ -139,7 +143,7 @@ pub fn contended(run: &RunCpu, shape: CpuShape) -> Option<String> {
         vec![
             (
                 "server",
-                run.server_cpus.task_percent - run.server_process,
+                run.server_cpus.task_percent - run.server_process - run.companions,
                 run.server_cpus.capacity_percent,
             ),
             (
@@ -151,7 +155,10 @@ pub fn contended(run: &RunCpu, shape: CpuShape) -> Option<String> {
     } else {
         vec![(
             "shared",
-            run.server_cpus.task_percent - run.server_process - run.generator_process,
+            run.server_cpus.task_percent
+                - run.server_process
+                - run.companions
+                - run.generator_process,
             run.server_cpus.capacity_percent,
         )]
     };

@@ -197,6 +197,8 @@ fn synthetic() -> Report {
             rate: None,
             seed: Some(7),
             thresholds: Vec::new(),
+            setup_notes: Vec::new(),
+            external: false,
         },
         state: report::StateSetup::default(),
         servers: Vec::new(),

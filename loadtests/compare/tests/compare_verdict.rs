@@ -190,7 +190,20 @@ fn sampled(
         server_process: server,
         generator_cpus: busy(generator_cpu),
         server_cpus: busy(server_cpu),
+        companions: 0.0,
     }
+}
+
+#[test]
+fn a_servers_companions_on_its_cpus_are_not_contention() {
+    // The server process used 40% of its CPU, its database 45% more, nobody else anything.
+    let mut run = sampled(30.0, (31.0, 31.0), 40.0, (86.0, 86.0));
+    assert!(
+        contended(&run, PINNED_1_1).is_some(),
+        "the database looks like another process"
+    );
+    run.companions = 45.0;
+    assert_eq!(contended(&run, PINNED_1_1), None);
 }
 
 #[test]
@@ -268,6 +281,7 @@ fn on_shared_cpus_the_generator_is_the_bottleneck_when_it_takes_the_larger_share
             task_percent: generator + server,
             capacity_percent: 100.0,
         },
+        companions: 0.0,
     };
     assert!(generator_bound(&run(60.0, 38.0), shared).is_some());
     assert!(generator_bound(&run(30.0, 68.0), shared).is_none());

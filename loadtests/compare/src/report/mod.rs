@@ -151,6 +151,12 @@ pub struct Settings {
     /// The `--threshold`s, as given.
     #[serde(default)]
     pub thresholds: Vec<String>,
+    /// Lines the user added to the setup section (`--setup-note`), e.g. how external servers ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_notes: Vec<setup::SetupLine>,
+    /// Whether the servers were external (`--external`): compare neither started nor configured them.
+    #[serde(default)]
+    pub external: bool,
 }
 
 fn kept_alive() -> bool {
@@ -235,6 +241,10 @@ pub struct ServerRecord {
     pub stop: Option<StopOutcome>,
     /// Its log file (stdout and stderr).
     pub log: String,
+    /// Where its CPU and memory figures came from, when not its `/proc` (a server compare did not
+    /// start: its `/metrics`, or nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One load run and what the servers and the generator did during it.
@@ -495,6 +505,21 @@ fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
 }
 
 impl Report {
+    /// Where each runtime's server CPU and memory came from, when not from `/proc` (servers
+    /// compare did not start), once per runtime and source.
+    pub fn figure_sources(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for server in &self.servers {
+            if let Some(source) = &server.source {
+                let entry = (server.runtime.clone(), source.clone());
+                if !out.contains(&entry) {
+                    out.push(entry);
+                }
+            }
+        }
+        out
+    }
+
     /// The comparison's setup section (machine, versions, threads, CPUs, settings, command line).
     pub fn setup(&self) -> setup::Setup {
         let t = &self.threads;
@@ -586,6 +611,12 @@ impl Report {
         }
         if !self.state.how.is_empty() {
             out.line("Fresh state", self.state.how.clone());
+        }
+        for note in &s.setup_notes {
+            out.line(note.label.clone(), note.text.clone());
+        }
+        for (runtime, source) in self.figure_sources() {
+            out.line(format!("Server figures, {runtime}"), source);
         }
         for p in &self.state.prepared {
             out.line(

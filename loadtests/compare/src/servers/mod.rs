@@ -29,9 +29,12 @@
 //!    `services` tells how many consecutive ports to reserve and which services `--service all`
 //!    will announce (the older text form of `brigade runtimes` is still read, without services).
 //!
-//! `docs/embedding.md` ("compare on your own service") walks a user through it.
+//! `docs/embedding.md` ("compare on your own service") walks a user through it. Servers compare
+//! did not start (`--external`, [`external`]) keep points 3 and, through `/health`, the runtime
+//! check; CPU and memory then come from their `/metrics`.
 
 pub mod announce;
+pub mod external;
 pub mod info;
 pub mod launch;
 pub mod ports;

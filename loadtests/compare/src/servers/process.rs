@@ -325,6 +325,12 @@ pub fn wait_ready(url: &str, timeout: Duration) -> anyhow::Result<()> {
 
 /// A minimal blocking `GET` that returns the status code (for readiness, not for load).
 fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
+    Ok(http_get(base, path)?.0)
+}
+
+/// A minimal blocking `GET {base}{path}` (`Connection: close`): the status code and the body (for
+/// readiness, `/health` and `/metrics`, not for load).
+pub(crate) fn http_get(base: &str, path: &str) -> anyhow::Result<(u16, String)> {
     let authority = base
         .strip_prefix("http://")
         .context("only http:// URLs are supported")?
@@ -340,11 +346,44 @@ fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
         stream,
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
     )?;
+    let mut reader = BufReader::new(stream);
     let mut status_line = String::new();
-    BufReader::new(stream).read_line(&mut status_line)?;
+    reader.read_line(&mut status_line)?;
     let code = status_line
         .split_whitespace()
         .nth(1)
         .with_context(|| format!("malformed status line {status_line:?}"))?;
-    Ok(code.parse()?)
+    let code: u16 = code.parse()?;
+    let mut chunked = false;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
+            break;
+        }
+        let lower = header.to_ascii_lowercase();
+        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+            chunked = true;
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+                .with_context(|| format!("malformed chunk size {size:?}"))?;
+            if size == 0 {
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            reader.read_exact(&mut body[start..])?;
+            let mut crlf = [0u8; 2];
+            reader.read_exact(&mut crlf)?;
+        }
+    } else {
+        // Connection: close: the body ends where the connection does.
+        reader.read_to_end(&mut body)?;
+    }
+    Ok((code, String::from_utf8_lossy(&body).into_owned()))
 }

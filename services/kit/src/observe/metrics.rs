@@ -16,7 +16,8 @@
 //! - `brigade_peer_requests_total{peer, status}`: the peers' answers by status class.
 //! - `brigade_peer_errors_total{peer, kind}`: calls that got no usable answer: `unavailable`
 //!   (no connection, or no answer in time), `bad_gateway` (a broken answer).
-//! - `process_cpu_seconds_total`, `process_resident_memory_bytes`: from `/proc`, at scrape time.
+//! - `process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_start_time_seconds`:
+//!   from `/proc`, at scrape time (the start time tells one process behind several URLs apart).
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -396,29 +397,39 @@ impl Collector for Metrics {
     }
 }
 
-/// `process_cpu_seconds_total` and `process_resident_memory_bytes`, read at scrape time.
+/// `process_cpu_seconds_total`, `process_resident_memory_bytes` and
+/// `process_start_time_seconds`, read at scrape time.
 #[derive(Debug)]
 struct ProcessCollector;
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result_ {
-        let Some((cpu, rss)) = super::process::read() else {
+        let Some(reading) = super::process::read() else {
             return Ok(());
         };
-        let cpu = ConstCounter::new(cpu);
+        let cpu = ConstCounter::new(reading.cpu_s);
         cpu.encode(encoder.encode_descriptor(
             "process_cpu",
             "User and system CPU time spent by the process.",
             Some(&Unit::Seconds),
             cpu.metric_type(),
         )?)?;
-        let rss = ConstGauge::new(rss as i64);
+        let rss = ConstGauge::new(reading.rss_bytes as i64);
         rss.encode(encoder.encode_descriptor(
             "process_resident_memory",
             "Resident memory of the process.",
             Some(&Unit::Bytes),
             rss.metric_type(),
         )?)?;
+        if let Some(start) = reading.start_time_s {
+            let start = ConstGauge::new(start);
+            start.encode(encoder.encode_descriptor(
+                "process_start_time",
+                "Start time of the process since the Unix epoch.",
+                Some(&Unit::Seconds),
+                start.metric_type(),
+            )?)?;
+        }
         Ok(())
     }
 }
@@ -483,6 +494,7 @@ mod tests {
         }
         assert!(text.contains("process_cpu_seconds_total "), "{text}");
         assert!(text.contains("process_resident_memory_bytes "), "{text}");
+        assert!(text.contains("process_start_time_seconds "), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
         assert!(!text.contains("route=\"(unmatched)\",status=\"2xx\""));
     }

@@ -1,0 +1,338 @@
+#!/usr/bin/env bash
+# Brigade's containers on podman, for CI and for anyone without Docker (docs/containers.md):
+# the real Dockerfile and docker-compose.yml, with local base images where no registry can be reached.
+#
+#   bash scripts/containers.sh setup               # podman + runc + debootstrap, containers.conf, podman-compose (venv)
+#   bash scripts/containers.sh images              # local base image (debootstrap) and FerretDB image standing in for mongo:7
+#   bash scripts/containers.sh brigade-image R     # brigade:R from the Dockerfile, fed a host-built binary (target prebuilt)
+#   bash scripts/containers.sh stack R             # compose up (FerretDB override), every service healthy, walkthrough,
+#                                                  # the loadtest service's report, compose down -v
+#   bash scripts/containers.sh testcontainers      # the MongoDB tests through testcontainers on podman's socket
+#   bash scripts/containers.sh compare R1,R2 [compare flags...]   # one report: every runtime's stack, compare --external
+#   bash scripts/containers.sh clean               # remove every container, volume and network this script made
+#   bash scripts/containers.sh ci                  # what .ci/run runs: setup, images, stack axum and actix, testcontainers
+#
+# Environment: BRIGADE_CACHE (default ~/.cache/brigade: the root file system tarball, podman-compose's venv),
+# BRIGADE_PROFILE (debug|release, default debug: which host build goes into the image),
+# PODMAN_COMPOSE (default: the venv's podman-compose).
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${BRIGADE_CACHE:-$HOME/.cache/brigade}"
+PROFILE="${BRIGADE_PROFILE:-debug}"
+COMPOSE_VERSION=1.6.0
+BASE_TAG=docker.io/library/debian:bookworm-slim
+VENV="$CACHE/podman-compose-$COMPOSE_VERSION"
+PODMAN_COMPOSE="${PODMAN_COMPOSE:-$VENV/bin/podman-compose}"
+mkdir -p "$CACHE"
+
+log() { echo "containers.sh: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+# Runs "$@" and says how long it took (CI reads these lines for its step times).
+timed() {
+    local what="$1" start=$SECONDS
+    shift
+    "$@"
+    log "$what took $((SECONDS - start)) s"
+}
+
+setup() {
+    if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
+        [[ $(id -u) == 0 ]] || die "setup installs Debian packages and configures podman: run it as root"
+        log "installing podman, runc, debootstrap (Debian packages)"
+        timeout 300 apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q podman runc debootstrap >/dev/null
+    fi
+    # crun refuses this kernel's hybrid cgroup layout; runc works. Default ulimits must stay under
+    # the machine's hard limits or no container starts. (A fresh Debian has no such file: podman's
+    # defaults are under /usr/share/containers.)
+    local conf=/etc/containers/containers.conf
+    if ! grep -q 'brigade: runc' "$conf" 2>/dev/null; then
+        local nofile
+        nofile=$(ulimit -Hn)
+        [[ "$nofile" == unlimited || "$nofile" -gt 20000 ]] && nofile=20000
+        cat >>"$conf" <<CONF
+# brigade: runc, and ulimits under this machine's hard limits (scripts/containers.sh)
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=1000:1000"]
+[engine]
+runtime = "runc"
+CONF
+    fi
+    if [[ ! -x "$PODMAN_COMPOSE" ]]; then
+        log "installing podman-compose $COMPOSE_VERSION into $VENV"
+        python3 -m venv "$VENV"
+        timeout 300 "$VENV/bin/pip" install -q "podman-compose==$COMPOSE_VERSION"
+    fi
+    podman --version
+    "$PODMAN_COMPOSE" --version | tail -n 1
+}
+
+# A Debian bookworm root file system (minbase, with ca-certificates), cached as a tarball, imported
+# under the name the Dockerfile's RUNTIME_IMAGE uses, so the runtime stage is the users'.
+base_image() {
+    if podman image exists "$BASE_TAG"; then return 0; fi
+    local tarball="$CACHE/bookworm-minbase.tar"
+    if [[ ! -s "$tarball" ]]; then
+        local root
+        root=$(mktemp -d)
+        log "debootstrap bookworm (minbase) into $root"
+        timeout 900 debootstrap --variant=minbase --include=ca-certificates bookworm "$root" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
+            || die "debootstrap failed (see $CACHE/debootstrap.log)"
+        rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+        mkdir -p "$CACHE"
+        tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+        rm -rf "$root"
+    fi
+    podman import --change 'CMD ["bash"]' "$tarball" "$BASE_TAG" >/dev/null
+    log "imported $BASE_TAG from $tarball"
+}
+
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
+BIN_DIR="$TARGET_DIR/containers-bin"
+FERRETDB_TAG=localhost/brigade-ferretdb:1.24.2
+
+# The FerretDB image standing in for mongo:7, from the binary scripts/ferretdb.sh builds (or finds).
+ferretdb_image() {
+    if podman image exists "$FERRETDB_TAG"; then return 0; fi
+    local bin dir
+    bin="${FERRETDB_BIN:-$(bash "$REPO_ROOT/scripts/ferretdb.sh" build)}"
+    [[ -x "$bin" ]] || die "no FerretDB binary (bash scripts/ferretdb.sh build)"
+    dir=$(mktemp -d)
+    cp "$bin" "$dir/ferretdb"
+    podman build -q --format docker -f "$REPO_ROOT/scripts/containers/ferretdb.Containerfile" \
+        --build-context ferretdb-bin="$dir" -t "$FERRETDB_TAG" "$REPO_ROOT/scripts/containers" >/dev/null
+    rm -rf "$dir"
+    log "built $FERRETDB_TAG"
+}
+
+images() {
+    mkdir -p "$CACHE"
+    timed "base image" base_image
+    timed "FerretDB image" ferretdb_image
+}
+
+# brigade:RUNTIME from the real Dockerfile; the builder stage is fed a host build with the features
+# the Dockerfile's own build would use (--no-default-features --features RUNTIME,embedded,mongo).
+brigade_image() {
+    local runtime="$1" flags=()
+    [[ "$PROFILE" == release ]] && flags=(--release)
+    timed "cargo build ($runtime, $PROFILE)" \
+        timeout 1500 cargo build --quiet --locked "${flags[@]}" --no-default-features --features "$runtime,embedded,mongo" --bin brigade
+    mkdir -p "$BIN_DIR/$runtime"
+    strip --strip-debug -o "$BIN_DIR/$runtime/brigade" "$TARGET_DIR/$PROFILE/brigade"
+    timed "podman build brigade:$runtime" \
+        timeout 900 podman build -q --format docker --build-arg BUILDER=prebuilt --build-context brigade-bin="$BIN_DIR" \
+        --build-arg RUNTIME="$runtime" -t "localhost/brigade:$runtime" "$REPO_ROOT" >/dev/null
+    # The image holds that runtime alone: the build argument reached the cargo features.
+    local listed
+    listed=$(podman run --rm "localhost/brigade:$runtime" runtimes --json)
+    echo "$listed" | python3 -c 'import json,sys; r=[x["name"] for x in json.load(sys.stdin)["runtimes"]]; sys.exit(0 if r==[sys.argv[1]] else f"brigade:{sys.argv[1]} has runtimes {r}")' "$runtime"
+    log "brigade:$runtime holds the $runtime runtime alone"
+}
+
+# The compose command for runtime $1's stack (project brigade-$1): the users' docker-compose.yml with
+# the FerretDB override (and COMPOSE_EXTRA, if set), nothing else; at most 5 minutes.
+compose() {
+    local runtime="$1"
+    shift
+    RUNTIME="$runtime" BRIGADE_UID="$(id -u)" BRIGADE_GID="$(id -g)" \
+        timeout 300 "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
+        -f "$REPO_ROOT/docker-compose.yml" -f "$REPO_ROOT/docker-compose.ferretdb.yml" \
+        ${COMPOSE_EXTRA:+-f "$COMPOSE_EXTRA"} "$@"
+}
+
+# Podman runs health checks from systemd timers; without systemd (this CI), nothing runs them, and
+# podman-compose before podman 4.6 does not wait for `service_healthy`. So: run every container's own
+# health check (`podman healthcheck run`, the image's HEALTHCHECK or compose's) until all of the
+# project's containers are healthy, or fail after $2 seconds, naming those that are not.
+wait_healthy() {
+    local project="$1" limit="$2" start=$SECONDS ids id sick
+    while true; do
+        sick=()
+        mapfile -t ids < <(podman ps -a -q --filter "label=io.podman.compose.project=$project")
+        [[ ${#ids[@]} -gt 0 ]] || die "no containers in project $project"
+        for id in "${ids[@]}"; do
+            podman healthcheck run "$id" >/dev/null 2>&1 || sick+=("$(podman inspect -f '{{.Name}}' "$id")")
+        done
+        [[ ${#sick[@]} -eq 0 ]] && return 0
+        if (( SECONDS - start > limit )); then
+            podman ps -a --filter "label=io.podman.compose.project=$project" >&2
+            for name in "${sick[@]}"; do podman logs --tail 20 "$name" >&2 || true; done
+            die "not healthy after ${limit} s: ${sick[*]}"
+        fi
+        sleep 2
+    done
+}
+
+# Asserts that $1's /health answers 200 naming runtime $2.
+check_health() {
+    local body
+    body=$(curl -sS --fail --max-time 5 "$1/health") || die "$1/health did not answer 200"
+    echo "$body" | python3 -c 'import json,sys; h=json.load(sys.stdin); sys.exit(0 if h["runtime"]==sys.argv[1] and h["store"]=="mongo" else f"{sys.argv[2]}/health: {h}")' "$2" "$1"
+}
+
+# Item 1 and 2 of the CI check: runtime $1's stack up, every service healthy, each /health naming the
+# runtime, the walkthrough through the published ports, the loadtest service's report, down -v clean.
+stack() {
+    local runtime="$1" project="brigade-$1" results out
+    podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
+    # On any failure (die exits), the stack goes down with its volumes.
+    trap "compose $runtime down -v >/dev/null 2>&1 || true" EXIT
+    # (podman-compose warns that podman < 4.6 cannot wait for `service_healthy`: wait_healthy does.)
+    timed "compose up ($runtime)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
+        || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
+    timed "every service healthy ($runtime)" wait_healthy "$project" 180
+    for port in 8081 8082 8083; do check_health "http://127.0.0.1:$port" "$runtime"; done
+    out=$(bash "$REPO_ROOT/scripts/walkthrough.sh" 2>/dev/null)
+    grep -q '"status":"served"' <<<"$out" || die "the walkthrough did not reach served: $out"
+    log "walkthrough on $runtime: waiter, table, seat, order, served"
+    results="$REPO_ROOT/results"
+    mkdir -p "$results"
+    local before
+    reports() { find "$results" -maxdepth 1 -name "containers-$runtime-*" | sort; }
+    before=$(reports | wc -l)
+    SCENARIOS="${SCENARIOS:-all}" USERS="${USERS:-2}" DURATION="${DURATION:-2s}" WARMUP="${WARMUP:-1s}" \
+        timed "loadtest service ($runtime)" compose "$runtime" --profile load run --rm loadtest >"$CACHE/loadtest-$runtime.log" 2>&1 \
+        || { tail -n 30 "$CACHE/loadtest-$runtime.log" >&2; die "the loadtest service failed"; }
+    out=$(reports | tail -n 1)
+    [[ $(reports | wc -l) -gt $before && -s "$out/report.md" ]] \
+        || die "the loadtest service wrote no report"
+    grep -q 'hits/s' "$out/report.md" || die "$out/report.md has no table"
+    log "loadtest report: $out/report.md"
+    timed "compose down -v ($runtime)" compose "$runtime" down -v >/dev/null 2>&1
+    trap - EXIT
+    [[ -z "$(podman ps -a -q --filter "label=io.podman.compose.project=$project")" ]] || die "containers left after down -v"
+    [[ -z "$(podman volume ls -q --filter "label=io.podman.compose.project=$project")" ]] || die "volumes left after down -v"
+    log "stack $runtime: up, healthy, walked through, loaded, down -v clean"
+}
+
+# Item 4: every runtime's stack up side by side (project brigade-R, its own published ports), the
+# services and their databases pinned to BRIGADE_SERVER_CPUS (compose's cpuset, podman's
+# --cpuset-cpus), then one `brigade compare --external` over all of them, its generator pinned to
+# BRIGADE_GENERATOR_CPUS: rotated, paired runs and one report with verdicts. Every stack goes down -v
+# at the end, whatever happened.
+compare_containers() {
+    local runtimes="$1" nproc server_cpus generator_cpus brigade externals=() runtime i=0 stacks=()
+    shift
+    nproc=$(nproc)
+    server_cpus="${BRIGADE_SERVER_CPUS:-0-$(( nproc / 2 - 1 ))}"
+    generator_cpus="${BRIGADE_GENERATOR_CPUS:-$(( nproc / 2 ))-$(( nproc - 1 ))}"
+    brigade="${BRIGADE_BIN:-$TARGET_DIR/$PROFILE/brigade}"
+    [[ -x "$brigade" ]] || die "no brigade binary at $brigade (cargo build, or set BRIGADE_BIN)"
+    local pin="$CACHE/compose.pin.yml"
+    {
+        echo "# Written by scripts/containers.sh compare: the servers and their databases on the server CPUs."
+        echo "services:"
+        for service in waiter tables kitchen waiter-db tables-db kitchen-db; do
+            printf '  %s:\n    cpuset: "%s"\n' "$service" "$server_cpus"
+        done
+    } >"$pin"
+    # shellcheck disable=SC2064
+    trap "for r in ${runtimes//,/ }; do COMPOSE_EXTRA=$pin compose \$r down -v >/dev/null 2>&1 || true; done" EXIT
+    for runtime in ${runtimes//,/ }; do
+        podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
+        local base=$(( 18080 + 10 * i ))
+        BRIGADE_WAITER_PORT=$((base + 1)) BRIGADE_TABLES_PORT=$((base + 2)) BRIGADE_KITCHEN_PORT=$((base + 3)) \
+            COMPOSE_EXTRA="$pin" timed "compose up ($runtime)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
+            || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
+        timed "every service healthy ($runtime)" wait_healthy "brigade-$runtime" 180
+        externals+=(--external "$runtime:waiter=http://127.0.0.1:$((base + 1))"
+            --external "$runtime:tables=http://127.0.0.1:$((base + 2))"
+            --external "$runtime:kitchen=http://127.0.0.1:$((base + 3))")
+        # The databases share the server CPUs: their cgroups' CPU is the server side's own use.
+        for db in waiter-db tables-db kitchen-db; do
+            local id cgroup
+            id=$(podman ps -q --filter "label=io.podman.compose.project=brigade-$runtime" \
+                --filter "label=io.podman.compose.service=$db")
+            cgroup=$(podman inspect -f '{{.State.CgroupPath}}' "$id")
+            externals+=(--external-companion "$runtime:$db=$cgroup")
+        done
+        stacks+=("brigade-$runtime on 127.0.0.1:$((base + 1))-$((base + 3))")
+        i=$((i + 1))
+    done
+    local note
+    note="podman $(podman version -f '{{.Client.Version}}') ($(podman info -f '{{.Host.OCIRuntime.Name}}'), \
+network $(podman info -f '{{.Host.NetworkBackend}}'), cgroups $(podman info -f '{{.Host.CgroupsVersion}}')), \
+podman-compose $COMPOSE_VERSION; docker-compose.yml + docker-compose.ferretdb.yml, one stack per runtime side by side \
+(${stacks[*]}), image brigade:RUNTIME from the Dockerfile (BUILDER=prebuilt, a $PROFILE host build with that runtime's \
+features alone); each service and its database pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
+every service in its own container and network namespace, reached through podman's published ports; \
+the databases are FerretDB 1.24.2 on SQLite standing in for mongo:7, their CPU read from their cgroups and kept out of the server figures"
+    timed "compare --external ($runtimes)" "$brigade" compare "${externals[@]}" \
+        --server-cpus "$server_cpus" --generator-cpus "$generator_cpus" \
+        --setup-note "Containers=$note" "$@"
+}
+
+# Item 3: the MongoDB tests through testcontainers, not MONGODB_URI: podman's Docker-compatible API
+# on a socket (DOCKER_HOST), the local FerretDB image as a generic image (BRIGADE_MONGO_IMAGE, ready
+# at its "Listening on" line). Only the MongoDB test binaries and filters, on the test build CI already
+# made (--workspace --all-features: the same features, so nothing is rebuilt).
+testcontainers() {
+    local socket=/run/podman/podman.sock service
+    ferretdb_image
+    mkdir -p "$(dirname "$socket")"
+    podman system service --time=0 "unix://$socket" >"$CACHE/podman-service.log" 2>&1 &
+    service=$!
+    # shellcheck disable=SC2064
+    trap "kill $service 2>/dev/null || true; remove_test_containers" EXIT
+    for _ in $(seq 50); do [[ -S "$socket" ]] && break; sleep 0.2; done
+    [[ -S "$socket" ]] || die "podman system service did not open $socket"
+    local run=(env -u MONGODB_URI DOCKER_HOST="unix://$socket" BRIGADE_MONGO_IMAGE="$FERRETDB_TAG"
+        BRIGADE_REQUIRE_MONGO=1 timeout 900 cargo test --quiet --workspace --all-features)
+    timed "testcontainers: store tests" "${run[@]}" --test mongo_store
+    timed "testcontainers: model and conformance on mongo" "${run[@]}" --test store_model --test conformance mongo
+    kill "$service" 2>/dev/null || true
+    wait "$service" 2>/dev/null || true
+    remove_test_containers
+    trap - EXIT
+}
+
+# testcontainers keeps its container for the whole test process and does not remove it at exit.
+remove_test_containers() {
+    local ids
+    ids=$(podman ps -a -q --filter label=org.testcontainers.managed-by=testcontainers)
+    [[ -z "$ids" ]] || podman rm -f $ids >/dev/null 2>&1 || true
+}
+
+# Every container, pod and volume of this script's projects and of testcontainers.
+clean() {
+    local project
+    for project in $(podman ps -a --format '{{index .Labels "io.podman.compose.project"}}' | sort -u); do
+        [[ "$project" == brigade-* ]] || continue
+        podman ps -a -q --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f >/dev/null 2>&1 || true
+        podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1 || true
+        podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1 || true
+    done
+    remove_test_containers
+}
+
+# What CI runs (.ci/run): items 1-3 of issue 13, each step timed.
+# testcontainers first: it reuses the test build as it is, while each image's one-runtime build
+# replaces target/<profile>/brigade.
+ci() {
+    local began=$SECONDS runtime
+    timed "setup" setup
+    timed "images" images
+    timed "testcontainers" testcontainers
+    for runtime in axum actix; do
+        timed "brigade image $runtime" brigade_image "$runtime"
+        timed "stack $runtime" stack "$runtime"
+    done
+    clean
+    log "containers (issue 13 items 1-3) took $((SECONDS - began)) s in all"
+    [[ -z "$(podman ps -a -q)" ]] || { podman ps -a >&2; die "containers left behind"; }
+}
+
+case "${1:-}" in
+    ci) ci ;;
+    clean) clean ;;
+    testcontainers) testcontainers ;;
+    stack) stack "${2:?runtime}" ;;
+    compare) shift; compare_containers "${1:?runtimes, e.g. axum,actix}" "${@:2}" ;;
+    setup) setup ;;
+    base-image) base_image ;;
+    images) images ;;
+    brigade-image) brigade_image "${2:?runtime}" ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
+esac
