@@ -615,6 +615,14 @@ fn compare_external_loads_servers_it_did_not_start_and_reads_their_cpu_from_metr
         "{md}"
     );
     assert!(md.contains("- Server figures, axum: /metrics"), "{md}");
+    // Nothing claims compare restarted, sized or pinned servers it did not start.
+    assert!(
+        md.contains("the same servers for every run (--external)"),
+        "{md}"
+    );
+    assert!(md.contains("- Threads: the servers' own"), "{md}");
+    assert!(!md.contains("a fresh server per run"), "{md}");
+    assert!(!md.contains("worker(s)"), "{md}");
     // One verdict per scenario, as compare always gives.
     assert_eq!(report.scenarios.len(), 1);
 

@@ -165,7 +165,7 @@ pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String 
         } else {
             stores.join(", ")
         },
-        crate::run::SAMPLE_EVERY.as_millis()
+        crate::run::SCRAPE_EVERY.as_millis()
     )
 }
 

@@ -144,7 +144,15 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
                 .to_owned(),
         );
     }
-    if report.machine.cores <= 4 {
+    if report.machine.cores <= 4 && report.settings.external {
+        notes.push(format!(
+            "A {}-core machine: the servers ran where they were put outside compare (server CPUs \
+             {} as given), so this compares runtimes on a small slice of a machine, not how they \
+             scale across cores.",
+            report.machine.cores,
+            crate::pin::list(&t.cpus.server),
+        ));
+    } else if report.machine.cores <= 4 {
         notes.push(format!(
             "A {}-core machine: each server ran on {} CPU with {} worker(s), so this compares \
              runtimes on a small slice of a machine, not how they scale across cores.",

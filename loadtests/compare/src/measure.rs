@@ -10,7 +10,7 @@ use crate::pin::CpuPlan;
 use crate::plan::Planned;
 use crate::procstat::{self, ProcSample, ProcSeries, ProcUsage, Sampler, Source};
 use crate::report::{RunRecord, ServerRecord, StateReset};
-use crate::run::{SAMPLE_EVERY, STOP_GRACE};
+use crate::run::{SAMPLE_EVERY, SCRAPE_EVERY, STOP_GRACE};
 use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
@@ -331,7 +331,13 @@ pub fn sampled_sources(
     let mut all = sources.to_vec();
     all.extend_from_slice(companions);
     all.push(Source::Process(std::process::id()));
-    let sampler = Sampler::start_sources(&all, &cpu_sets, SAMPLE_EVERY);
+    // Scraping a server's /metrics costs it CPU: those runs are sampled less often.
+    let every = if all.iter().any(|s| matches!(s, Source::Metrics(_))) {
+        SCRAPE_EVERY
+    } else {
+        SAMPLE_EVERY
+    };
+    let sampler = Sampler::start_sources(&all, &cpu_sets, every);
     let outcome = load();
     let end_s = sampler.now_s();
     let recorded = sampler.finish();

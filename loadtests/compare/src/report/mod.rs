@@ -536,11 +536,21 @@ impl Report {
             lines: Vec::new(),
             command_line: s.command_line.clone(),
         };
+        let servers = if s.external {
+            "the servers' own (started outside compare, which set neither their workers nor their \
+             CPUs)"
+                .to_owned()
+        } else {
+            format!(
+                "every runtime `--workers {}` (as printed: {reported})",
+                t.server_workers
+            )
+        };
         out.line(
             "Threads",
             format!(
-                "every runtime `--workers {}` (as printed: {reported}); generator {} thread(s); {}",
-                t.server_workers, t.generator_threads, t.cpus.note
+                "{servers}; generator {} thread(s); {}",
+                t.generator_threads, t.cpus.note
             ),
         )
         .line(
