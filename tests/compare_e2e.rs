@@ -11,10 +11,11 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use brigade_compare::report::{json, markdown, Report};
+use brigade_compare::report::{json, markdown, Report, RunRecord};
 use brigade_compare::servers::{Listening, Preloaded};
 use brigade_compare::verdict::Outcome;
 use brigade_kit::conformance::TestClient;
+use brigade_load::result::LoadResult;
 
 /// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
 /// least 200 waiters before the fixtures, i.e. unless the preload is there.
@@ -53,6 +54,20 @@ fn compare(out: &Path, args: &[&str]) -> (Report, String) {
 }
 
 /// Checks what every compare report must show, whatever the store.
+/// The result of a run that finished (a failed run fails the test with its error).
+fn finished(run: &RunRecord) -> &LoadResult {
+    run.result
+        .as_ref()
+        .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error))
+}
+
+/// Checks that `run` finished with traffic and without an error.
+fn clean(run: &RunRecord) {
+    let result = finished(run);
+    assert!(result.total.requests > 0);
+    assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
+}
+
 fn check_report(report: &Report, out: &Path, check: &str, stdout: &str) {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -107,10 +122,7 @@ fn check_report(report: &Report, out: &Path, check: &str, stdout: &str) {
             }
             continue;
         }
-        let result = run
-            .result
-            .as_ref()
-            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
+        let result = finished(run);
         let total = &result.total;
         // Real traffic, but no speed goal: a debug build on a busy 2-core machine can be slow.
         assert!(
@@ -325,12 +337,7 @@ fn compare_learns_the_services_from_a_command_template_and_refuses_scenarios_for
     assert_eq!(report.settings.server_command, ONE_SERVICE);
     assert_eq!(report.runs.len(), 2);
     for run in &report.runs {
-        let result = run
-            .result
-            .as_ref()
-            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
-        assert!(result.total.requests > 0);
-        assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
+        clean(run);
     }
     for server in &report.servers {
         assert_eq!(server.urls.keys().collect::<Vec<_>>(), ["waiter"]);
@@ -584,12 +591,7 @@ fn compare_external_loads_servers_it_did_not_start_and_reads_their_cpu_from_metr
     assert_eq!(report.settings.store, "memory", "the store as /health says");
     assert_eq!(report.runs.len(), 4);
     for run in &report.runs {
-        let result = run
-            .result
-            .as_ref()
-            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
-        assert!(result.total.requests > 0);
-        assert_eq!(result.total.errors.total(), 0, "{:?}", result.total.errors);
+        clean(run);
         // CPU from the servers' /metrics: a loaded server used some.
         assert!(run.server.cpu_percent > 0.0, "{run:?}");
         assert!(run.server.peak_rss_mib > 1.0, "{run:?}");
@@ -1081,10 +1083,7 @@ fn compare_offers_one_open_loop_load_without_keepalive_to_every_runtime_and_gate
     assert_eq!((s.keepalive, s.rate, s.seed), (false, Some(40.0), Some(42)));
     assert_eq!(report.runs.len(), 2, "{stdout}");
     for run in &report.runs {
-        let result = run
-            .result
-            .as_ref()
-            .unwrap_or_else(|| panic!("{} failed: {:?}", run.runtime, run.error));
+        let result = finished(run);
         let settings = &result.settings;
         assert_eq!(
             (settings.keepalive, settings.rate, settings.seed),
