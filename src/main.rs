@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use brigade_kit::announce::{Announcement, Listening};
 use brigade_serve::{ServerCommand, Services};
 use brigade_services::ServiceName;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Which HTTP server runtime should my services run on? Brigade measures it.
 #[derive(Debug, Parser)]
@@ -110,7 +110,8 @@ fn restaurant() -> Services {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let command = Cli::command().mut_subcommand("study", brigade_compare::study::with_flag_index);
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Server(command) => command.run(&restaurant()),
         Command::Probe { url, timeout_ms } => probe(&url, Duration::from_millis(timeout_ms)),

@@ -30,6 +30,23 @@ pub struct StudyArgs {
     pub study: StudyCommand,
 }
 
+/// `brigade study --help` with, after the list of studies, each study's own flags (made from
+/// the studies' argument definitions, so it cannot drift from them): the flags a user reads in the
+/// docs (`brigade study storage --stores …`) are then found from the top-level help too.
+pub fn with_flag_index(study: clap::Command) -> clap::Command {
+    let mut index =
+        String::from("Each study's flags (`brigade study STUDY --help` for what they do):");
+    for sub in study.get_subcommands() {
+        let flags: Vec<String> = sub
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .collect();
+        index.push_str(&format!("\n  {:<8} {}", sub.get_name(), flags.join(" ")));
+    }
+    study.after_help(index)
+}
+
 /// The studies.
 #[derive(Debug, Clone, Subcommand)]
 pub enum StudyCommand {
@@ -122,4 +139,29 @@ pub(crate) fn stamp() -> String {
             "[year][month][day]-[hour][minute][second]"
         ))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::Args as _;
+
+    #[test]
+    fn the_study_help_lists_every_studys_own_flags() {
+        let mut study =
+            super::with_flag_index(super::StudyArgs::augment_args(clap::Command::new("study")));
+        let help = study.render_help().to_string();
+        for (name, flag) in [
+            ("storage", "--growth"),
+            ("rpc", "--iterations"),
+            ("sweep", "--sizes"),
+            ("inproc", "--calls"),
+            ("faults", "--faults"),
+        ] {
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(name) && l.contains("--"))
+                .unwrap_or_else(|| panic!("no flag line for {name} in\n{help}"));
+            assert!(line.contains(flag), "{line}");
+        }
+    }
 }
