@@ -71,6 +71,25 @@ impl Launch {
         Ok((launch, info))
     }
 
+    /// [`Launch::resolve`], and the runtimes to run: `runtimes` if given, else every one the binary
+    /// lists (none at all is an error).
+    pub fn resolve_runtimes(
+        binary: Option<&Path>,
+        server_command: Option<&str>,
+        runtimes: &[String],
+    ) -> Result<(Launch, ServerInfo, Vec<String>)> {
+        let (launch, info) = Launch::resolve(binary, server_command, !runtimes.is_empty())?;
+        let runtimes = if runtimes.is_empty() {
+            info.runtime_names()
+        } else {
+            runtimes.to_vec()
+        };
+        if runtimes.is_empty() {
+            bail!("no runtime to study: the binary lists none, give --runtimes");
+        }
+        Ok((launch, info, runtimes))
+    }
+
     /// The server binary (the one asked for its runtimes and version).
     pub fn binary(&self) -> &PathBuf {
         match self {

@@ -93,19 +93,11 @@ pub struct FaultsArgs {
 impl FaultsArgs {
     /// Resolves defaults (and `--quick`) into settings.
     pub fn settings(&self, registry: &Registry) -> Result<FaultsSettings> {
-        let (launch, info) = Launch::resolve(
+        let (launch, _, runtimes) = Launch::resolve_runtimes(
             self.binary.as_deref(),
             self.server_command.as_deref(),
-            !self.runtimes.is_empty(),
+            &self.runtimes,
         )?;
-        let runtimes = if self.runtimes.is_empty() {
-            info.runtime_names()
-        } else {
-            self.runtimes.clone()
-        };
-        if runtimes.is_empty() {
-            bail!("no runtime to study");
-        }
         let stores = if self.stores.is_empty() {
             let mut s = vec!["embedded".to_owned()];
             if self.mongodb_uri.is_some() {

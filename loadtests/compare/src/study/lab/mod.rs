@@ -118,19 +118,11 @@ pub struct Lab {
 impl LabArgs {
     /// Resolves the flags for `study`; `default_repeat` applies when `--repeat` is not given.
     pub fn lab(&self, study: &'static str, quick: bool, default_repeat: u32) -> Result<Lab> {
-        let (launch, info) = Launch::resolve(
+        let (launch, info, runtimes) = Launch::resolve_runtimes(
             self.binary.as_deref(),
             self.server_command.as_deref(),
-            !self.runtimes.is_empty(),
+            &self.runtimes,
         )?;
-        let runtimes = if self.runtimes.is_empty() {
-            info.runtime_names()
-        } else {
-            self.runtimes.clone()
-        };
-        if runtimes.is_empty() {
-            bail!("no runtime to study: the binary lists none, give --runtimes");
-        }
         launch.check("memory", false, runtimes.len())?;
         let repeat = self.repeat.unwrap_or(default_repeat);
         if repeat == 0 {
