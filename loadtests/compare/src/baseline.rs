@@ -1,22 +1,18 @@
-//! `brigade compare --baseline OLD/report.json`: every cell of this comparison (scenario × users ×
-//! preload × runtime) set against the same cell of a saved report, on throughput (successful hits/s)
-//! and on efficiency (server CPU µs per request), with the rule the verdicts use between runtimes:
-//! repeat `i` of this comparison is paired with repeat `i` of the baseline, and a cell has changed
-//! only when it moved the same way in every pair by a median at least the noise floor; anything
-//! less is within noise. Cells whose runs were generator-bound (throughput) or contended (either)
-//! on either side are not judged, for the reasons they name no winner in a comparison.
+//! `brigade compare --baseline OLD/report.json`: this comparison set against a saved one by the
+//! *ratios between runtimes*, the figures that noise cancels in: every judged comparison of this
+//! report (a cell's best runtime against another, on efficiency or throughput) is matched with the
+//! same cell and pair of the saved report, and the change of its ratio is judged by the verdicts'
+//! three-way rule (its interval from both intervals, combined in log space). The runtimes' absolute
+//! figures stand beside, marked as measured at another time: a machine drifts between two days far
+//! more than two runtimes differ in one second, so absolutes are shown, never judged.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{self, Report, RunRecord};
-use crate::verdict::{self, figure, Measure, Outcome, RuntimeFigures};
-
-/// The name this comparison goes by in the baseline's verdicts.
-const NOW: &str = "this run";
-/// The name the saved report goes by.
-const BEFORE: &str = "the baseline";
+use crate::judge::{Comparison, ComparisonOutcome};
+use crate::report::{self, Report};
+use crate::verdict::{figure, Measure, Rule};
 
 /// This comparison against a saved one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,62 +23,64 @@ pub struct Baseline {
     pub started_at: String,
     /// The machine it ran on, in words.
     pub machine: String,
-    /// Every cell found in both, in this comparison's order.
+    /// Every comparison found in both, in this report's order.
     pub cells: Vec<CellChange>,
-    /// Cells of this comparison the baseline does not have (`scenario, N users, preload P, runtime`).
+    /// Comparisons of this report the baseline does not have (`measure scenario N users: a vs b`).
     pub missing: Vec<String>,
     /// Settings that differ between the two (each a sentence), which may explain a change.
     pub differences: Vec<String>,
 }
 
-/// One cell against the baseline.
+/// One comparison's ratio against the baseline's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellChange {
+    /// What is compared.
+    pub measure: Measure,
     /// The scenario.
     pub scenario: String,
-    /// Closed-loop users (open loop: connections).
+    /// Users (closed loop) or connections per runtime (side by side).
     pub users: u32,
     /// Documents preloaded per collection.
     pub preload: u64,
-    /// The runtime.
-    pub runtime: String,
-    /// Successful hits/s.
-    pub throughput: Change,
-    /// Server CPU µs per request.
-    pub efficiency: Change,
-}
-
-/// How one figure moved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Change {
-    /// The baseline's median.
+    /// The side-by-side level, for efficiency.
+    #[serde(default)]
+    pub level: Option<String>,
+    /// The better runtime now.
+    pub a: String,
+    /// The other.
+    pub b: String,
+    /// The ratio (a better when > 1) in the baseline.
     pub before: f64,
-    /// This comparison's median.
+    /// The ratio now.
     pub after: f64,
-    /// `after` against `before`, percent (0 when there is no `before`).
+    /// `after ÷ before − 1`, percent.
     pub change_pct: f64,
-    /// Better, worse, within noise, or not judged.
+    /// The interval of that change, percent.
+    pub ci_pct: Option<(f64, f64)>,
+    /// Changed, the same, undecided, or not judged.
     pub call: Call,
-    /// Why, with the paired numbers.
+    /// The absolute figures of `a` and `b`, then and now (measured at another time), in words.
+    pub absolute: String,
+    /// Why, in words.
     pub reason: String,
 }
 
-/// What a change amounts to.
+/// What a change of ratio amounts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
-    /// Better in every pair, by at least the noise floor (more hits/s, or less CPU per request).
-    Better,
-    /// Worse in every pair, by at least the noise floor.
-    Worse,
-    /// Neither.
-    WithinNoise,
-    /// Generator-bound, contended, or without figures on one side.
+    /// The whole interval of the change lies beyond the margin.
+    Changed,
+    /// The whole interval lies inside the margin.
+    Same,
+    /// The interval straddles the margin.
+    Undecided,
+    /// No interval on one side.
     NotJudged,
 }
 
-impl Change {
-    /// `+12.3% better`, `-4.0% within noise`, `not judged`.
+impl CellChange {
+    /// `+3.1% changed`, `-0.4% same`, `not judged`.
     pub fn label(&self) -> String {
         match self.call {
             Call::NotJudged => "not judged".to_owned(),
@@ -90,9 +88,9 @@ impl Change {
                 "{:+.1}% {}",
                 self.change_pct,
                 match call {
-                    Call::Better => "better",
-                    Call::Worse => "worse",
-                    _ => "within noise",
+                    Call::Changed => "changed",
+                    Call::Same => "same",
+                    _ => "undecided",
                 }
             ),
         }
@@ -109,47 +107,137 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
     report::json::read(&file)
 }
 
-/// Sets `now` against `before` (read from `path`) cell by cell.
-pub fn compare(now: &Report, before: &Report, path: &Path, noise_floor_pct: f64) -> Baseline {
+/// `c`'s ratio and interval with `a` and `b` as given (flipped when the saved report had them the
+/// other way round).
+fn oriented(c: &Comparison, a: &str, b: &str) -> Option<(f64, f64, f64)> {
+    let (r, lo, hi) = (c.ratio?, c.ci_low?, c.ci_high?);
+    if c.a == a && c.b == b {
+        Some((r, lo, hi))
+    } else if c.a == b && c.b == a {
+        Some((1.0 / r, 1.0 / hi, 1.0 / lo))
+    } else {
+        None
+    }
+}
+
+/// The mean figure of `runtime` in the comparison's cell of `report`, in words.
+fn absolute(report: &Report, c: &Comparison, runtime: &str) -> String {
+    match c.measure {
+        Measure::Efficiency => report
+            .side_by_side
+            .iter()
+            .filter(|s| s.scenario == c.scenario && s.users == c.users && s.preload == c.preload && Some(&s.level) == c.level.as_ref())
+            .flat_map(|s| &s.runtimes)
+            .find(|r| r.runtime == runtime)
+            .map(|r| format!("{} µs", figure(r.cpu_us_per_request))),
+        Measure::Throughput => report
+            .rows
+            .iter()
+            .find(|r| r.scenario == c.scenario && r.users == c.users && r.preload == c.preload && r.runtime == runtime)
+            .map(|r| format!("{}/s", figure(r.ok_per_s))),
+    }
+    .unwrap_or_else(|| "?".to_owned())
+}
+
+/// The change of `c`'s ratio against the same comparison `then` of the saved report.
+fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> CellChange {
+    let mut change = CellChange {
+        measure: c.measure,
+        scenario: c.scenario.clone(),
+        users: c.users,
+        preload: c.preload,
+        level: c.level.clone(),
+        a: c.a.clone(),
+        b: c.b.clone(),
+        before: 0.0,
+        after: c.ratio.unwrap_or(0.0),
+        change_pct: 0.0,
+        ci_pct: None,
+        call: Call::NotJudged,
+        absolute,
+        reason: String::new(),
+    };
+    let (Some((r0, lo0, hi0)), Some(r1), Some(lo1), Some(hi1)) =
+        (oriented(then, &c.a, &c.b), c.ratio, c.ci_low, c.ci_high)
+    else {
+        change.reason = "no interval on one side".to_owned();
+        return change;
+    };
+    change.before = r0;
+    // The change of ratio in log space: centre ln(r1/r0), half-width from both halves in
+    // quadrature (the two comparisons were measured independently).
+    let half = |lo: f64, hi: f64| (hi.ln() - lo.ln()) / 2.0;
+    let centre = (r1 / r0).ln();
+    let width = (half(lo0, hi0).powi(2) + half(lo1, hi1).powi(2)).sqrt();
+    let interval = brigade_stats::Interval {
+        ratio: centre.exp(),
+        ci_low: (centre - width).exp(),
+        ci_high: (centre + width).exp(),
+        samples: c.samples,
+        confidence: rule.confidence(),
+    };
+    let margin = rule.margin_pct(c.measure) / 100.0;
+    let (outcome, _) = brigade_stats::three_way_oriented(&interval, margin);
+    change.change_pct = (interval.ratio - 1.0) * 100.0;
+    change.ci_pct = Some((
+        (interval.ci_low - 1.0) * 100.0,
+        (interval.ci_high - 1.0) * 100.0,
+    ));
+    change.call = match outcome {
+        brigade_stats::Outcome::Win => Call::Changed,
+        brigade_stats::Outcome::Equivalent => Call::Same,
+        brigade_stats::Outcome::Undecided => Call::Undecided,
+    };
+    change.reason = format!(
+        "{}'s lead over {} was {:+.1}%, is {:+.1}% ({:.0}% CI of the change {:+.1}…{:+.1}%, margin ±{:.0}%)",
+        c.a,
+        c.b,
+        (r0 - 1.0) * 100.0,
+        (r1 - 1.0) * 100.0,
+        rule.confidence_pct,
+        (interval.ci_low - 1.0) * 100.0,
+        (interval.ci_high - 1.0) * 100.0,
+        rule.margin_pct(c.measure)
+    );
+    if c.outcome == ComparisonOutcome::NotJudged || then.outcome == ComparisonOutcome::NotJudged {
+        change.call = Call::NotJudged;
+    }
+    change
+}
+
+/// Sets `now` against `before` (read from `path`), comparison by comparison.
+pub fn compare(now: &Report, before: &Report, path: &Path, rule: &Rule) -> Baseline {
     let mut cells = Vec::new();
     let mut missing = Vec::new();
-    for row in &now.rows {
-        let key = |r: &&RunRecord| {
-            r.scenario == row.scenario
-                && r.users == row.users
-                && r.preload == row.preload
-                && r.runtime == row.runtime
-        };
-        let mine: Vec<&RunRecord> = now.runs.iter().filter(key).collect();
-        let theirs: Vec<&RunRecord> = before.runs.iter().filter(key).collect();
+    for c in &now.comparisons {
         let name = format!(
-            "{}, {} users, preload {}, {}",
-            row.scenario, row.users, row.preload, row.runtime
-        );
-        if theirs.is_empty() {
+            "{:?} {} {} users{}: {} vs {}",
+            c.measure,
+            c.scenario,
+            c.users,
+            c.level.as_deref().map(|l| format!(" at {l}")).unwrap_or_default(),
+            c.a,
+            c.b
+        )
+        .to_lowercase();
+        let Some(then) = before
+            .comparisons
+            .iter()
+            .find(|t| t.same_cell(c) && oriented(t, &c.a, &c.b).is_some())
+        else {
             missing.push(name);
             continue;
-        }
-        cells.push(CellChange {
-            scenario: row.scenario.clone(),
-            users: row.users,
-            preload: row.preload,
-            runtime: row.runtime.clone(),
-            throughput: change(
-                &mine,
-                &theirs,
-                &RunRecord::ok_per_s,
-                Measure::Throughput,
-                noise_floor_pct,
-            ),
-            efficiency: change(
-                &mine,
-                &theirs,
-                &RunRecord::server_cpu_us_per_request,
-                Measure::Efficiency,
-                noise_floor_pct,
-            ),
-        });
+        };
+        let absolute = format!(
+            "{}: {} then, {} now; {}: {} then, {} now (measured at another time)",
+            c.a,
+            absolute(before, then, &c.a),
+            absolute(now, c, &c.a),
+            c.b,
+            absolute(before, then, &c.b),
+            absolute(now, c, &c.b)
+        );
+        cells.push(change(c, then, absolute, rule));
     }
     Baseline {
         path: path.display().to_string(),
@@ -161,57 +249,6 @@ pub fn compare(now: &Report, before: &Report, path: &Path, noise_floor_pct: f64)
         cells,
         missing,
         differences: differences(now, before),
-    }
-}
-
-/// One figure of one cell, this comparison's runs against the baseline's, paired by repeat.
-fn change(
-    mine: &[&RunRecord],
-    theirs: &[&RunRecord],
-    value: &dyn Fn(&RunRecord) -> Option<f64>,
-    measure: Measure,
-    noise_floor_pct: f64,
-) -> Change {
-    let figures = |name: &str, runs: &[&RunRecord]| {
-        let repeats = runs
-            .iter()
-            .map(|r| r.repeat as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let mut values = vec![None; repeats];
-        for run in runs {
-            values[run.repeat as usize] = value(run);
-        }
-        RuntimeFigures {
-            runtime: name.to_owned(),
-            values,
-            generator_bound: runs.iter().find_map(|r| r.generator_bound.clone()),
-            contended: runs.iter().find_map(|r| r.contended.clone()),
-        }
-    };
-    let now = figures(NOW, mine);
-    let before = figures(BEFORE, theirs);
-    let median = |f: &RuntimeFigures| {
-        verdict::median(&f.values.iter().flatten().copied().collect::<Vec<_>>())
-    };
-    let (after_median, before_median) = (median(&now), median(&before));
-    let judged = verdict::judge_cell_on(&[now, before], noise_floor_pct, measure);
-    let call = match &judged.outcome {
-        Outcome::Winner { runtime, .. } if runtime == NOW => Call::Better,
-        Outcome::Winner { .. } => Call::Worse,
-        Outcome::Tie { .. } => Call::WithinNoise,
-        Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData => Call::NotJudged,
-    };
-    Change {
-        before: before_median,
-        after: after_median,
-        change_pct: if before_median > 0.0 {
-            (after_median / before_median - 1.0) * 100.0
-        } else {
-            0.0
-        },
-        call,
-        reason: judged.reason,
     }
 }
 
@@ -262,49 +299,46 @@ fn differences(now: &Report, before: &Report) -> Vec<String> {
 }
 
 /// The header of the baseline table.
-pub const HEADER: [&str; 11] = [
+pub const HEADER: [&str; 10] = [
+    "measure",
     "scenario",
     "users",
-    "preload",
-    "runtime",
-    "hits/s before",
-    "hits/s now",
-    "throughput",
-    "CPU µs/req before",
-    "CPU µs/req now",
-    "efficiency",
+    "level",
+    "runtimes",
+    "lead before",
+    "lead now",
+    "change",
+    "absolute figures",
     "why",
 ];
 
-/// One cell's line in the baseline table.
+/// One comparison's line in the baseline table.
 pub fn cells(change: &CellChange) -> Vec<String> {
     vec![
+        format!("{:?}", change.measure).to_lowercase(),
         change.scenario.clone(),
         change.users.to_string(),
-        change.preload.to_string(),
-        change.runtime.clone(),
-        figure(change.throughput.before),
-        figure(change.throughput.after),
-        change.throughput.label(),
-        figure(change.efficiency.before),
-        figure(change.efficiency.after),
-        change.efficiency.label(),
-        format!(
-            "throughput: {}; efficiency: {}",
-            change.throughput.reason, change.efficiency.reason
-        ),
+        change.level.clone().unwrap_or_else(|| "isolated".to_owned()),
+        format!("{} vs {}", change.a, change.b),
+        format!("{:+.1}%", (change.before - 1.0) * 100.0),
+        format!("{:+.1}%", (change.after - 1.0) * 100.0),
+        change.label(),
+        change.absolute.clone(),
+        change.reason.clone(),
     ]
 }
 
 /// The rule, in words, under the table.
-pub fn rule(noise_floor_pct: f64) -> String {
+pub fn rule(rule: &Rule) -> String {
     format!(
-        "Each cell is set against the same cell of the baseline, repeat i against repeat i: it \
-         changed when it moved the same way in every pair by a median of at least \
-         {noise_floor_pct:.0}% (the noise floor), the rule the verdicts between runtimes use; \
-         anything less is within noise. Throughput is successful hits/s (higher is better), \
-         efficiency the server's CPU µs per request (lower is better). Generator-bound or \
-         contended cells are not judged."
+        "Each comparison's ratio between two runtimes is set against the same comparison of the \
+         baseline: it changed when the whole {:.0}% interval of the change lies beyond the margin \
+         (±{:.0}% efficiency, ±{:.0}% throughput), is the same when it lies inside, and is undecided \
+         otherwise — the three-way rule of the verdicts. Absolute figures were measured at another \
+         time and are shown, not judged.",
+        rule.confidence_pct,
+        rule.margin_pct(Measure::Efficiency),
+        rule.margin_pct(Measure::Throughput)
     )
 }
 
@@ -312,60 +346,48 @@ pub fn rule(noise_floor_pct: f64) -> String {
 mod tests {
     use super::*;
 
-    fn figures(values: &[f64]) -> Vec<Option<f64>> {
-        values.iter().copied().map(Some).collect()
-    }
-
-    fn call(now: &[f64], before: &[f64], measure: Measure) -> Call {
-        let judged = verdict::judge_cell_on(
-            &[
-                RuntimeFigures {
-                    runtime: NOW.into(),
-                    values: figures(now),
-                    generator_bound: None,
-                    contended: None,
-                },
-                RuntimeFigures {
-                    runtime: BEFORE.into(),
-                    values: figures(before),
-                    generator_bound: None,
-                    contended: None,
-                },
-            ],
-            5.0,
-            measure,
-        );
-        match &judged.outcome {
-            Outcome::Winner { runtime, .. } if runtime == NOW => Call::Better,
-            Outcome::Winner { .. } => Call::Worse,
-            Outcome::Tie { .. } => Call::WithinNoise,
-            _ => Call::NotJudged,
+    fn comparison(a: &str, b: &str, ratio: f64, half: f64) -> Comparison {
+        Comparison {
+            measure: Measure::Efficiency,
+            scenario: "waiter".into(),
+            users: 10,
+            preload: 0,
+            level: Some("40%".into()),
+            rate_per_s: Some(1000.0),
+            store: "embedded".into(),
+            a: a.into(),
+            b: b.into(),
+            ratio: Some(ratio),
+            ci_low: Some(ratio - half),
+            ci_high: Some(ratio + half),
+            confidence_pct: 95.0,
+            margin_pct: 2.0,
+            samples: 20,
+            outcome: ComparisonOutcome::Win,
+            reason: None,
+            samples_to_decide: None,
+            sentence: String::new(),
         }
     }
 
     #[test]
-    fn a_change_needs_every_pair_and_the_noise_floor() {
-        assert_eq!(
-            call(&[1100.0, 1120.0], &[1000.0, 1000.0], Measure::Throughput),
-            Call::Better
-        );
-        assert_eq!(
-            call(&[900.0, 910.0], &[1000.0, 1000.0], Measure::Throughput),
-            Call::Worse
-        );
-        // Ahead in one pair only, or by less than the floor: noise.
-        assert_eq!(
-            call(&[1300.0, 990.0], &[1000.0, 1000.0], Measure::Throughput),
-            Call::WithinNoise
-        );
-        assert_eq!(
-            call(&[1020.0, 1030.0], &[1000.0, 1000.0], Measure::Throughput),
-            Call::WithinNoise
-        );
-        // Less CPU per request is better.
-        assert_eq!(
-            call(&[8.0, 8.1], &[10.0, 10.0], Measure::Efficiency),
-            Call::Better
-        );
+    fn a_ratio_that_held_is_the_same_and_one_that_moved_far_has_changed() {
+        let rule = Rule::default();
+        let before = comparison("hyper", "actix", 1.096, 0.005);
+        let same = comparison("hyper", "actix", 1.094, 0.005);
+        let moved = comparison("hyper", "actix", 1.20, 0.005);
+        let c = change(&same, &before, String::new(), &rule);
+        assert_eq!(c.call, Call::Same, "{c:?}");
+        let c = change(&moved, &before, String::new(), &rule);
+        assert_eq!(c.call, Call::Changed, "{c:?}");
+        // The saved report had the pair the other way round: it is flipped, not missed.
+        let flipped = comparison("actix", "hyper", 1.0 / 1.096, 0.004);
+        assert!(oriented(&flipped, "hyper", "actix").is_some());
+        let c = change(&same, &flipped, String::new(), &rule);
+        assert_eq!(c.call, Call::Same, "{c:?}");
+        // A wide interval on either side leaves the change undecided.
+        let wide = comparison("hyper", "actix", 1.12, 0.06);
+        assert_eq!(change(&wide, &before, String::new(), &rule).call, Call::Undecided);
+        assert!(oriented(&comparison("axum", "warp", 1.05, 0.01), "hyper", "actix").is_none());
     }
 }

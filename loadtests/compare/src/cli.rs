@@ -22,8 +22,15 @@ pub const DEFAULT_USERS: &str = "10,20,30";
 pub const DEFAULT_DURATION: &str = "3s";
 /// Warm-up per run by default.
 pub const DEFAULT_WARMUP: &str = "500ms";
-/// Repeats per cell by default.
-pub const DEFAULT_REPEAT: u32 = 2;
+/// Isolated runs per cell by default: one, since efficiency is judged side by side and throughput
+/// from the run's seconds.
+pub const DEFAULT_REPEAT: u32 = 1;
+/// Extra time for undecided side-by-side levels by default.
+pub const DEFAULT_BUDGET: &str = "2m";
+/// Side-by-side load levels by default, shares of the server CPUs in total.
+pub const DEFAULT_LEVELS: [f64; 2] = [0.4, 0.8];
+/// `--quick`: one side-by-side load level.
+pub const QUICK_LEVELS: [f64; 1] = [0.6];
 /// `--quick`: user counts.
 pub const QUICK_USERS: &str = "10";
 /// `--quick`: measured time per run.
@@ -34,9 +41,14 @@ pub const QUICK_WARMUP: &str = "500ms";
 /// Arguments of `brigade compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Runtimes to compare, comma-separated [default: every runtime the binary has]
+    /// Runtimes to compare, comma-separated; one named twice is compared with itself (the second
+    /// is reported as `hyper#2`) [default: every runtime the binary has]
     #[arg(long, value_delimiter = ',')]
     pub runtimes: Vec<String>,
+    /// Calibration: plant a known CPU cost per request in one runtime's servers, as NAME=µs (e.g.
+    /// `hyper#2=5`; `serve --handicap-us`); repeatable
+    #[arg(long = "handicap", value_name = "NAME=US")]
+    pub handicaps: Vec<String>,
     /// Store every service uses: embedded, memory or mongo
     #[arg(long, default_value = "embedded")]
     pub store: String,
@@ -60,10 +72,30 @@ pub struct CompareArgs {
     /// Warm-up per run, not counted [default: 500ms; --quick: 500ms]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub warmup: Option<Duration>,
-    /// Runs per runtime, scenario and user count; verdicts use the median and spread
-    /// [default: 2; --quick: 1]
+    /// Isolated runs per runtime, scenario and user count [default: 1]
     #[arg(long)]
     pub repeat: Option<u32>,
+    /// Side by side: offer every runtime these rates (requests/s each, comma-separated) instead of
+    /// the default load levels (about 40% and 80% of the server CPUs, from the isolated runs)
+    #[arg(long, value_delimiter = ',', value_name = "R[,R...]")]
+    pub side_by_side_rates: Vec<f64>,
+    /// Side by side: measured 1-second windows per load level [default: 10]
+    #[arg(long, value_name = "N")]
+    pub windows: Option<u32>,
+    /// Side by side: seconds of extra load after the windows in which `perf stat` counts syscalls
+    /// and context switches (0: no counts) [default: 2]
+    #[arg(long, value_name = "S")]
+    pub count_seconds: Option<u32>,
+    /// Keep adding windows to undecided side-by-side levels until they decide or this much extra
+    /// time is spent [default: 2m; --quick: 0s]
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub budget: Option<Duration>,
+    /// No side-by-side runs: isolated runs only (no efficiency verdicts)
+    #[arg(long, conflicts_with = "no_isolated")]
+    pub no_side_by_side: bool,
+    /// No isolated runs: side by side only (needs --side-by-side-rates; no throughput verdicts)
+    #[arg(long, requires = "side_by_side_rates")]
+    pub no_isolated: bool,
     /// Worker threads for every runtime [default: the number of server CPUs]
     #[arg(long)]
     pub workers: Option<u32>,
@@ -73,9 +105,13 @@ pub struct CompareArgs {
     /// Per-request timeout
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
     pub timeout: Duration,
-    /// Leads under this percentage are ties
-    #[arg(long, default_value_t = verdict::DEFAULT_NOISE_FLOOR_PCT)]
-    pub noise_floor: f64,
+    /// Equivalence margin, percent, for every measure: a ratio whose whole interval lies inside
+    /// ±PCT is equivalent, beyond it a win [default: 2 for efficiency, 5 for throughput]
+    #[arg(long, value_name = "PCT")]
+    pub equivalence: Option<f64>,
+    /// Confidence level of the intervals, percent
+    #[arg(long, value_name = "PCT", default_value_t = verdict::DEFAULT_CONFIDENCE_PCT)]
+    pub confidence: f64,
     /// Where to write report.json, report.md, report.html and the server logs
     /// [default: results/compare-<UTC timestamp>]
     #[arg(long)]
@@ -145,13 +181,84 @@ pub struct CompareArgs {
     /// servers were run
     #[arg(long = "setup-note", value_name = "LABEL=TEXT")]
     pub setup_notes: Vec<String>,
-    /// Run nothing: re-judge the report in DIR (its report.json) with the current rules and
-    /// --noise-floor, and rewrite its report.json, report.md and report.html
+    /// Run nothing: re-judge the report in DIR (its report.json) with the current rules,
+    /// --equivalence and --confidence, and rewrite its report.json, report.md and report.html
     #[arg(long, value_name = "DIR")]
     pub rejudge: Option<PathBuf>,
 }
 
 impl CompareArgs {
+    /// The verdicts' rule these flags ask for.
+    pub fn rule(&self) -> anyhow::Result<verdict::Rule> {
+        if let Some(pct) = self.equivalence {
+            if !(pct.is_finite() && pct > 0.0 && pct < 100.0) {
+                bail!("--equivalence must be a percentage above 0 and below 100");
+            }
+        }
+        if !(self.confidence.is_finite() && self.confidence >= 50.0 && self.confidence < 100.0) {
+            bail!("--confidence must be a percentage from 50 to below 100");
+        }
+        Ok(verdict::Rule {
+            equivalence_pct: self.equivalence,
+            confidence_pct: self.confidence,
+        })
+    }
+
+    /// The side-by-side settings these flags ask for.
+    fn side(&self, external: bool) -> anyhow::Result<crate::side::SideSettings> {
+        for &rate in &self.side_by_side_rates {
+            if !(rate.is_finite() && rate > 0.0) {
+                bail!("--side-by-side-rates must be positive numbers of requests per second");
+            }
+        }
+        if self.windows == Some(0) {
+            bail!("--windows must be at least 1");
+        }
+        let budget = self.budget.unwrap_or_else(|| {
+            if self.quick {
+                Duration::ZERO
+            } else {
+                humantime::parse_duration(DEFAULT_BUDGET).expect("a valid default")
+            }
+        });
+        Ok(crate::side::SideSettings {
+            enabled: !self.no_side_by_side && !external,
+            levels: if self.quick {
+                QUICK_LEVELS.to_vec()
+            } else {
+                DEFAULT_LEVELS.to_vec()
+            },
+            rates: (!self.side_by_side_rates.is_empty()).then(|| self.side_by_side_rates.clone()),
+            windows: self.windows.unwrap_or(10),
+            count_s: self.count_seconds.unwrap_or(2),
+            budget,
+            ..crate::side::SideSettings::default()
+        })
+    }
+
+    /// The `--handicap NAME=US` flags, checked against the runtimes compared.
+    fn handicaps(&self, runtimes: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+        let mut out = std::collections::BTreeMap::new();
+        for text in &self.handicaps {
+            let (name, us) = text
+                .split_once('=')
+                .with_context(|| format!("--handicap {text:?}: expected NAME=US, e.g. hyper#2=5"))?;
+            let us: u64 = us
+                .trim()
+                .parse()
+                .with_context(|| format!("--handicap {text:?}: {us:?} is not a whole number of µs"))?;
+            let name = name.trim();
+            if !runtimes.iter().any(|r| r == name) {
+                bail!(
+                    "--handicap {text:?}: {name} is not among the runtimes compared ({})",
+                    runtimes.join(", ")
+                );
+            }
+            out.insert(name.to_owned(), us);
+        }
+        Ok(out)
+    }
+
     /// Resolves defaults (and `--quick`) into settings; `registry` holds the scenarios known by
     /// name and those run by default.
     pub fn settings(&self, registry: &Registry) -> anyhow::Result<CompareSettings> {
@@ -191,8 +298,14 @@ impl CompareArgs {
         } else if self.runtimes.is_empty() {
             server_info.runtime_names()
         } else {
-            self.runtimes.clone()
+            crate::settings::label_runtimes(&self.runtimes)
         };
+        let handicaps = self.handicaps(&runtimes)?;
+        if !handicaps.is_empty() && !external.is_empty() {
+            bail!("--handicap needs servers compare starts; it cannot reach --external ones");
+        }
+        let side = self.side(!external.is_empty())?;
+        let rule = self.rule()?;
         let setup_notes = self
             .setup_notes
             .iter()
@@ -291,6 +404,7 @@ impl CompareArgs {
             server_info,
             registry: registry.clone(),
             runtimes,
+            handicaps,
             store: self.store.clone(),
             mongodb_uri: self.mongodb_uri.clone(),
             scenarios,
@@ -298,13 +412,13 @@ impl CompareArgs {
             preloads,
             duration,
             warmup,
-            repeat: self
-                .repeat
-                .unwrap_or(if self.quick { 1 } else { DEFAULT_REPEAT }),
+            repeat: self.repeat.unwrap_or(DEFAULT_REPEAT),
+            isolated: !self.no_isolated,
+            side,
             workers: self.workers,
             threads: self.threads,
             timeout: self.timeout,
-            noise_floor_pct: self.noise_floor,
+            rule,
             cpus,
             out_dir,
             quick: self.quick,
@@ -332,7 +446,7 @@ fn uri_database(uri: &str) -> Option<&str> {
 /// the summary on the terminal.
 pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     if let Some(dir) = &args.rejudge {
-        let report = crate::rejudge(dir, args.noise_floor)?;
+        let report = crate::rejudge(dir, &args.rule()?)?;
         println!("{}", markdown::summary(&report));
         println!(
             "Rewrote {} (report.md, report.json, report.html)",

@@ -1,15 +1,510 @@
-//! The verdicts of a comparison from its runs: every cell (scenario × users × preload) judged on
-//! throughput and on efficiency, every scenario from its cells, and the caveats a reader should know;
-//! and `--rejudge`, which derives all of them again from a written report.
+//! The verdicts of a comparison from what it measured: every side-by-side level judged on
+//! efficiency, every isolated cell on throughput, both by the three-way rule of [`crate::verdict`];
+//! every scenario from its cells; the caveats a reader should know; and `--rejudge`, which derives
+//! all of them again from a written report.
 
-use crate::report::{self, CellVerdict, Report, RunRecord, ScenarioVerdict};
-use crate::verdict::{self, CellAt, CpuShape, Measure, RuntimeFigures};
+use brigade_stats::{Interval, Outcome as Three};
+use serde::{Deserialize, Serialize};
 
-/// Re-judges the report in `dir` (its `report.json`) with the current rules and `noise_floor_pct`,
-/// and rewrites its three files: every flag, row, verdict and note is derived again from the
-/// recorded runs; nothing is run. Reports written before a field existed read with its default
-/// (no preload, no efficiency verdict), and gain what can be derived from their runs.
-pub fn rejudge(dir: &std::path::Path, noise_floor_pct: f64) -> anyhow::Result<Report> {
+use crate::report::{self, CellVerdict, LevelVerdict, Report, RunRecord, ScenarioVerdict};
+use crate::side::SideCell;
+use crate::verdict::{self, CellAt, CpuShape, Measure, Outcome, Rule, Verdict};
+
+/// The seed of every bootstrap: a verdict is a function of its figures alone, so `--rejudge`
+/// gives the same intervals.
+const BOOTSTRAP_SEED: u64 = 0x5EED_B007;
+
+/// What a judged comparison came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComparisonOutcome {
+    /// The whole interval lies beyond the margin: `a` is better.
+    Win,
+    /// The whole interval lies inside the margin.
+    Equivalent,
+    /// The interval straddles the margin.
+    Undecided,
+    /// No interval could be made or trusted (see `reason`).
+    NotJudged,
+}
+
+/// One judged comparison: the best runtime of a cell (`a`) against another (`b`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// What is compared.
+    pub measure: Measure,
+    /// The scenario.
+    pub scenario: String,
+    /// Users (closed loop) or connections per runtime (side by side).
+    pub users: u32,
+    /// Documents preloaded per collection.
+    pub preload: u64,
+    /// The side-by-side load level (`40%`), for efficiency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// The offered rate per runtime at that level, requests/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// The store every service used.
+    pub store: String,
+    /// The better runtime.
+    pub a: String,
+    /// The other runtime.
+    pub b: String,
+    /// > 1 means `a` is better: b's cost ÷ a's (efficiency), a's rate ÷ b's (throughput).
+    pub ratio: Option<f64>,
+    /// The interval's low end, on the same scale.
+    pub ci_low: Option<f64>,
+    /// The interval's high end.
+    pub ci_high: Option<f64>,
+    /// The confidence level, percent.
+    pub confidence_pct: f64,
+    /// The equivalence margin, percent.
+    pub margin_pct: f64,
+    /// Windows (efficiency) or seconds of isolated runs per runtime (throughput).
+    pub samples: usize,
+    /// The three-way outcome.
+    pub outcome: ComparisonOutcome,
+    /// Why it was not judged, if it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For an undecided comparison, about how many samples in all would likely decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_to_decide: Option<usize>,
+    /// The verdict line.
+    pub sentence: String,
+}
+
+impl Comparison {
+    /// Whether this comparison and `other` are of the same cell and runtimes (for `--baseline`).
+    pub fn same_cell(&self, other: &Comparison) -> bool {
+        self.measure == other.measure
+            && self.scenario == other.scenario
+            && self.users == other.users
+            && self.preload == other.preload
+            && self.level == other.level
+    }
+}
+
+/// The cell key of a comparison, as the judge fills it in.
+struct Key<'a> {
+    scenario: &'a str,
+    users: u32,
+    preload: u64,
+    level: Option<&'a str>,
+    rate_per_s: Option<f64>,
+    store: &'a str,
+}
+
+/// How a unit of samples is named in a verdict line.
+fn sample_words(measure: Measure, n: usize) -> String {
+    match measure {
+        Measure::Efficiency => format!("{n} windows"),
+        Measure::Throughput => format!("{n} s of isolated runs each"),
+    }
+}
+
+/// `(1.096, 1.091, 1.101)` → `9.6% (95% CI 9.1–10.1%)`.
+fn pct_with_ci(iv: &Interval, confidence_pct: f64) -> String {
+    format!(
+        "{:.1}% ({confidence_pct:.0}% CI {:.1}–{:.1}%",
+        (iv.ratio - 1.0) * 100.0,
+        (iv.ci_low - 1.0) * 100.0,
+        (iv.ci_high - 1.0) * 100.0
+    )
+}
+
+/// One comparison of `a` (better) with `b` from their interval, judged by the three-way rule.
+fn judged(
+    measure: Measure,
+    key: &Key<'_>,
+    a: &str,
+    b: &str,
+    interval: Option<Interval>,
+    rule: &Rule,
+) -> Comparison {
+    let margin_pct = rule.margin_pct(measure);
+    let margin = margin_pct / 100.0;
+    let confidence_pct = rule.confidence_pct;
+    let mut comparison = Comparison {
+        measure,
+        scenario: key.scenario.to_owned(),
+        users: key.users,
+        preload: key.preload,
+        level: key.level.map(str::to_owned),
+        rate_per_s: key.rate_per_s,
+        store: key.store.to_owned(),
+        a: a.to_owned(),
+        b: b.to_owned(),
+        ratio: None,
+        ci_low: None,
+        ci_high: None,
+        confidence_pct,
+        margin_pct,
+        samples: 0,
+        outcome: ComparisonOutcome::NotJudged,
+        reason: None,
+        samples_to_decide: None,
+        sentence: String::new(),
+    };
+    let Some(iv) = interval else {
+        comparison.reason = Some("too few samples for an interval".to_owned());
+        comparison.sentence = format!("{a} vs {b}: not judged, too few samples for an interval");
+        return comparison;
+    };
+    comparison.ratio = Some(iv.ratio);
+    comparison.ci_low = Some(iv.ci_low);
+    comparison.ci_high = Some(iv.ci_high);
+    comparison.samples = iv.samples;
+    let how = pct_with_ci(&iv, confidence_pct);
+    let samples = sample_words(measure, iv.samples);
+    let claim = match measure {
+        Measure::Efficiency => format!("{b} spends {how}, {samples}) more CPU per request than {a}"),
+        Measure::Throughput => format!("{a} answers {how}, {samples}) more successful hits/s than {b}"),
+    };
+    comparison.outcome = match brigade_stats::three_way(&iv, margin) {
+        Three::Win => ComparisonOutcome::Win,
+        Three::Equivalent => ComparisonOutcome::Equivalent,
+        Three::Undecided => ComparisonOutcome::Undecided,
+    };
+    comparison.sentence = match comparison.outcome {
+        ComparisonOutcome::Win => claim,
+        ComparisonOutcome::Equivalent => format!(
+            "{a} and {b} are equivalent: {claim}, inside the ±{margin_pct:.0}% margin"
+        ),
+        _ => {
+            comparison.samples_to_decide = brigade_stats::samples_to_decide(&iv, margin);
+            let more = match comparison.samples_to_decide {
+                Some(n) => format!(
+                    "; about {n} {} in all would likely decide it",
+                    match measure {
+                        Measure::Efficiency => "windows",
+                        Measure::Throughput => "seconds",
+                    }
+                ),
+                None => "; it sits on the margin, more samples are unlikely to decide it"
+                    .to_owned(),
+            };
+            format!("undecided: {claim}, the interval straddles the ±{margin_pct:.0}% margin{more}")
+        }
+    };
+    comparison
+}
+
+/// A comparison that could not be judged, for `reason`.
+fn not_judged(measure: Measure, key: &Key<'_>, a: &str, b: &str, reason: &str, rule: &Rule) -> Comparison {
+    let mut c = judged(measure, key, a, b, None, rule);
+    c.reason = Some(reason.to_owned());
+    c.sentence = format!("{a} vs {b}: not judged, {reason}");
+    c
+}
+
+/// A cell's verdict from its comparisons (each `a` is the cell's best runtime).
+fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> Verdict {
+    if let Some(reason) = not_judged_reason {
+        let outcome = if reason.starts_with("generator-bound") {
+            Outcome::GeneratorBound
+        } else if reason.starts_with("contended") {
+            Outcome::Contended
+        } else {
+            Outcome::NoData
+        };
+        return Verdict {
+            outcome,
+            reason: format!("no verdict: {reason}"),
+        };
+    }
+    let Some(first) = comparisons.first() else {
+        return Verdict {
+            outcome: Outcome::NoData,
+            reason: "fewer than two runtimes produced figures; nothing to compare".to_owned(),
+        };
+    };
+    if comparisons
+        .iter()
+        .any(|c| c.outcome == ComparisonOutcome::NotJudged)
+    {
+        let c = comparisons
+            .iter()
+            .find(|c| c.outcome == ComparisonOutcome::NotJudged)
+            .unwrap_or(first);
+        return Verdict {
+            outcome: Outcome::NoData,
+            reason: c.sentence.clone(),
+        };
+    }
+    let best = first.a.clone();
+    let lines = |filter: &dyn Fn(&Comparison) -> bool| -> Vec<String> {
+        comparisons
+            .iter()
+            .filter(|c| filter(c))
+            .map(|c| c.sentence.clone())
+            .collect()
+    };
+    let undecided: Vec<&Comparison> = comparisons
+        .iter()
+        .filter(|c| c.outcome == ComparisonOutcome::Undecided)
+        .collect();
+    let mut top = vec![best.clone()];
+    if !undecided.is_empty() {
+        top.extend(undecided.iter().map(|c| c.b.clone()));
+        return Verdict {
+            outcome: Outcome::Undecided { leaders: top },
+            reason: lines(&|_| true).join("; "),
+        };
+    }
+    let equivalent: Vec<&Comparison> = comparisons
+        .iter()
+        .filter(|c| c.outcome == ComparisonOutcome::Equivalent)
+        .collect();
+    if equivalent.is_empty() {
+        // Every other runtime loses: the runner-up is the closest.
+        let runner_up = comparisons
+            .iter()
+            .min_by(|x, y| x.ratio.unwrap_or(1.0).total_cmp(&y.ratio.unwrap_or(1.0)))
+            .unwrap_or(first);
+        return Verdict {
+            outcome: Outcome::Winner {
+                runtime: best,
+                runner_up: runner_up.b.clone(),
+                margin_pct: (runner_up.ratio.unwrap_or(1.0) - 1.0) * 100.0,
+            },
+            reason: lines(&|_| true).join("; "),
+        };
+    }
+    top.extend(equivalent.iter().map(|c| c.b.clone()));
+    Verdict {
+        outcome: Outcome::Equivalent { leaders: top },
+        reason: lines(&|_| true).join("; "),
+    }
+}
+
+/// Every comparison of one side-by-side level: the runtime with the lowest CPU per request
+/// against each other one, paired window by window.
+pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
+    let key = Key {
+        scenario: &cell.scenario,
+        users: cell.users,
+        preload: cell.preload,
+        level: Some(&cell.level),
+        rate_per_s: Some(cell.rate_per_s),
+        store,
+    };
+    let usable: Vec<&crate::side::SideRuntime> = cell
+        .runtimes
+        .iter()
+        .filter(|r| r.error.is_none() && r.requests > 0)
+        .collect();
+    let mut ranked = usable.clone();
+    ranked.sort_by(|x, y| x.cpu_us_per_request.total_cmp(&y.cpu_us_per_request));
+    let Some(best) = ranked.first() else {
+        return (Vec::new(), cell_verdict(&[], cell.not_judged.as_deref()));
+    };
+    let best_costs = best.window_costs();
+    let comparisons: Vec<Comparison> = ranked[1..]
+        .iter()
+        .map(|other| match &cell.not_judged {
+            Some(reason) => not_judged(Measure::Efficiency, &key, &best.runtime, &other.runtime, reason, rule),
+            None => {
+                let interval = brigade_stats::paired_cost_ratio(
+                    &best_costs,
+                    &other.window_costs(),
+                    rule.confidence(),
+                    BOOTSTRAP_SEED,
+                );
+                judged(Measure::Efficiency, &key, &best.runtime, &other.runtime, interval, rule)
+            }
+        })
+        .collect();
+    let verdict = cell_verdict(&comparisons, cell.not_judged.as_deref());
+    (comparisons, verdict)
+}
+
+/// Whether a side-by-side level's verdict is decided (every comparison won or equivalent).
+pub fn level_decided(cell: &SideCell, store: &str, rule: &Rule) -> bool {
+    let (comparisons, _) = judge_level(cell, store, rule);
+    !comparisons.is_empty()
+        && comparisons.iter().all(|c| {
+            matches!(
+                c.outcome,
+                ComparisonOutcome::Win | ComparisonOutcome::Equivalent
+            )
+        })
+}
+
+/// Successful hits in each second of a run's measured window.
+fn ok_seconds(run: &RunRecord) -> Vec<f64> {
+    run.result
+        .as_ref()
+        .map(|r| {
+            r.seconds
+                .iter()
+                .filter(|s| f64::from(s.second) + 1.0 <= r.elapsed_s + 0.05)
+                .map(|s| s.requests.saturating_sub(s.errors) as f64)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The throughput comparisons of one isolated cell: the runtime with the most successful hits/s
+/// against each other one, from the seconds of their runs (unpaired: runs of different times).
+/// Reports written before per-second series fall back to one figure per repeat.
+fn judge_throughput(
+    runs: &[&RunRecord],
+    runtimes: &[String],
+    key: &Key<'_>,
+    rule: &Rule,
+) -> (Vec<Comparison>, Verdict) {
+    if let Some(run) = runs.iter().find(|r| r.contended.is_some()) {
+        let reason = format!(
+            "contended: in the {} run {}; rerun on a quieter machine",
+            run.runtime,
+            run.contended.as_deref().unwrap_or_default()
+        );
+        return (Vec::new(), cell_verdict(&[], Some(&reason)));
+    }
+    if let Some(run) = runs.iter().find(|r| r.generator_bound.is_some()) {
+        let reason = format!(
+            "generator-bound in the {} run ({}); the side-by-side efficiency verdict still ranks \
+             the servers",
+            run.runtime,
+            run.generator_bound.as_deref().unwrap_or_default()
+        );
+        return (Vec::new(), cell_verdict(&[], Some(&reason)));
+    }
+    let samples: Vec<(String, Vec<f64>)> = runtimes
+        .iter()
+        .map(|runtime| {
+            let mine: Vec<&&RunRecord> = runs.iter().filter(|r| &r.runtime == runtime).collect();
+            let mut seconds: Vec<f64> = mine.iter().flat_map(|r| ok_seconds(r)).collect();
+            if seconds.len() < 2 {
+                seconds = mine.iter().filter_map(|r| r.ok_per_s()).collect();
+            }
+            (runtime.clone(), seconds)
+        })
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    let mut ranked: Vec<&(String, Vec<f64>)> = samples.iter().collect();
+    ranked.sort_by(|x, y| brigade_stats::mean(&y.1).total_cmp(&brigade_stats::mean(&x.1)));
+    let Some(best) = ranked.first() else {
+        return (Vec::new(), cell_verdict(&[], None));
+    };
+    let comparisons: Vec<Comparison> = ranked[1..]
+        .iter()
+        .map(|other| {
+            let interval = brigade_stats::unpaired_rate_ratio(
+                &best.1,
+                &other.1,
+                rule.confidence(),
+                BOOTSTRAP_SEED,
+            );
+            judged(Measure::Throughput, key, &best.0, &other.0, interval, rule)
+        })
+        .collect();
+    let verdict = cell_verdict(&comparisons, None);
+    (comparisons, verdict)
+}
+
+/// Everything judged: cells, scenarios and every comparison.
+#[derive(Debug, Clone, Default)]
+pub struct Judgement {
+    /// One per scenario × users × preload.
+    pub cells: Vec<CellVerdict>,
+    /// One per scenario.
+    pub scenarios: Vec<ScenarioVerdict>,
+    /// Every judged comparison.
+    pub comparisons: Vec<Comparison>,
+}
+
+/// Judges every cell: throughput from the isolated runs, efficiency from the side-by-side levels;
+/// every scenario from its cells.
+pub fn judge(
+    runs: &[RunRecord],
+    side: &[SideCell],
+    settings: &report::Settings,
+    rule: &Rule,
+) -> Judgement {
+    let several_preloads = settings.preloads.iter().any(|&n| n != 0);
+    let mut out = Judgement::default();
+    for scenario in &settings.scenarios {
+        let mut throughput = Vec::new();
+        let mut efficiency = Vec::new();
+        for &preload in &settings.preloads {
+            for &users in &settings.users {
+                let key = Key {
+                    scenario,
+                    users,
+                    preload,
+                    level: None,
+                    rate_per_s: None,
+                    store: &settings.store,
+                };
+                let mine: Vec<&RunRecord> = runs
+                    .iter()
+                    .filter(|r| &r.scenario == scenario && r.users == users && r.preload == preload)
+                    .collect();
+                let on_throughput = if mine.is_empty() {
+                    Verdict {
+                        outcome: Outcome::NoData,
+                        reason: "no isolated runs".to_owned(),
+                    }
+                } else {
+                    let (comparisons, verdict) =
+                        judge_throughput(&mine, &settings.runtimes, &key, rule);
+                    out.comparisons.extend(comparisons);
+                    verdict
+                };
+                let at = |level: Option<String>| CellAt {
+                    users,
+                    preload: several_preloads.then_some(preload),
+                    level,
+                };
+                throughput.push((at(None), on_throughput.clone()));
+                let mut levels = Vec::new();
+                for cell in side
+                    .iter()
+                    .filter(|c| &c.scenario == scenario && c.users == users && c.preload == preload)
+                {
+                    let (comparisons, verdict) = judge_level(cell, &settings.store, rule);
+                    out.comparisons.extend(comparisons);
+                    efficiency.push((at(Some(cell.level.clone())), verdict.clone()));
+                    levels.push(LevelVerdict {
+                        level: cell.level.clone(),
+                        rate_per_s: cell.rate_per_s,
+                        verdict,
+                    });
+                }
+                let summary = (!levels.is_empty()).then(|| {
+                    let at_levels: Vec<(CellAt, Verdict)> = levels
+                        .iter()
+                        .map(|l| (at(Some(l.level.clone())), l.verdict.clone()))
+                        .collect();
+                    verdict::judge_scenario_at(&at_levels)
+                });
+                out.cells.push(CellVerdict {
+                    scenario: scenario.clone(),
+                    users,
+                    preload,
+                    verdict: on_throughput,
+                    efficiency: summary,
+                    efficiency_levels: levels,
+                });
+            }
+        }
+        out.scenarios.push(ScenarioVerdict {
+            scenario: scenario.clone(),
+            verdict: verdict::judge_scenario_at(&throughput),
+            efficiency: (!efficiency.is_empty()).then(|| verdict::judge_scenario_at(&efficiency)),
+        });
+    }
+    out
+}
+
+/// Re-judges the report in `dir` (its `report.json`) with the current rules and `rule`, and
+/// rewrites its three files: every flag, row, verdict and note is derived again from the recorded
+/// runs and windows; nothing is run. Reports written before a field existed read with its
+/// default (no preload, no side-by-side levels: throughput verdicts only).
+pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
     let mut report = report::json::read(&dir.join("report.json"))?;
     let cpus = &report.threads.cpus;
     let shape = CpuShape {
@@ -23,114 +518,22 @@ pub fn rejudge(dir: &std::path::Path, noise_floor_pct: f64) -> anyhow::Result<Re
             run.contended = verdict::contended(&run.cpu, shape);
         }
     }
-    report.settings.noise_floor_pct = noise_floor_pct;
+    report.settings.rule = *rule;
     let thresholds = brigade_load::threshold::parse_all(&report.settings.thresholds)?;
     report.threshold_checks = crate::thresholds::check(&report.runs, &thresholds);
     if report.settings.preloads.is_empty() {
         report.settings.preloads = vec![0];
     }
     let s = &report.settings;
-    report.rows = report::rows(
-        &report.runs,
-        &s.scenarios,
-        &s.users,
-        &s.preloads,
-        &s.runtimes,
-    );
-    let (cells, scenarios) = judge(
-        &report.runs,
-        &s.scenarios,
-        &s.users,
-        &s.preloads,
-        &s.runtimes,
-        noise_floor_pct,
-    );
-    report.cells = cells;
-    report.scenarios = scenarios;
+    report.rows = report::rows(&report.runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes);
+    report::add_breakdown(&mut report.rows, &report.side_by_side);
+    let judged = judge(&report.runs, &report.side_by_side, &report.settings, rule);
+    report.cells = judged.cells;
+    report.scenarios = judged.scenarios;
+    report.comparisons = judged.comparisons;
     report.notes = notes(&report);
     report::write_all(&report, dir)?;
     Ok(report)
-}
-
-/// Judges every cell (scenario × users × preload), on throughput and on efficiency, and every
-/// scenario from its cells.
-pub fn judge(
-    runs: &[RunRecord],
-    scenarios: &[String],
-    users: &[u32],
-    preloads: &[u64],
-    runtimes: &[String],
-    noise_floor_pct: f64,
-) -> (Vec<CellVerdict>, Vec<ScenarioVerdict>) {
-    let repeats = runs.iter().map(|r| r.repeat + 1).max().unwrap_or(0) as usize;
-    let several_preloads = preloads.iter().any(|&n| n != 0);
-    let mut cells = Vec::new();
-    let mut verdicts = Vec::new();
-    for scenario in scenarios {
-        let mut throughput = Vec::new();
-        let mut efficiency = Vec::new();
-        for &preload in preloads {
-            for &count in users {
-                let figures = |value: &dyn Fn(&RunRecord) -> Option<f64>| -> Vec<RuntimeFigures> {
-                    runtimes
-                        .iter()
-                        .map(|runtime| {
-                            let mine: Vec<&RunRecord> = runs
-                                .iter()
-                                .filter(|r| {
-                                    &r.scenario == scenario
-                                        && r.users == count
-                                        && r.preload == preload
-                                        && &r.runtime == runtime
-                                })
-                                .collect();
-                            let mut values = vec![None; repeats];
-                            for run in &mine {
-                                values[run.repeat as usize] = value(run);
-                            }
-                            RuntimeFigures {
-                                runtime: runtime.clone(),
-                                values,
-                                generator_bound: mine
-                                    .iter()
-                                    .find_map(|r| r.generator_bound.clone()),
-                                contended: mine.iter().find_map(|r| r.contended.clone()),
-                            }
-                        })
-                        .collect()
-                };
-                let on_throughput = verdict::judge_cell_on(
-                    &figures(&RunRecord::ok_per_s),
-                    noise_floor_pct,
-                    Measure::Throughput,
-                );
-                let on_efficiency = verdict::judge_cell_on(
-                    &figures(&RunRecord::server_cpu_us_per_request),
-                    noise_floor_pct,
-                    Measure::Efficiency,
-                );
-                let at = CellAt {
-                    users: count,
-                    preload: several_preloads.then_some(preload),
-                };
-                throughput.push((at, on_throughput.clone()));
-                efficiency.push((at, on_efficiency.clone()));
-                cells.push(CellVerdict {
-                    scenario: scenario.clone(),
-                    users: count,
-                    preload,
-                    verdict: on_throughput,
-                    efficiency: Some(on_efficiency),
-                });
-            }
-        }
-        verdicts.push(ScenarioVerdict {
-            scenario: scenario.clone(),
-            verdict: verdict::judge_scenario_at(&throughput),
-            efficiency: Some(verdict::judge_scenario_at(&efficiency)),
-        });
-    }
-    (cells, verdicts)
 }
 
 /// The caveats a reader of this report should know.
@@ -161,11 +564,35 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             t.server_workers
         ));
     }
-    if report.settings.repeat == 1 {
+    let side_cells = report.side_by_side.len();
+    if side_cells > 0 {
+        let efficiency: Vec<&Comparison> = report
+            .comparisons
+            .iter()
+            .filter(|c| c.measure == Measure::Efficiency)
+            .collect();
+        let decided = report
+            .cells
+            .iter()
+            .flat_map(|c| &c.efficiency_levels)
+            .filter(|l| {
+                matches!(
+                    l.verdict.outcome,
+                    Outcome::Winner { .. } | Outcome::Equivalent { .. }
+                )
+            })
+            .count();
+        let mut widths: Vec<f64> = efficiency
+            .iter()
+            .filter_map(|c| Some((c.ci_high? - c.ci_low?) / 2.0 * 100.0))
+            .collect();
+        widths.sort_by(f64::total_cmp);
+        let median = verdict::median(&widths);
         notes.push(format!(
-            "One run per cell: the spread between runs is unknown, so only the {:.0}% noise floor \
-             separates a win from a tie. `--repeat 3` gives firmer verdicts.",
-            report.settings.noise_floor_pct
+            "Efficiency is measured side by side: every runtime's server alive at once on the same \
+             CPUs, each offered the same rate; {decided} of {side_cells} cell levels decided (win or \
+             equivalent); median interval half-width {median:.2} points. Latency measured side by \
+             side includes the other servers' work and is not judged."
         ));
     }
     let bound = report
@@ -175,58 +602,43 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
         .count();
     if bound > 0 {
         notes.push(format!(
-            "{bound} of {} runs were generator-bound (the generator's CPUs were at least 90% busy, \
-             so the figures may show the generator's limit); their cells name no throughput winner, \
-             but their efficiency verdicts (server CPU per request) stand.",
+            "{bound} of {} isolated runs were generator-bound (the generator's CPUs were at least \
+             90% busy, so the figures may show the generator's limit); their cells name no \
+             throughput winner, but their side-by-side efficiency verdicts stand.",
             report.runs.len()
         ));
     }
     let contended = report.runs.iter().filter(|r| r.contended.is_some()).count();
     if contended > 0 {
         notes.push(format!(
-            "{contended} of {} runs shared their CPUs with other processes (at least {:.0}% of a \
-             side's CPUs went to someone else); their cells name no winner on either verdict. Rerun \
-             on a quiet machine.",
+            "{contended} of {} isolated runs shared their CPUs with other processes (at least \
+             {:.0}% of a side's CPUs went to someone else); their cells name no throughput winner. \
+             Side by side, such noise lands on every runtime in the same windows and cancels.",
             report.runs.len(),
             verdict::CONTENTION * 100.0
         ));
     }
-    // Neither side near its CPU limit: the runs waited on something else (disk syncs, peers).
-    let waiting: Vec<&str> = report
-        .settings
-        .scenarios
+    let side_not_judged: Vec<&SideCell> = report
+        .side_by_side
         .iter()
-        .filter(|scenario| {
-            let rows: Vec<&report::Row> = report
-                .rows
-                .iter()
-                .filter(|r| &r.scenario == *scenario && r.runs > 0)
-                .collect();
-            let server_cap = report.threads.cpus.server.len().max(1) as f64 * 100.0;
-            let generator_cap = report.threads.cpus.generator.len().max(1) as f64 * 100.0;
-            !rows.is_empty()
-                && rows.iter().all(|r| {
-                    r.server_cpus_busy_pct.max(r.server_cpu_pct) < 0.8 * server_cap
-                        && r.generator_cpu_pct < 0.8 * generator_cap
-                })
-        })
-        .map(String::as_str)
+        .filter(|c| c.not_judged.is_some())
         .collect();
-    if !waiting.is_empty() {
+    if let Some(first) = side_not_judged.first() {
         notes.push(format!(
-            "In {}, neither the servers' CPUs nor the generator were busy 80% of the time: \
-             throughput there is bounded by waiting (with the {} store, mostly for its durable \
-             writes), which every runtime pays alike, so differences are small.",
-            waiting.join(", "),
-            report.settings.store
+            "{} of {side_cells} side-by-side levels were not judged; first: {} {} users at {}: {}",
+            side_not_judged.len(),
+            first.scenario,
+            first.users,
+            first.level,
+            first.not_judged.as_deref().unwrap_or_default()
         ));
     }
     let s = &report.settings;
     if let Some(rate) = s.rate {
         notes.push(format!(
-            "Open loop: every runtime was offered the same {} requests/s (latency counted from each \
-             request's intended send time). Throughput verdicts say only who kept up; the \
-             efficiency verdict (server CPU per request) and the latencies compare the runtimes.",
+            "Open loop: every runtime was offered the same {} requests/s in its isolated runs \
+             (latency counted from each request's intended send time). Throughput verdicts say \
+             only who kept up.",
             report::rate_words(rate)
         ));
     }
@@ -236,6 +648,18 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
              close on both sides, so connection handling weighs as much as the route."
                 .to_owned(),
         );
+    }
+    if !s.handicaps.is_empty() {
+        let planted: Vec<String> = s
+            .handicaps
+            .iter()
+            .map(|(r, us)| format!("{r} +{us} µs"))
+            .collect();
+        notes.push(format!(
+            "Calibration: a known CPU cost was planted per request ({}; `serve --handicap-us`): \
+             this report tests the verdicts, not the runtimes.",
+            planted.join(", ")
+        ));
     }
     let failed: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if !failed.is_empty() {
@@ -256,4 +680,96 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
         ));
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::side::SideRuntime;
+
+    fn side(costs: &[(&str, f64)], windows: usize, wobble: f64) -> SideCell {
+        SideCell {
+            scenario: "waiter".into(),
+            users: 10,
+            level: "40%".into(),
+            rate_per_s: 1000.0,
+            window_s: 1.0,
+            windows,
+            runtimes: costs
+                .iter()
+                .map(|(name, us)| SideRuntime {
+                    runtime: (*name).to_owned(),
+                    // The machine's noise: the same factor for every runtime in a window.
+                    window_cpu_ns: (0..windows)
+                        .map(|w| {
+                            let machine = 1.0 + wobble * ((w * 7919 % 13) as f64 / 13.0 - 0.5);
+                            let own = 1.0 + 0.004 * ((w * 31 + name.len()) % 5) as f64;
+                            (us * 1e3 * 1000.0 * machine * own) as u64
+                        })
+                        .collect(),
+                    window_requests: vec![1000; windows],
+                    requests: 1000 * windows as u64,
+                    cpu_us_per_request: *us,
+                    ..SideRuntime::default()
+                })
+                .collect(),
+            ..SideCell::default()
+        }
+    }
+
+    #[test]
+    fn a_runtime_cheaper_by_far_more_than_the_margin_wins_with_its_interval_in_the_line() {
+        let cell = side(&[("actix", 27.4), ("hyper", 25.0)], 20, 0.3);
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
+        assert_eq!(comparisons.len(), 1);
+        let c = &comparisons[0];
+        assert_eq!((c.a.as_str(), c.b.as_str()), ("hyper", "actix"));
+        assert_eq!(c.outcome, ComparisonOutcome::Win);
+        assert!(c.ratio.unwrap() > 1.05 && c.ci_low.unwrap() > 1.02, "{c:?}");
+        assert!(
+            c.sentence.starts_with("actix spends 9.") && c.sentence.contains("20 windows) more CPU per request than hyper"),
+            "{}",
+            c.sentence
+        );
+        assert!(matches!(verdict.outcome, Outcome::Winner { ref runtime, .. } if runtime == "hyper"));
+    }
+
+    #[test]
+    fn a_runtime_against_itself_is_equivalent_and_names_no_winner() {
+        let cell = side(&[("hyper", 25.0), ("hyper#2", 25.0)], 20, 0.3);
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
+        assert_eq!(comparisons[0].outcome, ComparisonOutcome::Equivalent, "{:?}", comparisons[0]);
+        assert!(matches!(verdict.outcome, Outcome::Equivalent { ref leaders } if leaders.len() == 2));
+        assert_eq!(verdict.label(), format!("{} equivalent", match &verdict.outcome {
+            Outcome::Equivalent { leaders } => leaders.join("≈"),
+            _ => unreachable!(),
+        }));
+    }
+
+    #[test]
+    fn a_level_the_generator_could_not_deliver_is_not_judged_and_says_why() {
+        let mut cell = side(&[("axum", 25.0), ("warp", 40.0)], 10, 0.1);
+        cell.not_judged = Some("generator-bound or saturated: warp completed 900/s of the 1000/s offered".into());
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
+        assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
+        assert!(comparisons[0].reason.as_deref().unwrap().contains("900/s"));
+        assert_eq!(verdict.outcome, Outcome::GeneratorBound);
+    }
+
+    #[test]
+    fn a_difference_near_the_margin_is_undecided_with_an_estimate_of_windows_needed() {
+        // 2.5% apart with noise that does not cancel (each runtime its own): wide interval.
+        let mut cell = side(&[("axum", 25.0), ("warp", 25.6)], 10, 0.0);
+        for (i, r) in cell.runtimes.iter_mut().enumerate() {
+            for (w, ns) in r.window_cpu_ns.iter_mut().enumerate() {
+                let own = 1.0 + 0.03 * (((w * 7 + i * 3) % 5) as f64 - 2.0) / 2.0;
+                *ns = (*ns as f64 * own) as u64;
+            }
+        }
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
+        let c = &comparisons[0];
+        assert_eq!(c.outcome, ComparisonOutcome::Undecided, "{c:?}");
+        assert!(c.sentence.starts_with("undecided: "), "{}", c.sentence);
+        assert!(matches!(verdict.outcome, Outcome::Undecided { .. }));
+    }
 }

@@ -15,6 +15,7 @@ pub mod report;
 pub mod run;
 pub mod servers;
 pub mod settings;
+pub mod side;
 pub mod state;
 pub mod study;
 pub mod thresholds;

@@ -56,7 +56,11 @@ impl Bench<'_> {
         ServerSpec {
             launch: settings.launch.clone(),
             services: settings.expected_services(),
-            runtime: settings.runtimes.first().cloned().unwrap_or_default(),
+            runtime: settings
+                .runtimes
+                .first()
+                .map(|label| crate::settings::runtime_of(label).to_owned())
+                .unwrap_or_default(),
             store: settings.store.clone(),
             mongodb_uri: settings.mongodb_uri.clone(),
             workers: self.workers,
@@ -66,6 +70,7 @@ impl Bench<'_> {
             database_prefix: None,
             log_path: settings.out_dir.join("logs").join("server.log"),
             cpus: self.cpus.server_mask().map(<[usize]>::to_vec),
+            handicap_us: 0,
         }
     }
 
@@ -106,7 +111,8 @@ impl Bench<'_> {
             .join("logs")
             .join(format!("{:03}-{runtime}.log", index + 1));
         let spec = ServerSpec {
-            runtime: runtime.clone(),
+            runtime: crate::settings::runtime_of(runtime).to_owned(),
+            handicap_us: settings.handicaps.get(runtime).copied().unwrap_or(0),
             data_dir: fresh.data.path().to_path_buf(),
             preload: fresh.preload_arg,
             database_prefix: fresh.database_prefix.clone(),

@@ -193,13 +193,17 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let mut workers_reported: BTreeMap<String, Option<u32>> = BTreeMap::new();
     let mut limits_reported: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut runs: Vec<RunRecord> = Vec::new();
-    let planned = plan::plan(
-        settings.runtimes.len(),
-        settings.scenarios.len(),
-        &settings.users,
-        &settings.preloads,
-        settings.repeat,
-    );
+    let planned = if settings.isolated {
+        plan::plan(
+            settings.runtimes.len(),
+            settings.scenarios.len(),
+            &settings.users,
+            &settings.preloads,
+            settings.repeat,
+        )
+    } else {
+        Vec::new()
+    };
     let total_runs = planned.len();
     for planned in &planned {
         let index = runs.len();
@@ -228,22 +232,55 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         let _ = std::io::stdout().flush();
     }
 
+    // Side by side: every runtime at once per cell, at rates derived from its isolated runs.
+    let mut side_cells = Vec::new();
+    if settings.side.enabled && settings.external.is_empty() {
+        let mut budget_left = settings.side.budget;
+        let mut index = 0;
+        for (s, scenario) in scenarios.iter().enumerate() {
+            for &preload in &settings.preloads {
+                for &users in &settings.users {
+                    let label = &settings.scenarios[s];
+                    let levels = side_levels(settings, &runs, label, users, preload, cpus.server.len());
+                    if levels.is_empty() {
+                        println!(
+                            "side by side {label} {users} users: skipped, no rate (its isolated runs                              measured nothing; give --side-by-side-rates)"
+                        );
+                        continue;
+                    }
+                    let plan = crate::side::CellPlan {
+                        scenario,
+                        label,
+                        users,
+                        preload,
+                        levels,
+                        index,
+                    };
+                    index += 1;
+                    let store = settings.store.clone();
+                    let rule = settings.rule;
+                    let decided = move |cell: &crate::side::SideCell| {
+                        crate::judge::level_decided(cell, &store, &rule)
+                    };
+                    let (cells, records) =
+                        crate::side::run_cell(&bench, &plan, &mut budget_left, &decided);
+                    side_cells.extend(cells);
+                    server_records.extend(records);
+                    let _ = std::io::stdout().flush();
+                }
+            }
+        }
+    }
+
     let preloads = &settings.preloads;
-    let rows = report::rows(
+    let mut rows = report::rows(
         &runs,
         &settings.scenarios,
         &settings.users,
         preloads,
         &settings.runtimes,
     );
-    let (cells, scenario_verdicts) = judge(
-        &runs,
-        &settings.scenarios,
-        &settings.users,
-        preloads,
-        &settings.runtimes,
-        settings.noise_floor_pct,
-    );
+    report::add_breakdown(&mut rows, &side_cells);
     let mut state = fresh.setup(preloads);
     state.how = fresh_words;
     let mut report = Report {
@@ -270,8 +307,18 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             preloads: preloads.clone(),
             duration_s: settings.duration.as_secs_f64(),
             warmup_s: settings.warmup.as_secs_f64(),
-            repeat: settings.repeat,
-            noise_floor_pct: settings.noise_floor_pct,
+            repeat: if settings.isolated { settings.repeat } else { 0 },
+            rule: settings.rule,
+            side_by_side: settings.side.enabled.then(|| report::SideSetup {
+                levels: settings.side.levels.clone(),
+                rates: settings.side.rates.clone(),
+                windows: settings.side.windows,
+                window_s: settings.side.window_s,
+                warmup_s: settings.side.warmup.as_secs_f64(),
+                count_s: settings.side.count_s,
+                budget_s: settings.side.budget.as_secs_f64(),
+            }),
+            handicaps: settings.handicaps.clone(),
             timeout_ms: settings.timeout.as_millis() as u64,
             quick: settings.quick,
             interleaving: if settings.external.is_empty() {
@@ -312,12 +359,18 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         servers: server_records,
         runs,
         rows,
-        cells,
-        scenarios: scenario_verdicts,
+        cells: Vec::new(),
+        scenarios: Vec::new(),
+        side_by_side: side_cells,
+        comparisons: Vec::new(),
         notes: Vec::new(),
         threshold_checks: Vec::new(),
         baseline: None,
     };
+    let judged = judge(&report.runs, &report.side_by_side, &report.settings, &settings.rule);
+    report.cells = judged.cells;
+    report.scenarios = judged.scenarios;
+    report.comparisons = judged.comparisons;
     report.threshold_checks = crate::thresholds::check(&report.runs, &settings.thresholds);
     if let Some(path) = &settings.baseline {
         let before = crate::baseline::read(path)
@@ -326,13 +379,51 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             &report,
             &before,
             path,
-            settings.noise_floor_pct,
+            &settings.rule,
         ));
     }
     report.notes = notes(&report);
     report.wall_s = began.elapsed().as_secs_f64();
     report::write_all(&report, &settings.out_dir)?;
     Ok(report)
+}
+
+/// The side-by-side load levels of a cell: the rates given, or shares of the server CPUs derived
+/// from the cell's isolated runs (each runtime's median CPU per request and hits/s).
+fn side_levels(
+    settings: &CompareSettings,
+    runs: &[RunRecord],
+    scenario: &str,
+    users: u32,
+    preload: u64,
+    server_cpus: usize,
+) -> Vec<crate::side::Level> {
+    if let Some(rates) = &settings.side.rates {
+        return rates
+            .iter()
+            .map(|&rate| crate::side::Level {
+                label: format!("{}/s", report::rate_words(rate)),
+                rate_per_s: rate,
+                from: "given (--side-by-side-rates)".to_owned(),
+            })
+            .collect();
+    }
+    let mut isolated = Vec::new();
+    for runtime in &settings.runtimes {
+        let mine: Vec<&RunRecord> = runs
+            .iter()
+            .filter(|r| {
+                &r.runtime == runtime && r.scenario == scenario && r.users == users && r.preload == preload
+            })
+            .collect();
+        let costs: Vec<f64> = mine.iter().filter_map(|r| r.server_cpu_us_per_request()).collect();
+        let hits: Vec<f64> = mine.iter().filter_map(|r| r.ok_per_s()).collect();
+        if costs.is_empty() || hits.is_empty() {
+            return Vec::new();
+        }
+        isolated.push((crate::verdict::median(&costs), crate::verdict::median(&hits)));
+    }
+    crate::side::level_rates(&settings.side.levels, server_cpus, &isolated)
 }
 
 /// Refuses the comparison when a scenario talks to a service the server does not announce.

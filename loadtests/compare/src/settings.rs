@@ -29,8 +29,12 @@ pub struct CompareSettings {
     pub server_info: ServerInfo,
     /// The scenarios known by name (the engine's and those the binary registered).
     pub registry: Registry,
-    /// Runtimes to compare.
+    /// Runtimes to compare, as the report names them: a runtime named twice is `hyper` and
+    /// `hyper#2` (an A/A comparison); [`runtime_of`] gives the runtime a name serves with.
     pub runtimes: Vec<String>,
+    /// The calibration knob per runtime name (`--handicap 'hyper#2=5'`): µs of CPU planted per
+    /// request.
+    pub handicaps: std::collections::BTreeMap<String, u64>,
     /// Store kind for every service.
     pub store: String,
     /// MongoDB URI for `--store mongo`.
@@ -45,16 +49,20 @@ pub struct CompareSettings {
     pub duration: Duration,
     /// Warm-up per run.
     pub warmup: Duration,
-    /// Runs per cell.
+    /// Isolated runs per cell.
     pub repeat: u32,
+    /// Whether to make the isolated runs (closed loop, one runtime alone on its CPUs).
+    pub isolated: bool,
+    /// The side-by-side efficiency runs.
+    pub side: crate::side::SideSettings,
     /// `--workers` for the servers (default: the number of server CPUs).
     pub workers: Option<u32>,
     /// Generator threads (default: the number of generator CPUs).
     pub threads: Option<u32>,
     /// Per-request timeout.
     pub timeout: Duration,
-    /// Differences under this percentage are ties.
-    pub noise_floor_pct: f64,
+    /// How verdicts are judged: equivalence margins and confidence.
+    pub rule: crate::verdict::Rule,
     /// How to split the CPUs.
     pub cpus: CpuChoice,
     /// Where the reports and logs go.
@@ -80,6 +88,29 @@ pub struct CompareSettings {
     pub external: Vec<crate::servers::external::ExternalRuntime>,
     /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
     pub setup_notes: Vec<(String, String)>,
+}
+
+/// The runtime a comparison's runtime name serves with: `hyper#2` → `hyper`.
+pub fn runtime_of(label: &str) -> &str {
+    label.split_once('#').map_or(label, |(runtime, _)| runtime)
+}
+
+/// Names every runtime in `runtimes` once: the second `hyper` becomes `hyper#2`, the third
+/// `hyper#3` (an A/A comparison keeps its copies apart).
+pub fn label_runtimes(runtimes: &[String]) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
+    runtimes
+        .iter()
+        .map(|r| {
+            let n = seen.entry(runtime_of(r)).or_insert(0);
+            *n += 1;
+            if *n == 1 || r.contains('#') {
+                r.clone()
+            } else {
+                format!("{}#{n}", runtime_of(r))
+            }
+        })
+        .collect()
 }
 
 /// How the CPUs are split.
@@ -119,8 +150,11 @@ impl CompareSettings {
             .then(|| self.server_info.services.clone())
     }
 
-    /// Number of load runs the settings ask for.
+    /// Number of isolated load runs the settings ask for.
     pub fn run_count(&self) -> usize {
+        if !self.isolated {
+            return 0;
+        }
         self.runtimes.len()
             * self.scenarios.len()
             * self.users.len()
@@ -142,7 +176,19 @@ impl CompareSettings {
         } else {
             documents * (self.run_count() / self.preloads.len().max(1)) as f64
         };
-        self.run_count() as f64 * per_run + fills / PRELOAD_PER_S
+        let side = &self.side;
+        let levels = side.rates.as_ref().map_or(side.levels.len(), Vec::len) as f64;
+        let per_level = side.warmup.as_secs_f64()
+            + f64::from(side.windows * side.window_s + side.count_s)
+            + RUN_OVERHEAD_S * 2.0;
+        let side_s = if side.enabled {
+            (self.scenarios.len() * self.users.len() * self.preloads.len()) as f64
+                * (levels * per_level + START_OVERHEAD_S * self.runtimes.len() as f64)
+                + side.budget.as_secs_f64()
+        } else {
+            0.0
+        };
+        self.run_count() as f64 * per_run + fills / PRELOAD_PER_S + side_s
     }
 }
 
@@ -156,6 +202,7 @@ mod tests {
             server_info: ServerInfo::default(),
             registry: Registry::new(),
             runtimes: vec!["a".into(), "b".into(), "c".into()],
+            handicaps: Default::default(),
             store: store.into(),
             mongodb_uri: None,
             scenarios: vec!["s".into(), "t".into()],
@@ -164,10 +211,15 @@ mod tests {
             duration: Duration::from_secs(1),
             warmup: Duration::ZERO,
             repeat,
+            isolated: true,
+            side: crate::side::SideSettings {
+                enabled: false,
+                ..Default::default()
+            },
             workers: None,
             threads: None,
             timeout: Duration::from_secs(1),
-            noise_floor_pct: 5.0,
+            rule: crate::verdict::Rule::default(),
             cpus: CpuChoice::Auto,
             out_dir: "out".into(),
             quick: false,
@@ -181,6 +233,14 @@ mod tests {
             external: Vec::new(),
             setup_notes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_runtime_named_twice_gets_a_second_name_that_serves_with_the_same_runtime() {
+        let labels = label_runtimes(&["hyper".into(), "actix".into(), "hyper".into(), "hyper".into()]);
+        assert_eq!(labels, ["hyper", "actix", "hyper#2", "hyper#3"]);
+        assert_eq!(runtime_of("hyper#2"), "hyper");
+        assert_eq!(runtime_of("axum"), "axum");
     }
 
     #[test]

@@ -1,23 +1,23 @@
-//! Who won, by how much, or why nobody did — on throughput and on efficiency.
+//! Who won, by how much, or why nobody did — on efficiency and on throughput, by one rule.
 //!
-//! A cell (one scenario at one user count and one preload) gets two verdicts:
-//! - **throughput**: the runtimes ranked by their median successful hits/s over the repeats;
-//! - **efficiency**: ranked by their median server CPU µs per request (lower is better); the lead
-//!   is how much more CPU per request the runner-up spent.
+//! Every judged comparison is a ratio between the best runtime (`a`) and another (`b`), with a
+//! confidence interval (`brigade-stats`):
+//! - **efficiency**: b's CPU per request ÷ a's, from the side-by-side windows (paired, one ratio a
+//!   window; a moving-block bootstrap interval);
+//! - **throughput**: a's successful hits/s ÷ b's, from the isolated runs' seconds (unpaired: the
+//!   runs were made at different times, so the interval carries the drift between them).
 //!
-//! Either way the leader wins only if, repeat by repeat, it was ahead of the runner-up every time,
-//! and its median paired lead clears the noise floor (5% unless told otherwise); otherwise it is a
-//! tie. Repeats are compared pairwise because the runs of one cell are made back to back: whatever
-//! drifts over a comparison (the machine warming, a neighbour's load) moves both sides of a pair
-//! alike. The verdict line shows the numbers its percentage comes from: the paired leads, and the
-//! medians of each side.
+//! The three-way rule: **win** when the whole interval lies beyond the equivalence margin (2% for
+//! efficiency, 5% for throughput, or `--equivalence`), **equivalent** when it lies inside,
+//! **undecided** otherwise — with the interval shown and about how many more windows would
+//! likely decide it. A cell's verdict gathers its comparisons: a winner when the best beats every
+//! other runtime, the top group when some are equivalent to the best and the rest lose, undecided
+//! as soon as one comparison is.
 //!
-//! A cell in which any run was generator-bound (the generator's CPUs had no headroom) names no
-//! throughput winner: the figures then measure the generator, not the servers. Its efficiency
-//! verdict still stands, since a server's CPU per request does not depend on who set the pace. A
-//! cell in which any run was contended (other processes took at least 20% of the server's or the
-//! generator's CPUs) names no winner on either: that run's CPU figures say more about the
-//! neighbours.
+//! Cells whose figures cannot rank runtimes are not judged, with the reason: a side-by-side level
+//! the generator could not deliver (achieved more than 1% under offered, or its CPUs saturated), a
+//! cell with failures; an isolated cell in which a run was generator-bound (no throughput verdict)
+//! or contended (other processes took at least 20% of a side's CPUs).
 //!
 //! A scenario's verdict sums its cells up: a runtime wins the scenario when it is the only runtime
 //! to win any cell and it wins most of the cells that could be judged.
@@ -29,8 +29,47 @@ use crate::procstat::CpuBusy;
 /// The largest margin reported (a runner-up with no successful request at all).
 pub const MAX_MARGIN_PCT: f64 = 1_000_000.0;
 
-/// The noise floor used unless `--noise-floor` says otherwise, percent.
-pub const DEFAULT_NOISE_FLOOR_PCT: f64 = 5.0;
+/// The efficiency margin unless `--equivalence` says otherwise, percent.
+pub const DEFAULT_EFFICIENCY_MARGIN_PCT: f64 = 2.0;
+
+/// The throughput margin unless `--equivalence` says otherwise, percent.
+pub const DEFAULT_THROUGHPUT_MARGIN_PCT: f64 = 5.0;
+
+/// The confidence level unless `--confidence` says otherwise, percent.
+pub const DEFAULT_CONFIDENCE_PCT: f64 = 95.0;
+
+/// How verdicts are judged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    /// `--equivalence PCT` for every measure; `None`: each measure's default.
+    pub equivalence_pct: Option<f64>,
+    /// The confidence level, percent.
+    pub confidence_pct: f64,
+}
+
+impl Default for Rule {
+    fn default() -> Rule {
+        Rule {
+            equivalence_pct: None,
+            confidence_pct: DEFAULT_CONFIDENCE_PCT,
+        }
+    }
+}
+
+impl Rule {
+    /// The equivalence margin of `measure`, percent.
+    pub fn margin_pct(&self, measure: Measure) -> f64 {
+        self.equivalence_pct.unwrap_or(match measure {
+            Measure::Efficiency => DEFAULT_EFFICIENCY_MARGIN_PCT,
+            Measure::Throughput => DEFAULT_THROUGHPUT_MARGIN_PCT,
+        })
+    }
+
+    /// The confidence level as a fraction.
+    pub fn confidence(&self) -> f64 {
+        (self.confidence_pct / 100.0).clamp(0.5, 0.999)
+    }
+}
 
 /// The generator counts as saturated at this share of its CPUs.
 pub const GENERATOR_SATURATED: f64 = 0.90;
@@ -186,93 +225,29 @@ pub enum Measure {
     Efficiency,
 }
 
-impl Measure {
-    /// The figures' unit, as the verdict line prints it.
-    fn unit(self) -> &'static str {
-        match self {
-            Measure::Throughput => "successful hits/s",
-            Measure::Efficiency => "server CPU µs per request",
-        }
-    }
-
-    /// The figure as a score where higher is better (`None` for a figure that cannot rank).
-    fn score(self, value: f64) -> Option<f64> {
-        match self {
-            Measure::Throughput => Some(value),
-            Measure::Efficiency => (value > 0.0 && value.is_finite()).then(|| 1.0 / value),
-        }
-    }
-}
-
-/// One runtime's figures in one cell.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RuntimeFigures {
-    /// The runtime.
-    pub runtime: String,
-    /// Its figure per repeat (index = repeat; successful hits/s, or server CPU µs per request for
-    /// [`Measure::Efficiency`]), `None` where the run failed.
-    pub values: Vec<Option<f64>>,
-    /// Why one of its runs was generator-bound, if one was.
-    pub generator_bound: Option<String>,
-    /// Why one of its runs was contended by other processes, if one was.
-    pub contended: Option<String>,
-}
-
-/// One runtime's scores (higher is better) per repeat, and its median figure as measured.
-struct Scored<'a> {
-    figures: &'a RuntimeFigures,
-    scores: Vec<Option<f64>>,
-    /// The median score, used to rank.
-    rank: f64,
-    /// The median of the figures as measured, for the reader.
-    median: f64,
-}
-
-impl<'a> Scored<'a> {
-    fn new(figures: &'a RuntimeFigures, measure: Measure) -> Option<Scored<'a>> {
-        let scores: Vec<Option<f64>> = figures
-            .values
-            .iter()
-            .map(|v| v.and_then(|v| measure.score(v)))
-            .collect();
-        let present: Vec<f64> = scores.iter().flatten().copied().collect();
-        if present.is_empty() {
-            return None;
-        }
-        let raw: Vec<f64> = figures
-            .values
-            .iter()
-            .zip(&scores)
-            .filter_map(|(v, s)| s.and(*v))
-            .collect();
-        Some(Scored {
-            figures,
-            rank: median(&present),
-            median: median(&raw),
-            scores,
-        })
-    }
-
-    fn runtime(&self) -> &str {
-        &self.figures.runtime
-    }
-}
-
-/// The outcome of a comparison.
+/// The outcome of a cell or a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Outcome {
-    /// One runtime is ahead beyond the noise.
+    /// One runtime is ahead of every other beyond the margin.
     Winner {
         /// The winner.
         runtime: String,
         /// The next best.
         runner_up: String,
-        /// How far ahead, percent of the runner-up's figure (for a scenario: the smallest lead).
+        /// How far ahead of the runner-up, percent (for a scenario: the smallest lead).
         margin_pct: f64,
     },
-    /// The leaders are within the noise of each other.
-    Tie {
+    /// The leaders are equivalent: their intervals lie inside the margin (any other runtime
+    /// loses to them).
+    Equivalent {
+        /// The runtimes at the top, equivalent to each other.
+        leaders: Vec<String>,
+    },
+    /// The figures could not tell: an interval straddles the margin. (Reports written before the
+    /// three-way rule said `tie` for this and for equivalence alike; they read as undecided.)
+    #[serde(alias = "tie")]
+    Undecided {
         /// The runtimes that could not be told apart at the top.
         leaders: Vec<String>,
     },
@@ -294,7 +269,7 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// A short label: `axum +12.3%`, `tie`, `generator-bound`, `no data`.
+    /// A short label: `axum +12.3%`, `equivalent`, `undecided`, `generator-bound`, `no data`.
     pub fn label(&self) -> String {
         match &self.outcome {
             Outcome::Winner {
@@ -302,7 +277,11 @@ impl Verdict {
                 margin_pct,
                 ..
             } => format!("{runtime} +{margin_pct:.1}%"),
-            Outcome::Tie { .. } => "tie".to_owned(),
+            Outcome::Equivalent { leaders } if leaders.len() > 1 => {
+                format!("{} equivalent", leaders.join("≈"))
+            }
+            Outcome::Equivalent { .. } => "equivalent".to_owned(),
+            Outcome::Undecided { .. } => "undecided".to_owned(),
             Outcome::GeneratorBound => "generator-bound".to_owned(),
             Outcome::Contended => "contended".to_owned(),
             Outcome::NoData => "no data".to_owned(),
@@ -371,236 +350,16 @@ pub fn count(n: u64) -> String {
     }
 }
 
-/// Judges one cell (one scenario at one user count and preload) on throughput.
-pub fn judge_cell(figures: &[RuntimeFigures], noise_floor_pct: f64) -> Verdict {
-    judge_cell_on(figures, noise_floor_pct, Measure::Throughput)
-}
-
-/// Judges one cell on `measure`: the leader wins when it was ahead of the runner-up in every
-/// repeat and its median paired lead clears the noise floor.
-pub fn judge_cell_on(
-    figures: &[RuntimeFigures],
-    noise_floor_pct: f64,
-    measure: Measure,
-) -> Verdict {
-    if let Some(busy) = figures.iter().find(|f| f.contended.is_some()) {
-        return Verdict {
-            outcome: Outcome::Contended,
-            reason: format!(
-                "no winner: in the {} run {}; rerun on a quieter machine",
-                busy.runtime,
-                busy.contended.as_deref().unwrap_or_default()
-            ),
-        };
-    }
-    if measure == Measure::Throughput {
-        if let Some(bound) = figures.iter().find(|f| f.generator_bound.is_some()) {
-            return Verdict {
-                outcome: Outcome::GeneratorBound,
-                reason: format!(
-                    "no winner: generator-bound in the {} run ({}); the efficiency verdict still \
-                     ranks the servers' CPU per request",
-                    bound.runtime,
-                    bound.generator_bound.as_deref().unwrap_or_default()
-                ),
-            };
-        }
-    }
-    let mut ranked: Vec<Scored<'_>> = figures
-        .iter()
-        .filter_map(|f| Scored::new(f, measure))
-        .collect();
-    if ranked.len() < 2 {
-        return Verdict {
-            outcome: Outcome::NoData,
-            reason: format!(
-                "{} runtime(s) produced results; nothing to compare",
-                ranked.len()
-            ),
-        };
-    }
-    ranked.sort_by(|a, b| b.rank.total_cmp(&a.rank));
-    if ranked[0].rank <= 0.0 {
-        return Verdict {
-            outcome: Outcome::NoData,
-            reason: "no runtime answered a request successfully".to_owned(),
-        };
-    }
-    let best = &ranked[0];
-    // Everyone the leader cannot be told apart from shares the top.
-    let indistinct = |other: &Scored<'_>| -> Option<String> {
-        let lead = pair(best, other);
-        if lead.margin_pct <= 0.0 {
-            return Some(format!(
-                "{} and {} are level: {}'s lead is {}",
-                best.runtime(),
-                other.runtime(),
-                best.runtime(),
-                lead.detail(best, other, measure)
-            ));
-        }
-        let said = lead.sentence(best, other, measure);
-        if lead.margin_pct < noise_floor_pct {
-            return Some(format!(
-                "{said}, under the {noise_floor_pct:.0}% noise floor"
-            ));
-        }
-        if let Some(repeat) = lead.behind_in {
-            return Some(format!(
-                "{said}, but {} was ahead in repeat {}: within the spread",
-                other.runtime(),
-                repeat + 1
-            ));
-        }
-        None
-    };
-    let runner_up = &ranked[1];
-    match indistinct(runner_up) {
-        Some(reason) => {
-            let mut leaders = vec![best.runtime().to_owned()];
-            leaders.extend(
-                ranked[1..]
-                    .iter()
-                    .filter(|f| indistinct(f).is_some())
-                    .map(|f| f.runtime().to_owned()),
-            );
-            Verdict {
-                outcome: Outcome::Tie { leaders },
-                reason,
-            }
-        }
-        None => {
-            let lead = pair(best, runner_up);
-            Verdict {
-                outcome: Outcome::Winner {
-                    runtime: best.runtime().to_owned(),
-                    runner_up: runner_up.runtime().to_owned(),
-                    margin_pct: lead.margin_pct,
-                },
-                reason: lead.sentence(best, runner_up, measure),
-            }
-        }
-    }
-}
-
-/// How the leader compares with another runtime.
-struct Lead {
-    /// The lead, percent: the median of the paired leads, or of the medians without pairs.
-    margin_pct: f64,
-    /// The lead in each repeat in which both completed, percent, in repeat order.
-    paired: Vec<f64>,
-    /// A repeat in which the other runtime was ahead (or level), if any.
-    behind_in: Option<usize>,
-}
-
-impl Lead {
-    /// The verdict line: the median lead and the numbers it comes from, e.g. "hyper leads axum by
-    /// a median 12.2% over 3 repeats (paired leads 1.4%, 12.2%, 15.3%; medians 58,026 vs 57,213
-    /// successful hits/s)".
-    fn sentence(&self, best: &Scored<'_>, other: &Scored<'_>, measure: Measure) -> String {
-        format!(
-            "{} leads {} by {}",
-            best.runtime(),
-            other.runtime(),
-            self.detail(best, other, measure)
-        )
-    }
-
-    /// The lead and what it comes from: "a median 12.2% over 3 repeats (paired leads …; medians
-    /// …)", and for efficiency what a lead means.
-    fn detail(&self, best: &Scored<'_>, other: &Scored<'_>, measure: Measure) -> String {
-        let medians = format!(
-            "medians {} vs {} {}",
-            figure(best.median),
-            figure(other.median),
-            measure.unit()
-        );
-        let meaning = match measure {
-            Measure::Throughput => String::new(),
-            Measure::Efficiency => format!(
-                " ({} spent that much more CPU per request)",
-                other.runtime()
-            ),
-        };
-        let leads = |values: &[f64]| {
-            values
-                .iter()
-                .map(|v| format!("{v:.1}%"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let how = match self.paired.len() {
-            0 => format!(
-                "{:.1}% on the medians, with no repeat in which both completed ({medians})",
-                self.margin_pct
-            ),
-            1 => format!(
-                "{:.1}% in the one repeat both completed ({medians})",
-                self.margin_pct
-            ),
-            n => format!(
-                "a median {:.1}% over {n} repeats (paired leads {}; {medians})",
-                self.margin_pct,
-                leads(&self.paired)
-            ),
-        };
-        format!("{how}{meaning}")
-    }
-}
-
-/// Compares the leader with `other` repeat by repeat.
-///
-/// Runs of one repeat are made back to back, so whatever drifts over a comparison — the machine
-/// warming, a neighbour's load — affects both sides of a pair alike, while it widens each runtime's
-/// own min–max range. Pairing keeps the drift out of the spread: the leader must be ahead in every
-/// repeat, and its median lead must clear the noise floor.
-fn pair(best: &Scored<'_>, other: &Scored<'_>) -> Lead {
-    let leads: Vec<(usize, f64)> = best
-        .scores
-        .iter()
-        .zip(&other.scores)
-        .enumerate()
-        .filter_map(|(repeat, (a, b))| Some((repeat, lead_pct((*a)?, (*b)?))))
-        .collect();
-    if leads.is_empty() {
-        return Lead {
-            margin_pct: lead_pct(best.rank, other.rank),
-            paired: Vec::new(),
-            behind_in: None,
-        };
-    }
-    let paired: Vec<f64> = leads.iter().map(|(_, lead)| *lead).collect();
-    Lead {
-        margin_pct: median(&paired),
-        behind_in: if leads.len() > 1 {
-            leads
-                .iter()
-                .find(|(_, lead)| *lead <= 0.0)
-                .map(|(repeat, _)| *repeat)
-        } else {
-            None
-        },
-        paired,
-    }
-}
-
-/// How far `a` is ahead of `b`, percent of `b` (capped, so a runner-up with nothing stays finite).
-fn lead_pct(a: f64, b: f64) -> f64 {
-    if b <= 0.0 {
-        MAX_MARGIN_PCT
-    } else {
-        (a / b - 1.0) * 100.0
-    }
-}
-
 /// Where in a scenario a cell lies: its user count and, when the comparison has several, its
-/// preload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// preload and its side-by-side load level.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellAt {
-    /// Closed-loop users.
+    /// Closed-loop users (side by side: connections per runtime).
     pub users: u32,
     /// Documents preloaded per collection, when preloads are a dimension of the comparison.
     pub preload: Option<u64>,
+    /// The side-by-side load level (`40%`), for efficiency cells.
+    pub level: Option<String>,
 }
 
 impl From<u32> for CellAt {
@@ -608,6 +367,7 @@ impl From<u32> for CellAt {
         CellAt {
             users,
             preload: None,
+            level: None,
         }
     }
 }
@@ -615,8 +375,12 @@ impl From<u32> for CellAt {
 impl std::fmt::Display for CellAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.preload {
-            None => write!(f, "{} users", self.users),
-            Some(n) => write!(f, "{} users with {} preloaded", self.users, count(n)),
+            None => write!(f, "{} users", self.users)?,
+            Some(n) => write!(f, "{} users with {} preloaded", self.users, count(n))?,
+        }
+        match &self.level {
+            Some(level) => write!(f, " at {level}"),
+            None => Ok(()),
         }
     }
 }
@@ -646,7 +410,7 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
         cells
             .iter()
             .filter(|(_, v)| v.outcome == outcome)
-            .map(|(at, _)| *at)
+            .map(|(at, _)| at.clone())
             .collect()
     };
     let bound = cells_where(Outcome::GeneratorBound);
@@ -708,7 +472,7 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
                     leaders.push(runtime.clone());
                 }
             }
-            Outcome::Tie { leaders: tied } => {
+            Outcome::Equivalent { leaders: tied } | Outcome::Undecided { leaders: tied } => {
                 for runtime in tied {
                     if !leaders.contains(runtime) {
                         leaders.push(runtime.clone());
@@ -723,7 +487,10 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
         .map(|(at, v)| format!("{at}: {}", v.label()))
         .collect::<Vec<_>>()
         .join(", ");
-    let counts = if judged.iter().any(|(at, _)| at.preload.is_some()) {
+    let counts = if judged
+        .iter()
+        .any(|(at, _)| at.preload.is_some() || at.level.is_some())
+    {
         "cells"
     } else {
         "user counts"
@@ -761,18 +528,26 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
             margins.len(),
             judged.len()
         )
+    } else if judged
+        .iter()
+        .all(|(_, v)| matches!(v.outcome, Outcome::Equivalent { .. }))
+    {
+        return Verdict {
+            outcome: Outcome::Equivalent { leaders },
+            reason: format!("equivalent at every judged cell ({per_cell}){bound_note}"),
+        };
     } else {
-        format!("within the noise at every judged cell ({per_cell})")
+        format!("undecided at some judged cells ({per_cell})")
     };
     Verdict {
-        outcome: Outcome::Tie { leaders },
+        outcome: Outcome::Undecided { leaders },
         reason: format!("{why}{bound_note}"),
     }
 }
 
 /// `10, 20 users` when only user counts differ, else each cell in full.
 fn join_cells(cells: &[CellAt]) -> String {
-    if cells.iter().all(|c| c.preload.is_none()) {
+    if cells.iter().all(|c| c.preload.is_none() && c.level.is_none()) {
         let users = cells
             .iter()
             .map(|c| c.users.to_string())
@@ -791,102 +566,6 @@ fn join_cells(cells: &[CellAt]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn figures(runtime: &str, values: &[f64]) -> RuntimeFigures {
-        RuntimeFigures {
-            runtime: runtime.to_owned(),
-            values: values.iter().copied().map(Some).collect(),
-            generator_bound: None,
-            contended: None,
-        }
-    }
-
-    #[test]
-    fn the_verdict_line_shows_the_numbers_its_percentage_comes_from() {
-        let verdict = judge_cell(
-            &[
-                figures("hyper", &[58_026.0 * 1.014, 58_026.0, 57_213.0 * 1.153]),
-                figures("axum", &[58_026.0, 58_026.0 / 1.122, 57_213.0]),
-            ],
-            1.0,
-        );
-        assert_eq!(verdict.label(), "hyper +12.2%");
-        assert!(
-            verdict.reason.starts_with(
-                "hyper leads axum by a median 12.2% over 3 repeats (paired leads 1.4%, 12.2%, 15.3%; medians"
-            ),
-            "{}",
-            verdict.reason
-        );
-        assert!(
-            verdict.reason.ends_with("successful hits/s)"),
-            "{}",
-            verdict.reason
-        );
-    }
-
-    #[test]
-    fn efficiency_ranks_the_runtime_spending_less_cpu_per_request_even_when_generator_bound() {
-        let mut lean = figures("actix", &[40.0, 41.0]);
-        lean.generator_bound = Some("generator at 99%".into());
-        let heavy = figures("warp", &[50.0, 49.2]);
-        let throughput = judge_cell(&[lean.clone(), heavy.clone()], 5.0);
-        assert_eq!(throughput.outcome, Outcome::GeneratorBound);
-        let efficiency = judge_cell_on(&[heavy, lean], 5.0, Measure::Efficiency);
-        match &efficiency.outcome {
-            Outcome::Winner {
-                runtime,
-                margin_pct,
-                ..
-            } => {
-                assert_eq!(runtime, "actix");
-                // warp spent 25% and 20% more per request: the median of the paired leads.
-                assert!((margin_pct - 22.5).abs() < 1e-9, "{margin_pct}");
-            }
-            other => panic!("expected a winner, got {other:?}"),
-        }
-        assert!(
-            efficiency
-                .reason
-                .contains("medians 40.5 vs 49.6 server CPU µs per request")
-                && efficiency
-                    .reason
-                    .contains("warp spent that much more CPU per request"),
-            "{}",
-            efficiency.reason
-        );
-    }
-
-    #[test]
-    fn a_leader_behind_in_most_pairs_is_level_and_says_so_with_its_numbers() {
-        // a has the better median only thanks to one outlying repeat.
-        let verdict = judge_cell(
-            &[
-                figures("a", &[1000.0, 2000.0, 1005.0]),
-                figures("b", &[1001.0, 998.0, 1006.0]),
-            ],
-            5.0,
-        );
-        assert!(
-            matches!(verdict.outcome, Outcome::Tie { .. }),
-            "{verdict:?}"
-        );
-        assert!(
-            verdict
-                .reason
-                .starts_with("a and b are level: a's lead is a median -0.1% over 3 repeats (paired leads -0.1%, 100.4%, -0.1%; medians 1,005 vs 1,001"),
-            "{}",
-            verdict.reason
-        );
-    }
-
-    #[test]
-    fn contended_cells_get_no_efficiency_verdict() {
-        let mut noisy = figures("warp", &[50.0]);
-        noisy.contended = Some("others took 40%".into());
-        let verdict = judge_cell_on(&[figures("axum", &[10.0]), noisy], 5.0, Measure::Efficiency);
-        assert_eq!(verdict.outcome, Outcome::Contended);
-    }
 
     #[test]
     fn figures_are_grouped_by_thousands_without_false_precision() {
@@ -914,6 +593,7 @@ mod tests {
         let at = |users, preload| CellAt {
             users,
             preload: Some(preload),
+            level: None,
         };
         let verdict = judge_scenario_at(&[(at(10, 1_000), win.clone()), (at(10, 1_000_000), win)]);
         assert!(

@@ -17,12 +17,15 @@
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the route table (`GET /openapi.json`).
 //! - [`announce`]: the JSON lines a server prints on stdout (`listening`, `preloaded`) and
 //!   `runtimes --json`: the contract with whoever starts it.
+//! - [`handicap`]: a calibration knob (`serve --handicap-us N`): a known CPU cost planted before
+//!   every handler, to test the comparison's verdicts; off by default.
 //! - `conformance` (feature `conformance`): the black-box HTTP test client and the checks every
 //!   service passes whatever its domain.
 
 pub mod announce;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod handicap;
 pub mod http;
 pub mod limits;
 pub mod observe;

@@ -60,6 +60,10 @@ pub struct ServeArgs {
     /// `/metrics` answers 404.
     #[arg(long)]
     pub no_metrics: bool,
+    /// Calibration only: every request burns about N µs of CPU before its handler (a known cost
+    /// to test comparisons with, e.g. `compare --handicap 'hyper#2=5'`); off by default.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub handicap_us: u64,
     /// Log lines on stderr as `text` (for people) or `json` (one object a line, for machines).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -170,6 +174,7 @@ mod tests {
         );
         assert!(a.runtime.is_none() && a.listen.is_none() && a.workers.is_none());
         assert!(!a.no_metrics);
+        assert_eq!(a.handicap_us, 0);
         assert_eq!(a.log_format, LogFormat::Text);
         let b = parse(&["--no-metrics", "--log-format", "json"]).unwrap();
         assert!(b.no_metrics);

@@ -136,6 +136,14 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         metrics: !args.no_metrics,
     };
     let store = config.store;
+    if args.handicap_us > 0 {
+        let iterations = brigade_kit::handicap::set_us(args.handicap_us);
+        tracing::warn!(
+            handicap_us = args.handicap_us,
+            iterations,
+            "calibration handicap on: every request burns extra CPU before its handler"
+        );
+    }
     let limits = args.limits.limits();
     limits.validate()?;
     let drop_config = args.drop_databases_on_exit.then(|| config.clone());

@@ -74,7 +74,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     let _ = writeln!(
         out,
         "<p>{}</p>",
-        esc(&markdown::verdict_rules(s.noise_floor_pct)).replace("**", "")
+        esc(&markdown::verdict_rules(&s.rule)).replace("**", "")
     );
     if !report.notes.is_empty() {
         out.push_str("<ul>\n");
@@ -211,7 +211,7 @@ fn baseline(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<p>{}</p>",
-        esc(&crate::baseline::rule(report.settings.noise_floor_pct))
+        esc(&crate::baseline::rule(&report.settings.rule))
     );
     if !b.differences.is_empty() || !b.missing.is_empty() {
         out.push_str("<ul>\n");

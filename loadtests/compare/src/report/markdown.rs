@@ -72,20 +72,24 @@ pub fn cell_name(report: &Report, cell: &CellVerdict) -> String {
 }
 
 /// The explanation printed under the verdicts: which verdict is which, and the rules.
-pub fn verdict_rules(noise_floor_pct: f64) -> String {
+pub fn verdict_rules(rule: &crate::verdict::Rule) -> String {
+    use crate::verdict::Measure;
     format!(
-        "Two verdicts per cell (scenario × users × preload), both paired repeat by repeat (the runs \
-         of a cell are made back to back, the runtime order rotating from cell to cell, so drift \
-         hits both sides of a pair alike): a runtime wins when it was ahead of the runner-up in \
-         every repeat by a median of at least {noise_floor_pct:.0}%; anything less is a tie. The \
-         **throughput verdict** compares successful hits/s (higher is better); a run in which the \
-         generator's CPU had no headroom (generator-bound) names no throughput winner. The \
-         **efficiency verdict** compares the server's CPU µs per request (user + system time over \
-         the measured window ÷ requests; lower is better; the margin is how much more CPU per \
-         request the runner-up spent); it ranks runtimes even when the generator set the pace. A \
-         run in which other processes took a fifth of a side's CPU (contended) names no winner on \
-         either. The verdict line gives the paired leads its median comes from, and each side's \
-         median. The spread column is each runtime's own min–max over the repeats."
+        "Two verdicts per cell (scenario × users × preload), one rule. The **efficiency verdict** \
+         compares the servers' CPU µs per request measured **side by side**: every runtime's \
+         server alive at once on the same CPUs, each offered the same rate, each one's CPU read \
+         every window, so the machine's noise lands on all of them in the same second and cancels \
+         in the paired per-window ratio; one verdict per load level. The **throughput verdict** \
+         compares successful hits/s of the isolated closed-loop runs (one runtime alone on its \
+         CPUs), second by second. Each comparison is the best runtime against another, a ratio \
+         with its {}% interval (moving-block bootstrap): **win** when the whole interval lies \
+         beyond the equivalence margin (±{}% efficiency, ±{}% throughput), **equivalent** when it \
+         lies inside, **undecided** otherwise, with about how many more windows would decide it. \
+         A level the generator could not deliver, or an isolated cell that was generator-bound \
+         or contended, is not judged, and says why.",
+        trim(rule.confidence_pct),
+        trim(rule.margin_pct(Measure::Efficiency)),
+        trim(rule.margin_pct(Measure::Throughput))
     )
 }
 
@@ -123,11 +127,7 @@ fn verdicts(report: &Report) -> String {
             cell_text(&reason)
         );
     }
-    let _ = writeln!(
-        out,
-        "\n{}\n",
-        verdict_rules(report.settings.noise_floor_pct)
-    );
+    let _ = writeln!(out, "\n{}\n", verdict_rules(&report.settings.rule));
     for note in &report.notes {
         let _ = writeln!(out, "- {note}");
     }
@@ -159,11 +159,7 @@ fn baseline(report: &Report) -> String {
             .collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
-    let _ = writeln!(
-        out,
-        "\n{}\n",
-        crate::baseline::rule(report.settings.noise_floor_pct)
-    );
+    let _ = writeln!(out, "\n{}\n", crate::baseline::rule(&report.settings.rule));
     for d in &b.differences {
         let _ = writeln!(out, "- Differs from the baseline: {d}");
     }
@@ -212,15 +208,26 @@ fn scenario_table(report: &Report, scenario: &str) -> String {
         let _ = writeln!(out, "| {} |", row_cells(row).join(" | "));
     }
     out.push('\n');
+    out.push_str(&side_table(report, scenario));
     for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
-        let (label, reason) = label_and_reason(cell.efficiency.as_ref());
         let _ = writeln!(
             out,
-            "- {}: throughput **{}** — {}; efficiency **{label}** — {reason}",
+            "- {}: throughput **{}** — {}",
             cell_name(report, cell),
             cell.verdict.label(),
             cell.verdict.reason
         );
+        for level in &cell.efficiency_levels {
+            let _ = writeln!(
+                out,
+                "- {} at {} ({}/s each): efficiency **{}** — {}",
+                cell_name(report, cell),
+                level.level,
+                super::rate_words(level.rate_per_s),
+                level.verdict.label(),
+                level.verdict.reason
+            );
+        }
     }
     if let Some(verdict) = report.scenarios.iter().find(|v| v.scenario == scenario) {
         let (label, reason) = label_and_reason(verdict.efficiency.as_ref());
@@ -230,6 +237,84 @@ fn scenario_table(report: &Report, scenario: &str) -> String {
             verdict.verdict.label(),
             verdict.verdict.reason
         );
+    }
+    out.push('\n');
+    out
+}
+
+/// The header of the side-by-side table; the tests read it by these names.
+pub const SIDE_HEADER: [&str; 14] = [
+    "runtime",
+    "users",
+    "level",
+    "offered /s",
+    "achieved /s",
+    "windows",
+    "CPU µs/req",
+    "user µs/req",
+    "system µs/req",
+    "syscalls/req",
+    "ctx switches/req",
+    "instructions/req",
+    "p99 ms (side by side)",
+    "note",
+];
+
+/// An optional figure, or "not measured".
+fn maybe(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "not measured".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// The side-by-side figures of a scenario, one row per runtime and level: the cost breakdown.
+fn side_table(report: &Report, scenario: &str) -> String {
+    let cells: Vec<&crate::side::SideCell> = report
+        .side_by_side
+        .iter()
+        .filter(|c| c.scenario == scenario)
+        .collect();
+    if cells.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Side by side (every runtime at once, the same offered rate):\n\n");
+    let _ = writeln!(out, "| {} |", SIDE_HEADER.join(" | "));
+    let mut rule = vec!["---"];
+    rule.extend(std::iter::repeat_n("---:", SIDE_HEADER.len() - 2));
+    rule.push("---");
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for cell in cells {
+        for r in &cell.runtimes {
+            let mut note: Vec<String> = Vec::new();
+            if let Some(us) = r.handicap_us {
+                note.push(format!("handicap +{us} µs"));
+            }
+            if let Some(n) = &r.counts_note {
+                note.push(n.clone());
+            }
+            if let Some(e) = &r.error {
+                note.push(e.clone());
+            }
+            if let Some(why) = &cell.not_judged {
+                note.push(format!("not judged: {why}"));
+            }
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.0} | {:.0} | {} | {:.2} | {} | {} | {} | {} | {} | {:.3} | {} |",
+                r.runtime,
+                cell.users,
+                cell.level,
+                cell.rate_per_s,
+                r.achieved_per_s,
+                r.window_requests.len(),
+                r.cpu_us_per_request,
+                maybe(r.user_cpu_us_per_request, 2),
+                maybe(r.system_cpu_us_per_request, 2),
+                maybe(r.syscalls_per_request, 2),
+                maybe(r.context_switches_per_request, 3),
+                maybe(r.instructions_per_request, 0),
+                r.side_by_side_p99_ms,
+                cell_text(&note.join("; "))
+            );
+        }
     }
     out.push('\n');
     out

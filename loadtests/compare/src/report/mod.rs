@@ -57,6 +57,13 @@ pub struct Report {
     pub cells: Vec<CellVerdict>,
     /// The verdict per scenario.
     pub scenarios: Vec<ScenarioVerdict>,
+    /// Every side-by-side level of every cell, window by window.
+    #[serde(default)]
+    pub side_by_side: Vec<crate::side::SideCell>,
+    /// Every judged comparison (best runtime of a cell against each other), one shape for every
+    /// measure.
+    #[serde(default)]
+    pub comparisons: Vec<crate::judge::Comparison>,
     /// Caveats a reader should know (machine size, shared CPUs, failures).
     pub notes: Vec<String>,
     /// Every `--threshold` checked against every run (empty without thresholds).
@@ -121,8 +128,15 @@ pub struct Settings {
     pub warmup_s: f64,
     /// Runs per runtime, scenario and user count.
     pub repeat: u32,
-    /// Differences under this percentage are ties.
-    pub noise_floor_pct: f64,
+    /// The verdicts' rule: equivalence margin and confidence.
+    #[serde(default)]
+    pub rule: crate::verdict::Rule,
+    /// The side-by-side settings, in words (absent: no side-by-side runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_by_side: Option<SideSetup>,
+    /// Calibration handicaps planted per runtime, µs per request (`--handicap`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handicaps: BTreeMap<String, u64>,
     /// Per-request timeout, milliseconds.
     pub timeout_ms: u64,
     /// Whether `--quick` chose the defaults.
@@ -157,6 +171,25 @@ pub struct Settings {
     /// Whether the servers were external (`--external`): compare neither started nor configured them.
     #[serde(default)]
     pub external: bool,
+}
+
+/// How the side-by-side runs were made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideSetup {
+    /// Load levels, shares of the server CPUs (when rates were not given).
+    pub levels: Vec<f64>,
+    /// Rates given per runtime (`--side-by-side-rates`).
+    pub rates: Option<Vec<f64>>,
+    /// Measured windows per level (before `--budget` adds more).
+    pub windows: u32,
+    /// Seconds per window.
+    pub window_s: u32,
+    /// Warm-up seconds before the first window.
+    pub warmup_s: f64,
+    /// Seconds counted by `perf stat` after the windows (0: none).
+    pub count_s: u32,
+    /// Extra seconds allowed for undecided levels.
+    pub budget_s: f64,
 }
 
 fn kept_alive() -> bool {
@@ -370,6 +403,81 @@ pub struct Row {
     /// Median busy share of the server's CPUs (anyone's use), percent of one core.
     #[serde(default)]
     pub server_cpus_busy_pct: f64,
+    /// User-mode CPU µs per request, side by side at the cell's lowest level (null: not measured).
+    #[serde(default)]
+    pub user_cpu_us_per_request: Option<f64>,
+    /// Kernel-mode CPU µs per request, side by side at the lowest level.
+    #[serde(default)]
+    pub system_cpu_us_per_request: Option<f64>,
+    /// Syscalls per request, side by side at the lowest level.
+    #[serde(default)]
+    pub syscalls_per_request: Option<f64>,
+    /// Context switches per request, side by side at the lowest level.
+    #[serde(default)]
+    pub context_switches_per_request: Option<f64>,
+    /// Instructions per request (callgrind, `--instructions`).
+    #[serde(default)]
+    pub instructions_per_request: Option<f64>,
+}
+
+/// The verdicts' rule in words: `equivalence ±2% efficiency, ±5% throughput; 95% intervals`.
+pub fn rule_words(rule: &crate::verdict::Rule) -> String {
+    use crate::verdict::Measure;
+    format!(
+        "equivalence margin ±{}% efficiency, ±{}% throughput; {}% confidence intervals",
+        markdown::trim(rule.margin_pct(Measure::Efficiency)),
+        markdown::trim(rule.margin_pct(Measure::Throughput)),
+        markdown::trim(rule.confidence_pct)
+    )
+}
+
+/// The side-by-side settings in words.
+pub fn side_words(side: &SideSetup) -> String {
+    let levels = match &side.rates {
+        Some(rates) => format!(
+            "given rates {} requests/s per runtime",
+            rates.iter().map(|r| rate_words(*r)).collect::<Vec<_>>().join(", ")
+        ),
+        None => format!(
+            "load levels {} of the server CPUs in total (rates from each cell's isolated runs)",
+            side.levels
+                .iter()
+                .map(|l| format!("{:.0}%", l * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!(
+        "every runtime's server alive at once on the server CPUs, each driven open loop at the same \
+         rate with the same seed; {levels}; {} windows of {} s after {} s warm-up, each server's \
+         CPU from its CPU-time clock (ns, exited threads included); then {} s counted by perf \
+         stat (syscalls, context switches); up to {} s more windows for undecided levels \
+         (--budget)",
+        side.windows,
+        side.window_s,
+        markdown::trim(side.warmup_s),
+        side.count_s,
+        markdown::trim(side.budget_s)
+    )
+}
+
+/// Fills each row's cost breakdown from the side-by-side level of its cell with the lowest rate.
+pub fn add_breakdown(rows: &mut [Row], side: &[crate::side::SideCell]) {
+    for row in rows {
+        let lowest = side
+            .iter()
+            .filter(|c| c.scenario == row.scenario && c.users == row.users && c.preload == row.preload)
+            .min_by(|a, b| a.rate_per_s.total_cmp(&b.rate_per_s));
+        let Some(found) = lowest.and_then(|c| c.runtimes.iter().find(|r| r.runtime == row.runtime))
+        else {
+            continue;
+        };
+        row.user_cpu_us_per_request = found.user_cpu_us_per_request;
+        row.system_cpu_us_per_request = found.system_cpu_us_per_request;
+        row.syscalls_per_request = found.syscalls_per_request;
+        row.context_switches_per_request = found.context_switches_per_request;
+        row.instructions_per_request = found.instructions_per_request;
+    }
 }
 
 /// The verdicts for one scenario at one user count and preload.
@@ -384,9 +492,24 @@ pub struct CellVerdict {
     pub preload: u64,
     /// The throughput verdict (successful hits/s): what was decided and why.
     pub verdict: Verdict,
-    /// The efficiency verdict (server CPU µs per request, lower is better).
+    /// The efficiency verdict (server CPU µs per request side by side, lower is better) over the
+    /// cell's load levels.
     #[serde(default)]
     pub efficiency: Option<Verdict>,
+    /// The efficiency verdict at each side-by-side load level.
+    #[serde(default)]
+    pub efficiency_levels: Vec<LevelVerdict>,
+}
+
+/// The efficiency verdict of a cell at one side-by-side load level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelVerdict {
+    /// The level (`40%` of the server CPUs, or `given`).
+    pub level: String,
+    /// The rate offered to every runtime, requests/s.
+    pub rate_per_s: f64,
+    /// What was decided and why.
+    pub verdict: Verdict,
 }
 
 /// The verdicts for one scenario over its cells.
@@ -501,6 +624,11 @@ fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
         generator_bound_runs: runs.iter().filter(|r| r.generator_bound.is_some()).count() as u32,
         contended_runs: runs.iter().filter(|r| r.contended.is_some()).count() as u32,
         server_cpus_busy_pct: pick(&|r, _| r.cpu.server_cpus.busy_percent),
+        user_cpu_us_per_request: None,
+        system_cpu_us_per_request: None,
+        syscalls_per_request: None,
+        context_switches_per_request: None,
+        instructions_per_request: None,
     }
 }
 
@@ -569,8 +697,8 @@ impl Report {
         .line(
             "Settings",
             format!(
-                "scenarios {}; {} {}; preload {}; {} s measured after {} s warm-up; repeat {}; \
-                 request timeout {} ms; noise floor {:.0}%; {}{}{}",
+                "scenarios {}; {} {}; preload {}; isolated runs: {} s measured after {} s warm-up, \
+                 repeat {}; request timeout {} ms; {}; {}{}{}",
                 s.scenarios.join(", "),
                 match s.rate {
                     Some(_) => "connections",
@@ -590,7 +718,7 @@ impl Report {
                 markdown::trim(s.warmup_s),
                 s.repeat,
                 s.timeout_ms,
-                s.noise_floor_pct,
+                rule_words(&s.rule),
                 load_words(s),
                 s.seed
                     .map(|seed| format!("; generator seed {seed} (every run)"))
@@ -599,6 +727,19 @@ impl Report {
             ),
         )
         .line("Interleaving", s.interleaving.clone());
+        if let Some(side) = &s.side_by_side {
+            out.line("Side by side", side_words(side));
+        }
+        if !s.handicaps.is_empty() {
+            out.line(
+                "Calibration",
+                s.handicaps
+                    .iter()
+                    .map(|(r, us)| format!("{r} --handicap-us {us}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+        }
         if !t.limits_reported.is_empty() {
             out.line("Server limits", setup::limits_text(&t.limits_reported));
         }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use super::info::ServerInfo;
 
 /// The placeholders a command template may use.
-pub const PLACEHOLDERS: [&str; 10] = [
+pub const PLACEHOLDERS: [&str; 11] = [
     "binary",
     "runtime",
     "store",
@@ -19,6 +19,7 @@ pub const PLACEHOLDERS: [&str; 10] = [
     "mongodb_uri",
     "preload",
     "database_prefix",
+    "handicap_us",
 ];
 
 /// How to start the server binary.
@@ -264,6 +265,8 @@ pub struct ServerSpec {
     pub log_path: PathBuf,
     /// CPUs to pin the process to, if any.
     pub cpus: Option<Vec<usize>>,
+    /// `--handicap-us N`: the calibration knob, a known CPU cost per request (0: off).
+    pub handicap_us: u64,
 }
 
 impl ServerSpec {
@@ -310,6 +313,7 @@ impl ServerSpec {
             "mongodb_uri" => self.mongodb_uri.clone().unwrap_or_default(),
             "preload" => self.preload.to_string(),
             "database_prefix" => self.database_prefix.clone().unwrap_or_default(),
+            "handicap_us" => self.handicap_us.to_string(),
             _ => String::new(),
         }
     }
@@ -344,6 +348,10 @@ impl ServerSpec {
             args.push(prefix.clone());
             args.push("--drop-databases-on-exit".to_owned());
         }
+        if self.handicap_us > 0 {
+            args.push("--handicap-us".to_owned());
+            args.push(self.handicap_us.to_string());
+        }
         args
     }
 }
@@ -369,6 +377,7 @@ mod tests {
             services: None,
             log_path: "/tmp/x.log".into(),
             cpus: None,
+            handicap_us: 0,
         }
     }
 

@@ -331,6 +331,8 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
             self.record(route, reply.status, started);
             return Box::pin(async move { reply });
         }
+        // The calibration knob (off unless `--handicap-us`): its cost lands before the handler.
+        crate::handicap::burn();
         let call = Call {
             trace: TraceContext::from_header(request.traceparent.as_deref()),
             method: r.method,

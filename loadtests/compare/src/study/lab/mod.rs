@@ -484,6 +484,7 @@ impl Lab {
             database_prefix: None,
             log_path: logs.join(format!("{}-{runtime}.log", self.study)),
             cpus: self.cpus.server_mask().map(<[usize]>::to_vec),
+            handicap_us: 0,
         };
         let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
         let url = process

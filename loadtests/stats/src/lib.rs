@@ -1,0 +1,29 @@
+//! Brigade's verdict statistics: how much cheaper one runtime is than another, how sure we are, and
+//! what a scenario's cells add up to.
+//!
+//! Brigade drives several servers side by side on the same CPUs and, every one-second window, reads
+//! each server's cost (CPU µs per request). Machine noise hits every server in the same second, so
+//! the per-window *paired* ratio cancels it; [`paired_cost_ratio`] summarises those ratios as a
+//! geometric mean. Neighbouring windows correlate and the machine drifts, so the confidence
+//! interval comes from a block bootstrap that keeps runs of neighbouring windows together,
+//! prewhitened for the correlation a short block cannot see and widened for the few blocks a short
+//! run has (see `bootstrap.rs` for why each step is there). [`three_way`] then turns an interval
+//! into a verdict with an equivalence margin — a win, a tie within the margin, or not yet known —
+//! and [`samples_to_decide`] says about how long a run would settle an undecided one. [`rollup()`]
+//! adds the verdicts of a scenario's cells into one headline.
+//!
+//! Everything here is pure: slices in, values out, randomness only from a caller's seed.
+
+mod bootstrap;
+mod distribution;
+mod interval;
+mod rollup;
+mod summary;
+#[cfg(test)]
+mod synthetic;
+mod verdict;
+
+pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
+pub use rollup::{cell_decided, rollup, Judged, Rollup};
+pub use summary::{mean, median, std_dev};
+pub use verdict::{samples_to_decide, three_way, three_way_oriented, Outcome};
