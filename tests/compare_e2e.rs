@@ -35,11 +35,17 @@ name = "GET /waiters/{id}"
 path = "/waiters/{{pick old}}"
 "#;
 
-/// Runs `brigade compare` with `args` into `out`, and returns its report and stdout.
+/// Runs `brigade compare` with `args` into `out`, and returns its report and stdout. A test that
+/// is not about the side-by-side runs leaves them out (`--no-side-by-side`): each adds a window
+/// set per cell, and these tests check the isolated runs.
 fn compare(out: &Path, args: &[&str]) -> (Report, String) {
+    let side = args
+        .iter()
+        .any(|a| a.starts_with("--side-by-side") || *a == "--no-isolated");
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
         .arg("compare")
         .args(args)
+        .args(if side { &[][..] } else { &["--no-side-by-side"][..] })
         .args(["--no-progress", "--out"])
         .arg(out)
         .output()
@@ -242,25 +248,28 @@ fn compare_runs_every_run_on_a_fresh_server_with_the_preload_visible_to_its_fixt
         run.contended = None;
         run.generator_bound = None;
     }
-    let s = &report.settings;
-    let (cells, _) =
-        brigade_compare::judge(&runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes, 5.0);
-    for cell in cells.iter().filter(|c| c.scenario == "waiter") {
-        for verdict in [&cell.verdict, cell.efficiency.as_ref().unwrap()] {
-            assert!(
-                matches!(
-                    verdict.outcome,
-                    Outcome::Winner { .. } | Outcome::Tie { .. }
-                ),
-                "{verdict:?}"
-            );
-            assert!(
-                verdict.reason.contains("over 2 repeats (paired leads ")
-                    && verdict.reason.contains("; medians "),
-                "{}",
-                verdict.reason
-            );
-        }
+    let judged = brigade_compare::judge::judge(
+        &runs,
+        &[],
+        &report.settings,
+        &brigade_compare::verdict::Rule::default(),
+    );
+    for cell in judged.cells.iter().filter(|c| c.scenario == "waiter") {
+        let verdict = &cell.verdict;
+        assert!(
+            matches!(
+                verdict.outcome,
+                Outcome::Winner { .. } | Outcome::Equivalent { .. } | Outcome::Undecided { .. }
+            ),
+            "{verdict:?}"
+        );
+        assert!(
+            verdict.reason.contains("s of isolated runs each)") && verdict.reason.contains("% CI "),
+            "{}",
+            verdict.reason
+        );
+        // Without side-by-side windows there is no efficiency verdict.
+        assert!(cell.efficiency.is_none());
     }
 
     // Embedded: a fresh folder per run, a copy of one prepared once for the preload.
@@ -1218,4 +1227,99 @@ fn load_runs_the_bench_scenarios_on_any_service_and_fails_on_a_threshold_it_name
         );
     }
     served.stop();
+}
+
+#[test]
+fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime_and_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("side");
+    // Three hyper servers at once: hyper#2 is hyper again (A/A), hyper#3 burns an extra 1 ms per
+    // request — far beyond anything a debug build's noise could hide.
+    let (report, stdout) = compare(
+        &out,
+        &[
+            "--runtimes",
+            "hyper,hyper,hyper",
+            "--handicap",
+            "hyper#3=1000",
+            "--no-isolated",
+            "--side-by-side-rates",
+            "150",
+            "--windows",
+            "5",
+            "--count-seconds",
+            "2",
+            "--budget",
+            "0s",
+            "--scenarios",
+            "waiter",
+            "--users",
+            "2",
+            "--store",
+            "memory",
+        ],
+    );
+    assert_eq!(report.settings.runtimes, ["hyper", "hyper#2", "hyper#3"]);
+    assert!(report.runs.is_empty(), "no isolated runs asked for");
+    assert_eq!(report.side_by_side.len(), 1, "{stdout}");
+    let level = &report.side_by_side[0];
+    assert_eq!(level.not_judged, None, "{stdout}");
+    assert_eq!(level.runtimes.len(), 3);
+    for r in &level.runtimes {
+        assert_eq!(r.window_cpu_ns.len(), 5);
+        assert!(r.window_cpu_ns.iter().all(|&ns| ns > 0), "{r:?}");
+        assert!(r.requests >= 5 * 140, "{r:?}");
+    }
+    let find = |name: &str| level.runtimes.iter().find(|r| r.runtime == name).unwrap();
+    assert_eq!(find("hyper#3").handicap_us, Some(1000));
+    // Every server is its own process, each with its own data: three servers were started.
+    let pids: BTreeSet<u32> = report.servers.iter().map(|s| s.pid).collect();
+    assert_eq!(pids.len(), 3);
+    let efficiency = |b: &str| {
+        report
+            .comparisons
+            .iter()
+            .find(|c| c.measure == brigade_compare::verdict::Measure::Efficiency && c.b == b)
+    };
+    // The handicapped copy loses, by roughly what was planted.
+    let handicapped = efficiency("hyper#3").expect("hyper#3 is compared");
+    assert_ne!(handicapped.a, "hyper#3");
+    assert_eq!(
+        handicapped.outcome,
+        brigade_compare::judge::ComparisonOutcome::Win,
+        "{handicapped:?}"
+    );
+    assert!(handicapped.ratio.unwrap() > 1.3, "{handicapped:?}");
+    // The A/A pair: never a win by a wide margin.
+    let aa = report
+        .comparisons
+        .iter()
+        .find(|c| {
+            let pair = [c.a.as_str(), c.b.as_str()];
+            pair.contains(&"hyper") && pair.contains(&"hyper#2")
+        })
+        .expect("hyper and hyper#2 are compared");
+    assert!(aa.ratio.unwrap() < 1.15, "{aa:?}");
+    // The cost breakdown: syscalls per request are counted where perf may count them, and two
+    // servers of one runtime at one rate make about as many.
+    let (one, two) = (find("hyper"), find("hyper#2"));
+    match (one.syscalls_per_request, two.syscalls_per_request) {
+        (Some(a), Some(b)) => {
+            assert!(a > 0.0 && b > 0.0);
+            assert!((a / b - 1.0).abs() < 0.10, "{a} vs {b}");
+            assert!(one.context_switches_per_request.is_some());
+        }
+        _ => {
+            let why = one.counts_note.as_deref().unwrap_or_default();
+            assert!(why.starts_with("not measured: "), "{why}");
+            if std::env::var_os("CI").is_some() {
+                panic!("CI installs perf and runs as root, so syscalls are counted: {why}");
+            }
+        }
+    }
+    assert!(one.user_cpu_us_per_request.is_some() && one.system_cpu_us_per_request.is_some());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| hyper#3 | 2 | 150/s |"), "{md}");
+    assert!(md.contains("handicap +1000 µs"), "{md}");
+    assert!(md.contains("Calibration"), "{md}");
 }

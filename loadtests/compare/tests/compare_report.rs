@@ -8,7 +8,11 @@ use brigade_compare::pin::CpuPlan;
 use brigade_compare::procstat::{ProcSeries, ProcUsage};
 use brigade_compare::report::{self, json, markdown, Report, RunRecord};
 use brigade_compare::verdict::{self, RunCpu};
-use brigade_load::result::{Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult};
+use brigade_compare::side::{SideCell, SideRuntime};
+use brigade_compare::verdict::Rule;
+use brigade_load::result::{
+    Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult, Second,
+};
 
 fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadResult {
     let requests = (hits_per_s * elapsed_s).round() as u64;
@@ -60,7 +64,17 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             ..total.clone()
         }],
         total,
-        seconds: Vec::new(),
+        // Three measured seconds, a little apart, as a real run's series.
+        seconds: (0..elapsed_s as u32)
+            .map(|second| Second {
+                second,
+                requests: (hits_per_s * (1.0 + 0.004 * f64::from(second % 3) - 0.004)).round()
+                    as u64,
+                errors: if second == 0 { errors } else { 0 },
+                p50_ms: mean_ms * 0.9,
+                p99_ms: mean_ms * 3.0,
+            })
+            .collect(),
         window: None,
         shards: Vec::new(),
     }
@@ -152,9 +166,10 @@ fn synthetic() -> Report {
         }
     }
     let rows = report::rows(&runs, &scenarios, &users, &[0], &runtimes);
-    let (cells, scenario_verdicts) =
-        compare::judge(&runs, &scenarios, &users, &[0], &runtimes, 5.0);
-    Report {
+    // Side by side at 10 users: axum spends 10% more CPU per request than actix, window by window
+    // under the same machine noise.
+    let side_by_side = vec![side_cell("waiter", 10, &[("axum", 55.0), ("actix", 50.0)])];
+    let mut report = Report {
         started_at: "2025-01-01T00:00:00Z".into(),
         wall_s: 75.0,
         machine: Machine {
@@ -186,7 +201,9 @@ fn synthetic() -> Report {
             duration_s: 3.0,
             warmup_s: 1.0,
             repeat: 2,
-            noise_floor_pct: 5.0,
+            rule: Rule::default(),
+            side_by_side: None,
+            handicaps: BTreeMap::new(),
             timeout_ms: 5000,
             quick: false,
             interleaving: "together".into(),
@@ -204,11 +221,68 @@ fn synthetic() -> Report {
         servers: Vec::new(),
         runs,
         rows,
-        cells,
-        scenarios: scenario_verdicts,
+        cells: Vec::new(),
+        scenarios: Vec::new(),
+        side_by_side,
+        comparisons: Vec::new(),
         notes: vec!["a synthetic report".into()],
         threshold_checks: Vec::new(),
         baseline: None,
+    };
+    rejudge_in_memory(&mut report);
+    report
+}
+
+/// Derives the report's rows' breakdown and every verdict from its runs and windows again.
+fn rejudge_in_memory(report: &mut Report) {
+    report::add_breakdown(&mut report.rows, &report.side_by_side);
+    let judged = compare::judge::judge(
+        &report.runs,
+        &report.side_by_side,
+        &report.settings,
+        &report.settings.rule.clone(),
+    );
+    report.cells = judged.cells;
+    report.scenarios = judged.scenarios;
+    report.comparisons = judged.comparisons;
+}
+
+/// One side-by-side level: every runtime's CPU per window under the same machine noise.
+fn side_cell(scenario: &str, users: u32, costs: &[(&str, f64)]) -> SideCell {
+    let windows = 12;
+    SideCell {
+        scenario: scenario.into(),
+        users,
+        preload: 0,
+        level: "40%".into(),
+        rate_per_s: 2000.0,
+        rate_from: "given".into(),
+        window_s: 1.0,
+        windows,
+        runtimes: costs
+            .iter()
+            .enumerate()
+            .map(|(i, (runtime, us))| SideRuntime {
+                runtime: (*runtime).into(),
+                window_cpu_ns: (0..windows)
+                    .map(|w| {
+                        let machine = 1.0 + 0.2 * ((w * 5 % 7) as f64 / 7.0 - 0.5);
+                        let own = 1.0 + 0.003 * ((w + i) % 3) as f64;
+                        (us * 2000.0 * 1e3 * machine * own) as u64
+                    })
+                    .collect(),
+                window_requests: vec![2000; windows],
+                requests: 2000 * windows as u64,
+                achieved_per_s: 2000.0,
+                cpu_us_per_request: *us,
+                user_cpu_us_per_request: Some(us * 0.4),
+                system_cpu_us_per_request: Some(us * 0.6),
+                syscalls_per_request: Some(3.5),
+                context_switches_per_request: Some(0.25),
+                ..SideRuntime::default()
+            })
+            .collect(),
+        ..SideCell::default()
     }
 }
 
@@ -387,28 +461,37 @@ fn the_html_is_self_contained_with_inline_svg_charts() {
 }
 
 #[test]
-fn rejudging_a_written_report_applies_a_new_noise_floor_to_the_recorded_runs() {
+fn rejudging_a_written_report_applies_a_new_equivalence_margin_to_the_recorded_figures() {
     let dir = tempfile::tempdir().unwrap();
     report::write_all(&synthetic(), dir.path()).unwrap();
-    // actix leads axum by about 29% in every repeat: a win at 5%, a tie at 50%.
-    let rejudged = compare::rejudge(dir.path(), 50.0).unwrap();
+    // actix leads axum by about 29% in every second: a win at ±5%, equivalent at ±50%.
+    let wide = Rule {
+        equivalence_pct: Some(50.0),
+        ..Rule::default()
+    };
+    let rejudged = compare::rejudge(dir.path(), &wide).unwrap();
     let waiter = rejudged
         .scenarios
         .iter()
         .find(|s| s.scenario == "waiter")
         .unwrap();
-    assert_eq!(waiter.verdict.label(), "tie");
+    assert!(
+        matches!(waiter.verdict.outcome, verdict::Outcome::Equivalent { .. }),
+        "{:?}",
+        waiter.verdict
+    );
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(
-        md.contains("noise floor 50%"),
-        "the rewritten report says its floor"
+        md.contains("±50% throughput"),
+        "the rewritten report says its margin"
     );
     assert_eq!(
         json::read(&dir.path().join("report.json"))
             .unwrap()
             .settings
-            .noise_floor_pct,
-        50.0
+            .rule
+            .equivalence_pct,
+        Some(50.0)
     );
 }
 
@@ -438,16 +521,31 @@ fn an_old_report_without_preloads_or_efficiency_is_rejudged_with_both() {
             let cell = cell.as_object_mut().unwrap();
             cell.remove("preload");
             cell.remove("efficiency");
+            cell.remove("efficiency_levels");
+            // Reports before the three-way rule called an open verdict a tie.
+            if cell["verdict"]["outcome"]["kind"] == "undecided" {
+                cell.get_mut("verdict").unwrap()["outcome"]["kind"] = "tie".into();
+            }
         }
     }
+    object.remove("side_by_side");
+    object.remove("comparisons");
+    object["settings"].as_object_mut().unwrap().remove("rule");
+    object["settings"]["noise_floor_pct"] = 5.0.into();
     std::fs::write(
         dir.path().join("report.json"),
         serde_json::to_string(&old).unwrap(),
     )
     .unwrap();
-    let rejudged = compare::rejudge(dir.path(), 5.0).unwrap();
+    let rejudged = compare::rejudge(dir.path(), &Rule::default()).unwrap();
     assert_eq!(rejudged.settings.preloads, vec![0]);
-    assert!(rejudged.cells.iter().all(|c| c.efficiency.is_some()));
+    // No side-by-side windows in an old report: throughput verdicts by the new rule, no efficiency.
+    assert!(rejudged.cells.iter().all(|c| c.efficiency.is_none()));
+    assert!(rejudged
+        .comparisons
+        .iter()
+        .all(|c| c.measure == verdict::Measure::Throughput));
+    assert!(!rejudged.comparisons.is_empty());
     // Every run used 97.5% of a core for 3 s: the µs per request follow from the requests.
     let row = &rejudged.rows[0];
     let run = rejudged
@@ -485,19 +583,10 @@ fn the_preload_is_a_dimension_of_rows_and_cells() {
         &s.preloads,
         &s.runtimes,
     );
-    let (cells, scenarios) = compare::judge(
-        &report.runs,
-        &s.scenarios,
-        &s.users,
-        &s.preloads,
-        &s.runtimes,
-        5.0,
-    );
+    rejudge_in_memory(&mut report);
     assert_eq!(report.rows.len(), 2 * 2 * 2 * 2);
-    assert_eq!(cells.len(), 2 * 2 * 2);
-    assert!(cells.iter().any(|c| c.preload == 1_000));
-    report.cells = cells;
-    report.scenarios = scenarios;
+    assert_eq!(report.cells.len(), 2 * 2 * 2);
+    assert!(report.cells.iter().any(|c| c.preload == 1_000));
     let md = markdown::render(&report);
     let rows = markdown_rows(&md, "waiter");
     assert_eq!(rows.len(), 8);
@@ -532,32 +621,28 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     }
     let s = &now.settings;
     now.rows = report::rows(&now.runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes);
+    rejudge_in_memory(&mut now);
     let read_back = compare::baseline::read(&old).unwrap();
-    let baseline = compare::baseline::compare(&now, &read_back, &old, 5.0);
-    let cell = |scenario: &str, users: u32, runtime: &str| {
+    let baseline = compare::baseline::compare(&now, &read_back, &old, &Rule::default());
+    let change = |measure: verdict::Measure, scenario: &str, users: u32| {
         baseline
             .cells
             .iter()
-            .find(|c| c.scenario == scenario && c.users == users && c.runtime == runtime)
+            .find(|c| c.measure == measure && c.scenario == scenario && c.users == users)
             .unwrap()
             .clone()
     };
-    assert_eq!(baseline.cells.len(), now.rows.len());
+    assert_eq!(baseline.cells.len(), now.comparisons.len());
     assert!(baseline.missing.is_empty() && baseline.differences.is_empty());
-    let faster = cell("waiter", 10, "axum");
-    assert_eq!(faster.throughput.call, compare::baseline::Call::Better);
-    assert!(
-        (faster.throughput.change_pct - 20.0).abs() < 0.5,
-        "{faster:?}"
-    );
-    assert_eq!(
-        cell("waiter", 30, "actix").throughput.call,
-        compare::baseline::Call::WithinNoise
-    );
-    // Generator-bound on both sides: no throughput call, but the CPU per request is judged.
-    let bound = cell("hello", 10, "axum");
-    assert_eq!(bound.throughput.call, compare::baseline::Call::NotJudged);
-    assert_ne!(bound.efficiency.call, compare::baseline::Call::NotJudged);
+    // actix's lead over axum fell from ~30% to ~8%: the ratio changed, by its own interval.
+    let closer = change(verdict::Measure::Throughput, "waiter", 10);
+    assert_eq!((closer.a.as_str(), closer.b.as_str()), ("actix", "axum"));
+    assert_eq!(closer.call, compare::baseline::Call::Changed, "{closer:?}");
+    assert!(closer.change_pct < -10.0, "{closer:?}");
+    assert!(closer.absolute.contains("measured at another time"));
+    // The side-by-side ratio did not move.
+    let efficiency = change(verdict::Measure::Efficiency, "waiter", 10);
+    assert_eq!(efficiency.call, compare::baseline::Call::Same, "{efficiency:?}");
 
     // Every run's p99 is above 5 ms (the synthetic latencies are tens of ms); errors stay under
     // 0.1% (at most one of thousands).
@@ -588,9 +673,44 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
         2 * now.runs.len()
     )));
     assert!(md.contains("## Against the baseline"), "{md}");
-    assert!(md.contains("| waiter | 10 | 0 | axum |"), "{md}");
-    assert!(md.contains("better"), "{md}");
+    assert!(md.contains("| throughput | waiter | 10 | isolated | actix vs axum |"), "{md}");
+    assert!(md.contains("changed"), "{md}");
     let html = std::fs::read_to_string(new.join("report.html")).unwrap();
     assert!(html.contains("<h2>Against the baseline</h2>") && html.contains("<h2>Thresholds</h2>"));
     assert_eq!(json::read(&new.join("report.json")).unwrap(), now);
+}
+
+#[test]
+fn the_side_by_side_table_shows_the_cost_breakdown_and_the_efficiency_verdict_its_windows_give() {
+    let report = synthetic();
+    let efficiency: Vec<_> = report
+        .comparisons
+        .iter()
+        .filter(|c| c.measure == verdict::Measure::Efficiency)
+        .collect();
+    assert_eq!(efficiency.len(), 1);
+    let c = efficiency[0];
+    assert_eq!((c.a.as_str(), c.b.as_str()), ("actix", "axum"));
+    assert_eq!(c.outcome, compare::judge::ComparisonOutcome::Win, "{c:?}");
+    assert!((c.ratio.unwrap() - 1.1).abs() < 0.01, "{c:?}");
+    assert!(c.ci_low.unwrap() > 1.02 && c.ci_high.unwrap() < 1.2, "{c:?}");
+    assert_eq!(c.level.as_deref(), Some("40%"));
+    let md = markdown::render(&report);
+    assert!(md.contains("| axum | 10 | 40% | 2000 | 2000 | 12 | 55.00 | 22.00 | 33.00 | 3.50 | 0.250 | not measured |"), "{md}");
+    assert!(md.contains("at 40% (2,000/s each): efficiency **actix +10."), "{md}");
+    assert!(md.contains("axum spends 10."), "{md}");
+    // The rows of the isolated table carry the breakdown of their cell's side-by-side level.
+    let row = report
+        .rows
+        .iter()
+        .find(|r| r.scenario == "waiter" && r.users == 10 && r.runtime == "axum")
+        .unwrap();
+    assert_eq!(row.syscalls_per_request, Some(3.5));
+    assert_eq!(row.instructions_per_request, None);
+    let other = report
+        .rows
+        .iter()
+        .find(|r| r.scenario == "waiter" && r.users == 30)
+        .unwrap();
+    assert_eq!(other.syscalls_per_request, None);
 }
