@@ -45,7 +45,11 @@ fn compare(out: &Path, args: &[&str]) -> (Report, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
         .arg("compare")
         .args(args)
-        .args(if side { &[][..] } else { &["--no-side-by-side"][..] })
+        .args(if side {
+            &[][..]
+        } else {
+            &["--no-side-by-side"][..]
+        })
         .args(["--no-progress", "--out"])
         .arg(out)
         .output()

@@ -126,14 +126,24 @@ fn absolute(report: &Report, c: &Comparison, runtime: &str) -> String {
         Measure::Efficiency => report
             .side_by_side
             .iter()
-            .filter(|s| s.scenario == c.scenario && s.users == c.users && s.preload == c.preload && Some(&s.level) == c.level.as_ref())
+            .filter(|s| {
+                s.scenario == c.scenario
+                    && s.users == c.users
+                    && s.preload == c.preload
+                    && Some(&s.level) == c.level.as_ref()
+            })
             .flat_map(|s| &s.runtimes)
             .find(|r| r.runtime == runtime)
             .map(|r| format!("{} µs", figure(r.cpu_us_per_request))),
         Measure::Throughput => report
             .rows
             .iter()
-            .find(|r| r.scenario == c.scenario && r.users == c.users && r.preload == c.preload && r.runtime == runtime)
+            .find(|r| {
+                r.scenario == c.scenario
+                    && r.users == c.users
+                    && r.preload == c.preload
+                    && r.runtime == runtime
+            })
             .map(|r| format!("{}/s", figure(r.ok_per_s))),
     }
     .unwrap_or_else(|| "?".to_owned())
@@ -215,7 +225,10 @@ pub fn compare(now: &Report, before: &Report, path: &Path, rule: &Rule) -> Basel
             c.measure,
             c.scenario,
             c.users,
-            c.level.as_deref().map(|l| format!(" at {l}")).unwrap_or_default(),
+            c.level
+                .as_deref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default(),
             c.a,
             c.b
         )
@@ -318,7 +331,10 @@ pub fn cells(change: &CellChange) -> Vec<String> {
         format!("{:?}", change.measure).to_lowercase(),
         change.scenario.clone(),
         change.users.to_string(),
-        change.level.clone().unwrap_or_else(|| "isolated".to_owned()),
+        change
+            .level
+            .clone()
+            .unwrap_or_else(|| "isolated".to_owned()),
         format!("{} vs {}", change.a, change.b),
         format!("{:+.1}%", (change.before - 1.0) * 100.0),
         format!("{:+.1}%", (change.after - 1.0) * 100.0),
@@ -387,7 +403,10 @@ mod tests {
         assert_eq!(c.call, Call::Same, "{c:?}");
         // A wide interval on either side leaves the change undecided.
         let wide = comparison("hyper", "actix", 1.12, 0.06);
-        assert_eq!(change(&wide, &before, String::new(), &rule).call, Call::Undecided);
+        assert_eq!(
+            change(&wide, &before, String::new(), &rule).call,
+            Call::Undecided
+        );
         assert!(oriented(&comparison("axum", "warp", 1.05, 0.01), "hyper", "actix").is_none());
     }
 }

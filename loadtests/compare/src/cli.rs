@@ -19,7 +19,7 @@ use crate::verdict;
 /// User counts run by default (the study's).
 pub const DEFAULT_USERS: &str = "10,20,30";
 /// Measured time per run by default.
-pub const DEFAULT_DURATION: &str = "3s";
+pub const DEFAULT_DURATION: &str = "2s";
 /// Warm-up per run by default.
 pub const DEFAULT_WARMUP: &str = "500ms";
 /// Isolated runs per cell by default: one, since efficiency is judged side by side and throughput
@@ -27,6 +27,10 @@ pub const DEFAULT_WARMUP: &str = "500ms";
 pub const DEFAULT_REPEAT: u32 = 1;
 /// Extra time for undecided side-by-side levels by default.
 pub const DEFAULT_BUDGET: &str = "2m";
+/// Side-by-side windows per level by default (`--quick`: 10).
+pub const DEFAULT_WINDOWS: u32 = 16;
+/// Seconds counted by `perf stat` after each level's windows by default.
+pub const DEFAULT_COUNT_S: u32 = 1;
 /// Side-by-side load levels by default, shares of the server CPUs in total.
 pub const DEFAULT_LEVELS: [f64; 2] = [0.4, 0.8];
 /// `--quick`: one side-by-side load level.
@@ -66,7 +70,7 @@ pub struct CompareArgs {
     /// --users (e.g. 1000,1000000) [default: 0]
     #[arg(long, value_delimiter = ',', value_name = "N[,N...]")]
     pub preload: Vec<u64>,
-    /// Measured time per run, e.g. 3s, 1m [default: 3s; --quick: 2s]
+    /// Measured time per isolated run, e.g. 3s, 1m [default: 2s; --quick: 2s]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
     /// Warm-up per run, not counted [default: 500ms; --quick: 500ms]
@@ -79,17 +83,22 @@ pub struct CompareArgs {
     /// the default load levels (about 40% and 80% of the server CPUs, from the isolated runs)
     #[arg(long, value_delimiter = ',', value_name = "R[,R...]")]
     pub side_by_side_rates: Vec<f64>,
-    /// Side by side: measured 1-second windows per load level [default: 10]
+    /// Side by side: measured 1-second windows per load level [default: 16; --quick: 10]
     #[arg(long, value_name = "N")]
     pub windows: Option<u32>,
     /// Side by side: seconds of extra load after the windows in which `perf stat` counts syscalls
-    /// and context switches (0: no counts) [default: 2]
+    /// and context switches (0: no counts) [default: 1]
     #[arg(long, value_name = "S")]
     pub count_seconds: Option<u32>,
     /// Keep adding windows to undecided side-by-side levels until they decide or this much extra
-    /// time is spent [default: 2m; --quick: 0s]
+    /// time is spent, each cell its share of what is left [default: 2m; --quick: 0s]
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub budget: Option<Duration>,
+    /// Count instructions per request: each runtime's server under valgrind's callgrind, per
+    /// scenario at the first user count, 1,000, 2,000 and 3,000 requests (the N2−N1 method; the
+    /// spread of its two samples is shown). Slow: minutes per runtime
+    #[arg(long)]
+    pub instructions: bool,
     /// No side-by-side runs: isolated runs only (no efficiency verdicts)
     #[arg(long, conflicts_with = "no_isolated")]
     pub no_side_by_side: bool,
@@ -229,24 +238,32 @@ impl CompareArgs {
                 DEFAULT_LEVELS.to_vec()
             },
             rates: (!self.side_by_side_rates.is_empty()).then(|| self.side_by_side_rates.clone()),
-            windows: self.windows.unwrap_or(10),
-            count_s: self.count_seconds.unwrap_or(2),
+            windows: self
+                .windows
+                .unwrap_or(if self.quick { 10 } else { DEFAULT_WINDOWS }),
+            count_s: self.count_seconds.unwrap_or(DEFAULT_COUNT_S),
             budget,
+            instructions: self.instructions,
             ..crate::side::SideSettings::default()
         })
     }
 
     /// The `--handicap NAME=US` flags, checked against the runtimes compared.
-    fn handicaps(&self, runtimes: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+    fn handicaps(
+        &self,
+        runtimes: &[String],
+    ) -> anyhow::Result<std::collections::BTreeMap<String, f64>> {
         let mut out = std::collections::BTreeMap::new();
         for text in &self.handicaps {
-            let (name, us) = text
-                .split_once('=')
-                .with_context(|| format!("--handicap {text:?}: expected NAME=US, e.g. hyper#2=5"))?;
-            let us: u64 = us
+            let (name, us) = text.split_once('=').with_context(|| {
+                format!("--handicap {text:?}: expected NAME=US, e.g. hyper#2=5")
+            })?;
+            let us: f64 = us
                 .trim()
                 .parse()
-                .with_context(|| format!("--handicap {text:?}: {us:?} is not a whole number of µs"))?;
+                .ok()
+                .filter(|us: &f64| us.is_finite() && *us >= 0.0 && *us <= 1_000_000.0)
+                .with_context(|| format!("--handicap {text:?}: {us:?} is not a number of µs"))?;
             let name = name.trim();
             if !runtimes.iter().any(|r| r == name) {
                 bail!(
@@ -347,6 +364,12 @@ impl CompareArgs {
             self.preload.iter().any(|&n| n > 0),
             runtimes.len(),
         )?;
+        if !handicaps.is_empty() && !launch.passes("handicap_us") {
+            bail!(
+                "--server-command has no {{handicap_us}}, so --handicap cannot reach the server: \
+                 add `--handicap-us {{handicap_us}}` to it"
+            );
+        }
         if users.contains(&0) {
             bail!("--users must be at least 1");
         }

@@ -123,6 +123,19 @@ fn judged(
     interval: Option<Interval>,
     rule: &Rule,
 ) -> Comparison {
+    judged_with(measure, key, a, b, interval, None, rule)
+}
+
+/// [`judged`], with the samples per runtime said (`None`: the interval's own count).
+fn judged_with(
+    measure: Measure,
+    key: &Key<'_>,
+    a: &str,
+    b: &str,
+    interval: Option<Interval>,
+    samples: Option<usize>,
+    rule: &Rule,
+) -> Comparison {
     let margin_pct = rule.margin_pct(measure);
     let margin = margin_pct / 100.0;
     let confidence_pct = rule.confidence_pct;
@@ -155,12 +168,16 @@ fn judged(
     comparison.ratio = Some(iv.ratio);
     comparison.ci_low = Some(iv.ci_low);
     comparison.ci_high = Some(iv.ci_high);
-    comparison.samples = iv.samples;
+    comparison.samples = samples.unwrap_or(iv.samples);
     let how = pct_with_ci(&iv, confidence_pct);
-    let samples = sample_words(measure, iv.samples);
+    let samples = sample_words(measure, comparison.samples);
     let claim = match measure {
-        Measure::Efficiency => format!("{b} spends {how}, {samples}) more CPU per request than {a}"),
-        Measure::Throughput => format!("{a} answers {how}, {samples}) more successful hits/s than {b}"),
+        Measure::Efficiency => {
+            format!("{b} spends {how}, {samples}) more CPU per request than {a}")
+        }
+        Measure::Throughput => {
+            format!("{a} answers {how}, {samples}) more successful hits/s than {b}")
+        }
     };
     comparison.outcome = match brigade_stats::three_way(&iv, margin) {
         Three::Win => ComparisonOutcome::Win,
@@ -169,9 +186,9 @@ fn judged(
     };
     comparison.sentence = match comparison.outcome {
         ComparisonOutcome::Win => claim,
-        ComparisonOutcome::Equivalent => format!(
-            "{a} and {b} are equivalent: {claim}, inside the ±{margin_pct:.0}% margin"
-        ),
+        ComparisonOutcome::Equivalent => {
+            format!("{a} and {b} are equivalent: {claim}, inside the ±{margin_pct:.0}% margin")
+        }
         _ => {
             comparison.samples_to_decide = brigade_stats::samples_to_decide(&iv, margin);
             let more = match comparison.samples_to_decide {
@@ -182,8 +199,9 @@ fn judged(
                         Measure::Throughput => "seconds",
                     }
                 ),
-                None => "; it sits on the margin, more samples are unlikely to decide it"
-                    .to_owned(),
+                None => {
+                    "; it sits on the margin, more samples are unlikely to decide it".to_owned()
+                }
             };
             format!("undecided: {claim}, the interval straddles the ±{margin_pct:.0}% margin{more}")
         }
@@ -192,7 +210,14 @@ fn judged(
 }
 
 /// A comparison that could not be judged, for `reason`.
-fn not_judged(measure: Measure, key: &Key<'_>, a: &str, b: &str, reason: &str, rule: &Rule) -> Comparison {
+fn not_judged(
+    measure: Measure,
+    key: &Key<'_>,
+    a: &str,
+    b: &str,
+    reason: &str,
+    rule: &Rule,
+) -> Comparison {
     let mut c = judged(measure, key, a, b, None, rule);
     c.reason = Some(reason.to_owned());
     c.sentence = format!("{a} vs {b}: not judged, {reason}");
@@ -304,7 +329,14 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
     let comparisons: Vec<Comparison> = ranked[1..]
         .iter()
         .map(|other| match &cell.not_judged {
-            Some(reason) => not_judged(Measure::Efficiency, &key, &best.runtime, &other.runtime, reason, rule),
+            Some(reason) => not_judged(
+                Measure::Efficiency,
+                &key,
+                &best.runtime,
+                &other.runtime,
+                reason,
+                rule,
+            ),
             None => {
                 let interval = brigade_stats::paired_cost_ratio(
                     &best_costs,
@@ -312,7 +344,14 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
                     rule.confidence(),
                     BOOTSTRAP_SEED,
                 );
-                judged(Measure::Efficiency, &key, &best.runtime, &other.runtime, interval, rule)
+                judged(
+                    Measure::Efficiency,
+                    &key,
+                    &best.runtime,
+                    &other.runtime,
+                    interval,
+                    rule,
+                )
             }
         })
         .collect();
@@ -398,7 +437,17 @@ fn judge_throughput(
                 rule.confidence(),
                 BOOTSTRAP_SEED,
             );
-            judged(Measure::Throughput, key, &best.0, &other.0, interval, rule)
+            // Seconds per runtime, the fewer of the two (the interval counts both sides).
+            let samples = best.1.len().min(other.1.len());
+            judged_with(
+                Measure::Throughput,
+                key,
+                &best.0,
+                &other.0,
+                interval,
+                Some(samples),
+                rule,
+            )
         })
         .collect();
     let verdict = cell_verdict(&comparisons, None);
@@ -525,7 +574,13 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
         report.settings.preloads = vec![0];
     }
     let s = &report.settings;
-    report.rows = report::rows(&report.runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes);
+    report.rows = report::rows(
+        &report.runs,
+        &s.scenarios,
+        &s.users,
+        &s.preloads,
+        &s.runtimes,
+    );
     report::add_breakdown(&mut report.rows, &report.side_by_side);
     let judged = judge(&report.runs, &report.side_by_side, &report.settings, rule);
     report.cells = judged.cells;
@@ -727,29 +782,47 @@ mod tests {
         assert_eq!(c.outcome, ComparisonOutcome::Win);
         assert!(c.ratio.unwrap() > 1.05 && c.ci_low.unwrap() > 1.02, "{c:?}");
         assert!(
-            c.sentence.starts_with("actix spends 9.") && c.sentence.contains("20 windows) more CPU per request than hyper"),
+            c.sentence.starts_with("actix spends 9.")
+                && c.sentence
+                    .contains("20 windows) more CPU per request than hyper"),
             "{}",
             c.sentence
         );
-        assert!(matches!(verdict.outcome, Outcome::Winner { ref runtime, .. } if runtime == "hyper"));
+        assert!(
+            matches!(verdict.outcome, Outcome::Winner { ref runtime, .. } if runtime == "hyper")
+        );
     }
 
     #[test]
     fn a_runtime_against_itself_is_equivalent_and_names_no_winner() {
         let cell = side(&[("hyper", 25.0), ("hyper#2", 25.0)], 20, 0.3);
         let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
-        assert_eq!(comparisons[0].outcome, ComparisonOutcome::Equivalent, "{:?}", comparisons[0]);
-        assert!(matches!(verdict.outcome, Outcome::Equivalent { ref leaders } if leaders.len() == 2));
-        assert_eq!(verdict.label(), format!("{} equivalent", match &verdict.outcome {
-            Outcome::Equivalent { leaders } => leaders.join("≈"),
-            _ => unreachable!(),
-        }));
+        assert_eq!(
+            comparisons[0].outcome,
+            ComparisonOutcome::Equivalent,
+            "{:?}",
+            comparisons[0]
+        );
+        assert!(
+            matches!(verdict.outcome, Outcome::Equivalent { ref leaders } if leaders.len() == 2)
+        );
+        assert_eq!(
+            verdict.label(),
+            format!(
+                "{} equivalent",
+                match &verdict.outcome {
+                    Outcome::Equivalent { leaders } => leaders.join("≈"),
+                    _ => unreachable!(),
+                }
+            )
+        );
     }
 
     #[test]
     fn a_level_the_generator_could_not_deliver_is_not_judged_and_says_why() {
         let mut cell = side(&[("axum", 25.0), ("warp", 40.0)], 10, 0.1);
-        cell.not_judged = Some("generator-bound or saturated: warp completed 900/s of the 1000/s offered".into());
+        cell.not_judged =
+            Some("generator-bound or saturated: warp completed 900/s of the 1000/s offered".into());
         let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
         assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
         assert!(comparisons[0].reason.as_deref().unwrap().contains("900/s"));

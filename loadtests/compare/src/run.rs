@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use brigade_load::scenario::Scenario;
@@ -35,15 +35,9 @@ use crate::state::FreshState;
 use crate::verdict::CpuShape;
 use crate::{plan, servers};
 
-/// How often `/proc` is sampled during a run.
-pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
-/// How often servers read through their `/metrics` (`--external`) are sampled: a scrape costs the
-/// server a few hundred µs of CPU (about 270 µs for the waiter's 28 KB, release), which at 100 ms
-/// and a few dozen requests a second would be a visible share of the CPU it is charged with.
-pub(crate) const SCRAPE_EVERY: Duration = Duration::from_secs(1);
+pub use brigade_bench::isolated::{SAMPLE_EVERY, SCRAPE_EVERY};
 
-/// How long a server has to exit after SIGTERM before it is killed.
-pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
+pub use brigade_bench::servers::STOP_GRACE;
 
 /// How runs are ordered and servers kept, in words, for the report.
 const INTERLEAVING: &str = "a fresh server per run; the runs of each cell (scenario × users × \
@@ -237,11 +231,13 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     if settings.side.enabled && settings.external.is_empty() {
         let mut budget_left = settings.side.budget;
         let mut index = 0;
+        let cell_count = scenarios.len() * settings.preloads.len() * settings.users.len();
         for (s, scenario) in scenarios.iter().enumerate() {
             for &preload in &settings.preloads {
                 for &users in &settings.users {
                     let label = &settings.scenarios[s];
-                    let levels = side_levels(settings, &runs, label, users, preload, cpus.server.len());
+                    let levels =
+                        side_levels(settings, &runs, label, users, preload, cpus.server.len());
                     if levels.is_empty() {
                         println!(
                             "side by side {label} {users} users: skipped, no rate (its isolated runs                              measured nothing; give --side-by-side-rates)"
@@ -255,6 +251,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                         preload,
                         levels,
                         index,
+                        cells_left: cell_count - index,
                     };
                     index += 1;
                     let store = settings.store.clone();
@@ -270,6 +267,10 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 }
             }
         }
+    }
+
+    if settings.side.instructions && settings.external.is_empty() {
+        count_instructions(&bench, settings, &scenarios, &mut side_cells);
     }
 
     let preloads = &settings.preloads;
@@ -307,7 +308,11 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
             preloads: preloads.clone(),
             duration_s: settings.duration.as_secs_f64(),
             warmup_s: settings.warmup.as_secs_f64(),
-            repeat: if settings.isolated { settings.repeat } else { 0 },
+            repeat: if settings.isolated {
+                settings.repeat
+            } else {
+                0
+            },
             rule: settings.rule,
             side_by_side: settings.side.enabled.then(|| report::SideSetup {
                 levels: settings.side.levels.clone(),
@@ -367,7 +372,12 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         threshold_checks: Vec::new(),
         baseline: None,
     };
-    let judged = judge(&report.runs, &report.side_by_side, &report.settings, &settings.rule);
+    let judged = judge(
+        &report.runs,
+        &report.side_by_side,
+        &report.settings,
+        &settings.rule,
+    );
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
@@ -388,6 +398,48 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// `--instructions`: every runtime's instructions per request on every scenario (at the first user
+/// count), written into that scenario's side-by-side rows.
+fn count_instructions(
+    bench: &Bench<'_>,
+    settings: &CompareSettings,
+    scenarios: &[Scenario],
+    side_cells: &mut [crate::side::SideCell],
+) {
+    let users = settings.users.first().copied().unwrap_or(1);
+    for (label, scenario) in settings.scenarios.iter().zip(scenarios) {
+        for runtime in &settings.runtimes {
+            println!("instructions: {runtime} on {label} under callgrind…");
+            let counted = crate::side::instructions::count(bench, scenario, runtime, users);
+            let _ = std::io::stdout().flush();
+            for cell in side_cells.iter_mut().filter(|c| &c.scenario == label) {
+                for row in cell.runtimes.iter_mut().filter(|r| &r.runtime == runtime) {
+                    match &counted {
+                        Ok(c) => {
+                            row.instructions_per_request = Some(c.per_request);
+                            row.instructions_spread_pct = Some(c.spread_pct);
+                        }
+                        Err(err) => {
+                            let note = format!("instructions not measured: {err:#}");
+                            row.counts_note = Some(match row.counts_note.take() {
+                                Some(n) => format!("{n}; {note}"),
+                                None => note,
+                            });
+                        }
+                    }
+                }
+            }
+            match counted {
+                Ok(c) => println!(
+                    "instructions: {runtime} on {label}: {:.0} per request (two samples {:.1}% apart)",
+                    c.per_request, c.spread_pct
+                ),
+                Err(err) => println!("instructions: {runtime} on {label}: not measured: {err:#}"),
+            }
+        }
+    }
+}
+
 /// The side-by-side load levels of a cell: the rates given, or shares of the server CPUs derived
 /// from the cell's isolated runs (each runtime's median CPU per request and hits/s).
 fn side_levels(
@@ -405,6 +457,8 @@ fn side_levels(
                 label: format!("{}/s", report::rate_words(rate)),
                 rate_per_s: rate,
                 from: "given (--side-by-side-rates)".to_owned(),
+                share: None,
+                cap_per_s: rate,
             })
             .collect();
     }
@@ -413,15 +467,24 @@ fn side_levels(
         let mine: Vec<&RunRecord> = runs
             .iter()
             .filter(|r| {
-                &r.runtime == runtime && r.scenario == scenario && r.users == users && r.preload == preload
+                &r.runtime == runtime
+                    && r.scenario == scenario
+                    && r.users == users
+                    && r.preload == preload
             })
             .collect();
-        let costs: Vec<f64> = mine.iter().filter_map(|r| r.server_cpu_us_per_request()).collect();
+        let costs: Vec<f64> = mine
+            .iter()
+            .filter_map(|r| r.server_cpu_us_per_request())
+            .collect();
         let hits: Vec<f64> = mine.iter().filter_map(|r| r.ok_per_s()).collect();
         if costs.is_empty() || hits.is_empty() {
             return Vec::new();
         }
-        isolated.push((crate::verdict::median(&costs), crate::verdict::median(&hits)));
+        isolated.push((
+            crate::verdict::median(&costs),
+            crate::verdict::median(&hits),
+        ));
     }
     crate::side::level_rates(&settings.side.levels, server_cpus, &isolated)
 }

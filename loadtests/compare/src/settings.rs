@@ -34,7 +34,7 @@ pub struct CompareSettings {
     pub runtimes: Vec<String>,
     /// The calibration knob per runtime name (`--handicap 'hyper#2=5'`): µs of CPU planted per
     /// request.
-    pub handicaps: std::collections::BTreeMap<String, u64>,
+    pub handicaps: std::collections::BTreeMap<String, f64>,
     /// Store kind for every service.
     pub store: String,
     /// MongoDB URI for `--store mongo`.
@@ -237,7 +237,12 @@ mod tests {
 
     #[test]
     fn a_runtime_named_twice_gets_a_second_name_that_serves_with_the_same_runtime() {
-        let labels = label_runtimes(&["hyper".into(), "actix".into(), "hyper".into(), "hyper".into()]);
+        let labels = label_runtimes(&[
+            "hyper".into(),
+            "actix".into(),
+            "hyper".into(),
+            "hyper".into(),
+        ]);
         assert_eq!(labels, ["hyper", "actix", "hyper#2", "hyper#3"]);
         assert_eq!(runtime_of("hyper#2"), "hyper");
         assert_eq!(runtime_of("axum"), "axum");

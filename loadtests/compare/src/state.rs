@@ -23,8 +23,7 @@ use crate::report::{PreparedState, StateSetup};
 use crate::servers::{self, ServerSpec};
 use crate::verdict::count;
 
-/// How long a server may take to start and answer `/ready`, with nothing to preload.
-pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+pub use brigade_bench::servers::READY_TIMEOUT;
 
 /// Extra start-up time allowed per preloaded document (all collections of all services): generous,
 /// since a debug build filling MongoDB is slow.

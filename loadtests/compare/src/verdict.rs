@@ -24,8 +24,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::procstat::CpuBusy;
-
 /// The largest margin reported (a runner-up with no successful request at all).
 pub const MAX_MARGIN_PCT: f64 = 1_000_000.0;
 
@@ -71,147 +69,9 @@ impl Rule {
     }
 }
 
-/// The generator counts as saturated at this share of its CPUs.
-pub const GENERATOR_SATURATED: f64 = 0.90;
-
-/// The server has headroom below this share of its CPUs (said in a generator-bound run's reason).
-pub const SERVER_HEADROOM: f64 = 0.90;
-
-/// How the CPUs were shared between the servers and the generator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuShape {
-    /// CPUs the generator may use.
-    pub generator_cpus: usize,
-    /// CPUs the server may use.
-    pub server_cpus: usize,
-    /// Whether the two are pinned to disjoint CPUs (false: they share all of them).
-    pub pinned: bool,
-}
-
-/// Other processes may use at most this share of a side's CPUs before a run counts as contended.
-pub const CONTENTION: f64 = 0.20;
-
-/// The CPU figures of one run, all in percent of one core.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunCpu {
-    /// The generator process.
-    pub generator_process: f64,
-    /// The server process.
-    pub server_process: f64,
-    /// The generator's CPUs, whoever used them (the same CPUs as the server's when unpinned).
-    pub generator_cpus: CpuBusy,
-    /// The server's CPUs, whoever used them.
-    pub server_cpus: CpuBusy,
-    /// Processes that serve with the server on its CPUs, apart from it (an external server's
-    /// databases, `--external-companion`): their use is the server side's own, not contention.
-    #[serde(default)]
-    pub companions: f64,
-}
-
-impl RunCpu {
-    /// Busy share of the generator's CPUs (its own figure if the CPUs were not sampled).
-    fn generator_busy(&self, shape: CpuShape) -> f64 {
-        self.generator_cpus.busy_percent.max(self.generator_process)
-            / capacity(self.generator_cpus, shape.generator_cpus)
-    }
-
-    /// Busy share of the server's CPUs (its own figure if the CPUs were not sampled).
-    fn server_busy(&self, shape: CpuShape) -> f64 {
-        self.server_cpus.busy_percent.max(self.server_process)
-            / capacity(self.server_cpus, shape.server_cpus)
-    }
-}
-
-fn capacity(busy: CpuBusy, cpus: usize) -> f64 {
-    if busy.capacity_percent > 0.0 {
-        busy.capacity_percent
-    } else {
-        cpus.max(1) as f64 * 100.0
-    }
-}
-
-/// Why a run counts as generator-bound, or `None` if it does not.
-///
-/// Pinned: the generator's CPUs were at least 90% busy — by the generator, by the kernel's work
-/// sending its traffic, or by anything else that starved it. With no headroom on the generator's
-/// side the run cannot show what the server could do, whether or not the server's CPUs were full
-/// too, so the run names no winner either way. Sharing CPUs: they were at least 90% busy and the
-/// generator used more of them than the server.
-pub fn generator_bound(run: &RunCpu, shape: CpuShape) -> Option<String> {
-    let generator = run.generator_busy(shape);
-    let server = run.server_busy(shape);
-    if shape.pinned {
-        (generator >= GENERATOR_SATURATED).then(|| {
-            let server_side = if server < SERVER_HEADROOM {
-                "while the server's had headroom"
-            } else {
-                "and the server's were full too, so either side may be the limit"
-            };
-            format!(
-                "the generator's CPUs were {:.0}% busy (the generator itself {:.0}% of a core) \
-                 {server_side} ({:.0}% busy, the server itself {:.0}%)",
-                generator * 100.0,
-                run.generator_process,
-                server * 100.0,
-                run.server_process
-            )
-        })
-    } else {
-        (server >= GENERATOR_SATURATED && run.generator_process >= run.server_process).then(|| {
-            format!(
-                "the shared CPUs were {:.0}% busy and the generator ({:.0}% of a core) used more \
-                 of them than the server ({:.0}%)",
-                server * 100.0,
-                run.generator_process,
-                run.server_process
-            )
-        })
-    }
-}
-
-/// Why a run counts as contended (other processes took at least 20% of the server's or the
-/// generator's CPUs), or `None`.
-///
-/// Task time is compared, not interrupts: the kernel's network work for the run itself is
-/// interrupt time that no process is charged with.
-pub fn contended(run: &RunCpu, shape: CpuShape) -> Option<String> {
-    if run.server_cpus.capacity_percent <= 0.0 {
-        return None;
-    }
-    let sides: Vec<(&str, f64, f64)> = if shape.pinned {
-        vec![
-            (
-                "server",
-                run.server_cpus.task_percent - run.server_process - run.companions,
-                run.server_cpus.capacity_percent,
-            ),
-            (
-                "generator",
-                run.generator_cpus.task_percent - run.generator_process,
-                run.generator_cpus.capacity_percent,
-            ),
-        ]
-    } else {
-        vec![(
-            "shared",
-            run.server_cpus.task_percent
-                - run.server_process
-                - run.companions
-                - run.generator_process,
-            run.server_cpus.capacity_percent,
-        )]
-    };
-    sides
-        .into_iter()
-        .find(|(_, others, cap)| *cap > 0.0 && *others >= CONTENTION * cap)
-        .map(|(side, others, cap)| {
-            format!(
-                "other processes used {:.0}% of the {side} CPUs ({:.0}% of a core)",
-                others / cap * 100.0,
-                others
-            )
-        })
-}
+pub use brigade_bench::runcpu::{
+    contended, generator_bound, CpuShape, RunCpu, CONTENTION, GENERATOR_SATURATED, SERVER_HEADROOM,
+};
 
 /// What a verdict compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -547,7 +407,10 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
 
 /// `10, 20 users` when only user counts differ, else each cell in full.
 fn join_cells(cells: &[CellAt]) -> String {
-    if cells.iter().all(|c| c.preload.is_none() && c.level.is_none()) {
+    if cells
+        .iter()
+        .all(|c| c.preload.is_none() && c.level.is_none())
+    {
         let users = cells
             .iter()
             .map(|c| c.users.to_string())

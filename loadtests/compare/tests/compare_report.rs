@@ -7,9 +7,9 @@ use brigade_compare as compare;
 use brigade_compare::pin::CpuPlan;
 use brigade_compare::procstat::{ProcSeries, ProcUsage};
 use brigade_compare::report::{self, json, markdown, Report, RunRecord};
-use brigade_compare::verdict::{self, RunCpu};
 use brigade_compare::side::{SideCell, SideRuntime};
 use brigade_compare::verdict::Rule;
+use brigade_compare::verdict::{self, RunCpu};
 use brigade_load::result::{
     Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult, Second,
 };
@@ -440,8 +440,9 @@ fn verdicts_name_the_faster_runtime_and_refuse_a_generator_bound_scenario() {
 #[test]
 fn the_html_is_self_contained_with_inline_svg_charts() {
     let html = report::html::render(&synthetic()).unwrap();
-    // Three charts per scenario.
-    assert_eq!(html.matches("<svg").count(), 6);
+    // Three charts per scenario, and the side-by-side breakdown where there is one (waiter).
+    assert_eq!(html.matches("<svg").count(), 7);
+    assert!(html.contains("waiter: CPU per request side by side"));
     assert!(html.contains("throughput per runtime"));
     assert!(html.contains("throughput against users"));
     assert!(html.contains("latency at 30 users"));
@@ -455,6 +456,7 @@ fn the_html_is_self_contained_with_inline_svg_charts() {
     // With one user count there is no line to draw against users: that chart is left out.
     let mut one = synthetic();
     one.rows.retain(|r| r.users == 30);
+    one.side_by_side.clear();
     let html = report::html::render(&one).unwrap();
     assert!(!html.contains("throughput against users"));
     assert_eq!(html.matches("<svg").count(), 4);
@@ -642,7 +644,11 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     assert!(closer.absolute.contains("measured at another time"));
     // The side-by-side ratio did not move.
     let efficiency = change(verdict::Measure::Efficiency, "waiter", 10);
-    assert_eq!(efficiency.call, compare::baseline::Call::Same, "{efficiency:?}");
+    assert_eq!(
+        efficiency.call,
+        compare::baseline::Call::Same,
+        "{efficiency:?}"
+    );
 
     // Every run's p99 is above 5 ms (the synthetic latencies are tens of ms); errors stay under
     // 0.1% (at most one of thousands).
@@ -673,7 +679,10 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
         2 * now.runs.len()
     )));
     assert!(md.contains("## Against the baseline"), "{md}");
-    assert!(md.contains("| throughput | waiter | 10 | isolated | actix vs axum |"), "{md}");
+    assert!(
+        md.contains("| throughput | waiter | 10 | isolated | actix vs axum |"),
+        "{md}"
+    );
     assert!(md.contains("changed"), "{md}");
     let html = std::fs::read_to_string(new.join("report.html")).unwrap();
     assert!(html.contains("<h2>Against the baseline</h2>") && html.contains("<h2>Thresholds</h2>"));
@@ -693,11 +702,17 @@ fn the_side_by_side_table_shows_the_cost_breakdown_and_the_efficiency_verdict_it
     assert_eq!((c.a.as_str(), c.b.as_str()), ("actix", "axum"));
     assert_eq!(c.outcome, compare::judge::ComparisonOutcome::Win, "{c:?}");
     assert!((c.ratio.unwrap() - 1.1).abs() < 0.01, "{c:?}");
-    assert!(c.ci_low.unwrap() > 1.02 && c.ci_high.unwrap() < 1.2, "{c:?}");
+    assert!(
+        c.ci_low.unwrap() > 1.02 && c.ci_high.unwrap() < 1.2,
+        "{c:?}"
+    );
     assert_eq!(c.level.as_deref(), Some("40%"));
     let md = markdown::render(&report);
     assert!(md.contains("| axum | 10 | 40% | 2000 | 2000 | 12 | 55.00 | 22.00 | 33.00 | 3.50 | 0.250 | not measured |"), "{md}");
-    assert!(md.contains("at 40% (2,000/s each): efficiency **actix +10."), "{md}");
+    assert!(
+        md.contains("at 40% (2,000/s each): efficiency **actix +10."),
+        "{md}"
+    );
     assert!(md.contains("axum spends 10."), "{md}");
     // The rows of the isolated table carry the breakdown of their cell's side-by-side level.
     let row = report

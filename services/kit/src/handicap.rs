@@ -42,13 +42,14 @@ pub fn iterations_per_us() -> f64 {
     TRIAL as f64 / (best.max(1e-9) * 1e6)
 }
 
-/// Turns the knob: every request from now on burns about `us` µs of CPU (0 turns it off).
-/// Returns the iterations per request it chose.
-pub fn set_us(us: u64) -> u64 {
-    let iterations = if us == 0 {
-        0
+/// Turns the knob: every request from now on burns about `us` µs of CPU (0 turns it off;
+/// fractions are allowed, a calibration plants costs of a fraction of a µs). Returns the
+/// iterations per request it chose.
+pub fn set_us(us: f64) -> u64 {
+    let iterations = if us.is_finite() && us > 0.0 {
+        (iterations_per_us() * us).round() as u64
     } else {
-        (iterations_per_us() * us as f64).round() as u64
+        0
     };
     ITERATIONS.store(iterations, Ordering::Relaxed);
     iterations
@@ -74,13 +75,13 @@ mod tests {
 
     #[test]
     fn the_knob_sizes_its_loop_from_the_cpu_and_turns_off_at_zero() {
-        let five = set_us(5);
+        let five = set_us(5.0);
         assert!(five > 0 && is_on());
         // Twice the cost is about twice the work (calibrations differ only by timing noise).
-        let ten = set_us(10);
+        let ten = set_us(10.0);
         assert!(ten > five, "{ten} vs {five}");
         burn();
-        assert_eq!(set_us(0), 0);
+        assert_eq!(set_us(0.0), 0);
         assert!(!is_on());
     }
 }

@@ -62,8 +62,8 @@ pub struct ServeArgs {
     pub no_metrics: bool,
     /// Calibration only: every request burns about N µs of CPU before its handler (a known cost
     /// to test comparisons with, e.g. `compare --handicap 'hyper#2=5'`); off by default.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub handicap_us: u64,
+    #[arg(long, default_value_t = 0.0, value_name = "N", value_parser = parse_handicap)]
+    pub handicap_us: f64,
     /// Log lines on stderr as `text` (for people) or `json` (one object a line, for machines).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -124,6 +124,13 @@ pub enum LogFormat {
     Json,
 }
 
+fn parse_handicap(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(us) if us.is_finite() && (0.0..=1_000_000.0).contains(&us) => Ok(us),
+        _ => Err("expected µs of CPU per request, from 0 to 1000000".to_string()),
+    }
+}
+
 fn parse_prefix(s: &str) -> Result<String, String> {
     let ok = s.len() <= 32
         && s.bytes()
@@ -174,7 +181,9 @@ mod tests {
         );
         assert!(a.runtime.is_none() && a.listen.is_none() && a.workers.is_none());
         assert!(!a.no_metrics);
-        assert_eq!(a.handicap_us, 0);
+        assert_eq!(a.handicap_us, 0.0);
+        assert!(parse(&["--handicap-us", "-1"]).is_err());
+        assert_eq!(parse(&["--handicap-us", "1.5"]).unwrap().handicap_us, 1.5);
         assert_eq!(a.log_format, LogFormat::Text);
         let b = parse(&["--no-metrics", "--log-format", "json"]).unwrap();
         assert!(b.no_metrics);

@@ -136,7 +136,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         metrics: !args.no_metrics,
     };
     let store = config.store;
-    if args.handicap_us > 0 {
+    if args.handicap_us > 0.0 {
         let iterations = brigade_kit::handicap::set_us(args.handicap_us);
         tracing::warn!(
             handicap_us = args.handicap_us,

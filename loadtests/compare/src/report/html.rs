@@ -121,18 +121,34 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
             out.push_str("</div>\n");
         }
         out.push_str(&table(&rows));
+        let side = markdown::side_rows(report, scenario);
+        if !side.is_empty() {
+            out.push_str("<div class=\"charts\">\n");
+            out.push_str(&breakdown_bars(report, scenario)?);
+            out.push_str("</div>\n");
+            out.push_str("<p>Side by side (every runtime at once, the same offered rate):</p>\n");
+            out.push_str(&plain_table(&markdown::SIDE_HEADER, &side));
+        }
         out.push_str("<ul>\n");
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
-            let (label, reason) = label_and_reason(cell.efficiency.as_ref());
             let _ = writeln!(
                 out,
-                "<li>{}: throughput <b>{}</b> — {}; efficiency <b>{}</b> — {}</li>",
+                "<li>{}: throughput <b>{}</b> — {}</li>",
                 esc(&markdown::cell_name(report, cell)),
                 esc(&cell.verdict.label()),
                 esc(&cell.verdict.reason),
-                esc(&label),
-                esc(&reason)
             );
+            for level in &cell.efficiency_levels {
+                let _ = writeln!(
+                    out,
+                    "<li>{} at {} ({}/s each): efficiency <b>{}</b> — {}</li>",
+                    esc(&markdown::cell_name(report, cell)),
+                    esc(&level.level),
+                    esc(&super::rate_words(level.rate_per_s)),
+                    esc(&level.verdict.label()),
+                    esc(&level.verdict.reason),
+                );
+            }
         }
         out.push_str("</ul>\n");
     }
@@ -223,6 +239,30 @@ fn baseline(report: &Report) -> String {
         }
         out.push_str("</ul>\n");
     }
+    out
+}
+
+/// A table of text cells under `header`, numbers right-aligned (every cell but the first and last).
+fn plain_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::from("<table>\n<tr>");
+    for head in header {
+        let _ = write!(out, "<th>{}</th>", esc(head));
+    }
+    out.push_str("</tr>\n");
+    for cells in rows {
+        out.push_str("<tr>");
+        let last = cells.len().saturating_sub(1);
+        for (i, cell) in cells.iter().enumerate() {
+            let class = if i == 0 || i == last {
+                ""
+            } else {
+                " class=\"n\""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
     out
 }
 
@@ -496,6 +536,104 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
                     PathElement::new(
                         vec![(mid, r.hits_per_s_min), (mid, r.hits_per_s_max)],
                         BLACK.stroke_width(2),
+                    )
+                }))
+                .map_err(plot_err)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
+
+/// Stacked bars of the cost breakdown side by side: per cell level, one bar per runtime, user CPU
+/// µs per request below and system above (the whole bar is its CPU per request).
+fn breakdown_bars(report: &Report, scenario: &str) -> anyhow::Result<String> {
+    let cells: Vec<&crate::side::SideCell> = report
+        .side_by_side
+        .iter()
+        .filter(|c| c.scenario == scenario)
+        .collect();
+    let runtimes: Vec<&str> = report
+        .settings
+        .runtimes
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let top = cells
+        .iter()
+        .flat_map(|c| &c.runtimes)
+        .map(|r| r.cpu_us_per_request)
+        .fold(1.0, f64::max)
+        * 1.45;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{scenario}: CPU per request side by side (user below, system above)"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5f64..cells.len() as f64 - 0.5, 0f64..top)
+            .map_err(plot_err)?;
+        let labels: Vec<String> = cells
+            .iter()
+            .map(|c| format!("{} users, {}", c.users, c.level))
+            .collect();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(cells.len().max(2))
+            .x_label_formatter(&move |x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("server CPU µs per request")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        let width = 0.8 / runtimes.len().max(1) as f64;
+        for (k, runtime) in runtimes.iter().enumerate() {
+            let color = colour(report, runtime);
+            let bars: Vec<(f64, f64, f64)> = cells
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let r = c.runtimes.iter().find(|r| r.runtime == *runtime)?;
+                    let user = r.user_cpu_us_per_request.unwrap_or(r.cpu_us_per_request);
+                    Some((
+                        i as f64 - 0.4 + width * k as f64,
+                        user,
+                        r.cpu_us_per_request,
+                    ))
+                })
+                .collect();
+            chart
+                .draw_series(bars.iter().map(|(x, user, _)| {
+                    Rectangle::new(
+                        [(*x + width * 0.05, 0.0), (*x + width * 0.95, *user)],
+                        color.filled(),
+                    )
+                }))
+                .map_err(plot_err)?
+                .label(runtime.to_string())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+            chart
+                .draw_series(bars.iter().map(|(x, user, total)| {
+                    Rectangle::new(
+                        [(*x + width * 0.05, *user), (*x + width * 0.95, *total)],
+                        color.mix(0.35).filled(),
                     )
                 }))
                 .map_err(plot_err)?;

@@ -265,27 +265,22 @@ fn maybe(value: Option<f64>, digits: usize) -> String {
     value.map_or_else(|| "not measured".to_owned(), |v| format!("{v:.digits$}"))
 }
 
-/// The side-by-side figures of a scenario, one row per runtime and level: the cost breakdown.
-fn side_table(report: &Report, scenario: &str) -> String {
-    let cells: Vec<&crate::side::SideCell> = report
+/// The side-by-side rows of a scenario, one per runtime and level, formatted as printed: the cost
+/// breakdown (the HTML table shows the same cells).
+pub fn side_rows(report: &Report, scenario: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for cell in report
         .side_by_side
         .iter()
         .filter(|c| c.scenario == scenario)
-        .collect();
-    if cells.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("Side by side (every runtime at once, the same offered rate):\n\n");
-    let _ = writeln!(out, "| {} |", SIDE_HEADER.join(" | "));
-    let mut rule = vec!["---"];
-    rule.extend(std::iter::repeat_n("---:", SIDE_HEADER.len() - 2));
-    rule.push("---");
-    let _ = writeln!(out, "| {} |", rule.join(" | "));
-    for cell in cells {
+    {
         for r in &cell.runtimes {
             let mut note: Vec<String> = Vec::new();
             if let Some(us) = r.handicap_us {
                 note.push(format!("handicap +{us} µs"));
+            }
+            if let Some(spread) = r.instructions_spread_pct {
+                note.push(format!("instructions: two samples {spread:.1}% apart"));
             }
             if let Some(n) = &r.counts_note {
                 note.push(n.clone());
@@ -296,25 +291,42 @@ fn side_table(report: &Report, scenario: &str) -> String {
             if let Some(why) = &cell.not_judged {
                 note.push(format!("not judged: {why}"));
             }
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {:.0} | {:.0} | {} | {:.2} | {} | {} | {} | {} | {} | {:.3} | {} |",
-                r.runtime,
-                cell.users,
-                cell.level,
-                cell.rate_per_s,
-                r.achieved_per_s,
-                r.window_requests.len(),
-                r.cpu_us_per_request,
+            rows.push(vec![
+                r.runtime.clone(),
+                cell.users.to_string(),
+                cell.level.clone(),
+                format!("{:.0}", cell.rate_per_s),
+                format!("{:.0}", r.achieved_per_s),
+                r.window_requests.len().to_string(),
+                format!("{:.2}", r.cpu_us_per_request),
                 maybe(r.user_cpu_us_per_request, 2),
                 maybe(r.system_cpu_us_per_request, 2),
                 maybe(r.syscalls_per_request, 2),
                 maybe(r.context_switches_per_request, 3),
                 maybe(r.instructions_per_request, 0),
-                r.side_by_side_p99_ms,
-                cell_text(&note.join("; "))
-            );
+                format!("{:.3}", r.side_by_side_p99_ms),
+                note.join("; "),
+            ]);
         }
+    }
+    rows
+}
+
+/// The side-by-side figures of a scenario as a markdown table.
+fn side_table(report: &Report, scenario: &str) -> String {
+    let rows = side_rows(report, scenario);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Side by side (every runtime at once, the same offered rate):\n\n");
+    let _ = writeln!(out, "| {} |", SIDE_HEADER.join(" | "));
+    let mut rule = vec!["---"];
+    rule.extend(std::iter::repeat_n("---:", SIDE_HEADER.len() - 2));
+    rule.push("---");
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| cell_text(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out.push('\n');
     out

@@ -136,7 +136,7 @@ pub struct Settings {
     pub side_by_side: Option<SideSetup>,
     /// Calibration handicaps planted per runtime, µs per request (`--handicap`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub handicaps: BTreeMap<String, u64>,
+    pub handicaps: BTreeMap<String, f64>,
     /// Per-request timeout, milliseconds.
     pub timeout_ms: u64,
     /// Whether `--quick` chose the defaults.
@@ -436,7 +436,11 @@ pub fn side_words(side: &SideSetup) -> String {
     let levels = match &side.rates {
         Some(rates) => format!(
             "given rates {} requests/s per runtime",
-            rates.iter().map(|r| rate_words(*r)).collect::<Vec<_>>().join(", ")
+            rates
+                .iter()
+                .map(|r| rate_words(*r))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         None => format!(
             "load levels {} of the server CPUs in total (rates from each cell's isolated runs)",
@@ -466,7 +470,9 @@ pub fn add_breakdown(rows: &mut [Row], side: &[crate::side::SideCell]) {
     for row in rows {
         let lowest = side
             .iter()
-            .filter(|c| c.scenario == row.scenario && c.users == row.users && c.preload == row.preload)
+            .filter(|c| {
+                c.scenario == row.scenario && c.users == row.users && c.preload == row.preload
+            })
             .min_by(|a, b| a.rate_per_s.total_cmp(&b.rate_per_s));
         let Some(found) = lowest.and_then(|c| c.runtimes.iter().find(|r| r.runtime == row.runtime))
         else {

@@ -230,7 +230,7 @@ fn start(settings: &FaultsSettings, runtime: &str, store: &str, tag: &str) -> Re
             .join("logs")
             .join(format!("{runtime}-{store}-{tag}.log")),
         cpus: None,
-        handicap_us: 0,
+        handicap_us: 0.0,
     };
     let process = start_on_free_ports(&spec, &[], Duration::from_secs(60))?;
     Ok(Server { spec, process })

@@ -38,11 +38,9 @@ use crate::verdict::CpuShape;
 /// The seed of every study run's random choices (fixed, so any study can be replayed).
 const STUDY_SEED: u64 = 0x5eed_b41a;
 
-/// How long a server may take to start and answer `/ready`.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::servers::READY_TIMEOUT;
 
-/// How long a server has to exit after SIGTERM before it is killed.
-const STOP_GRACE: Duration = Duration::from_secs(10);
+use crate::servers::STOP_GRACE;
 
 /// How runs are ordered, in words, for the report.
 pub const INTERLEAVING: &str = "one server per runtime, up for the whole study (memory store); \
@@ -484,7 +482,7 @@ impl Lab {
             database_prefix: None,
             log_path: logs.join(format!("{}-{runtime}.log", self.study)),
             cpus: self.cpus.server_mask().map(<[usize]>::to_vec),
-            handicap_us: 0,
+            handicap_us: 0.0,
         };
         let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
         let url = process

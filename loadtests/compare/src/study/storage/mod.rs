@@ -38,11 +38,9 @@ use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
 use plan::{Bands, Counts, GrowthPlan};
 
-/// How long a server may take to start and answer `/ready`.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::servers::READY_TIMEOUT;
 
-/// How long a server has to exit after SIGTERM before it is killed.
-const STOP_GRACE: Duration = Duration::from_secs(10);
+use crate::servers::STOP_GRACE;
 
 /// The way into the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -289,7 +287,7 @@ fn through_http(
             .then(|| format!("study{}_", std::process::id())),
         log_path: logs.join(format!("http-{}-{}.log", http.runtime, store.as_str())),
         cpus: cpus.server_mask().map(<[usize]>::to_vec),
-        handicap_us: 0,
+        handicap_us: 0.0,
     };
     let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
     let label = result.label();

@@ -174,7 +174,8 @@ mod tests {
                 context_switches: 148
             }
         );
-        let refused = "<not supported>,,raw_syscalls:sys_enter,0,100.00,,\n3,,context-switches,1,100.00,,\n";
+        let refused =
+            "<not supported>,,raw_syscalls:sys_enter,0,100.00,,\n3,,context-switches,1,100.00,,\n";
         assert!(parse_perf_stat(refused).is_err());
         assert!(parse_perf_stat("").is_err());
     }

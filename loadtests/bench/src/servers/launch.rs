@@ -110,6 +110,15 @@ impl Launch {
         }
     }
 
+    /// Whether servers started this way receive `placeholder`'s value (the standard flags carry
+    /// every one).
+    pub fn passes(&self, placeholder: &str) -> bool {
+        match self {
+            Launch::Binary(_) => true,
+            Launch::Template { template, .. } => template.uses(placeholder),
+        }
+    }
+
     /// Refuses a template that would let runs share state or measure the wrong thing: every run
     /// needs its own data folder (`{data_dir}`) on the embedded store and its own databases
     /// (`{database_prefix}`) on mongo, a preload needs `{preload}`, and comparing runtimes needs
@@ -265,8 +274,8 @@ pub struct ServerSpec {
     pub log_path: PathBuf,
     /// CPUs to pin the process to, if any.
     pub cpus: Option<Vec<usize>>,
-    /// `--handicap-us N`: the calibration knob, a known CPU cost per request (0: off).
-    pub handicap_us: u64,
+    /// `--handicap-us N`: the calibration knob, a known CPU cost per request, µs (0: off).
+    pub handicap_us: f64,
 }
 
 impl ServerSpec {
@@ -348,7 +357,7 @@ impl ServerSpec {
             args.push(prefix.clone());
             args.push("--drop-databases-on-exit".to_owned());
         }
-        if self.handicap_us > 0 {
+        if self.handicap_us > 0.0 {
             args.push("--handicap-us".to_owned());
             args.push(self.handicap_us.to_string());
         }
@@ -377,7 +386,7 @@ mod tests {
             services: None,
             log_path: "/tmp/x.log".into(),
             cpus: None,
-            handicap_us: 0,
+            handicap_us: 0.0,
         }
     }
 

@@ -33,6 +33,12 @@
 //! did not start (`--external`, [`external`]) keep points 3 and, through `/health`, the runtime
 //! check; CPU and memory then come from their `/metrics`.
 
+/// How long a server has to exit after SIGTERM before it is killed.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a server may take to start and answer `/ready`, with nothing to preload.
+pub const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub mod announce;
 pub mod external;
 pub mod info;

@@ -1,0 +1,550 @@
+//! One side-by-side window set: every runtime's server, already running on the same CPUs, driven
+//! at the same offered rate by its own open-loop generator (all started at one agreed instant,
+//! all with the one seed), each server's CPU-time clock read at every window boundary
+//! ([`crate::counters`]), requests per window from each generator's per-second series, then
+//! extra counting windows for `perf stat`. What compare's side-by-side cells and, later, the SLO
+//! search reuse; starting the servers and choosing the rates is theirs.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use brigade_load::engine::{self, LoadConfig};
+use brigade_load::result::LoadResult;
+use brigade_load::scenario::Scenario;
+use brigade_load::shard::ShardPlan;
+use serde::{Deserialize, Serialize};
+
+use crate::counters::{self, CpuClock, EventCounts, Ticks};
+use crate::pin::CpuPlan;
+use crate::procstat::{read_cpus, CpuSample};
+use crate::runcpu::GENERATOR_SATURATED;
+
+/// A running server to measure.
+#[derive(Debug, Clone)]
+pub struct WindowServer {
+    /// Its name in the comparison (`hyper#2`).
+    pub label: String,
+    /// Its process.
+    pub pid: u32,
+    /// Its CPU-time clock.
+    pub clock: CpuClock,
+    /// Service → base URL, for the scenario.
+    pub targets: BTreeMap<String, String>,
+    /// The calibration cost planted in it, µs per request, if any.
+    pub handicap_us: Option<f64>,
+}
+
+/// What one window set sends and reads.
+#[derive(Debug, Clone)]
+pub struct WindowPlan<'a> {
+    /// The scenario every generator sends.
+    pub scenario: &'a Scenario,
+    /// Its name in the report.
+    pub label: &'a str,
+    /// Connections per server.
+    pub users: u32,
+    /// Documents preloaded per collection (for the report).
+    pub preload: u64,
+    /// The load level.
+    pub level: &'a Level,
+    /// Measured windows.
+    pub windows: u32,
+    /// Seconds per window.
+    pub window_s: u32,
+    /// Warm-up before the first window.
+    pub warmup: Duration,
+    /// Seconds counted by `perf stat` after the windows (0: none).
+    pub count_s: u32,
+    /// Keep connections alive.
+    pub keepalive: bool,
+    /// Generator threads per server.
+    pub threads: u32,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// The one seed of every generator.
+    pub seed: u64,
+    /// Where servers and generators run.
+    pub cpus: &'a CpuPlan,
+}
+
+/// One runtime in one side-by-side level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideRuntime {
+    /// The runtime, as the comparison names it (`hyper#2` for a second hyper).
+    pub runtime: String,
+    /// The planted cost per request, µs (`--handicap`), when one was planted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handicap_us: Option<f64>,
+    /// Its CPU time in each measured window, nanoseconds.
+    pub window_cpu_ns: Vec<u64>,
+    /// Requests it completed in each measured window.
+    pub window_requests: Vec<u64>,
+    /// Requests completed over the measured windows.
+    pub requests: u64,
+    /// Of those, failed.
+    pub errors: u64,
+    /// Requests per second it completed over the measured windows.
+    pub achieved_per_s: f64,
+    /// Its CPU µs per request over all the measured windows.
+    pub cpu_us_per_request: f64,
+    /// User-mode CPU µs per request (ticks over the windows, scaled to the nanosecond total).
+    pub user_cpu_us_per_request: Option<f64>,
+    /// Kernel-mode CPU µs per request.
+    pub system_cpu_us_per_request: Option<f64>,
+    /// Syscalls per request over the counting windows.
+    pub syscalls_per_request: Option<f64>,
+    /// Context switches per request over the counting windows.
+    pub context_switches_per_request: Option<f64>,
+    /// Instructions per request (callgrind, `--instructions`); null when not measured.
+    pub instructions_per_request: Option<f64>,
+    /// The spread of its two samples, percent of it (a scenario is a mix of requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_spread_pct: Option<f64>,
+    /// Why a count is missing or partial, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_note: Option<String>,
+    /// Median latency side by side, ms: includes the other servers' work on the same CPUs.
+    pub side_by_side_p50_ms: f64,
+    /// 99th percentile latency side by side, ms (the same caveat).
+    pub side_by_side_p99_ms: f64,
+    /// Why this runtime's figures are missing, if they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl SideRuntime {
+    /// CPU µs per request in each window (NaN where a window had no request).
+    pub fn window_costs(&self) -> Vec<f64> {
+        self.window_cpu_ns
+            .iter()
+            .zip(&self.window_requests)
+            .map(|(&ns, &n)| {
+                if n == 0 {
+                    f64::NAN
+                } else {
+                    ns as f64 / 1e3 / n as f64
+                }
+            })
+            .collect()
+    }
+}
+
+/// One level of one cell, measured side by side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideCell {
+    /// The scenario.
+    pub scenario: String,
+    /// Connections per runtime.
+    pub users: u32,
+    /// Documents preloaded per collection.
+    pub preload: u64,
+    /// The load level: `40%` of the server CPUs, or `given` for `--side-by-side-rates`.
+    pub level: String,
+    /// Offered requests per second to every runtime.
+    pub rate_per_s: f64,
+    /// How the rate was chosen, in words.
+    pub rate_from: String,
+    /// Length of a window, seconds.
+    pub window_s: f64,
+    /// Measured windows.
+    pub windows: usize,
+    /// Window sets added by `--budget` after the first.
+    pub extensions: u32,
+    /// Every runtime, in the comparison's order.
+    pub runtimes: Vec<SideRuntime>,
+    /// The server CPUs' busy share over the windows, percent of their capacity.
+    pub server_cpus_busy_pct: f64,
+    /// The generator CPUs' busy share over the windows, percent of their capacity.
+    pub generator_cpus_busy_pct: f64,
+    /// Task time on the server CPUs that no server used, percent of their capacity (neighbours;
+    /// it lands on every runtime in the same windows, so it is recorded, not disqualifying).
+    pub others_on_server_cpus_pct: f64,
+    /// Why no verdict can be drawn from this level (generator-bound, failed), if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
+}
+
+/// How a level is set: a share of the server CPUs or a given rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    /// Its label (`40%`, `given`).
+    pub label: String,
+    /// Offered requests per second to every runtime.
+    pub rate_per_s: f64,
+    /// How the rate was chosen, in words.
+    pub from: String,
+    /// The share of the server CPUs (all servers together) the level aims at, when it is a
+    /// share and not a given rate: the rate is then corrected by what the servers measure.
+    pub share: Option<f64>,
+    /// The most the level may offer each runtime (the slowest runtime's isolated rate × share).
+    pub cap_per_s: f64,
+}
+
+/// The generator must deliver this share of the offered rate for a level to be judged.
+pub const ACHIEVED_SHARE: f64 = 0.99;
+
+/// Above this error share a runtime's figures are not judged: cheap failures are no efficiency.
+pub const MAX_ERROR_SHARE: f64 = 0.01;
+
+/// What one measured window set of a level collected for one server.
+#[derive(Debug)]
+struct Collected {
+    cpu_ns: Vec<u64>,
+    ticks: (Ticks, Ticks),
+    counts: Result<EventCounts, String>,
+    /// Seconds `perf stat` counted.
+    counted_s: f64,
+    new_threads: bool,
+}
+
+/// Appends a further window set to a level.
+pub fn extend(cell: &mut SideCell, more: SideCell) {
+    let windows = cell.windows as f64;
+    let added = more.windows as f64;
+    let weigh = |a: f64, b: f64| (a * windows + b * added) / (windows + added).max(1.0);
+    cell.server_cpus_busy_pct = weigh(cell.server_cpus_busy_pct, more.server_cpus_busy_pct);
+    cell.generator_cpus_busy_pct =
+        weigh(cell.generator_cpus_busy_pct, more.generator_cpus_busy_pct);
+    cell.others_on_server_cpus_pct = weigh(
+        cell.others_on_server_cpus_pct,
+        more.others_on_server_cpus_pct,
+    );
+    cell.windows += more.windows;
+    cell.extensions += 1;
+    if cell.not_judged.is_none() {
+        cell.not_judged = more.not_judged;
+    }
+    for (mine, theirs) in cell.runtimes.iter_mut().zip(more.runtimes) {
+        mine.window_cpu_ns.extend(theirs.window_cpu_ns);
+        mine.window_requests.extend(theirs.window_requests);
+        mine.requests += theirs.requests;
+        mine.errors += theirs.errors;
+        let cpu: u64 = mine.window_cpu_ns.iter().sum();
+        let secs = mine.window_requests.len() as f64 * cell.window_s;
+        mine.achieved_per_s = mine.requests as f64 / secs.max(1e-9);
+        mine.cpu_us_per_request = cpu as f64 / 1e3 / mine.requests.max(1) as f64;
+    }
+}
+
+/// One window set of one level on the running servers: every server driven at the level's rate
+/// by its own open-loop generator, all started in one instant, each server's CPU-time clock read
+/// at every window boundary, then the counting windows.
+pub fn measure(plan: &WindowPlan<'_>, servers: &[WindowServer]) -> anyhow::Result<SideCell> {
+    let windows = plan.windows.max(1) as usize;
+    let window = Duration::from_secs(u64::from(plan.window_s.max(1)));
+    let counting = Duration::from_secs(u64::from(plan.count_s));
+    let scenario = plan.scenario;
+    let level = plan.level;
+    // Every generator's configuration and fixtures, made before anyone's clock starts.
+    let mut loads = Vec::new();
+    for server in servers {
+        let config = LoadConfig {
+            targets: server.targets.clone(),
+            users: None,
+            rate: Some(level.rate_per_s),
+            connections: plan.users,
+            duration: Some(window * windows as u32 + counting),
+            requests: None,
+            warmup: plan.warmup,
+            keepalive: plan.keepalive,
+            threads: plan.threads,
+            timeout: plan.timeout,
+            think: Duration::ZERO,
+            cpus: plan.cpus.generator_mask().map(<[usize]>::to_vec),
+            progress: false,
+            seed: Some(plan.seed),
+        };
+        let fixtures = engine::make_fixtures(&config, scenario)
+            .with_context(|| format!("{}: fixtures", server.label))?;
+        loads.push((config, fixtures));
+    }
+    // One agreed start for every generator: their windows open in the same instant.
+    let lead = Duration::from_millis(300);
+    let start_wall = SystemTime::now() + lead;
+    let start = Instant::now() + lead;
+    // The engine opens its window `warmup` after the agreed start (`start_at` lies well beyond
+    // its own 5 ms lead).
+    let window_open = start + plan.warmup;
+    let (results, collected) = std::thread::scope(|scope| {
+        let handles: Vec<_> = loads
+            .into_iter()
+            .map(|(config, fixtures)| {
+                let plan = ShardPlan {
+                    start_at: Some(start_wall),
+                    fixtures: Some(fixtures),
+                    ..ShardPlan::default()
+                };
+                scope.spawn(move || engine::run_shard(&config, scenario, &plan))
+            })
+            .collect();
+        // This thread reads the clocks while the generators run.
+        let collected = collect(plan.cpus, servers, window_open, window, windows, counting);
+        let results: Vec<anyhow::Result<LoadResult>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a generator thread panicked")))
+            })
+            .collect();
+        (results, collected)
+    });
+    Ok(assemble(plan, servers, results, collected))
+}
+
+/// One runtime's row of a level from its generator's result and what the clocks read; the reason
+/// the level cannot be judged, if this runtime's figures say so.
+fn runtime_row(
+    plan: &WindowPlan<'_>,
+    server: &WindowServer,
+    result: anyhow::Result<LoadResult>,
+    c: Collected,
+) -> (SideRuntime, Option<String>) {
+    let level = plan.level;
+    let windows = plan.windows.max(1) as usize;
+    let per = plan.window_s.max(1) as usize;
+    let span_s = (per * windows) as f64;
+    let mut row = SideRuntime {
+        runtime: server.label.clone(),
+        handicap_us: server.handicap_us,
+        ..SideRuntime::default()
+    };
+    let result = match result {
+        Ok(result) => result,
+        Err(err) => {
+            row.error = Some(format!("{err:#}"));
+            let why = format!("failed: {} did not run: {err:#}", server.label);
+            return (row, Some(why));
+        }
+    };
+    let seconds = &result.seconds;
+    row.window_requests = (0..windows)
+        .map(|k| {
+            seconds
+                .iter()
+                .skip(k * per)
+                .take(per)
+                .map(|s| s.requests)
+                .sum()
+        })
+        .collect();
+    row.requests = row.window_requests.iter().sum();
+    row.errors = seconds.iter().take(windows * per).map(|s| s.errors).sum();
+    row.window_cpu_ns = c.cpu_ns;
+    row.achieved_per_s = row.requests as f64 / span_s;
+    let cpu_ns: u64 = row.window_cpu_ns.iter().sum();
+    row.cpu_us_per_request = cpu_ns as f64 / 1e3 / row.requests.max(1) as f64;
+    let user = c.ticks.1.user.saturating_sub(c.ticks.0.user) as f64;
+    let system = c.ticks.1.system.saturating_sub(c.ticks.0.system) as f64;
+    if user + system > 0.0 {
+        row.user_cpu_us_per_request = Some(row.cpu_us_per_request * user / (user + system));
+        row.system_cpu_us_per_request = Some(row.cpu_us_per_request * system / (user + system));
+    }
+    // Open loop: the requests sent while counting are the offered rate over the counted time.
+    let counted = (c.counted_s * level.rate_per_s).max(1.0);
+    match &c.counts {
+        Ok(counts) => {
+            row.syscalls_per_request = Some(counts.syscalls as f64 / counted);
+            row.context_switches_per_request = Some(counts.context_switches as f64 / counted);
+            if c.new_threads {
+                row.counts_note = Some(
+                    "threads started while counting are not counted: a lower bound".to_owned(),
+                );
+            }
+        }
+        Err(why) => row.counts_note = Some(format!("not measured: {why}")),
+    }
+    row.side_by_side_p50_ms = result.total.latency.p50_ms;
+    row.side_by_side_p99_ms = result.total.latency.p99_ms;
+    let mut why = None;
+    if (row.requests as f64) < ACHIEVED_SHARE * level.rate_per_s * span_s {
+        why = Some(format!(
+            "generator-bound or saturated: {} completed {:.0}/s of the {:.0}/s offered",
+            server.label, row.achieved_per_s, level.rate_per_s
+        ));
+    } else if row.errors as f64 > MAX_ERROR_SHARE * row.requests.max(1) as f64 {
+        why = Some(format!(
+            "failed: {} answered {} of {} requests with errors",
+            server.label, row.errors, row.requests
+        ));
+    }
+    (row, why)
+}
+
+/// Turns what the generators and the clocks measured into a level's figures, and judges whether
+/// the level can be judged at all (the generator kept up, nothing failed).
+fn assemble(
+    plan: &WindowPlan<'_>,
+    servers: &[WindowServer],
+    results: Vec<anyhow::Result<LoadResult>>,
+    collected: CollectedAll,
+) -> SideCell {
+    let level = plan.level;
+    let windows = plan.windows.max(1) as usize;
+    let window_s = f64::from(plan.window_s.max(1));
+    let span_s = window_s * windows as f64;
+    let mut not_judged: Option<String> = None;
+    let mut runtimes = Vec::new();
+    for ((server, result), c) in servers.iter().zip(results).zip(collected.servers) {
+        let (row, why) = runtime_row(plan, server, result, c);
+        if let Some(why) = why {
+            not_judged.get_or_insert(why);
+        }
+        runtimes.push(row);
+    }
+    let busy = |pair: &(CpuSample, CpuSample)| {
+        let total = pair.1.total_s - pair.0.total_s;
+        if total > 0.0 {
+            (pair.1.busy_s - pair.0.busy_s) / total * 100.0
+        } else {
+            0.0
+        }
+    };
+    let server_busy = busy(&collected.server_cpus);
+    let generator_busy = busy(&collected.generator_cpus);
+    let server_task = {
+        let total = collected.server_cpus.1.total_s - collected.server_cpus.0.total_s;
+        if total > 0.0 {
+            (collected.server_cpus.1.task_s - collected.server_cpus.0.task_s) / total * 100.0
+        } else {
+            0.0
+        }
+    };
+    let capacity = plan.cpus.server.len().max(1) as f64;
+    let servers_pct: f64 = runtimes
+        .iter()
+        .map(|r| r.window_cpu_ns.iter().sum::<u64>() as f64 / 1e9 / span_s * 100.0 / capacity)
+        .sum();
+    if plan.cpus.pinned && generator_busy >= GENERATOR_SATURATED * 100.0 {
+        not_judged.get_or_insert(format!(
+            "generator-bound: the generator's CPUs were {generator_busy:.0}% busy"
+        ));
+    }
+    SideCell {
+        scenario: plan.label.to_owned(),
+        users: plan.users,
+        preload: plan.preload,
+        level: level.label.clone(),
+        rate_per_s: level.rate_per_s,
+        rate_from: level.from.clone(),
+        window_s,
+        windows,
+        extensions: 0,
+        runtimes,
+        server_cpus_busy_pct: server_busy,
+        generator_cpus_busy_pct: generator_busy,
+        others_on_server_cpus_pct: (server_task - servers_pct).max(0.0),
+        not_judged,
+    }
+}
+
+/// What the measuring thread read while the generators ran.
+#[derive(Debug, Default)]
+struct CollectedAll {
+    servers: Vec<Collected>,
+    server_cpus: (CpuSample, CpuSample),
+    generator_cpus: (CpuSample, CpuSample),
+}
+
+/// Reads every server's CPU clock at every window boundary, then counts events over the
+/// counting windows.
+fn collect(
+    cpus: &CpuPlan,
+    servers: &[WindowServer],
+    window_open: Instant,
+    window: Duration,
+    windows: usize,
+    counting: Duration,
+) -> CollectedAll {
+    let mut all = CollectedAll {
+        servers: servers.iter().map(|_| Collected::default()).collect(),
+        ..CollectedAll::default()
+    };
+    let mut readings: Vec<Vec<u64>> = vec![Vec::with_capacity(windows + 1); servers.len()];
+    for k in 0..=windows {
+        let at = window_open + window * k as u32;
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep(at - now);
+        }
+        for (server, reading) in servers.iter().zip(readings.iter_mut()) {
+            reading.push(server.clock.read_ns().unwrap_or(0));
+        }
+        let edge = |set: &[usize]| read_cpus(set).unwrap_or_default();
+        if k == 0 {
+            all.server_cpus.0 = edge(&cpus.server);
+            all.generator_cpus.0 = edge(&cpus.generator);
+            for (server, c) in servers.iter().zip(all.servers.iter_mut()) {
+                c.ticks.0 = counters::ticks(server.pid).unwrap_or_default();
+            }
+        }
+        if k == windows {
+            all.server_cpus.1 = edge(&cpus.server);
+            all.generator_cpus.1 = edge(&cpus.generator);
+            for (server, c) in servers.iter().zip(all.servers.iter_mut()) {
+                c.ticks.1 = counters::ticks(server.pid).unwrap_or_default();
+            }
+        }
+    }
+    for (c, reading) in all.servers.iter_mut().zip(&readings) {
+        c.cpu_ns = reading
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]))
+            .collect();
+    }
+    if counting.is_zero() {
+        for c in &mut all.servers {
+            c.counts = Err("not counted (--count 0)".to_owned());
+        }
+        return all;
+    }
+    let before: Vec<Vec<u32>> = servers.iter().map(|s| counters::threads(s.pid)).collect();
+    let seconds = counting.as_secs_f64() - 0.2;
+    let started: Vec<anyhow::Result<counters::Counting>> = servers
+        .iter()
+        .map(|s| counters::start_counting(s.pid, seconds))
+        .collect();
+    for ((c, counting), (server, before)) in all
+        .servers
+        .iter_mut()
+        .zip(started)
+        .zip(servers.iter().zip(&before))
+    {
+        c.counts = counting
+            .and_then(counters::Counting::finish)
+            .map_err(|e| format!("{e:#}"));
+        c.counted_s = seconds;
+        let after = counters::threads(server.pid);
+        c.new_threads = after.iter().any(|t| !before.contains(t));
+    }
+    all
+}
+
+impl Default for Collected {
+    fn default() -> Collected {
+        Collected {
+            cpu_ns: Vec::new(),
+            ticks: (Ticks::default(), Ticks::default()),
+            counts: Err("not counted".to_owned()),
+            counted_s: 0.0,
+            new_threads: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_costs_are_cpu_microseconds_per_request_and_empty_windows_are_not_numbers() {
+        let row = SideRuntime {
+            window_cpu_ns: vec![2_000_000, 3_000_000],
+            window_requests: vec![100, 0],
+            ..SideRuntime::default()
+        };
+        let costs = row.window_costs();
+        assert_eq!(costs[0], 20.0);
+        assert!(costs[1].is_nan());
+    }
+}
