@@ -1275,7 +1275,7 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
         assert!(r.requests >= 5 * 140, "{r:?}");
     }
     let find = |name: &str| level.runtimes.iter().find(|r| r.runtime == name).unwrap();
-    assert_eq!(find("hyper#3").handicap_us, Some(1000));
+    assert_eq!(find("hyper#3").handicap_us, Some(1000.0));
     // Every server is its own process, each with its own data: three servers were started.
     let pids: BTreeSet<u32> = report.servers.iter().map(|s| s.pid).collect();
     assert_eq!(pids.len(), 3);

@@ -6,6 +6,12 @@ use brigade_compare::verdict::{
     contended, generator_bound, judge_scenario, CpuShape, Outcome, RunCpu, Verdict,
 };
 
+const PINNED_1_1: CpuShape = CpuShape {
+    generator_cpus: 1,
+    server_cpus: 1,
+    pinned: true,
+};
+
 fn processes(generator: f64, server: f64) -> RunCpu {
     RunCpu {
         generator_process: generator,

@@ -229,7 +229,6 @@ pub fn run_cell(
             }
         }
         let level = &level;
-        let began = Instant::now();
         let windows = bench.settings.side.windows;
         let count_s = bench.settings.side.count_s;
         let mut cell = match measure_level(bench, plan, level, &servers, windows, count_s, set) {
