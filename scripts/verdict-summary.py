@@ -55,7 +55,12 @@ def main():
         return
     b = summary(sys.argv[2])
     common = sorted(set(a) & set(b))
-    same = sum(1 for k in common if a[k] == b[k])
+    # The same outcome: the same kind, and for a win the same winner (the runtimes an undecided
+    # cell could not separate are detail).
+    def outcome(v):
+        return v if v[0] == "winner" else (v[0], "")
+
+    same = sum(1 for k in common if outcome(a[k]) == outcome(b[k]))
     conflicts = [
         k for k in common if a[k][0] == b[k][0] == "winner" and a[k][1] != b[k][1]
     ]

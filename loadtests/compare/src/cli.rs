@@ -26,7 +26,7 @@ pub const DEFAULT_WARMUP: &str = "500ms";
 /// from the run's seconds.
 pub const DEFAULT_REPEAT: u32 = 1;
 /// Extra time for undecided side-by-side levels by default.
-pub const DEFAULT_BUDGET: &str = "2m";
+pub const DEFAULT_BUDGET: &str = "1m";
 /// Side-by-side windows per level by default (`--quick`: 10).
 pub const DEFAULT_WINDOWS: u32 = 16;
 /// Seconds counted by `perf stat` after each level's windows by default.
@@ -91,7 +91,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "S")]
     pub count_seconds: Option<u32>,
     /// Keep adding windows to undecided side-by-side levels until they decide or this much extra
-    /// time is spent, each cell its share of what is left [default: 2m; --quick: 0s]
+    /// time is spent, each cell its share of what is left [default: 1m; --quick: 0s]
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub budget: Option<Duration>,
     /// Count instructions per request: each runtime's server under valgrind's callgrind, per

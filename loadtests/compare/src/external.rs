@@ -165,7 +165,7 @@ pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String 
         } else {
             stores.join(", ")
         },
-        crate::run::SCRAPE_EVERY.as_millis()
+        brigade_bench::isolated::SCRAPE_EVERY.as_millis()
     )
 }
 

@@ -569,7 +569,7 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
     }
     report.settings.rule = *rule;
     let thresholds = brigade_load::threshold::parse_all(&report.settings.thresholds)?;
-    report.threshold_checks = crate::thresholds::check(&report.runs, &thresholds);
+    report.threshold_checks = report::check_thresholds(&report.runs, &thresholds);
     if report.settings.preloads.is_empty() {
         report.settings.preloads = vec![0];
     }

@@ -10,7 +10,7 @@ use crate::pin::CpuPlan;
 use crate::plan::Planned;
 use crate::procstat::{self, ProcSeries, ProcUsage};
 use crate::report::{RunRecord, ServerRecord, StateReset};
-use crate::run::STOP_GRACE;
+use crate::servers::STOP_GRACE;
 use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};

@@ -35,8 +35,6 @@ use crate::state::FreshState;
 use crate::verdict::CpuShape;
 use crate::{plan, servers};
 
-pub use brigade_bench::isolated::{SAMPLE_EVERY, SCRAPE_EVERY};
-
 pub use brigade_bench::servers::STOP_GRACE;
 
 /// How runs are ordered and servers kept, in words, for the report.
@@ -381,7 +379,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
-    report.threshold_checks = crate::thresholds::check(&report.runs, &settings.thresholds);
+    report.threshold_checks = report::check_thresholds(&report.runs, &settings.thresholds);
     if let Some(path) = &settings.baseline {
         let before = crate::baseline::read(path)
             .with_context(|| format!("--baseline {}", path.display()))?;

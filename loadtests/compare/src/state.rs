@@ -143,7 +143,7 @@ impl FreshState {
                 .map(|p| (p.collection.clone(), p.documents + p.existing))
                 .collect();
             // A clean stop: the store is closed, so its files can be copied as they are.
-            let stop = server.stop(crate::run::STOP_GRACE);
+            let stop = server.stop(crate::servers::STOP_GRACE);
             let bytes = folder_bytes(folder.path())?;
             println!(
                 "Prepared {}: filled in {fill_s:.2} s, {:.1} MiB ({stop})",

@@ -2,13 +2,12 @@
 //! against every completed run's totals (a run is one runtime at one scenario, user count, preload
 //! and repeat, as `brigade load` checks its one run), and every failure named in the report and on
 //! the terminal; the command exits non-zero when one fails. A run that failed outright fails every
-//! threshold: it measured nothing that could hold one.
+//! threshold: it measured nothing that could hold one. The checks are made from the runs by
+//! [`crate::report::check_thresholds`]; this module holds what a check is and how it is printed.
 
 use serde::{Deserialize, Serialize};
 
-use brigade_load::threshold::{Check, Figures, Threshold};
-
-use crate::report::RunRecord;
+use brigade_load::threshold::Check;
 
 /// One threshold checked against one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,37 +47,6 @@ impl RunCheck {
             self.check.text
         )
     }
-}
-
-/// Checks every threshold against every run.
-pub fn check(runs: &[RunRecord], thresholds: &[Threshold]) -> Vec<RunCheck> {
-    let mut out = Vec::new();
-    for run in runs {
-        for threshold in thresholds {
-            let check = match &run.result {
-                Some(result) => threshold.check(&Figures::from(&result.total)),
-                None => Check {
-                    threshold: threshold.to_string(),
-                    actual: 0.0,
-                    passed: false,
-                    text: format!(
-                        "the run failed: {}",
-                        run.error.as_deref().unwrap_or("no result")
-                    ),
-                },
-            };
-            out.push(RunCheck {
-                run: run.index,
-                runtime: run.runtime.clone(),
-                scenario: run.scenario.clone(),
-                users: run.users,
-                preload: run.preload,
-                repeat: run.repeat,
-                check,
-            });
-        }
-    }
-    out
 }
 
 /// The failed checks.

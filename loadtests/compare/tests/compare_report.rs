@@ -654,7 +654,7 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     // 0.1% (at most one of thousands).
     let thresholds =
         brigade_load::threshold::parse_all(&["p99<5ms".into(), "errors<0.1%".into()]).unwrap();
-    now.threshold_checks = compare::thresholds::check(&now.runs, &thresholds);
+    now.threshold_checks = report::check_thresholds(&now.runs, &thresholds);
     now.settings.thresholds = vec!["p99<5ms".into(), "errors<0.1%".into()];
     now.baseline = Some(baseline);
     assert_eq!(now.threshold_checks.len(), 2 * now.runs.len());

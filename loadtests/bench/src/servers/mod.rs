@@ -8,7 +8,7 @@
 //!    its services taking consecutive ports from PORT; or `--server-command 'TEMPLATE'`, any command
 //!    line, split like a shell's (quotes, no expansion), with the placeholders `{binary}`
 //!    `{runtime}` `{store}` `{listen}` (`127.0.0.1:PORT`) `{port}` `{data_dir}` `{workers}`
-//!    `{mongodb_uri}` `{preload}` `{database_prefix}` replaced (an absent value is empty: write
+//!    `{mongodb_uri}` `{preload}` `{database_prefix}` `{handicap_us}` replaced (an absent value is empty: write
 //!    `--flag={placeholder}` for those). The process it starts must be the server itself (it is
 //!    pinned, sampled and sent SIGTERM), not a shell around it: use `exec` in a wrapper script.
 //! 2. **How it announces what it serves** ([`announce`]): one JSON object per line on stdout,

@@ -212,13 +212,13 @@ fn baseline(report: &Report) -> String {
         esc(&b.started_at),
         esc(&b.machine)
     );
-    for head in crate::baseline::HEADER {
+    for head in super::baseline::HEADER {
         let _ = write!(out, "<th>{}</th>", esc(head));
     }
     out.push_str("</tr>\n");
     for cell in &b.cells {
         out.push_str("<tr>");
-        for text in crate::baseline::cells(cell) {
+        for text in super::baseline::cells(cell) {
             let _ = write!(out, "<td>{}</td>", esc(&text));
         }
         out.push_str("</tr>\n");
@@ -227,7 +227,7 @@ fn baseline(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<p>{}</p>",
-        esc(&crate::baseline::rule(&report.settings.rule))
+        esc(&super::baseline::rule(&report.settings.rule))
     );
     if !b.differences.is_empty() || !b.missing.is_empty() {
         out.push_str("<ul>\n");

@@ -150,16 +150,16 @@ fn baseline(report: &Report) -> String {
         "## Against the baseline\n\n`{}`, started {} on {}.\n\n",
         b.path, b.started_at, b.machine
     );
-    let _ = writeln!(out, "| {} |", crate::baseline::HEADER.join(" | "));
-    let _ = writeln!(out, "|{}", " --- |".repeat(crate::baseline::HEADER.len()));
+    let _ = writeln!(out, "| {} |", super::baseline::HEADER.join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(super::baseline::HEADER.len()));
     for cell in &b.cells {
-        let cells: Vec<String> = crate::baseline::cells(cell)
+        let cells: Vec<String> = super::baseline::cells(cell)
             .iter()
             .map(|c| cell_text(c))
             .collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
-    let _ = writeln!(out, "\n{}\n", crate::baseline::rule(&report.settings.rule));
+    let _ = writeln!(out, "\n{}\n", super::baseline::rule(&report.settings.rule));
     for d in &b.differences {
         let _ = writeln!(out, "- Differs from the baseline: {d}");
     }

@@ -11,6 +11,7 @@
 //! x/y series). Both open with the same [`setup::Setup`] section and go through the same writer
 //! ([`write_all`], for anything that is a [`ReportDocument`]) into the same three files.
 
+pub mod baseline;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::pin::{self, CpuPlan};
 use crate::procstat::{ProcSeries, ProcUsage};
 use crate::servers::StopOutcome;
+use crate::thresholds::RunCheck;
 use crate::verdict::{self, count, RunCpu, Verdict};
 use brigade_load::result::{LoadResult, Machine};
 
@@ -68,10 +70,10 @@ pub struct Report {
     pub notes: Vec<String>,
     /// Every `--threshold` checked against every run (empty without thresholds).
     #[serde(default)]
-    pub threshold_checks: Vec<crate::thresholds::RunCheck>,
+    pub threshold_checks: Vec<RunCheck>,
     /// Every cell against a saved report (`--baseline`), if one was given.
     #[serde(default)]
-    pub baseline: Option<crate::baseline::Baseline>,
+    pub baseline: Option<baseline::Baseline>,
 }
 
 /// Versions of what was measured.
@@ -463,6 +465,41 @@ pub fn side_words(side: &SideSetup) -> String {
         side.count_s,
         markdown::trim(side.budget_s)
     )
+}
+
+/// Checks every threshold against every run.
+pub fn check_thresholds(
+    runs: &[RunRecord],
+    thresholds: &[brigade_load::threshold::Threshold],
+) -> Vec<RunCheck> {
+    use brigade_load::threshold::{Check, Figures};
+    let mut out = Vec::new();
+    for run in runs {
+        for threshold in thresholds {
+            let check = match &run.result {
+                Some(result) => threshold.check(&Figures::from(&result.total)),
+                None => Check {
+                    threshold: threshold.to_string(),
+                    actual: 0.0,
+                    passed: false,
+                    text: format!(
+                        "the run failed: {}",
+                        run.error.as_deref().unwrap_or("no result")
+                    ),
+                },
+            };
+            out.push(RunCheck {
+                run: run.index,
+                runtime: run.runtime.clone(),
+                scenario: run.scenario.clone(),
+                users: run.users,
+                preload: run.preload,
+                repeat: run.repeat,
+                check,
+            });
+        }
+    }
+    out
 }
 
 /// Fills each row's cost breakdown from the side-by-side level of its cell with the lowest rate.

@@ -120,6 +120,9 @@ pub fn level_rates(levels: &[f64], server_cpus: usize, isolated: &[(f64, f64)]) 
         .collect()
 }
 
+/// The warm-up of a probe: the servers are warm already from their fixtures and earlier sets.
+const PROBE_WARMUP: Duration = Duration::from_millis(500);
+
 /// The fewest windows worth adding to an undecided level.
 const MIN_EXTENSION: u32 = 4;
 
@@ -231,7 +234,13 @@ pub fn run_cell(
         let level = &level;
         let windows = bench.settings.side.windows;
         let count_s = bench.settings.side.count_s;
-        let mut cell = match measure_level(bench, plan, level, &servers, windows, count_s, set) {
+        let shape = SetShape {
+            windows,
+            count_s,
+            set,
+            warmup: bench.settings.side.warmup,
+        };
+        let mut cell = match measure_level(bench, plan, level, &servers, shape) {
             Ok(cell) => cell,
             Err(err) => blank(level, format!("failed: {err:#}")),
         };
@@ -250,7 +259,13 @@ pub fn run_cell(
             }
             let step = Instant::now();
             set += 1;
-            match measure_level(bench, plan, level, &servers, more, 0, set) {
+            let shape = SetShape {
+                windows: more,
+                count_s: 0,
+                set,
+                warmup: bench.settings.side.warmup,
+            };
+            match measure_level(bench, plan, level, &servers, shape) {
                 Ok(added) => extend(&mut cell, added),
                 Err(err) => {
                     println!("  more windows failed: {err:#}");
@@ -311,7 +326,13 @@ fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<
         if let Some((rate, share)) = measured {
             level.rate_per_s = corrected_rate(first, rate, share);
         }
-        match measure_level(bench, plan, &level, servers, PROBE_WINDOWS, 0, set) {
+        let shape = SetShape {
+            windows: PROBE_WINDOWS,
+            count_s: 0,
+            set,
+            warmup: PROBE_WARMUP.min(bench.settings.side.warmup),
+        };
+        match measure_level(bench, plan, &level, servers, shape) {
             Ok(probe) if probe.not_judged.is_none() => {
                 measured = Some((level.rate_per_s, busy_share(&probe)));
             }
@@ -352,15 +373,32 @@ fn set_seed(seed: u64, set: u64) -> u64 {
         .rotate_left(29)
 }
 
+/// The shape of one window set on a cell's servers.
+#[derive(Debug, Clone, Copy)]
+struct SetShape {
+    /// Measured windows.
+    windows: u32,
+    /// Seconds counted by `perf stat` after them.
+    count_s: u32,
+    /// Its number on these servers (its seed, [`set_seed`]).
+    set: u64,
+    /// Warm-up before the first window.
+    warmup: Duration,
+}
+
 fn measure_level(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
     level: &Level,
     servers: &[Running],
-    windows: u32,
-    count_s: u32,
-    set: u64,
+    shape: SetShape,
 ) -> anyhow::Result<SideCell> {
+    let SetShape {
+        windows,
+        count_s,
+        set,
+        warmup,
+    } = shape;
     let settings = bench.settings;
     let side = &settings.side;
     let scenario = plan.scenario;
@@ -387,7 +425,7 @@ fn measure_level(
         level,
         windows,
         window_s: side.window_s,
-        warmup: side.warmup,
+        warmup,
         count_s,
         keepalive: settings.keepalive,
         threads: bench.threads,
@@ -461,7 +499,7 @@ fn stop(server: Running) -> ServerRecord {
     record.rss_peak_mib = procstat::peak_rss_kib(pid)
         .ok()
         .map(|kib| kib as f64 / 1024.0);
-    let outcome = server.process.stop(crate::run::STOP_GRACE);
+    let outcome = server.process.stop(crate::servers::STOP_GRACE);
     if !matches!(outcome, servers::StopOutcome::Graceful { code: Some(0) }) {
         println!("{} (pid {pid}): {outcome}", server.label);
     }
