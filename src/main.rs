@@ -53,8 +53,8 @@ enum Command {
     Load(brigade_load::cli::LoadArgs),
     /// Merge the results of generators that ran together (`load --shard I/N`) into one exact result.
     Merge(brigade_load::cli::MergeArgs),
-    /// The main job: run every runtime in turn under the same load and report who wins.
-    Compare(brigade_compare::cli::CompareArgs),
+    /// The main job: every runtime side by side under the same load, and alone, and who wins.
+    Compare(Box<brigade_compare::cli::CompareArgs>),
     /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`), written with the same reports
     /// as `compare`.
     Study(brigade_compare::study::StudyArgs),
@@ -130,7 +130,7 @@ fn main() {
         Command::Merge(args) => brigade_load::cli::run_merge(args),
         Command::Compare(args) => {
             brigade_serve::init_tracing();
-            brigade_compare::cli::run_compare(args, &load_registry())
+            brigade_compare::cli::run_compare(*args, &load_registry())
         }
         Command::Study(args) => {
             brigade_serve::init_tracing();

@@ -181,6 +181,10 @@ pub struct Level {
     pub cap_per_s: f64,
 }
 
+/// How a level's reason starts when a runtime completed less than it was offered; [`assemble`]
+/// adds who was busy.
+const SHORT_OF_OFFERED: &str = "short of the offered rate";
+
 /// The generator must deliver this share of the offered rate for a level to be judged.
 pub const ACHIEVED_SHARE: f64 = 0.99;
 
@@ -359,7 +363,7 @@ fn runtime_row(
     let mut why = None;
     if (row.requests as f64) < ACHIEVED_SHARE * level.rate_per_s * span_s {
         why = Some(format!(
-            "generator-bound or saturated: {} completed {:.0}/s of the {:.0}/s offered",
+            "{SHORT_OF_OFFERED}: {} completed {:.0}/s of the {:.0}/s offered",
             server.label, row.achieved_per_s, level.rate_per_s
         ));
     } else if row.errors as f64 > MAX_ERROR_SHARE * row.requests.max(1) as f64 {
@@ -416,8 +420,23 @@ fn assemble(
         .map(|r| r.window_cpu_ns.iter().sum::<u64>() as f64 / 1e9 / span_s * 100.0 / capacity)
         .sum();
     if plan.cpus.pinned && generator_busy >= GENERATOR_SATURATED * 100.0 {
-        not_judged.get_or_insert(format!(
+        not_judged = Some(format!(
             "generator-bound: the generator's CPUs were {generator_busy:.0}% busy"
+        ));
+    } else if let Some(short) = not_judged
+        .as_mut()
+        .filter(|why| why.starts_with(SHORT_OF_OFFERED))
+    {
+        // Who fell behind: the servers' CPUs full, or neither side busy (waiting: a disk's fsync
+        // stalls every server alike), in words beside the figure.
+        let who = if server_busy >= GENERATOR_SATURATED * 100.0 {
+            "the server CPUs were saturated"
+        } else {
+            "neither side's CPUs were saturated: the servers were waiting (a durable write's \
+             fsync stalls every server of the cell alike)"
+        };
+        short.push_str(&format!(
+            " (server CPUs {server_busy:.0}% busy, generator CPUs {generator_busy:.0}%: {who})"
         ));
     }
     SideCell {

@@ -8,8 +8,6 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::judge::{Comparison, ComparisonOutcome};
 use crate::report::{self, Report};
 use crate::verdict::{figure, Measure, Rule};
@@ -152,10 +150,11 @@ pub fn compare(now: &Report, before: &Report, path: &Path, rule: &Rule) -> Basel
             c.b
         )
         .to_lowercase();
+        let same_pair = |t: &Comparison| (t.a == c.a && t.b == c.b) || (t.a == c.b && t.b == c.a);
         let Some(then) = before
             .comparisons
             .iter()
-            .find(|t| t.same_cell(c) && oriented(t, &c.a, &c.b).is_some())
+            .find(|t| t.same_cell(c) && same_pair(t))
         else {
             missing.push(name);
             continue;

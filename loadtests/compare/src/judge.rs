@@ -232,7 +232,7 @@ fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> 
         } else if reason.starts_with("contended") {
             Outcome::Contended
         } else {
-            Outcome::NoData
+            Outcome::NotJudged
         };
         return Verdict {
             outcome,
@@ -394,23 +394,28 @@ fn judge_throughput(
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
-    if let Some(run) = runs.iter().find(|r| r.contended.is_some()) {
-        let reason = format!(
-            "contended: in the {} run {}; rerun on a quieter machine",
-            run.runtime,
-            run.contended.as_deref().unwrap_or_default()
-        );
-        return (Vec::new(), cell_verdict(&[], Some(&reason)));
-    }
-    if let Some(run) = runs.iter().find(|r| r.generator_bound.is_some()) {
-        let reason = format!(
-            "generator-bound in the {} run ({}); the side-by-side efficiency verdict still ranks \
-             the servers",
-            run.runtime,
-            run.generator_bound.as_deref().unwrap_or_default()
-        );
-        return (Vec::new(), cell_verdict(&[], Some(&reason)));
-    }
+    // A cell whose runs cannot rank runtimes still lists its comparisons, not judged, with why.
+    let unjudged = runs
+        .iter()
+        .find_map(|r| {
+            r.contended.as_ref().map(|why| {
+                format!(
+                    "contended: in the {} run {why}; rerun on a quieter machine",
+                    r.runtime
+                )
+            })
+        })
+        .or_else(|| {
+            runs.iter().find_map(|r| {
+                r.generator_bound.as_ref().map(|why| {
+                    format!(
+                        "generator-bound in the {} run ({why}); the side-by-side efficiency \
+                         verdict still ranks the servers",
+                        r.runtime
+                    )
+                })
+            })
+        });
     let samples: Vec<(String, Vec<f64>)> = runtimes
         .iter()
         .map(|runtime| {
@@ -428,6 +433,13 @@ fn judge_throughput(
     let Some(best) = ranked.first() else {
         return (Vec::new(), cell_verdict(&[], None));
     };
+    if let Some(reason) = unjudged {
+        let comparisons: Vec<Comparison> = ranked[1..]
+            .iter()
+            .map(|other| not_judged(Measure::Throughput, key, &best.0, &other.0, &reason, rule))
+            .collect();
+        return (comparisons, cell_verdict(&[], Some(&reason)));
+    }
     let comparisons: Vec<Comparison> = ranked[1..]
         .iter()
         .map(|other| {

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use crate::pin::CpuPlan;
 use crate::plan::Planned;
-use crate::procstat::{self, ProcSeries, ProcUsage};
+use crate::procstat::{ProcSeries, ProcUsage};
 use crate::report::{RunRecord, ServerRecord, StateReset};
-use crate::servers::STOP_GRACE;
 use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
@@ -135,23 +134,8 @@ impl Bench<'_> {
         let workers = server.workers_reported();
         let limits = server.limits_reported().map(str::to_owned);
         let services = server.announced().names();
-        let mut server_record = ServerRecord {
-            runtime: runtime.clone(),
-            round: index as u32,
-            preload: planned.preload,
-            pid,
-            urls: server.urls(),
-            cpus_allowed: procstat::allowed_cpus(pid),
-            startup_s: server.started_in().as_secs_f64(),
-            rss_idle_mib: procstat::read(pid)
-                .map(|r| r.rss_kib as f64 / 1024.0)
-                .unwrap_or(0.0),
-            rss_after_mib: None,
-            rss_peak_mib: None,
-            stop: None,
-            log: log_path.display().to_string(),
-            source: None,
-        };
+        let mut server_record =
+            ServerRecord::started(runtime, index as u32, planned.preload, &server, &log_path);
         let preloaded = server.preloaded();
         record.reset = Some(StateReset {
             pid,
@@ -175,15 +159,10 @@ impl Bench<'_> {
             println!("{progress}: failed, the server process had exited");
         }
         // RSS after the test, then a clean stop (and, for MongoDB, its databases dropped).
-        server_record.rss_after_mib = procstat::read(pid).ok().map(|r| r.rss_kib as f64 / 1024.0);
-        server_record.rss_peak_mib = procstat::peak_rss_kib(pid)
-            .ok()
-            .map(|kib| kib as f64 / 1024.0);
-        let stop = server.stop(STOP_GRACE);
+        let stop = server_record.stop(server);
         if !matches!(stop, servers::StopOutcome::Graceful { code: Some(0) }) {
             println!("{runtime} (pid {pid}): {stop}");
         }
-        server_record.stop = Some(stop);
         drop(fresh);
         let served = Served {
             record: server_record,

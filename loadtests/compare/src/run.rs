@@ -38,7 +38,8 @@ use crate::{plan, servers};
 pub use brigade_bench::servers::STOP_GRACE;
 
 /// How runs are ordered and servers kept, in words, for the report.
-const INTERLEAVING: &str = "a fresh server per run; the runs of each cell (scenario × users × \
+const INTERLEAVING: &str =
+    "isolated runs: a fresh server per run; the runs of each cell (scenario × users × \
     preload) made back to back, one per runtime, the runtime order rotating by one from cell to \
     cell and on into the next repeat";
 
@@ -227,44 +228,9 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     // Side by side: every runtime at once per cell, at rates derived from its isolated runs.
     let mut side_cells = Vec::new();
     if settings.side.enabled && settings.external.is_empty() {
-        let mut budget_left = settings.side.budget;
-        let mut index = 0;
-        let cell_count = scenarios.len() * settings.preloads.len() * settings.users.len();
-        for (s, scenario) in scenarios.iter().enumerate() {
-            for &preload in &settings.preloads {
-                for &users in &settings.users {
-                    let label = &settings.scenarios[s];
-                    let levels =
-                        side_levels(settings, &runs, label, users, preload, cpus.server.len());
-                    if levels.is_empty() {
-                        println!(
-                            "side by side {label} {users} users: skipped, no rate (its isolated runs                              measured nothing; give --side-by-side-rates)"
-                        );
-                        continue;
-                    }
-                    let plan = crate::side::CellPlan {
-                        scenario,
-                        label,
-                        users,
-                        preload,
-                        levels,
-                        index,
-                        cells_left: cell_count - index,
-                    };
-                    index += 1;
-                    let store = settings.store.clone();
-                    let rule = settings.rule;
-                    let decided = move |cell: &crate::side::SideCell| {
-                        crate::judge::level_decided(cell, &store, &rule)
-                    };
-                    let (cells, records) =
-                        crate::side::run_cell(&bench, &plan, &mut budget_left, &decided);
-                    side_cells.extend(cells);
-                    server_records.extend(records);
-                    let _ = std::io::stdout().flush();
-                }
-            }
-        }
+        let (cells, records) = side_by_side(&bench, &scenarios, &runs);
+        side_cells = cells;
+        server_records.extend(records);
     }
 
     if settings.side.instructions && settings.external.is_empty() {
@@ -394,6 +360,57 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     report.wall_s = began.elapsed().as_secs_f64();
     report::write_all(&report, &settings.out_dir)?;
     Ok(report)
+}
+
+/// Every cell side by side, in the order scenario, preload, users; the budget for undecided levels
+/// shared out as the cells go.
+fn side_by_side(
+    bench: &Bench<'_>,
+    scenarios: &[Scenario],
+    runs: &[RunRecord],
+) -> (Vec<crate::side::SideCell>, Vec<ServerRecord>) {
+    let settings = bench.settings;
+    let mut budget_left = settings.side.budget;
+    let mut cells = Vec::new();
+    let mut records = Vec::new();
+    let cell_count = scenarios.len() * settings.preloads.len() * settings.users.len();
+    let mut index = 0;
+    for (scenario, label) in scenarios.iter().zip(&settings.scenarios) {
+        for &preload in &settings.preloads {
+            for &users in &settings.users {
+                index += 1;
+                let server_cpus = bench.cpus.server.len();
+                let levels = side_levels(settings, runs, label, users, preload, server_cpus);
+                if levels.is_empty() {
+                    println!(
+                        "side by side {label} {users} users: skipped, no rate (its isolated runs \
+                         measured nothing; give --side-by-side-rates)"
+                    );
+                    continue;
+                }
+                let plan = crate::side::CellPlan {
+                    scenario,
+                    label,
+                    users,
+                    preload,
+                    levels,
+                    index: index - 1,
+                    cells_left: cell_count + 1 - index,
+                };
+                let store = settings.store.clone();
+                let rule = settings.rule;
+                let decided = move |cell: &crate::side::SideCell| {
+                    crate::judge::level_decided(cell, &store, &rule)
+                };
+                let (more, started) =
+                    crate::side::run_cell(bench, &plan, &mut budget_left, &decided);
+                cells.extend(more);
+                records.extend(started);
+                let _ = std::io::stdout().flush();
+            }
+        }
+    }
+    (cells, records)
 }
 
 /// `--instructions`: every runtime's instructions per request on every scenario (at the first user

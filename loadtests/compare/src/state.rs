@@ -96,9 +96,10 @@ impl FreshState {
         };
         format!(
             "every run has a server process of its own, started for it and stopped after it, on \
-             {state}; the scenario's fixtures are made on that state before the clock starts. Only \
-             the measured runtime's server is alive during a run, so no idle server shares its CPUs \
-             and only one preloaded store is in memory at a time."
+             {state}; the scenario's fixtures are made on that state before the clock starts. In an \
+             isolated run only the measured runtime's server is alive, so no idle server shares its \
+             CPUs; side by side, every runtime's server of the cell is alive at once, each on a state \
+             of its own made the same way."
         )
     }
 

@@ -117,6 +117,9 @@ pub enum Outcome {
     Contended,
     /// Not enough results to compare.
     NoData,
+    /// Figures were measured but cannot rank runtimes (a side-by-side level short of its offered
+    /// rate, or with failures); the verdict's reason says why.
+    NotJudged,
 }
 
 /// An outcome and the sentence that explains it.
@@ -145,6 +148,7 @@ impl Verdict {
             Outcome::GeneratorBound => "generator-bound".to_owned(),
             Outcome::Contended => "contended".to_owned(),
             Outcome::NoData => "no data".to_owned(),
+            Outcome::NotJudged => "not judged".to_owned(),
         }
     }
 }
@@ -262,7 +266,7 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
         .filter(|(_, v)| {
             !matches!(
                 v.outcome,
-                Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData
+                Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData | Outcome::NotJudged
             )
         })
         .collect();
@@ -281,6 +285,10 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
     }
     if !contended.is_empty() {
         bound_note.push_str(&format!("; contended at {}", join_cells(&contended)));
+    }
+    let unjudged = cells_where(Outcome::NotJudged);
+    if !unjudged.is_empty() {
+        bound_note.push_str(&format!("; not judged at {}", join_cells(&unjudged)));
     }
     if judged.is_empty() {
         return if !bound.is_empty() {
@@ -303,6 +311,14 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
                 reason: format!(
                     "other processes took CPU in every cell ({}): no comparable figures",
                     join_cells(&contended)
+                ),
+            }
+        } else if !unjudged.is_empty() {
+            Verdict {
+                outcome: Outcome::NotJudged,
+                reason: format!(
+                    "no cell could be judged (not judged at {}; each cell says why)",
+                    join_cells(&unjudged)
                 ),
             }
         } else {
@@ -339,7 +355,8 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
                     }
                 }
             }
-            Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData => {}
+            Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData | Outcome::NotJudged => {
+            }
         }
     }
     let per_cell = judged

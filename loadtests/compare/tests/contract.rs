@@ -167,11 +167,26 @@ fn compare_runs_every_listed_runtime_on_the_services_the_server_announces() {
         "400ms",
         "--warmup",
         "100ms",
+        // Side by side too, kept short: the contract is all a server needs for that as well.
+        "--windows",
+        "3",
+        "--count-seconds",
+        "0",
+        "--budget",
+        "0s",
         "--no-progress",
         "--out",
         out.to_str().unwrap(),
     ])
     .unwrap();
+    // Every cell (2 scenarios × 2 preloads) side by side at two levels, both runtimes in each.
+    assert_eq!(
+        report.side_by_side.len(),
+        2 * 2 * 2,
+        "{:?}",
+        report.side_by_side
+    );
+    assert!(report.side_by_side.iter().all(|c| c.runtimes.len() == 2));
     // The generator's pinning ended with the comparison.
     assert_eq!(brigade_compare::pin::available_cpus(), cpus);
     // Runtimes and services come from the binary, not from a list in compare.

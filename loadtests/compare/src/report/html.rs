@@ -450,6 +450,43 @@ fn runtimes<'a>(report: &'a Report, rows: &[&Row]) -> Vec<&'a str> {
         .collect()
 }
 
+/// The frame of a grouped bar chart: `labels` under the groups (one per whole x), `y_desc` up the
+/// side, y from 0 to `top`.
+fn bar_frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: String,
+    labels: Vec<String>,
+    y_desc: &str,
+    top: f64,
+) -> anyhow::Result<LineChart<'a, 'b>> {
+    let groups = labels.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5f64..groups as f64 - 0.5, 0f64..top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(groups.max(2))
+        .x_label_formatter(&move |x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                labels[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_desc)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .light_line_style(RGBColor(240, 240, 240))
+        .draw()
+        .map_err(plot_err)?;
+    Ok(chart)
+}
+
 /// Grouped bars: one group per user count (and preload), one bar per runtime, a whisker from min to
 /// max.
 fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
@@ -469,16 +506,6 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
     {
         let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{scenario}: throughput per runtime"),
-                ("sans-serif", 16),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..groups.len() as f64 - 0.5, 0f64..top)
-            .map_err(plot_err)?;
         let labels: Vec<String> = groups
             .iter()
             .map(|(p, u)| {
@@ -489,23 +516,13 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
                 }
             })
             .collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(groups.len().max(2))
-            .x_label_formatter(&move |x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                    labels[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .y_desc("hits/s (median)")
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .light_line_style(RGBColor(240, 240, 240))
-            .draw()
-            .map_err(plot_err)?;
+        let mut chart = bar_frame(
+            &root,
+            format!("{scenario}: throughput per runtime"),
+            labels,
+            "hits/s (median)",
+            top,
+        )?;
         let width = 0.8 / runtimes.len().max(1) as f64;
         for (k, runtime) in runtimes.iter().enumerate() {
             let color = colour(report, runtime);
@@ -570,37 +587,17 @@ fn breakdown_bars(report: &Report, scenario: &str) -> anyhow::Result<String> {
     {
         let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{scenario}: CPU per request side by side (user below, system above)"),
-                ("sans-serif", 16),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..cells.len() as f64 - 0.5, 0f64..top)
-            .map_err(plot_err)?;
         let labels: Vec<String> = cells
             .iter()
             .map(|c| format!("{} users, {}", c.users, c.level))
             .collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(cells.len().max(2))
-            .x_label_formatter(&move |x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                    labels[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .y_desc("server CPU µs per request")
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .light_line_style(RGBColor(240, 240, 240))
-            .draw()
-            .map_err(plot_err)?;
+        let mut chart = bar_frame(
+            &root,
+            format!("{scenario}: CPU per request side by side (user below, system above)"),
+            labels,
+            "server CPU µs per request",
+            top,
+        )?;
         let width = 0.8 / runtimes.len().max(1) as f64;
         for (k, runtime) in runtimes.iter().enumerate() {
             let color = colour(report, runtime);

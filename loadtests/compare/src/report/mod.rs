@@ -282,6 +282,49 @@ pub struct ServerRecord {
     pub source: Option<String>,
 }
 
+impl ServerRecord {
+    /// The record of a server just started for `runtime`: its process, CPUs, start-up time and
+    /// memory once ready.
+    pub fn started(
+        runtime: &str,
+        round: u32,
+        preload: u64,
+        process: &crate::servers::ServerProcess,
+        log: &Path,
+    ) -> ServerRecord {
+        let pid = process.pid();
+        ServerRecord {
+            runtime: runtime.to_owned(),
+            round,
+            preload,
+            pid,
+            urls: process.urls(),
+            cpus_allowed: crate::procstat::allowed_cpus(pid),
+            startup_s: process.started_in().as_secs_f64(),
+            rss_idle_mib: crate::procstat::read(pid)
+                .map(|r| r.rss_kib as f64 / 1024.0)
+                .unwrap_or(0.0),
+            rss_after_mib: None,
+            rss_peak_mib: None,
+            stop: None,
+            log: log.display().to_string(),
+            source: None,
+        }
+    }
+
+    /// Reads its memory after its last run and stops it, recording how it ended.
+    pub fn stop(&mut self, process: crate::servers::ServerProcess) -> &StopOutcome {
+        let pid = self.pid;
+        self.rss_after_mib = crate::procstat::read(pid)
+            .ok()
+            .map(|r| r.rss_kib as f64 / 1024.0);
+        self.rss_peak_mib = crate::procstat::peak_rss_kib(pid)
+            .ok()
+            .map(|kib| kib as f64 / 1024.0);
+        self.stop.insert(process.stop(crate::servers::STOP_GRACE))
+    }
+}
+
 /// One load run and what the servers and the generator did during it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {

@@ -38,7 +38,6 @@ use anyhow::Context;
 use brigade_load::scenario::Scenario;
 
 use crate::measure::Bench;
-use crate::procstat;
 use crate::report::ServerRecord;
 use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::state;
@@ -462,25 +461,8 @@ fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>) -> anyhow::Result<Vec<Runni
         let process =
             servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
                 .with_context(|| format!("{label} did not start"))?;
-        let pid = process.pid();
-        let clock = CpuClock::of(pid)?;
-        let record = ServerRecord {
-            runtime: label.clone(),
-            round: index as u32,
-            preload: plan.preload,
-            pid,
-            urls: process.urls(),
-            cpus_allowed: procstat::allowed_cpus(pid),
-            startup_s: process.started_in().as_secs_f64(),
-            rss_idle_mib: procstat::read(pid)
-                .map(|r| r.rss_kib as f64 / 1024.0)
-                .unwrap_or(0.0),
-            rss_after_mib: None,
-            rss_peak_mib: None,
-            stop: None,
-            log: log_path.display().to_string(),
-            source: Some("side by side".to_owned()),
-        };
+        let clock = CpuClock::of(process.pid())?;
+        let record = ServerRecord::started(label, index as u32, plan.preload, &process, &log_path);
         started.push(Running {
             label: label.clone(),
             process,
@@ -495,15 +477,10 @@ fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>) -> anyhow::Result<Vec<Runni
 fn stop(server: Running) -> ServerRecord {
     let mut record = server.record;
     let pid = record.pid;
-    record.rss_after_mib = procstat::read(pid).ok().map(|r| r.rss_kib as f64 / 1024.0);
-    record.rss_peak_mib = procstat::peak_rss_kib(pid)
-        .ok()
-        .map(|kib| kib as f64 / 1024.0);
-    let outcome = server.process.stop(crate::servers::STOP_GRACE);
+    let outcome = record.stop(server.process);
     if !matches!(outcome, servers::StopOutcome::Graceful { code: Some(0) }) {
         println!("{} (pid {pid}): {outcome}", server.label);
     }
-    record.stop = Some(outcome);
     record
 }
 
