@@ -488,7 +488,8 @@ pub fn side_words(side: &SideSetup) -> String {
                 .join(", ")
         ),
         None => format!(
-            "load levels {} of the server CPUs in total (rates from each cell's isolated runs)",
+            "load levels {} of the server CPUs in total (each cell's rates guessed from its \
+             isolated runs, then corrected by two 1-window probes side by side)",
             side.levels
                 .iter()
                 .map(|l| format!("{:.0}%", l * 100.0))
