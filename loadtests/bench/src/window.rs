@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::{self, CpuClock, EventCounts, Ticks};
 use crate::pin::CpuPlan;
-use crate::procstat::{read_cpus, CpuSample};
+use crate::procstat::{read_cpus, CpuSample, CpuSeries};
 use crate::runcpu::GENERATOR_SATURATED;
 
 /// A running server to measure.
@@ -396,24 +396,18 @@ fn assemble(
         }
         runtimes.push(row);
     }
-    let busy = |pair: &(CpuSample, CpuSample)| {
-        let total = pair.1.total_s - pair.0.total_s;
-        if total > 0.0 {
-            (pair.1.busy_s - pair.0.busy_s) / total * 100.0
-        } else {
-            0.0
-        }
+    // Each side's CPUs over the windows, as the sampler's series reads them; percent of capacity.
+    let busy = |cpus: &[usize], pair: &(CpuSample, CpuSample)| {
+        let series = CpuSeries {
+            cpus: cpus.to_vec(),
+            samples: vec![pair.0, pair.1],
+        };
+        let b = series.busy(pair.0.t_s, pair.1.t_s);
+        let of = |percent: f64| percent / b.capacity_percent.max(1.0) * 100.0;
+        (of(b.busy_percent), of(b.task_percent))
     };
-    let server_busy = busy(&collected.server_cpus);
-    let generator_busy = busy(&collected.generator_cpus);
-    let server_task = {
-        let total = collected.server_cpus.1.total_s - collected.server_cpus.0.total_s;
-        if total > 0.0 {
-            (collected.server_cpus.1.task_s - collected.server_cpus.0.task_s) / total * 100.0
-        } else {
-            0.0
-        }
-    };
+    let (server_busy, server_task) = busy(&plan.cpus.server, &collected.server_cpus);
+    let (generator_busy, _) = busy(&plan.cpus.generator, &collected.generator_cpus);
     let capacity = plan.cpus.server.len().max(1) as f64;
     let servers_pct: f64 = runtimes
         .iter()
@@ -489,7 +483,11 @@ fn collect(
         for (server, reading) in servers.iter().zip(readings.iter_mut()) {
             reading.push(server.clock.read_ns().unwrap_or(0));
         }
-        let edge = |set: &[usize]| read_cpus(set).unwrap_or_default();
+        // Stamped with the window boundary, so that `CpuSeries::busy` reads the pair as a span.
+        let edge = |set: &[usize]| CpuSample {
+            t_s: (k as u64 * window.as_secs()) as f64,
+            ..read_cpus(set).unwrap_or_default()
+        };
         if k == 0 {
             all.server_cpus.0 = edge(&cpus.server);
             all.generator_cpus.0 = edge(&cpus.generator);

@@ -27,10 +27,6 @@ pub const DEFAULT_WARMUP: &str = "500ms";
 pub const DEFAULT_REPEAT: u32 = 1;
 /// Extra time for undecided side-by-side levels by default.
 pub const DEFAULT_BUDGET: &str = "1m";
-/// Side-by-side windows per level by default (`--quick`: 10).
-pub const DEFAULT_WINDOWS: u32 = 16;
-/// Seconds counted by `perf stat` after each level's windows by default.
-pub const DEFAULT_COUNT_S: u32 = 1;
 /// Side-by-side load levels by default, shares of the server CPUs in total.
 pub const DEFAULT_LEVELS: [f64; 2] = [0.4, 0.8];
 /// `--quick`: one side-by-side load level.
@@ -238,10 +234,12 @@ impl CompareArgs {
                 DEFAULT_LEVELS.to_vec()
             },
             rates: (!self.side_by_side_rates.is_empty()).then(|| self.side_by_side_rates.clone()),
-            windows: self
-                .windows
-                .unwrap_or(if self.quick { 10 } else { DEFAULT_WINDOWS }),
-            count_s: self.count_seconds.unwrap_or(DEFAULT_COUNT_S),
+            windows: self.windows.unwrap_or(if self.quick {
+                10
+            } else {
+                crate::side::DEFAULT_WINDOWS
+            }),
+            count_s: self.count_seconds.unwrap_or(crate::side::DEFAULT_COUNT_S),
             budget,
             instructions: self.instructions,
             ..crate::side::SideSettings::default()

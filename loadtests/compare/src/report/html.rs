@@ -267,27 +267,8 @@ fn plain_table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 fn table(rows: &[&Row]) -> String {
-    let mut out = String::from("<table>\n<tr>");
-    for head in markdown::TABLE_HEADER {
-        let _ = write!(out, "<th>{}</th>", esc(head));
-    }
-    out.push_str("</tr>\n");
-    for row in rows {
-        out.push_str("<tr>");
-        let cells = markdown::row_cells(row);
-        let last = cells.len() - 1;
-        for (i, cell) in cells.iter().enumerate() {
-            let class = if i == 0 || i == last {
-                ""
-            } else {
-                " class=\"n\""
-            };
-            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
-    out
+    let cells: Vec<Vec<String>> = rows.iter().map(|row| markdown::row_cells(row)).collect();
+    plain_table(&markdown::TABLE_HEADER, &cells)
 }
 
 fn servers(report: &Report) -> String {

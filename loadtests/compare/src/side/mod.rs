@@ -43,6 +43,12 @@ use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::state;
 use counters::CpuClock;
 
+/// Side-by-side windows per level by default (`--quick`: 10).
+pub const DEFAULT_WINDOWS: u32 = 16;
+
+/// Seconds counted by `perf stat` after each level's windows by default.
+pub const DEFAULT_COUNT_S: u32 = 1;
+
 /// The side-by-side settings of a comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SideSettings {
@@ -72,10 +78,10 @@ impl Default for SideSettings {
             enabled: true,
             levels: vec![0.4, 0.8],
             rates: None,
-            windows: 10,
+            windows: DEFAULT_WINDOWS,
             window_s: 1,
             warmup: Duration::from_secs(1),
-            count_s: 2,
+            count_s: DEFAULT_COUNT_S,
             budget: Duration::ZERO,
             instructions: false,
         }
