@@ -3,8 +3,9 @@
 # Brigade in a container: one image per runtime.
 #   docker build -t brigade:axum .
 #   docker build --build-arg RUNTIME=actix -t brigade:actix .
-#   docker build --build-arg RUNTIME=axum,actix,hyper,warp -t brigade:all .   (all four, for `compare`)
-# RUNTIME becomes `cargo build --no-default-features --features $RUNTIME,embedded,mongo`.
+#   docker build --build-arg RUNTIME=default -t brigade:all .   (every runtime, for `compare`)
+# RUNTIME becomes `cargo build --no-default-features --features $RUNTIME,embedded,mongo` (`default`: every
+# runtime of the registry; `brigade runtimes` lists them).
 # See docs/containers.md.
 #
 # Where no Rust image can be pulled (CI on podman, scripts/containers.sh), the binary may be built on

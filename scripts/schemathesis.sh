@@ -8,6 +8,8 @@
 # Usage: scripts/schemathesis.sh [runtimes...]
 #   ST_MAX_EXAMPLES  test cases per operation and phase (default 25)
 #   ST_TIMEOUT       wall-clock limit per service and runtime, seconds (default 240)
+#   ST_BUDGET        wall-clock limit for all of them together, seconds (default: none); each run
+#                    gets at most its share of what is left (and at least 30 s)
 #   BRIGADE_BIN      the server binary (default target/debug/brigade, built if missing)
 #   ST_VENV          where schemathesis is installed (default ~/.cache/brigade/schemathesis-$VERSION)
 # Writes a summary table to target/schemathesis/summary.md and each run's output beside it; exits 1
@@ -21,6 +23,7 @@ cd "$(dirname "$0")/.."
 VERSION=4.32.5
 MAX_EXAMPLES=${ST_MAX_EXAMPLES:-25}
 TIMEOUT=${ST_TIMEOUT:-240}
+BUDGET=${ST_BUDGET:-0}
 VENV=${ST_VENV:-$HOME/.cache/brigade/schemathesis-$VERSION}
 BIN=${BRIGADE_BIN:-target/debug/brigade}
 OUT=target/schemathesis
@@ -42,6 +45,8 @@ summary="$OUT/summary.md"
     echo "| --- | --- | ---: | ---: | ---: | ---: |"
 } >"$summary"
 status=0
+runs_left=$((${#runtimes[@]} * 3))
+budget_started=$(date +%s)
 for rt in "${runtimes[@]}"; do
     log="$OUT/server-$rt.log"
     "$BIN" serve --runtime "$rt" --store memory --listen 127.0.0.1:0 --workers 2 \
@@ -54,8 +59,15 @@ for rt in "${runtimes[@]}"; do
     while read -r service url; do
         result="$OUT/$rt-$service.txt"
         started=$(date +%s)
+        limit=$TIMEOUT
+        if [ "$BUDGET" -gt 0 ]; then
+            share=$(((BUDGET - (started - budget_started)) / (runs_left > 0 ? runs_left : 1)))
+            [ "$share" -lt 30 ] && share=30
+            [ "$share" -lt "$limit" ] && limit=$share
+        fi
+        runs_left=$((runs_left - 1))
         rc=0
-        timeout "$TIMEOUT" "$VENV/bin/st" --config-file scripts/schemathesis.toml run "$url/openapi.json" \
+        timeout "$limit" "$VENV/bin/st" --config-file scripts/schemathesis.toml run "$url/openapi.json" \
             --checks all --exclude-checks unsupported_method \
             --max-examples "$MAX_EXAMPLES" --seed 1 --workers 1 \
             --request-timeout 10 --suppress-health-check all \

@@ -352,7 +352,9 @@ fn every_runtime_the_docs_offer_is_a_cargo_feature() {
         .parse()
         .unwrap();
     let features = manifest["features"].as_table().expect("[features]");
-    for f in ["axum", "actix", "hyper", "warp", "embedded", "mongo"] {
+    let mut offered = brigade_runtimes::names();
+    offered.extend(["embedded", "mongo"]);
+    for f in offered {
         assert!(
             features.contains_key(f),
             "the Dockerfile's RUNTIME={f} needs a cargo feature {f}"
@@ -497,7 +499,12 @@ fn kubernetes_overlays_only_change_the_image_one_per_runtime() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     runtimes.sort();
-    assert_eq!(runtimes, ["actix", "axum", "hyper", "warp"]);
+    let mut registry = brigade_runtimes::names();
+    registry.sort();
+    assert_eq!(
+        runtimes, registry,
+        "one overlay per runtime of the registry: run scripts/k8s-overlays.sh"
+    );
     for rt in &runtimes {
         let k = &k8s_documents(&[&format!("deploy/k8s/overlays/{rt}/kustomization.yaml")])[0];
         let keys: BTreeSet<&str> = k

@@ -1,22 +1,13 @@
-//! Records, at build time, the versions of the crates a comparison depends on (the runtimes, tokio,
-//! the stores) from the workspace's `Cargo.lock` (the nearest one above this crate), so every report
+//! Records, at build time, the versions of the crates a comparison depends on beside the runtimes
+//! (tokio, the stores) from the workspace's `Cargo.lock` (the nearest one above this crate), so every report
 //! can say what exactly was measured. Outside a workspace (no lock file found) the list is simply
 //! empty. The compiler's version comes from `brigade-load`'s build.
 
 use std::path::PathBuf;
 
-/// The crates whose versions a report prints.
-const WATCHED: [&str; 9] = [
-    "axum",
-    "actix-web",
-    "hyper",
-    "warp",
-    "tokio",
-    "redb",
-    "mongodb",
-    "hdrhistogram",
-    "serde_json",
-];
+/// The crates whose versions a report prints beside the runtimes' own version lines (which the
+/// runtimes' registry derives from the same lock file).
+const WATCHED: [&str; 5] = ["tokio", "redb", "mongodb", "hdrhistogram", "serde_json"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());

@@ -17,7 +17,17 @@ use brigade_kit::http::Endpoint;
 use brigade_kit::limits::{head_bytes, read_body, ConnectionGate, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
-use crate::{Mount, Shutdown, GRACE};
+use crate::baseline::HELLO_TYPE;
+use crate::{Mount, Runtime, Shutdown, GRACE};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "actix",
+    crates: &["actix-web"],
+    threading: "actix-web HttpServer, N single-threaded workers per service",
+    serve_one: serve,
+    hello,
+};
 
 content_type_values!(header::HeaderValue);
 
@@ -239,4 +249,24 @@ pub(crate) fn run_config(
         server.await?;
         Ok(())
     })
+}
+
+/// The hand-written hello ([`crate::baseline`]): one route, actix-web's plainest idiom.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let routes = |cfg: &mut web::ServiceConfig| {
+        cfg.route(
+            "/bench/hello",
+            web::get().to(|| async {
+                HttpResponse::Ok()
+                    .content_type(HELLO_TYPE)
+                    .body(crate::baseline::HELLO)
+            }),
+        );
+    };
+    run_config(routes, listener, workers, limits, shutdown)
 }

@@ -17,7 +17,17 @@ use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use hyper_util::service::TowerToHyperService;
 
-use crate::{Mount, Shutdown};
+use crate::baseline::HELLO_TYPE;
+use crate::{Mount, Runtime, Shutdown};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "axum",
+    crates: &["axum", "hyper"],
+    threading: "tokio multi-thread runtime, N workers per service",
+    serve_one: serve,
+    hello,
+};
 
 /// The one place a [`Reply`] becomes an axum response.
 fn respond(reply: Reply) -> Response {
@@ -121,4 +131,19 @@ pub(crate) fn run_router(
 ) -> anyhow::Result<()> {
     let service = TowerToHyperService::new(router);
     crate::http1::serve_http1(service, listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello ([`crate::baseline`]): one route, axum's plainest idiom.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    use axum::routing::get;
+    let router = Router::new().route(
+        "/bench/hello",
+        get(|| async { ([(header::CONTENT_TYPE, HELLO_TYPE)], crate::baseline::HELLO) }),
+    );
+    run_router(router, listener, workers, limits, shutdown)
 }

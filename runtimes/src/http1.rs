@@ -10,8 +10,6 @@
 //! keep-alive limits) and a backstop on a head's bytes at actix-web's fixed 128 KiB (its own bare
 //! 431 past it); hyper answers a `HEAD` without the body it would send a `GET`.
 
-use std::convert::Infallible;
-
 use brigade_kit::limits::{head_bytes, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADER_BYTES};
 use brigade_kit::ApiError;
 use bytes::Bytes;
@@ -47,19 +45,20 @@ fn error_response<B>(e: ApiError) -> Guarded<B> {
     resp
 }
 
-type Wrap<B> = fn(Result<Response<B>, Infallible>) -> Result<Guarded<B>, Infallible>;
+type Wrap<B, E> = fn(Result<Response<B>, E>) -> Result<Guarded<B>, E>;
 
-fn wrap<B>(r: Result<Response<B>, Infallible>) -> Result<Guarded<B>, Infallible> {
+fn wrap<B, E>(r: Result<Response<B>, E>) -> Result<Guarded<B>, E> {
     r.map(|resp| resp.map(Either::Left))
 }
 
 impl<S, B> Service<Request<Incoming>> for Guard<S>
 where
-    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>,
+    S: Service<Request<Incoming>, Response = Response<B>>,
 {
     type Response = Guarded<B>;
-    type Error = Infallible;
-    type Future = EitherFuture<Ready<Result<Guarded<B>, Infallible>>, Map<S::Future, Wrap<B>>>;
+    type Error = S::Error;
+    type Future =
+        EitherFuture<Ready<Result<Guarded<B>, S::Error>>, Map<S::Future, Wrap<B, S::Error>>>;
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
@@ -78,7 +77,11 @@ where
             // the request it parsed was a HEAD.
             *req.method_mut() = Method::GET;
         }
-        EitherFuture::Right(self.inner.call(req).map(wrap::<B> as Wrap<B>))
+        EitherFuture::Right(
+            self.inner
+                .call(req)
+                .map(wrap::<B, S::Error> as Wrap<B, S::Error>),
+        )
     }
 }
 
@@ -92,10 +95,28 @@ pub(crate) fn serve_http1<S, B>(
     shutdown: Shutdown,
 ) -> anyhow::Result<()>
 where
-    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    S::Future: Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    serve_http1_with(move || service.clone(), listener, workers, limits, shutdown)
+}
+
+/// [`serve_http1`] with a service made afresh for each connection by `make` (salvo's carries the
+/// connection's own state).
+pub(crate) fn serve_http1_with<M, S, B>(
+    make: M,
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    M: Fn() -> S + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
     S::Future: Send + 'static,
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -129,7 +150,7 @@ where
                 continue;
             };
             let guard = Guard {
-                inner: service.clone(),
+                inner: make(),
                 limits,
             };
             let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), guard));

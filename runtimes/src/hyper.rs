@@ -13,7 +13,17 @@ use http_body_util::{BodyDataStream, Full};
 use hyper::body::{Body, Incoming};
 use hyper::service::service_fn;
 
-use crate::{Mount, Shutdown};
+use crate::baseline::HELLO_TYPE;
+use crate::{Mount, Runtime, Shutdown};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "hyper",
+    crates: &["hyper"],
+    threading: "tokio multi-thread runtime, N workers per service",
+    serve_one: serve,
+    hello,
+};
 
 /// The one place a [`Reply`] becomes a hyper response.
 fn respond(reply: Reply) -> Response<Full<Bytes>> {
@@ -93,4 +103,27 @@ where
     F: std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
 {
     crate::http1::serve_http1(service_fn(handler), listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello ([`crate::baseline`]): a `service_fn` that checks the path.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let hello = |req: http::Request<Incoming>| async move {
+        let mut resp = Response::new(Full::new(Bytes::from_static(
+            crate::baseline::HELLO.as_bytes(),
+        )));
+        if req.uri().path() != "/bench/hello" {
+            *resp.status_mut() = StatusCode::NOT_FOUND;
+        }
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static(HELLO_TYPE),
+        );
+        Ok::<_, Infallible>(resp)
+    };
+    run_service(hello, listener, workers, limits, shutdown)
 }

@@ -45,16 +45,8 @@ macro_rules! content_type_values {
     };
 }
 
-#[cfg(feature = "actix")]
-mod actix;
-#[cfg(feature = "axum")]
-mod axum;
-#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
+#[cfg(feature = "hyper-loop")]
 mod http1;
-#[cfg(feature = "hyper")]
-mod hyper;
-#[cfg(feature = "warp")]
-mod warp;
 
 pub mod baseline;
 
@@ -108,49 +100,28 @@ impl Shutdown {
     }
 }
 
-/// A runtime compiled into this binary.
+/// A runtime compiled into this binary: one module's `RUNTIME` (see `build.rs`, which derives the
+/// registry from the modules and the feature lines).
 #[derive(Debug)]
 pub struct Runtime {
-    /// Its name on the command line.
+    /// Its name on the command line (its module's and feature's name).
     pub name: &'static str,
-    /// The crate and version it is.
-    pub version: &'static str,
     /// How it uses threads, printed in reports.
     pub threading: &'static str,
+    /// The crates it is, the framework first (`["axum", "hyper"]`): its version line names them
+    /// with the versions this build resolved.
+    crates: &'static [&'static str],
     serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
+    /// The runtime's own hand-written hello ([`baseline`]).
+    hello: fn(std::net::TcpListener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
 }
 
-/// Every runtime compiled in, in a fixed order.
-pub const RUNTIMES: &[Runtime] = &[
-    #[cfg(feature = "axum")]
-    Runtime {
-        name: "axum",
-        version: "axum 0.8 on hyper 1",
-        threading: "tokio multi-thread runtime, N workers per service",
-        serve_one: axum::serve,
-    },
-    #[cfg(feature = "actix")]
-    Runtime {
-        name: "actix",
-        version: "actix-web 4",
-        threading: "actix-web HttpServer, N single-threaded workers per service",
-        serve_one: actix::serve,
-    },
-    #[cfg(feature = "hyper")]
-    Runtime {
-        name: "hyper",
-        version: "hyper 1 (http1, hyper-util)",
-        threading: "tokio multi-thread runtime, N workers per service",
-        serve_one: hyper::serve,
-    },
-    #[cfg(feature = "warp")]
-    Runtime {
-        name: "warp",
-        version: "warp 0.4 on hyper 1",
-        threading: "tokio multi-thread runtime, N workers per service",
-        serve_one: warp::serve,
-    },
-];
+include!(concat!(env!("OUT_DIR"), "/registry.rs"));
+
+/// The version `Cargo.lock` resolved for `krate`, one of this crate's dependencies.
+pub fn locked_version(krate: &str) -> Option<&'static str> {
+    LOCKED.iter().find(|(n, _)| *n == krate).map(|(_, v)| *v)
+}
 
 /// The compiled-in runtime called `name`.
 pub fn find(name: &str) -> Option<&'static Runtime> {
@@ -184,6 +155,16 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
 }
 
 impl Runtime {
+    /// The crates it is, with the versions this build resolved: `axum 0.8.4 on hyper 1.7.0`.
+    pub fn version(&self) -> String {
+        let named: Vec<String> = self
+            .crates
+            .iter()
+            .map(|c| format!("{c} {}", locked_version(c).unwrap_or("(version unknown)")))
+            .collect();
+        named.join(" on ")
+    }
+
     /// Serves every mount until `shutdown` under the default [`ServerLimits`]; see
     /// [`Runtime::serve_with_limits`].
     pub fn serve(
@@ -233,7 +214,7 @@ impl Runtime {
 
 /// Runs `server` on a multi-threaded tokio runtime with `workers` workers, giving it at most
 /// [`GRACE`] to drain once `shutdown` fires. Shared by the tokio-based adapters.
-#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
+#[cfg(feature = "hyper-loop")]
 fn run_on_tokio<F>(workers: usize, shutdown: Shutdown, server: F) -> anyhow::Result<()>
 where
     F: std::future::Future<Output = anyhow::Result<()>> + Send,
@@ -254,11 +235,12 @@ where
     })
 }
 
-#[cfg(any(feature = "axum", feature = "hyper", feature = "warp"))]
+#[cfg(feature = "hyper-loop")]
 content_type_values!(http::HeaderValue);
 
 /// The kit's request from an `http` 1 request head (axum and hyper share these types).
-#[cfg(any(feature = "axum", feature = "hyper"))]
+#[cfg(feature = "hyper-loop")]
+#[allow(dead_code)] // not every hyper-based runtime reads the head this way
 fn request_from(
     parts: &http::request::Parts,
     params: Vec<(String, String)>,
@@ -278,7 +260,8 @@ fn request_from(
 }
 
 /// A header's value as text, if present and ASCII.
-#[cfg(any(feature = "axum", feature = "hyper"))]
+#[cfg(feature = "hyper-loop")]
+#[allow(dead_code)]
 fn header_string(parts: &http::request::Parts, name: &str) -> Option<String> {
     parts
         .headers

@@ -14,16 +14,25 @@ use warp::http::{header, Response, StatusCode};
 use warp::hyper::body::Bytes as WarpBytes;
 use warp::Filter;
 
-use crate::{Mount, Shutdown};
+use crate::baseline::HELLO_TYPE;
+use crate::{Mount, Runtime, Shutdown};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "warp",
+    crates: &["warp", "hyper"],
+    threading: "tokio multi-thread runtime, N workers per service",
+    serve_one: serve,
+    hello,
+};
 
 /// A warp filter as the service the shared HTTP/1.1 loop serves (a macro, not a function: the
-/// bound warp puts on a filter's error names a trait it does not export). The baseline uses it too.
+/// bound warp puts on a filter's error names a trait it does not export). The hello uses it too.
 macro_rules! as_service {
     ($filter:expr) => {
         hyper_util::service::TowerToHyperService::new(warp::service($filter))
     };
 }
-pub(crate) use as_service;
 
 type Reply_ = Response<WarpBytes>;
 
@@ -189,4 +198,17 @@ pub(crate) fn serve(
 ) -> anyhow::Result<()> {
     let service = as_service!(filter(mount.app, limits));
     crate::http1::serve_http1(service, mount.listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello ([`crate::baseline`]): one `path!` filter, warp's plainest idiom.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let routes = warp::path!("bench" / "hello")
+        .and(warp::get())
+        .map(|| warp::reply::with_header(crate::baseline::HELLO, "content-type", HELLO_TYPE));
+    crate::http1::serve_http1(as_service!(routes), listener, workers, limits, shutdown)
 }

@@ -50,7 +50,7 @@ pub fn runtimes_listing(services: &Services) -> RuntimesListing {
             .iter()
             .map(|r| RuntimeInfo {
                 name: r.name.to_string(),
-                version: r.version.to_string(),
+                version: r.version(),
                 threading: r.threading.to_string(),
             })
             .collect(),

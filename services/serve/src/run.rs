@@ -180,7 +180,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     };
     tracing::info!(
         runtime = runtime.name,
-        version = runtime.version,
+        version = %runtime.version(),
         threading = runtime.threading,
         workers,
         store = %store,

@@ -830,9 +830,6 @@ impl Report {
         if !t.limits_reported.is_empty() {
             out.line("Server limits", setup::limits_text(&t.limits_reported));
         }
-        if let Some(note) = setup::warp_note(&s.runtimes) {
-            out.line("Warp's adapter", note);
-        }
         if !s.services.is_empty() || !s.server_command.is_empty() {
             out.line(
                 "Server",

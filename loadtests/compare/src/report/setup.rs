@@ -145,17 +145,6 @@ pub fn limits_text(reported: &BTreeMap<String, Option<String>>) -> String {
     }
 }
 
-/// The caveat every report that includes warp carries: its adapter costs more than a hand-written
-/// warp app (a table mounted as boxed filters), measured in `docs/overhead.md`.
-pub fn warp_note<S: AsRef<str>>(runtimes: &[S]) -> Option<String> {
-    runtimes.iter().any(|r| r.as_ref() == "warp").then(|| {
-        "mounting the route table as boxed warp filters costs about 1.7× the instructions of a \
-         hand-written warp hello (the other adapters 1.16–1.31×; docs/overhead.md): warp's \
-         figures include that cost"
-            .to_owned()
-    })
-}
-
 /// The versions of this build: Brigade's, the compiler's and the measured crates' (from the lock
 /// file at build time); the server binary and runtimes are left for the caller to fill.
 pub fn build_versions() -> Versions {
@@ -225,9 +214,6 @@ mod tests {
             ("warp".to_owned(), None),
         ]);
         assert_eq!(limits_text(&differ), "axum: a; warp: not said");
-        assert!(warp_note(&["axum", "warp"]).unwrap().contains("1.7×"));
-        assert!(!warp_note(&["warp"]).unwrap().contains("  "));
-        assert!(warp_note(&["axum"]).is_none());
     }
 
     #[test]

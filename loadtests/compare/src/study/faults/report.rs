@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{FaultResult, FaultsSettings};
-use crate::report::setup::{build_versions, limits_text, warp_note, Setup};
+use crate::report::setup::{build_versions, limits_text, Setup};
 use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The title of the table every fault fills.
@@ -132,9 +132,6 @@ pub(super) fn build(
     ];
     if settings.quick {
         notes.push("--quick: CI-sized counts and durations; not figures to quote.".to_owned());
-    }
-    if let Some(note) = warp_note(&settings.runtimes) {
-        notes.push(format!("warp: {note}."));
     }
     StudyReport {
         study: "faults".to_owned(),

@@ -633,9 +633,6 @@ impl Lab {
             ),
         )
         .line("Interleaving", INTERLEAVING);
-        if let Some(note) = crate::report::setup::warp_note(&self.runtimes) {
-            out.line("Warp's adapter", note);
-        }
         for (runtime, text) in servers {
             out.line(format!("Server ({runtime})"), text.clone());
         }

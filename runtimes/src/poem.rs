@@ -1,0 +1,206 @@
+//! poem: each endpoint becomes a `RouteMethod` at its path on poem's `Route` (the pattern in poem's
+//! own `:name` syntax), one [`Endpoint`] per method that reads the path parameters through
+//! `raw_path_param` and the body through the kit's reader under the endpoint's limit. What the
+//! `Route` refuses (poem's `NotFoundError` or `MethodNotAllowedError`) becomes the kit's JSON 404 or
+//! 405. The route is served as poem's server serves it, a hyper `service_fn` per request, by the
+//! shared HTTP/1.1 loop ([`crate::http1`]) with the kit's limits set on hyper's builder.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use brigade_kit::http::{pattern_segments, Endpoint as KitEndpoint, Segment};
+use brigade_kit::limits::{read_body_draining, ServerLimits};
+use brigade_kit::{AppHandle, Method, Reply, Request};
+use bytes::Bytes;
+use poem::http::{header, StatusCode};
+use poem::{Addr, Endpoint, IntoEndpoint, Response, Route, RouteMethod};
+
+use crate::{Mount, Runtime, Shutdown};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "poem",
+    crates: &["poem", "hyper"],
+    threading: "tokio multi-thread runtime, N workers per service",
+    serve_one: serve,
+    hello,
+};
+
+/// The one place a [`Reply`] becomes a poem response.
+fn respond(reply: Reply) -> Response {
+    Response::builder()
+        .status(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(
+            header::CONTENT_TYPE,
+            crate::content_type_value(reply.content_type),
+        )
+        .body(reply.body)
+}
+
+/// One route of the table, as a poem endpoint.
+struct RouteEndpoint {
+    app: Arc<dyn AppHandle>,
+    endpoint: usize,
+    route: usize,
+    limit: usize,
+    limits: ServerLimits,
+}
+
+impl Endpoint for RouteEndpoint {
+    type Output = Response;
+
+    async fn call(&self, mut req: poem::Request) -> poem::Result<Response> {
+        let (app, route) = (&self.app, self.route);
+        let body = req.take_body();
+        let body = if body.is_empty() {
+            Bytes::new() // no body (a GET): nothing to read
+        } else {
+            let length = req
+                .header(header::CONTENT_LENGTH)
+                .and_then(|v| v.parse::<u64>().ok());
+            let data = body.into_bytes_stream();
+            match read_body_draining(data, length, self.limit, self.limits.body_read_timeout).await
+            {
+                Ok(b) => b,
+                Err(e) => return Ok(respond(app.refused(route, e))),
+            }
+        };
+        let e: &KitEndpoint = &app.endpoints()[self.endpoint];
+        let values = e
+            .params
+            .iter()
+            .map(|name| req.raw_path_param(name).unwrap_or_default().to_string());
+        let request = Request {
+            params: e.name_params(values),
+            query: req.uri().query().map(str::to_string),
+            content_type: req.header(header::CONTENT_TYPE).map(str::to_string),
+            traceparent: req.header("traceparent").map(str::to_string),
+            body,
+        };
+        Ok(respond(app.call(route, request).await))
+    }
+}
+
+/// `pattern` (`/tables/{id}`) in poem's syntax (`/tables/:id`).
+fn poem_path(pattern: &str) -> String {
+    let mut path = String::new();
+    for segment in pattern_segments(pattern) {
+        path.push('/');
+        match segment {
+            Segment::Literal(lit) => path.push_str(lit),
+            Segment::Param(name) => {
+                path.push(':');
+                path.push_str(name);
+            }
+        }
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    path
+}
+
+/// The route table on poem's `Route`; what it refuses answered by the kit.
+struct App {
+    route: Route,
+    app: Arc<dyn AppHandle>,
+}
+
+impl Endpoint for App {
+    type Output = Response;
+
+    async fn call(&self, req: poem::Request) -> poem::Result<Response> {
+        let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+        match self.route.call(req).await {
+            Ok(resp) => Ok(resp),
+            // The route's own refusals (no path, no method): the kit's JSON 404 or 405.
+            Err(_) => Ok(respond(self.app.unmatched(method.as_str(), &path))),
+        }
+    }
+}
+
+fn app(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> App {
+    let mut route = Route::new();
+    for (i, e) in app.endpoints().iter().enumerate() {
+        let mut methods = RouteMethod::new();
+        for &(method, r) in &e.methods {
+            let ep = RouteEndpoint {
+                app: app.clone(),
+                endpoint: i,
+                route: r,
+                limit: limits.body_limit(e.limit),
+                limits: *limits,
+            };
+            let m = match method {
+                Method::Get => poem::http::Method::GET,
+                Method::Post => poem::http::Method::POST,
+                Method::Put => poem::http::Method::PUT,
+                Method::Patch => poem::http::Method::PATCH,
+                Method::Delete => poem::http::Method::DELETE,
+            };
+            methods = methods.method(m, ep);
+        }
+        route = route.at(poem_path(e.path), methods);
+    }
+    App { route, app }
+}
+
+fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    run_endpoint(
+        app(mount.app, limits),
+        mount.listener,
+        workers,
+        limits,
+        shutdown,
+    )
+}
+
+/// Serves any poem endpoint with Brigade's HTTP/1.1 loop, limits, threading and shutdown (the
+/// baseline uses it too), each request turned into poem's own as poem's server does. Brigade reads
+/// neither of the connection's addresses, so the listener's stands in for both.
+fn run_endpoint<E: IntoEndpoint>(
+    ep: E,
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    E::Endpoint: 'static,
+{
+    let ep = Arc::new(ep.into_endpoint());
+    let addr = Addr::SocketAddr(listener.local_addr()?);
+    let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+        let (ep, addr) = (ep.clone(), addr.clone());
+        async move {
+            let req = (
+                req,
+                poem::web::LocalAddr(addr.clone()),
+                poem::web::RemoteAddr(addr),
+                poem::http::uri::Scheme::HTTP,
+            );
+            Ok::<_, Infallible>(ep.get_response(req.into()).await.into())
+        }
+    });
+    crate::http1::serve_http1(service, listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello ([`crate::baseline`]): one `#[handler]` at one path.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    #[poem::handler]
+    fn hello() -> &'static str {
+        crate::baseline::HELLO
+    }
+    let route = Route::new().at("/bench/hello", poem::get(hello));
+    run_endpoint(route, listener, workers, limits, shutdown)
+}

@@ -1,0 +1,194 @@
+//! salvo: each endpoint becomes a salvo `Router` (`Router::with_path(..)` in salvo's own `{name}`
+//! syntax) with one method child per route, its goal a [`Handler`] that reads the path parameters
+//! from salvo's `PathParams` and the body through the kit's reader under the endpoint's limit; a
+//! last `{**rest}` router answers the JSON 404 or 405 of whatever the endpoints did not take. The
+//! `Service` is served as hyper service by the shared HTTP/1.1 loop ([`crate::http1`]), as salvo's
+//! own `Server` serves it, with the kit's limits set on hyper's builder.
+
+use std::sync::Arc;
+
+use brigade_kit::limits::{read_body_draining, ServerLimits};
+use brigade_kit::{AppHandle, Method, Reply, Request};
+use bytes::Bytes;
+use http::header;
+use http_body_util::BodyDataStream;
+use hyper::body::Body as _;
+use salvo_core::http::{Request as SalvoRequest, Response as SalvoResponse, StatusCode};
+use salvo_core::{Depot, FlowCtrl, Handler, Router, Service};
+
+use crate::{Mount, Runtime, Shutdown};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "salvo",
+    crates: &["salvo_core", "hyper"],
+    threading: "tokio multi-thread runtime, N workers per service",
+    serve_one: serve,
+    hello,
+};
+
+/// The one place a [`Reply`] becomes a salvo response.
+fn respond(reply: Reply, res: &mut SalvoResponse) {
+    res.status_code(
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+    );
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        crate::content_type_value(reply.content_type),
+    );
+    res.body(reply.body);
+}
+
+/// One route of the table, as a salvo goal.
+struct RouteGoal {
+    app: Arc<dyn AppHandle>,
+    route: usize,
+    limit: usize,
+    limits: ServerLimits,
+}
+
+#[salvo_core::async_trait]
+impl Handler for RouteGoal {
+    async fn handle(
+        &self,
+        req: &mut SalvoRequest,
+        _depot: &mut Depot,
+        res: &mut SalvoResponse,
+        _ctrl: &mut FlowCtrl,
+    ) {
+        let (app, route) = (&self.app, self.route);
+        let body = req.take_body();
+        let body = if body.is_end_stream() {
+            Bytes::new() // no body (a GET): nothing to read
+        } else {
+            // Exact when the request announced a Content-Length.
+            let length = body.size_hint().exact();
+            let data = BodyDataStream::new(body);
+            match read_body_draining(data, length, self.limit, self.limits.body_read_timeout).await
+            {
+                Ok(b) => b,
+                Err(e) => return respond(app.refused(route, e), res),
+            }
+        };
+        let headers = req.headers();
+        let text = |name| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let request = Request {
+            params: req
+                .params()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            query: req.uri().query().map(str::to_string),
+            content_type: text(header::CONTENT_TYPE.as_str()),
+            traceparent: text("traceparent"),
+            body,
+        };
+        respond(app.call(route, request).await, res);
+    }
+}
+
+/// What no endpoint took: the kit's JSON 404, or 405 when the path is known.
+struct Unmatched(Arc<dyn AppHandle>);
+
+#[salvo_core::async_trait]
+impl Handler for Unmatched {
+    async fn handle(
+        &self,
+        req: &mut SalvoRequest,
+        _depot: &mut Depot,
+        res: &mut SalvoResponse,
+        _ctrl: &mut FlowCtrl,
+    ) {
+        respond(
+            self.0.unmatched(req.method().as_str(), req.uri().path()),
+            res,
+        );
+    }
+}
+
+/// The salvo `Service` for `app` under `limits`: one router per endpoint, then the JSON fallback.
+fn service(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Service {
+    let mut root = Router::new();
+    for e in app.endpoints() {
+        let mut router = Router::with_path(e.path.trim_start_matches('/'));
+        for &(method, route) in &e.methods {
+            let goal = RouteGoal {
+                app: app.clone(),
+                route,
+                limit: limits.body_limit(e.limit),
+                limits: *limits,
+            };
+            router = match method {
+                Method::Get => router.get(goal),
+                Method::Post => router.post(goal),
+                Method::Put => router.put(goal),
+                Method::Patch => router.patch(goal),
+                Method::Delete => router.delete(goal),
+            };
+        }
+        root = root.push(router);
+    }
+    root = root
+        .push(Router::with_path("{**rest}").goal(Unmatched(app.clone())))
+        .goal(Unmatched(app));
+    Service::new(root)
+}
+
+fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    run_service(
+        service(mount.app, limits),
+        mount.listener,
+        workers,
+        limits,
+        shutdown,
+    )
+}
+
+/// Serves a salvo `Service` with Brigade's HTTP/1.1 loop, limits, threading and shutdown (the
+/// baseline uses it too), one salvo connection handler per connection as salvo's own `Server` makes
+/// them. Brigade reads neither of the connection's addresses, so the listener's stands in for both.
+fn run_service(
+    service: Service,
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let addr = listener.local_addr()?;
+    let make = move || {
+        service.hyper_handler(
+            addr.into(),
+            addr.into(),
+            salvo_core::http::uri::Scheme::HTTP,
+            None,
+            salvo_core::ConnCtrl::new(),
+            None,
+        )
+    };
+    crate::http1::serve_http1_with(make, listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello ([`crate::baseline`]): one `#[handler]` on one router.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    #[salvo_core::handler]
+    async fn hello() -> &'static str {
+        crate::baseline::HELLO
+    }
+    let router = Router::with_path("bench/hello").get(hello);
+    run_service(Service::new(router), listener, workers, limits, shutdown)
+}
