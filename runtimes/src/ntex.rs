@@ -1,0 +1,320 @@
+//! ntex: each endpoint becomes an ntex `web::resource` with one route per method (a `GET` route
+//! answers `HEAD` too) and a JSON 405 default service, on ntex's own `App` router; the body stream
+//! comes through ntex's `Payload` extractor into the kit's reader under the endpoint's limit.
+//!
+//! ntex has its own HTTP stack, like actix-web, so it applies the kit's [`ServerLimits`] itself: the
+//! HTTP/1.1-only service (`HttpService::h1`, no HTTP/2 upgrade, as on every runtime), its head
+//! timer at the head limit (`set_headers_read_rate` with no extension, so a slow head is closed when
+//! the limit passes, however it dribbles), its keep-alive timer at the keep-alive limit, actix-web's
+//! fixed 96 headers and 128 KiB head buffer as its own backstops; the kit checks the head's count
+//! and size itself in every handler, and the connection limit is the kit's gate, applied to each
+//! accepted connection before ntex's HTTP service sees it ([`Gate`]): past it the socket is closed at
+//! once. ntex's timers count whole seconds, so a limit is rounded up to the next second.
+
+use std::sync::Arc;
+
+use brigade_kit::limits::{
+    head_bytes, read_body, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADERS,
+    RUNTIME_MAX_HEADER_BYTES,
+};
+use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use futures::StreamExt;
+use ntex::http::header::{self, HeaderValue};
+use ntex::http::{HttpService, HttpServiceConfig, StatusCode};
+use ntex::io::Io;
+use ntex::service::{
+    chain_factory, IntoServiceFactory, Middleware, Service, ServiceCtx, ServiceFactory,
+};
+use ntex::time::Seconds;
+use ntex::web::{self, App, HttpRequest, HttpResponse};
+
+use crate::baseline::HELLO_TYPE;
+use crate::{Mount, Runtime, Shutdown, GRACE};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "ntex",
+    crates: &["ntex"],
+    threading: "ntex server, N single-threaded workers per service",
+    serve_one: serve,
+    hello,
+};
+
+content_type_values!(HeaderValue);
+
+/// The one place a [`Reply`] becomes an ntex response.
+fn respond(reply: Reply) -> HttpResponse {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    HttpResponse::build(status)
+        .header(header::CONTENT_TYPE, content_type_value(reply.content_type))
+        .body(Vec::from(reply.body))
+}
+
+fn method(m: Method) -> ntex::http::Method {
+    match m {
+        Method::Get => ntex::http::Method::GET,
+        Method::Post => ntex::http::Method::POST,
+        Method::Put => ntex::http::Method::PUT,
+        Method::Patch => ntex::http::Method::PATCH,
+        Method::Delete => ntex::http::Method::DELETE,
+    }
+}
+
+/// A header's value as text, if present and ASCII.
+fn text(req: &HttpRequest, name: impl header::AsName) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// The kit's head limits on an ntex request.
+fn check_head(req: &HttpRequest, limits: &ServerLimits) -> Result<(), ApiError> {
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
+    let bytes = head_bytes(req.method().as_str(), target, headers);
+    limits.check_head(req.headers().len(), bytes)
+}
+
+/// The body of `req` through the kit's reader, `limit` bytes at most.
+async fn body(
+    req: &HttpRequest,
+    payload: web::types::Payload,
+    limit: usize,
+    limits: &ServerLimits,
+) -> Result<bytes::Bytes, ApiError> {
+    let length = text(req, header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
+    if length == Some(0)
+        || (length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
+    {
+        return Ok(bytes::Bytes::new()); // no body (a GET): nothing to read
+    }
+    // ntex's chunks are its own `Bytes`; the kit's reader takes the `bytes` crate's.
+    let chunks = payload.map(|chunk| chunk.map(|b| bytes::Bytes::copy_from_slice(&b)));
+    read_body(chunks, length, limit, limits.body_read_timeout).await
+}
+
+/// The JSON 404 or 405 of a request no route takes, after the kit's head limits.
+fn unmatched(app: &Arc<dyn AppHandle>, req: &HttpRequest, limits: &ServerLimits) -> HttpResponse {
+    respond(match check_head(req, limits) {
+        Err(e) => e.to_reply(),
+        Ok(()) => app.unmatched(req.method().as_str(), req.path()),
+    })
+}
+
+fn resource(
+    app: &Arc<dyn AppHandle>,
+    endpoint: usize,
+    limits: ServerLimits,
+) -> web::Resource<web::DefaultError> {
+    let e = &app.endpoints()[endpoint];
+    let mut res = web::resource(e.path);
+    let limit = limits.body_limit(e.limit);
+    for &(m, route) in &e.methods {
+        let app = app.clone();
+        let handler = move |req: HttpRequest, payload: web::types::Payload| {
+            let app = app.clone();
+            async move {
+                if let Err(e) = check_head(&req, &limits) {
+                    return respond(app.refused(route, e));
+                }
+                let body = match body(&req, payload, limit, &limits).await {
+                    Ok(b) => b,
+                    Err(e) => return respond(app.refused(route, e)),
+                };
+                let request = Request {
+                    params: req
+                        .match_info()
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
+                    content_type: text(&req, header::CONTENT_TYPE),
+                    traceparent: text(&req, "traceparent"),
+                    body,
+                };
+                respond(app.call(route, request).await)
+            }
+        };
+        if m == Method::Get {
+            // RFC 9110: HEAD for every GET route; ntex sends the head without the body.
+            res = res.route(web::head().to(handler.clone()));
+        }
+        res = res.route(web::method(method(m)).to(handler));
+    }
+    let app = app.clone();
+    res.default_service(web::to(move |req: HttpRequest| {
+        let response = unmatched(&app, &req, &limits);
+        async move { response }
+    }))
+}
+
+/// The ntex `App` for `app` under `limits`: its resources and the JSON 404.
+fn configure(
+    app: Arc<dyn AppHandle>,
+    limits: &ServerLimits,
+) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+    let limits = *limits;
+    move |cfg: &mut web::ServiceConfig| {
+        for i in 0..app.endpoints().len() {
+            cfg.service(resource(&app, i, limits));
+        }
+    }
+}
+
+fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let app = mount.app;
+    let routes = configure(app.clone(), limits);
+    let copied = *limits;
+    let not_found = move |req: HttpRequest| {
+        let response = unmatched(&app, &req, &copied);
+        async move { response }
+    };
+    run_app(
+        move || {
+            App::new()
+                .configure(routes.clone())
+                .default_service(web::to(not_found.clone()))
+        },
+        mount.listener,
+        workers,
+        limits,
+        shutdown,
+    )
+}
+
+/// The kit's connection gate in front of ntex's HTTP service: a connection past the limit is closed
+/// before any byte of it is read; an admitted one holds its permit until it ends.
+#[derive(Clone)]
+struct Gate(ConnectionGate);
+
+/// A service behind the [`Gate`].
+struct Gated<S> {
+    inner: S,
+    gate: ConnectionGate,
+}
+
+impl<S, C> Middleware<S, C> for Gate {
+    type Service = Gated<S>;
+
+    fn create(&self, inner: S, _: C) -> Gated<S> {
+        Gated {
+            inner,
+            gate: self.0.clone(),
+        }
+    }
+}
+
+impl<S: Service<Io, Response = ()>> Service<Io> for Gated<S> {
+    type Response = ();
+    type Error = S::Error;
+
+    async fn ready(&self, ctx: ServiceCtx<'_, Self>) -> Result<(), S::Error> {
+        ctx.ready(&self.inner).await
+    }
+
+    async fn call(&self, io: Io, ctx: ServiceCtx<'_, Self>) -> Result<(), S::Error> {
+        let Some(permit) = self.gate.try_enter() else {
+            // Past the connection limit: closed at once, before any byte is read.
+            io.terminate();
+            return Ok(());
+        };
+        let served = ctx.call(&self.inner, io).await;
+        drop(permit);
+        served
+    }
+
+    async fn shutdown(&self) {
+        self.inner.shutdown().await;
+    }
+}
+
+/// Whole seconds, rounded up (ntex's timers count seconds).
+fn seconds(d: std::time::Duration) -> Seconds {
+    let whole = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    Seconds(u16::try_from(whole.max(1)).unwrap_or(u16::MAX))
+}
+
+/// ntex's HTTP knobs from the kit's limits.
+fn http_config(limits: &ServerLimits) -> HttpServiceConfig {
+    let head = seconds(limits.header_read_timeout);
+    HttpServiceConfig::new()
+        .set_keepalive_timeout(seconds(limits.keep_alive_timeout))
+        .set_headers_read_rate(head, head, 256)
+        .set_max_headers(RUNTIME_MAX_HEADERS)
+        .set_max_buf_size(RUNTIME_MAX_HEADER_BYTES)
+}
+
+/// Serves the `App` that `make` builds (once per worker) with Brigade's threading, limits and
+/// shutdown (the baseline uses it too).
+fn run_app<F, A, S, B>(
+    make: F,
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    F: Fn() -> A + Clone + Send + 'static,
+    A: IntoServiceFactory<S, ntex::http::Request, ntex::SharedCfg>,
+    S: ServiceFactory<ntex::http::Request, ntex::SharedCfg> + 'static,
+    S::Error: ntex::http::ResponseError,
+    S::InitError: std::fmt::Debug,
+    S::Response: Into<ntex::http::Response<B>>,
+    B: ntex::http::body::MessageBody + 'static,
+{
+    let limits = *limits;
+    let gate = Gate(ConnectionGate::new(limits.max_connections));
+    ntex::rt::System::new("brigade-ntex", ntex::rt::DefaultRuntime).block_on(async move {
+        let server = ntex::server::build()
+            .workers(workers)
+            .backlog(1024)
+            .disable_signals()
+            .shutdown_timeout(ntex::time::Millis::from(GRACE))
+            .listen("brigade", listener, async move |r| {
+                r.config(ntex::SharedCfg::new("brigade").add(http_config(&limits)));
+                chain_factory(HttpService::h1(make())).apply(gate.clone())
+            })?
+            .run();
+        let handle = server.clone();
+        ntex::rt::spawn(async move {
+            shutdown.wait().await;
+            handle.stop(true).await;
+        });
+        server.await?;
+        Ok(())
+    })
+}
+
+/// The hand-written hello ([`crate::baseline`]): one route, ntex's plainest idiom.
+fn hello(
+    listener: std::net::TcpListener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    run_app(
+        || {
+            App::new().route(
+                "/bench/hello",
+                web::get().to(|| async {
+                    HttpResponse::Ok()
+                        .content_type(HELLO_TYPE)
+                        .body(crate::baseline::HELLO)
+                }),
+            )
+        },
+        listener,
+        workers,
+        limits,
+        shutdown,
+    )
+}
