@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{AppHandle, Method, Reply};
+use brigade_kit::{AppHandle, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyDataStream, Full};
@@ -43,33 +43,24 @@ async fn handle(
     req: http::Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
-    let Ok(found) = app.matcher().at(path) else {
-        return Ok(respond(app.unmatched(parts.method.as_str(), path)));
+    let routed = match crate::dispatch::route(&*app, parts.method.as_str(), parts.uri.path()) {
+        Ok(r) => r,
+        Err(reply) => return Ok(respond(reply)),
     };
-    let endpoint = &app.endpoints()[*found.value];
-    let Some(route) = Method::parse(parts.method.as_str()).and_then(|m| endpoint.route_for(m))
-    else {
-        return Ok(respond(app.unmatched(parts.method.as_str(), path)));
-    };
-    let params = found
-        .params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let route = routed.route;
     let body = if body.is_end_stream() {
         Bytes::new() // no body (a GET): nothing to collect
     } else {
         // hyper's size hint is exact when the request announced a Content-Length.
         let length = body.size_hint().exact();
-        let limit = limits.body_limit(endpoint.limit);
+        let limit = limits.body_limit(routed.endpoint.limit);
         let data = BodyDataStream::new(body);
         match read_body_draining(data, length, limit, limits.body_read_timeout).await {
             Ok(b) => b,
             Err(e) => return Ok(respond(app.refused(route, e))),
         }
     };
-    let request = crate::request_from(&parts, params, body);
+    let request = crate::request_from(&parts, routed.params, body);
     Ok(respond(app.call(route, request).await))
 }
 

@@ -49,6 +49,8 @@ macro_rules! content_type_values {
 mod http1;
 
 pub mod baseline;
+mod dispatch;
+pub mod inprocess;
 
 /// How long in-flight requests may run after a shutdown begins.
 pub const GRACE: Duration = Duration::from_secs(10);

@@ -184,7 +184,7 @@ pub(crate) fn build_inproc(registry: &Registry) -> Result<Option<InProcess>> {
         .enable_all()
         .build()
         .context("Failed to build a runtime")?;
-    let app = runtime.block_on(InProcess::build(registered.service.as_ref()))?;
+    let app = runtime.block_on(inprocess::build(registered.service.as_ref()))?;
     Ok(Some(app))
 }
 

@@ -1,0 +1,42 @@
+//! The dispatch of runtimes that bring no router of their own (hyper, and the in-process provider):
+//! the application's matcher (the `matchit` router axum also uses) finds the endpoint, the method
+//! picks its route, and what neither takes is the kit's JSON 404 or 405 (`AppHandle::unmatched`,
+//! counted in the metrics like every runtime's).
+
+use brigade_kit::http::Endpoint;
+use brigade_kit::{AppHandle, Method, Reply};
+
+/// A request's route in the table: its endpoint, its route index and its path parameters.
+pub(crate) struct Routed<'a> {
+    /// The endpoint the path matched.
+    pub(crate) endpoint: &'a Endpoint,
+    /// The route of the endpoint for the request's method.
+    pub(crate) route: usize,
+    /// The path parameters, named.
+    pub(crate) params: Vec<(String, String)>,
+}
+
+/// The route for `method` on `path`, or the reply to a request no route takes.
+pub(crate) fn route<'a>(
+    app: &'a dyn AppHandle,
+    method: &str,
+    path: &str,
+) -> Result<Routed<'a>, Reply> {
+    let Ok(found) = app.matcher().at(path) else {
+        return Err(app.unmatched(method, path));
+    };
+    let endpoint = &app.endpoints()[*found.value];
+    let Some(route) = Method::parse(method).and_then(|m| endpoint.route_for(m)) else {
+        return Err(app.unmatched(method, path));
+    };
+    let params = found
+        .params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Ok(Routed {
+        endpoint,
+        route,
+        params,
+    })
+}
