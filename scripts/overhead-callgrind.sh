@@ -22,7 +22,7 @@ if [ "${1:-}" = --metrics ]; then
     shift
 fi
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
-BIN=target/release/brigade
+BIN=${BRIGADE_BIN:-target/release/brigade}
 runtimes=("$@")
 [ ${#runtimes[@]} -gt 0 ] || mapfile -t runtimes < <($BIN runtimes | awk '$1 !~ /:$/ {print $1}')
 work=$(mktemp -d)

@@ -41,7 +41,7 @@ fn every_runtime_reports_the_versions_this_build_resolved() {
 #[test]
 fn every_runtime_module_is_a_feature_forwarded_by_every_crate_that_serves() {
     let forwarding = [
-        ("runtimes/Cargo.toml", "dep:"),
+        ("runtimes/Cargo.toml", ""),
         ("services/serve/Cargo.toml", "brigade-runtimes/"),
         ("Cargo.toml", "brigade-serve/"),
         ("examples/bookmarks/Cargo.toml", "brigade-serve/"),

@@ -31,6 +31,9 @@ pub(crate) const RUNTIME: Runtime = Runtime {
 
 content_type_values!(header::HeaderValue);
 
+/// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
+const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
+
 /// The one place a [`Reply`] becomes an actix response.
 fn respond(reply: Reply) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(reply.status)
@@ -114,7 +117,7 @@ fn resource(
                     body,
                     traceparent: req
                         .headers()
-                        .get("traceparent")
+                        .get(TRACEPARENT)
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_string),
                 };

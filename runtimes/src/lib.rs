@@ -257,14 +257,19 @@ fn request_from(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body,
-        traceparent: header_string(parts, "traceparent"),
+        traceparent: header_string(parts, &TRACEPARENT),
     }
 }
+
+/// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
+#[cfg(feature = "hyper-loop")]
+#[allow(dead_code)]
+const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// A header's value as text, if present and ASCII.
 #[cfg(feature = "hyper-loop")]
 #[allow(dead_code)]
-fn header_string(parts: &http::request::Parts, name: &str) -> Option<String> {
+fn header_string(parts: &http::request::Parts, name: &http::HeaderName) -> Option<String> {
     parts
         .headers
         .get(name)

@@ -42,6 +42,9 @@ pub(crate) const RUNTIME: Runtime = Runtime {
 
 content_type_values!(HeaderValue);
 
+/// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
+const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
+
 /// How long a refused body may pause before the refusal stops waiting for the rest of it.
 const DRAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
@@ -155,7 +158,7 @@ fn resource(
                         .collect(),
                     query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
                     content_type: text(&req, header::CONTENT_TYPE),
-                    traceparent: text(&req, "traceparent"),
+                    traceparent: text(&req, TRACEPARENT),
                     body,
                 };
                 respond(app.call(route, request).await)

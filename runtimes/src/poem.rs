@@ -55,9 +55,7 @@ impl Endpoint for RouteEndpoint {
         let body = if body.is_empty() {
             Bytes::new() // no body (a GET): nothing to read
         } else {
-            let length = req
-                .header(header::CONTENT_LENGTH)
-                .and_then(|v| v.parse::<u64>().ok());
+            let length = text(&req, &header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
             let data = body.into_bytes_stream();
             match read_body_draining(data, length, self.limit, self.limits.body_read_timeout).await
             {
@@ -73,12 +71,20 @@ impl Endpoint for RouteEndpoint {
         let request = Request {
             params: e.name_params(values),
             query: req.uri().query().map(str::to_string),
-            content_type: req.header(header::CONTENT_TYPE).map(str::to_string),
-            traceparent: req.header("traceparent").map(str::to_string),
+            content_type: text(&req, &header::CONTENT_TYPE),
+            traceparent: text(&req, &crate::TRACEPARENT),
             body,
         };
         Ok(respond(app.call(route, request).await))
     }
+}
+
+/// A header's value as text, if present and ASCII.
+fn text(req: &poem::Request, name: &poem::http::HeaderName) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// `pattern` (`/tables/{id}`) in poem's syntax (`/tables/:id`).

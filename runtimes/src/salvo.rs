@@ -71,7 +71,7 @@ impl Handler for RouteGoal {
             }
         };
         let headers = req.headers();
-        let text = |name| {
+        let text = |name: &http::HeaderName| {
             headers
                 .get(name)
                 .and_then(|v| v.to_str().ok())
@@ -84,8 +84,8 @@ impl Handler for RouteGoal {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             query: req.uri().query().map(str::to_string),
-            content_type: text(header::CONTENT_TYPE.as_str()),
-            traceparent: text("traceparent"),
+            content_type: text(&header::CONTENT_TYPE),
+            traceparent: text(&crate::TRACEPARENT),
             body,
         };
         respond(app.call(route, request).await, res);

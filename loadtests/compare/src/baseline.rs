@@ -278,6 +278,7 @@ mod tests {
             change(&wide, &before, String::new(), &rule).call,
             Call::Undecided
         );
-        assert!(oriented(&comparison("axum", "warp", 1.05, 0.01), "hyper", "actix").is_none());
+        let other_pair = comparison("axum", "warp", 1.05, 0.01);
+        assert!(oriented(&other_pair, "hyper", "actix").is_none());
     }
 }
