@@ -110,14 +110,9 @@ async fn body(
         // the client pauses for `DRAIN_PAUSE` (one that sent only the head is not kept waiting),
         // or at the body timeout; a body left unread closes the connection (ntex's own rule).
         let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let wait =
-                DRAIN_PAUSE.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-            match tokio::time::timeout(wait, chunks.next()).await {
-                Ok(Some(Ok(_))) => continue,
-                _ => break,
-            }
-        }
+        let pause =
+            || DRAIN_PAUSE.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        while let Ok(Some(Ok(_))) = tokio::time::timeout(pause(), chunks.next()).await {}
     }
     read
 }
