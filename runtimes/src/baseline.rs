@@ -10,7 +10,8 @@ use crate::Shutdown;
 
 /// The body every baseline answers on `GET /bench/hello`, the same as Brigade's.
 pub const HELLO: &str = brigade_kit::standard::HELLO;
-/// Its content type.
+/// Its content type (salvo's and poem's hellos get it from their frameworks' `&str` replies).
+#[allow(dead_code)]
 pub(crate) const HELLO_TYPE: &str = "text/plain; charset=utf-8";
 
 /// Serves the hand-written hello of runtime `name` on `listener` until `shutdown`. Blocks.

@@ -87,6 +87,7 @@ where
 
 /// Serves `service` over HTTP/1.1 under `limits` with Brigade's threading and shutdown: at most
 /// `limits.max_connections` connections at once (one more is accepted and closed at once).
+#[allow(dead_code)] // salvo, alone in a build, serves through `serve_http1_with` only
 pub(crate) fn serve_http1<S, B>(
     service: S,
     listener: std::net::TcpListener,
