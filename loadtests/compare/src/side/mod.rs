@@ -131,6 +131,8 @@ const PROBE_WARMUP: Duration = Duration::from_millis(500);
 /// The fewest windows worth adding to an undecided level.
 const MIN_EXTENSION: u32 = 4;
 
+/// How many times a probe that saturates the servers is halved before the levels keep their rates.
+const MAX_PROBE_HALVINGS: u64 = 2;
 /// Seconds of the probe that corrects a level's rate by what the servers measure side by side.
 const PROBE_WINDOWS: u32 = 1;
 
@@ -322,12 +324,16 @@ fn print_level(cell: &SideCell) {
 /// isolated runs' cost per request (closed loop, the CPU never idle) understates the cost at a
 /// lower rate, and the cost grows as the rate falls, so one correction overshoots; two land close.
 /// Each level's rate is then corrected from the nearest rate measured side by side. `None` for
-/// given rates, or when a probe was not usable. Probes use window sets 100 and 101 (their seeds).
+/// given rates, or when a probe was not usable. Probes use window sets from 100 on (their seeds).
 fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<(f64, f64)> {
     let first = plan.levels.first().filter(|l| l.share.is_some())?;
     let mut level = first.clone();
     let mut measured = None;
-    for set in [100, 101] {
+    // Two usable probes; a first guess that saturates the servers (many runtimes side by side
+    // make a closed loop's guess far too high) is halved and probed again, at most twice.
+    let (mut usable, mut halved) = (0, 0);
+    while usable < 2 {
+        let set = 100 + usable + halved;
         if let Some((rate, share)) = measured {
             level.rate_per_s = corrected_rate(first, rate, share);
         }
@@ -340,6 +346,20 @@ fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<
         match measure_level(bench, plan, &level, servers, shape) {
             Ok(probe) if probe.not_judged.is_none() => {
                 measured = Some((level.rate_per_s, busy_share(&probe)));
+                usable += 1;
+            }
+            Ok(probe)
+                if measured.is_none()
+                    && halved < MAX_PROBE_HALVINGS
+                    && busy_share(&probe) >= brigade_bench::runcpu::GENERATOR_SATURATED =>
+            {
+                println!(
+                    "side by side {} {} users: the probe at {:.0}/s saturated the server CPUs \
+                     ({:.0}% busy); probing again at half the rate",
+                    plan.label, plan.users, level.rate_per_s, probe.server_cpus_busy_pct
+                );
+                level.rate_per_s /= 2.0;
+                halved += 1;
             }
             Ok(probe) => {
                 println!(
