@@ -14,7 +14,7 @@ use actix_web::http::header;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use brigade_kit::http::Endpoint;
-use brigade_kit::limits::{head_bytes, read_body, ConnectionGate, ServerLimits};
+use brigade_kit::limits::{read_body, ConnectionGate, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
 use crate::baseline::HELLO_TYPE;
@@ -60,8 +60,7 @@ fn check_head(req: &HttpRequest, limits: &ServerLimits) -> Result<(), ApiError> 
         .headers()
         .iter()
         .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
-    let bytes = head_bytes(req.method().as_str(), target, headers);
-    limits.check_head(req.headers().len(), bytes)
+    limits.check_request_head(req.method().as_str(), target, headers)
 }
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.

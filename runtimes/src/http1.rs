@@ -10,7 +10,7 @@
 //! keep-alive limits) and a backstop on a head's bytes at actix-web's fixed 128 KiB (its own bare
 //! 431 past it); hyper answers a `HEAD` without the body it would send a `GET`.
 
-use brigade_kit::limits::{head_bytes, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADER_BYTES};
+use brigade_kit::limits::{ConnectionGate, ServerLimits, RUNTIME_MAX_HEADER_BYTES};
 use brigade_kit::ApiError;
 use bytes::Bytes;
 use futures::future::{Either as EitherFuture, FutureExt, Map, Ready};
@@ -62,14 +62,14 @@ where
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-        let bytes = head_bytes(
-            req.method().as_str(),
-            target,
-            req.headers()
-                .iter()
-                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
-        );
-        if let Err(e) = self.limits.check_head(req.headers().len(), bytes) {
+        let headers = req
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
+        if let Err(e) = self
+            .limits
+            .check_request_head(req.method().as_str(), target, headers)
+        {
             return EitherFuture::Left(futures::future::ready(Ok(error_response(e))));
         }
         if req.method() == Method::HEAD {

@@ -14,10 +14,10 @@
 use std::sync::Arc;
 
 use brigade_kit::limits::{
-    head_bytes, read_body, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADERS,
+    read_body_draining_here, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADERS,
     RUNTIME_MAX_HEADER_BYTES,
 };
-use brigade_kit::{ApiError, AppHandle, ErrorCode, Method, Reply, Request};
+use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 use futures::StreamExt;
 use ntex::http::header::{self, HeaderValue};
 use ntex::http::{HttpService, HttpServiceConfig, StatusCode};
@@ -44,9 +44,6 @@ content_type_values!(HeaderValue);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
-
-/// How long a refused body may pause before the refusal stops waiting for the rest of it.
-const DRAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The one place a [`Reply`] becomes an ntex response.
 fn respond(reply: Reply) -> HttpResponse {
@@ -81,8 +78,7 @@ fn check_head(req: &HttpRequest, limits: &ServerLimits) -> Result<(), ApiError> 
         .headers()
         .iter()
         .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
-    let bytes = head_bytes(req.method().as_str(), target, headers);
-    limits.check_head(req.headers().len(), bytes)
+    limits.check_request_head(req.method().as_str(), target, headers)
 }
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
@@ -98,23 +94,11 @@ async fn body(
     {
         return Ok(bytes::Bytes::new()); // no body (a GET): nothing to read
     }
-    // ntex's chunks are its own `Bytes`; the kit's reader takes the `bytes` crate's.
-    let mut chunks = payload.map(|chunk| chunk.map(|b| bytes::Bytes::copy_from_slice(&b)));
-    let timeout = limits.body_read_timeout;
-    let read = read_body(&mut chunks, length, limit, timeout).await;
-    if matches!(&read, Err(e) if e.code == ErrorCode::PayloadTooLarge) {
-        // The rest read and dropped before the 413 goes out, so the client, still sending, reads
-        // the 413 rather than a reset: ntex's dispatcher would otherwise read the unread body as
-        // the next request (the kit's `read_body_draining` drains in the background on the
-        // tokio-based runtimes; ntex's payload is not `Send`). It stops when the body ends, when
-        // the client pauses for `DRAIN_PAUSE` (one that sent only the head is not kept waiting),
-        // or at the body timeout; a body left unread closes the connection (ntex's own rule).
-        let deadline = tokio::time::Instant::now() + timeout;
-        let pause =
-            || DRAIN_PAUSE.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        while let Ok(Some(Ok(_))) = tokio::time::timeout(pause(), chunks.next()).await {}
-    }
-    read
+    // ntex's chunks are its own `Bytes`; the kit's reader takes the `bytes` crate's. A refused
+    // body is drained before the 413: ntex's dispatcher would read an unread body as the next
+    // request.
+    let chunks = payload.map(|chunk| chunk.map(|b| bytes::Bytes::copy_from_slice(&b)));
+    read_body_draining_here(chunks, length, limit, limits.body_read_timeout).await
 }
 
 /// The JSON 404 or 405 of a request no route takes, after the kit's head limits.

@@ -118,6 +118,19 @@ impl ServerLimits {
         }
         Ok(())
     }
+
+    /// [`Self::check_head`] on a request head given as its parts, the headers counted and
+    /// measured ([`head_bytes`]) in one pass: what every adapter that checks heads itself calls.
+    pub fn check_request_head<'a>(
+        &self,
+        method: &str,
+        target: &str,
+        headers: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<(), ApiError> {
+        let mut count = 0;
+        let bytes = head_bytes(method, target, headers.inspect(|_| count += 1));
+        self.check_head(count, bytes)
+    }
 }
 
 /// The size of a request head as sent: the request line and each `name: value` line with its CRLF.
@@ -200,6 +213,37 @@ where
             let drain = async { while body.next().await.is_some() {} };
             let _ = tokio::time::timeout(timeout, drain).await;
         });
+    }
+    read
+}
+
+/// How long a refused body may pause before [`read_body_draining_here`] stops reading the rest.
+pub const DRAIN_PAUSE: Duration = Duration::from_millis(200);
+
+/// [`read_body`], and when the body is refused for its size, the rest of it read and dropped
+/// before the refusal is answered, for a body that cannot move to another task (ntex's payload is
+/// not `Send`; [`read_body_draining`] drains in the background instead). The client, still
+/// sending, then reads the 413 rather than a reset, and the connection is left at the next request.
+/// It stops when the body ends, when the client pauses for [`DRAIN_PAUSE`] (one that sent only
+/// the head is not kept waiting), or at `timeout`.
+pub async fn read_body_draining_here<S, B, E>(
+    body: S,
+    content_length: Option<u64>,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: Buf,
+    E: fmt::Display,
+{
+    futures::pin_mut!(body);
+    let read = read_into(body.as_mut(), content_length, limit, timeout).await;
+    if matches!(&read, Err(e) if e.code == crate::ErrorCode::PayloadTooLarge) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let pause =
+            || DRAIN_PAUSE.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        while let Ok(Some(Ok(_))) = tokio::time::timeout(pause(), body.next()).await {}
     }
     read
 }
@@ -342,6 +386,17 @@ mod tests {
         let h: [(&[u8], &[u8]); 1] = [(b"host", b"a")];
         // "GET / HTTP/1.1\r\n" (16) + "host: a\r\n" (9) + "\r\n" (2)
         assert_eq!(head_bytes("GET", "/", h.into_iter()), 27);
+        // The same checks from a head's parts: counted and measured in one pass.
+        assert!(l.check_request_head("GET", "/", h.into_iter()).is_ok());
+        let three: [(&[u8], &[u8]); 3] = [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")];
+        assert_eq!(
+            l.check_request_head("GET", "/", three.into_iter())
+                .unwrap_err()
+                .code,
+            ErrorCode::HeaderFieldsTooLarge
+        );
+        let long = [(&b"x-long"[..], &[b'v'; 80][..])];
+        assert!(l.check_request_head("GET", "/", long.into_iter()).is_err());
     }
 
     fn chunks(parts: &[&'static str]) -> impl Stream<Item = Result<Bytes, String>> {
@@ -351,6 +406,29 @@ mod tests {
                 .map(|p| Ok(Bytes::from_static(p.as_bytes())))
                 .collect::<Vec<_>>(),
         )
+    }
+
+    #[tokio::test]
+    async fn a_body_refused_for_its_size_is_read_to_its_end_before_the_refusal() {
+        let t = Duration::from_secs(5);
+        let read = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = |parts| {
+            let read = read.clone();
+            chunks(parts).inspect(move |_| {
+                read.fetch_add(1, Ordering::Relaxed);
+            })
+        };
+        let refused = read_body_draining_here(counted(&["abcdef", "gh", "ij"]), None, 4, t).await;
+        assert_eq!(refused.unwrap_err().code, crate::ErrorCode::PayloadTooLarge);
+        assert_eq!(
+            read.load(Ordering::Relaxed),
+            3,
+            "every chunk read, the refused one and the rest"
+        );
+        read.store(0, Ordering::Relaxed);
+        let ok = read_body_draining_here(counted(&["ab", "cd"]), Some(4), 4, t).await;
+        assert_eq!(&ok.unwrap()[..], b"abcd");
+        assert_eq!(read.load(Ordering::Relaxed), 2);
     }
 
     #[tokio::test]
