@@ -81,7 +81,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
                     Err(e) => return respond(app.refused(route, e)),
                 }
             };
-            let request = crate::request_from(&parts, params, body);
+            let request = crate::request_from(parts.uri.query(), &parts.headers, params, body);
             respond(app.call(route, request).await)
         };
         router = router.on(filter(method), handler);

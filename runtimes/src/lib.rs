@@ -240,39 +240,43 @@ where
 #[cfg(feature = "hyper-loop")]
 content_type_values!(http::HeaderValue);
 
-/// The kit's request from an `http` 1 request head (axum and hyper share these types).
+/// The kit's request from an `http` 1 request's query and headers (every hyper-based runtime uses
+/// these types).
 #[cfg(feature = "hyper-loop")]
-#[allow(dead_code)] // not every hyper-based runtime reads the head this way
 fn request_from(
-    parts: &http::request::Parts,
+    query: Option<&str>,
+    headers: &http::HeaderMap,
     params: Vec<(String, String)>,
     body: bytes::Bytes,
 ) -> brigade_kit::Request {
     brigade_kit::Request {
         params,
-        query: parts.uri.query().map(str::to_string),
-        content_type: parts
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
+        query: query.map(str::to_string),
+        content_type: header_text(headers, &http::header::CONTENT_TYPE),
         body,
-        traceparent: header_string(parts, &TRACEPARENT),
+        traceparent: header_text(headers, &TRACEPARENT),
     }
 }
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 #[cfg(feature = "hyper-loop")]
-#[allow(dead_code)]
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// A header's value as text, if present and ASCII.
 #[cfg(feature = "hyper-loop")]
-#[allow(dead_code)]
-fn header_string(parts: &http::request::Parts, name: &http::HeaderName) -> Option<String> {
-    parts
-        .headers
+fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<String> {
+    headers
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
+}
+
+/// The `Content-Length` a request announced, if any and well-formed.
+#[cfg(feature = "hyper-loop")]
+#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp) read it
+fn content_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use brigade_kit::http::{pattern_segments, Endpoint as KitEndpoint, Segment};
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{AppHandle, Method, Reply, Request};
+use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use poem::http::{header, StatusCode};
 use poem::{Addr, Endpoint, IntoEndpoint, Response, Route, RouteMethod};
@@ -55,7 +55,7 @@ impl Endpoint for RouteEndpoint {
         let body = if body.is_empty() {
             Bytes::new() // no body (a GET): nothing to read
         } else {
-            let length = text(&req, &header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
+            let length = crate::content_length(req.headers());
             let data = body.into_bytes_stream();
             match read_body_draining(data, length, self.limit, self.limits.body_read_timeout).await
             {
@@ -68,23 +68,10 @@ impl Endpoint for RouteEndpoint {
             .params
             .iter()
             .map(|name| req.raw_path_param(name).unwrap_or_default().to_string());
-        let request = Request {
-            params: e.name_params(values),
-            query: req.uri().query().map(str::to_string),
-            content_type: text(&req, &header::CONTENT_TYPE),
-            traceparent: text(&req, &crate::TRACEPARENT),
-            body,
-        };
+        let params = e.name_params(values);
+        let request = crate::request_from(req.uri().query(), req.headers(), params, body);
         Ok(respond(app.call(route, request).await))
     }
-}
-
-/// A header's value as text, if present and ASCII.
-fn text(req: &poem::Request, name: &poem::http::HeaderName) -> Option<String> {
-    req.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
 }
 
 /// `pattern` (`/tables/{id}`) in poem's syntax (`/tables/:id`).

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{AppHandle, Method, Reply, Request};
+use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use http::header;
 use http_body_util::BodyDataStream;
@@ -70,24 +70,12 @@ impl Handler for RouteGoal {
                 Err(e) => return respond(app.refused(route, e), res),
             }
         };
-        let headers = req.headers();
-        let text = |name: &http::HeaderName| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let request = Request {
-            params: req
-                .params()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            query: req.uri().query().map(str::to_string),
-            content_type: text(&header::CONTENT_TYPE),
-            traceparent: text(&crate::TRACEPARENT),
-            body,
-        };
+        let params = req
+            .params()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let request = crate::request_from(req.uri().query(), req.headers(), params, body);
         respond(app.call(route, request).await, res);
     }
 }

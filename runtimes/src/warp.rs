@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{AppHandle, Reply, Request};
+use brigade_kit::{AppHandle, Reply};
 use warp::http::{header, Response, StatusCode};
 use warp::hyper::body::Bytes as WarpBytes;
 use warp::Filter;
@@ -81,16 +81,7 @@ fn filter(
                         Err(reply) => return respond(reply),
                     };
                     let route = routed.route;
-                    let text = |name: &warp::http::HeaderName| {
-                        headers
-                            .get(name)
-                            .and_then(|v| v.to_str().ok())
-                            .map(str::to_string)
-                    };
-                    let length = headers
-                        .get(header::CONTENT_LENGTH)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.parse::<u64>().ok());
+                    let length = crate::content_length(&headers);
                     // RFC 9112: a request with neither a length nor a transfer coding has no body.
                     let bodiless = length == Some(0)
                         || (length.is_none() && !headers.contains_key(header::TRANSFER_ENCODING));
@@ -105,13 +96,8 @@ fn filter(
                             Err(err) => return respond(app.refused(route, err)),
                         }
                     };
-                    let request = Request {
-                        params: routed.params,
-                        query,
-                        content_type: text(&header::CONTENT_TYPE),
-                        body,
-                        traceparent: text(&crate::TRACEPARENT),
-                    };
+                    let request =
+                        crate::request_from(query.as_deref(), &headers, routed.params, body);
                     respond(app.call(route, request).await)
                 }
             },
