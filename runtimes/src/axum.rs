@@ -130,7 +130,7 @@ pub(crate) fn run_router(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let service = TowerToHyperService::new(router);
-    crate::http1::serve_http1(service, listener, workers, limits, shutdown)
+    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one route, axum's plainest idiom.

@@ -85,29 +85,11 @@ where
     }
 }
 
-/// Serves `service` over HTTP/1.1 under `limits` with Brigade's threading and shutdown: at most
-/// `limits.max_connections` connections at once (one more is accepted and closed at once).
-#[allow(dead_code)] // salvo, alone in a build, serves through `serve_http1_with` only
-pub(crate) fn serve_http1<S, B>(
-    service: S,
-    listener: std::net::TcpListener,
-    workers: usize,
-    limits: &ServerLimits,
-    shutdown: Shutdown,
-) -> anyhow::Result<()>
-where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-    S::Future: Send + 'static,
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    serve_http1_with(move || service.clone(), listener, workers, limits, shutdown)
-}
-
-/// [`serve_http1`] with a service made afresh for each connection by `make` (salvo's carries the
-/// connection's own state).
-pub(crate) fn serve_http1_with<M, S, B>(
+/// Serves over HTTP/1.1 under `limits` with Brigade's threading and shutdown, each connection with
+/// the service `make` gives it (a clone of one service, or salvo's handler that carries the
+/// connection's own state): at most `limits.max_connections` connections at once (one more is
+/// accepted and closed at once).
+pub(crate) fn serve_http1<M, S, B>(
     make: M,
     listener: std::net::TcpListener,
     workers: usize,

@@ -93,7 +93,8 @@ where
     H: Fn(http::Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
 {
-    crate::http1::serve_http1(service_fn(handler), listener, workers, limits, shutdown)
+    let service = service_fn(handler);
+    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello ([`crate::baseline`]): a `service_fn` that checks the path.

@@ -180,7 +180,7 @@ where
             Ok::<_, Infallible>(ep.get_response(req.into()).await.into())
         }
     });
-    crate::http1::serve_http1(service, listener, workers, limits, shutdown)
+    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `#[handler]` at one path.

@@ -163,7 +163,7 @@ fn run_service(
             None,
         )
     };
-    crate::http1::serve_http1_with(make, listener, workers, limits, shutdown)
+    crate::http1::serve_http1(make, listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `#[handler]` on one router.

@@ -111,7 +111,13 @@ pub(crate) fn serve(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let service = as_service!(filter(mount.app, limits));
-    crate::http1::serve_http1(service, mount.listener, workers, limits, shutdown)
+    crate::http1::serve_http1(
+        move || service.clone(),
+        mount.listener,
+        workers,
+        limits,
+        shutdown,
+    )
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `path!` filter, warp's plainest idiom.
@@ -124,5 +130,6 @@ fn hello(
     let routes = warp::path!("bench" / "hello")
         .and(warp::get())
         .map(|| warp::reply::with_header(crate::baseline::HELLO, "content-type", HELLO_TYPE));
-    crate::http1::serve_http1(as_service!(routes), listener, workers, limits, shutdown)
+    let service = as_service!(routes);
+    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
 }
