@@ -131,5 +131,5 @@ fn hello(
         .and(warp::get())
         .map(|| warp::reply::with_header(crate::baseline::HELLO, "content-type", HELLO_TYPE));
     let service = as_service!(routes);
-    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
+    crate::http1::serve_http1(move || service, listener, workers, limits, shutdown)
 }
