@@ -16,7 +16,8 @@ pub(crate) struct Routed<'a> {
     pub(crate) params: Vec<(String, String)>,
 }
 
-/// The route for `method` on `path`, or the reply to a request no route takes.
+/// The route for `method` on `path`, or the reply to a request no route takes. A `HEAD` takes the
+/// `GET` route (RFC 9110); the runtime leaves the body out of the answer.
 pub(crate) fn route<'a>(
     app: &'a dyn AppHandle,
     method: &str,
@@ -26,7 +27,8 @@ pub(crate) fn route<'a>(
         return Err(app.unmatched(method, path));
     };
     let endpoint = &app.endpoints()[*found.value];
-    let Some(route) = Method::parse(method).and_then(|m| endpoint.route_for(m)) else {
+    let as_method = if method == "HEAD" { "GET" } else { method };
+    let Some(route) = Method::parse(as_method).and_then(|m| endpoint.route_for(m)) else {
         return Err(app.unmatched(method, path));
     };
     let params = found
