@@ -62,6 +62,17 @@ fn absolute(report: &Report, c: &Comparison, runtime: &str) -> String {
                     && r.runtime == runtime
             })
             .map(|r| format!("{}/s", figure(r.ok_per_s))),
+        Measure::Capacity => report
+            .slo_searches
+            .iter()
+            .find(|s| {
+                s.scenario == c.scenario
+                    && s.users == c.users
+                    && s.preload == c.preload
+                    && s.runtime == runtime
+            })
+            .and_then(|s| s.outcome.capacity_per_s)
+            .map(|r| format!("{}/s", figure(r))),
     }
     .unwrap_or_else(|| "?".to_owned())
 }

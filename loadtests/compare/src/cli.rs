@@ -186,6 +186,16 @@ pub struct CompareArgs {
     /// servers were run
     #[arg(long = "setup-note", value_name = "LABEL=TEXT")]
     pub setup_notes: Vec<String>,
+    /// Capacity at an SLO: with `--slo`, compare searches every runtime's highest open-loop rate
+    /// at which every SLO holds (per scenario, user count and preload; each step a `--warmup` and
+    /// a `--duration` window on a fresh server) and judges the capacities; the isolated runs and
+    /// side-by-side levels are skipped unless `--slo-also-compare`
+    #[command(flatten)]
+    pub slo: brigade_load::slo::SloArgs,
+    /// With --slo: also make the isolated runs and side-by-side levels (their verdicts beside the
+    /// capacity's; the search then starts from the isolated runs' rates)
+    #[arg(long, requires = "slo")]
+    pub slo_also_compare: bool,
     /// Run nothing: re-judge the report in DIR (its report.json) with the current rules,
     /// --equivalence and --confidence, and rewrite its report.json, report.md and report.html
     #[arg(long, value_name = "DIR")]
@@ -407,6 +417,18 @@ impl CompareArgs {
             }
         }
         let thresholds = brigade_load::threshold::parse_all(&self.thresholds)?;
+        let slo = self.slo_plan()?;
+        let (isolated, side) = match &slo {
+            Some(_) if !self.slo_also_compare => (
+                false,
+                crate::side::SideSettings {
+                    enabled: false,
+                    instructions: false,
+                    ..side
+                },
+            ),
+            _ => (!self.no_isolated, side),
+        };
         if let Some(path) = &self.baseline {
             // Read it now: a typo should not cost a whole comparison.
             crate::baseline::read(path)
@@ -434,7 +456,7 @@ impl CompareArgs {
             duration,
             warmup,
             repeat: self.repeat.unwrap_or(DEFAULT_REPEAT),
-            isolated: !self.no_isolated,
+            isolated,
             side,
             workers: self.workers,
             threads: self.threads,
@@ -452,7 +474,25 @@ impl CompareArgs {
             baseline: self.baseline.clone(),
             external,
             setup_notes,
+            slo,
         })
+    }
+
+    /// The `--slo` search's plan, checked; `None` without `--slo`.
+    fn slo_plan(&self) -> anyhow::Result<Option<crate::settings::SloPlan>> {
+        if self.slo.slo.is_empty() {
+            return Ok(None);
+        }
+        if self.rate.is_some() {
+            bail!("--slo sets the rates itself: drop --rate (the search starts from --slo-start)");
+        }
+        let slos = self.slo.slos()?;
+        // The flags are checked now, with any start: a typo should not wait for the first search.
+        self.slo.settings(self.slo.slo_start.unwrap_or(1.0))?;
+        Ok(Some(crate::settings::SloPlan {
+            slos,
+            args: self.slo.clone(),
+        }))
     }
 }
 

@@ -101,6 +101,7 @@ fn sample_words(measure: Measure, n: usize) -> String {
     match measure {
         Measure::Efficiency => format!("{n} windows"),
         Measure::Throughput => format!("{n} s of isolated runs each"),
+        Measure::Capacity => format!("{n} confirmations each"),
     }
 }
 
@@ -178,6 +179,9 @@ fn judged_with(
         Measure::Throughput => {
             format!("{a} answers {how}, {samples}) more successful hits/s than {b}")
         }
+        Measure::Capacity => {
+            format!("{a} holds {how}, {samples}) more requests/s than {b} within the SLO")
+        }
     };
     comparison.outcome = match brigade_stats::three_way(&iv, margin) {
         Three::Win => ComparisonOutcome::Win,
@@ -197,6 +201,7 @@ fn judged_with(
                     match measure {
                         Measure::Efficiency => "windows",
                         Measure::Throughput => "seconds",
+                        Measure::Capacity => "confirmations",
                     }
                 ),
                 None => {
@@ -466,6 +471,143 @@ fn judge_throughput(
     (comparisons, verdict)
 }
 
+/// The capacity comparisons of one cell's SLO searches: the runtime with the highest capacity
+/// against each other one, from the rates their confirmations confirmed (unpaired: each search's
+/// steps ran at their own times, interleaved with the others').
+fn judge_capacity_cell(
+    searches: &[&brigade_load::slo::SloSearch],
+    key: &Key<'_>,
+    rule: &Rule,
+) -> (Vec<Comparison>, Verdict) {
+    let mut found: Vec<&&brigade_load::slo::SloSearch> = searches
+        .iter()
+        .filter(|s| s.outcome.capacity_per_s.is_some())
+        .collect();
+    found.sort_by(|x, y| {
+        let rate = |s: &brigade_load::slo::SloSearch| s.outcome.capacity_per_s.unwrap_or(0.0);
+        rate(y).total_cmp(&rate(x))
+    });
+    let missing: Vec<String> = searches
+        .iter()
+        .filter(|s| s.outcome.capacity_per_s.is_none())
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s.runtime,
+                s.outcome.reason.as_deref().unwrap_or("no capacity")
+            )
+        })
+        .collect();
+    let Some(best) = found.first() else {
+        let reason = missing.join("; ");
+        let outcome = if searches
+            .iter()
+            .any(|s| s.outcome.reason.as_deref().is_some_and(|r| r.starts_with("generator-bound")))
+        {
+            Outcome::GeneratorBound
+        } else {
+            Outcome::NoData
+        };
+        return (
+            Vec::new(),
+            Verdict {
+                outcome,
+                reason: format!("no capacity found ({reason})"),
+            },
+        );
+    };
+    let mut comparisons: Vec<Comparison> = found[1..]
+        .iter()
+        .map(|other| {
+            let interval = brigade_stats::unpaired_rate_ratio(
+                &best.outcome.repeats,
+                &other.outcome.repeats,
+                rule.confidence(),
+                BOOTSTRAP_SEED,
+            );
+            let samples = best.outcome.repeats.len().min(other.outcome.repeats.len());
+            let mut c = judged_with(
+                Measure::Capacity,
+                key,
+                &best.runtime,
+                &other.runtime,
+                interval,
+                Some(samples),
+                rule,
+            );
+            c.rate_per_s = best.outcome.capacity_per_s;
+            c
+        })
+        .collect();
+    // A runtime without a capacity cannot be ranked: its comparison says why.
+    for other in searches.iter().filter(|s| s.outcome.capacity_per_s.is_none()) {
+        let reason = other.outcome.reason.as_deref().unwrap_or("no capacity found");
+        comparisons.push(not_judged(
+            Measure::Capacity,
+            key,
+            &best.runtime,
+            &other.runtime,
+            reason,
+            rule,
+        ));
+    }
+    let verdict = cell_verdict(&comparisons, None);
+    (comparisons, verdict)
+}
+
+/// Judges every `--slo` search of `report` on capacity: a verdict per cell (in `report.cells`)
+/// and per scenario, the comparisons appended to `report.comparisons`.
+pub fn judge_capacity(report: &mut Report, rule: &Rule) {
+    if report.slo_searches.is_empty() {
+        return;
+    }
+    let several_preloads = report.settings.preloads.iter().any(|&n| n != 0);
+    let settings = report.settings.clone();
+    for scenario in &settings.scenarios {
+        let mut cells = Vec::new();
+        for &preload in &settings.preloads {
+            for &users in &settings.users {
+                let mine: Vec<&brigade_load::slo::SloSearch> = report
+                    .slo_searches
+                    .iter()
+                    .filter(|s| &s.scenario == scenario && s.users == users && s.preload == preload)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let key = Key {
+                    scenario,
+                    users,
+                    preload,
+                    level: None,
+                    rate_per_s: None,
+                    store: &settings.store,
+                };
+                let (comparisons, verdict) = judge_capacity_cell(&mine, &key, rule);
+                report.comparisons.extend(comparisons);
+                cells.push((
+                    CellAt {
+                        users,
+                        preload: several_preloads.then_some(preload),
+                        level: None,
+                    },
+                    verdict.clone(),
+                ));
+                if let Some(cell) = report
+                    .cells
+                    .iter_mut()
+                    .find(|c| &c.scenario == scenario && c.users == users && c.preload == preload)
+                {
+                    cell.capacity = Some(verdict);
+                }
+            }
+        }
+        if let Some(v) = report.scenarios.iter_mut().find(|v| &v.scenario == scenario) {
+            v.capacity = (!cells.is_empty()).then(|| verdict::judge_scenario_at(&cells));
+        }
+    }
+}
+
 /// Everything judged: cells, scenarios and every comparison.
 #[derive(Debug, Clone, Default)]
 pub struct Judgement {
@@ -549,6 +691,7 @@ pub fn judge(
                     verdict: on_throughput,
                     efficiency: summary,
                     efficiency_levels: levels,
+                    capacity: None,
                 });
             }
         }
@@ -556,6 +699,7 @@ pub fn judge(
             scenario: scenario.clone(),
             verdict: verdict::judge_scenario_at(&throughput),
             efficiency: (!efficiency.is_empty()).then(|| verdict::judge_scenario_at(&efficiency)),
+            capacity: None,
         });
     }
     out
@@ -598,6 +742,7 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
+    judge_capacity(&mut report, rule);
     report.notes = notes(&report);
     report::write_all(&report, dir)?;
     Ok(report)

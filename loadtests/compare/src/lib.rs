@@ -5,6 +5,7 @@
 //! charts).
 
 pub mod baseline;
+pub mod capacity;
 pub mod cli;
 pub mod external;
 pub mod judge;

@@ -184,7 +184,7 @@ impl Bench<'_> {
         LoadConfig {
             targets,
             users: Some(planned.users),
-            rate: settings.rate,
+            rate: planned.rate.or(settings.rate),
             connections: planned.users,
             duration: Some(settings.duration),
             requests: None,

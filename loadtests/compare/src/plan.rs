@@ -9,7 +9,7 @@
 //! together in time as the runtimes allow, which is what a "flat with data size" reading needs.
 
 /// One measured run to make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Planned {
     /// Which repeat (0-based).
     pub repeat: u32,
@@ -21,6 +21,9 @@ pub struct Planned {
     pub users: u32,
     /// Documents per collection preloaded before the fixtures.
     pub preload: u64,
+    /// Open loop at this rate, requests/s, instead of the comparison's `--rate` (an SLO
+    /// search's step).
+    pub rate: Option<f64>,
 }
 
 /// Rotates `0..n` left by `by`.
@@ -49,6 +52,7 @@ pub fn plan(
                             scenario,
                             users,
                             preload,
+                            rate: None,
                         });
                     }
                     cell += 1;

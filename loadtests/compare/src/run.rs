@@ -148,6 +148,18 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         estimate as u64 / 60,
         estimate as u64 % 60
     );
+    if let Some(plan) = &settings.slo {
+        println!(
+            "SLO search at {}: every runtime × scenario × users × preload, steps of {} s (+{} s \
+             warm-up) on a fresh server each, bracket to {}%, {} confirmation(s) of {} windows",
+            plan.args.slo.join(", "),
+            settings.duration.as_secs_f64(),
+            settings.warmup.as_secs_f64(),
+            plan.args.slo_precision,
+            plan.args.slo_repeats,
+            plan.args.slo_confirm
+        );
+    }
     println!(
         "CPUs: {}; every runtime --workers {workers}; generator {threads} thread(s)",
         cpus.note
@@ -237,6 +249,23 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         count_instructions(&bench, settings, &scenarios, &mut side_cells);
     }
 
+    // --slo: every runtime's capacity at the SLOs, searched step by step, interleaved.
+    let mut slo_searches = Vec::new();
+    if let Some(plan) = &settings.slo {
+        let searched =
+            crate::capacity::search_all(&bench, plan, &scenarios, &runs, runs.len());
+        for served in searched.served {
+            if services.is_none() {
+                check_scenarios(&scenarios, &served.services)?;
+                services = Some(served.services.clone());
+            }
+            let runtime = served.record.runtime.clone();
+            workers_reported.entry(runtime.clone()).or_insert(served.workers);
+            limits_reported.entry(runtime).or_insert(served.limits.clone());
+        }
+        slo_searches = searched.searches;
+    }
+
     let preloads = &settings.preloads;
     let mut rows = report::rows(
         &runs,
@@ -315,6 +344,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 .map(ToString::to_string)
                 .collect(),
             external: !settings.external.is_empty(),
+            slo: crate::capacity::setup(settings),
             setup_notes: settings
                 .setup_notes
                 .iter()
@@ -335,6 +365,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         notes: Vec::new(),
         threshold_checks: Vec::new(),
         baseline: None,
+        slo_searches,
     };
     let judged = judge(
         &report.runs,
@@ -345,6 +376,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
+    crate::judge::judge_capacity(&mut report, &settings.rule);
     report.threshold_checks = report::check_thresholds(&report.runs, &settings.thresholds);
     if let Some(path) = &settings.baseline {
         let before = crate::baseline::read(path)

@@ -88,7 +88,21 @@ pub struct CompareSettings {
     pub external: Vec<crate::servers::external::ExternalRuntime>,
     /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
     pub setup_notes: Vec<(String, String)>,
+    /// `--slo`: the capacity search (and its flags), when asked for.
+    pub slo: Option<SloPlan>,
 }
+
+/// What `compare --slo` searches with.
+#[derive(Debug, Clone)]
+pub struct SloPlan {
+    /// The SLOs, every one to hold.
+    pub slos: Vec<brigade_load::threshold::Threshold>,
+    /// The search's flags (start, precision, confirmations, target rate).
+    pub args: brigade_load::slo::SloArgs,
+}
+
+/// Steps a search takes about, for the estimate: a ramp, a bisection and its confirmations.
+const SLO_STEPS: f64 = 8.0;
 
 /// The runtime a comparison's runtime name serves with: `hyper#2` → `hyper`.
 pub fn runtime_of(label: &str) -> &str {
@@ -188,7 +202,15 @@ impl CompareSettings {
         } else {
             0.0
         };
-        self.run_count() as f64 * per_run + fills / PRELOAD_PER_S + side_s
+        let slo_s = self.slo.as_ref().map_or(0.0, |slo| {
+            let confirm = f64::from(slo.args.slo_confirm * slo.args.slo_repeats);
+            let probe = if slo.args.slo_start.is_some() { 0.0 } else { 1.0 };
+            (self.scenarios.len() * self.users.len() * self.preloads.len() * self.runtimes.len())
+                as f64
+                * (SLO_STEPS + confirm + probe)
+                * per_run
+        });
+        self.run_count() as f64 * per_run + fills / PRELOAD_PER_S + side_s + slo_s
     }
 }
 
@@ -232,6 +254,7 @@ mod tests {
             baseline: None,
             external: Vec::new(),
             setup_notes: Vec::new(),
+            slo: None,
         }
     }
 

@@ -5,7 +5,10 @@
 //! - **efficiency**: b's CPU per request ÷ a's, from the side-by-side windows (paired, one ratio a
 //!   window; a moving-block bootstrap interval);
 //! - **throughput**: a's successful hits/s ÷ b's, from the isolated runs' seconds (unpaired: the
-//!   runs were made at different times, so the interval carries the drift between them).
+//!   runs were made at different times, so the interval carries the drift between them);
+//! - **capacity** (`--slo`): a's highest rate holding every SLO ÷ b's, from the rates their
+//!   repeated confirmations confirmed (unpaired; the search's bracket is its precision, not an
+//!   interval).
 //!
 //! The three-way rule: **win** when the whole interval lies beyond the equivalence margin (2% for
 //! efficiency, 5% for throughput, or `--equivalence`), **equivalent** when it lies inside,
@@ -59,7 +62,7 @@ impl Rule {
     pub fn margin_pct(&self, measure: Measure) -> f64 {
         self.equivalence_pct.unwrap_or(match measure {
             Measure::Efficiency => DEFAULT_EFFICIENCY_MARGIN_PCT,
-            Measure::Throughput => DEFAULT_THROUGHPUT_MARGIN_PCT,
+            Measure::Throughput | Measure::Capacity => DEFAULT_THROUGHPUT_MARGIN_PCT,
         })
     }
 
@@ -83,6 +86,9 @@ pub enum Measure {
     /// better. A lead is how much more CPU per request the other runtime spent. Generator-bound
     /// cells are judged too: the server's cost per request does not depend on who set the pace.
     Efficiency,
+    /// The highest open-loop rate at which every SLO held (`--slo`), requests/s; higher is
+    /// better. Judged from the rates each search's confirmations confirmed.
+    Capacity,
 }
 
 /// The outcome of a cell or a scenario.

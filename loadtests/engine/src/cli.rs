@@ -103,6 +103,10 @@ pub struct LoadArgs {
     /// Send the scenario's setup steps once, write the fixtures they made to --fixtures, and exit
     #[arg(long, requires = "fixtures")]
     pub setup_only: bool,
+    /// Capacity at an SLO: with `--slo`, the rates are the search's own (`--rate` is refused);
+    /// each step is a `--warmup` and a `--duration` window (default 2s) on `--connections`
+    #[command(flatten)]
+    pub slo: crate::slo::SloArgs,
 }
 
 /// `brigade merge`: one result from the results of generators that ran at the same time.
@@ -182,6 +186,9 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
     }
     let thresholds = threshold::parse_all(&args.thresholds)?;
     let scenario = registry.load(&args.scenario)?;
+    if !args.slo.slo.is_empty() {
+        return crate::slo::load::run(&args, registry, &scenario);
+    }
     let config = args.config(registry)?;
     if args.setup_only {
         let path = args.fixtures.as_ref().expect("clap requires --fixtures");

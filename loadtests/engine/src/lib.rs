@@ -15,6 +15,7 @@ pub mod registry;
 pub mod result;
 pub mod scenario;
 pub mod shard;
+pub mod slo;
 pub mod table;
 pub mod threshold;
 

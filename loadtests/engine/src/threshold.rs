@@ -184,6 +184,15 @@ impl fmt::Display for Threshold {
 }
 
 impl Threshold {
+    /// The bound in ms of a threshold on latency (`None` for errors, rates and counts).
+    pub fn latency_bound_ms(&self) -> Option<f64> {
+        matches!(
+            self.metric,
+            Metric::Mean | Metric::P50 | Metric::P90 | Metric::P99 | Metric::P999 | Metric::Max
+        )
+        .then_some(self.limit)
+    }
+
     /// Checks the threshold against `figures`.
     pub fn check(&self, figures: &Figures) -> Check {
         let l = &figures.latency;
@@ -231,6 +240,26 @@ impl Threshold {
             text,
         }
     }
+}
+
+/// Parses a latency SLO (`brigade compare --slo`, `brigade load --slo`): a threshold that bounds
+/// latency (a percentile, the mean or the maximum) or errors from above, so that a lower rate can
+/// only help it hold; anything else is refused with the reason.
+pub fn parse_slo(text: &str) -> Result<Threshold> {
+    let threshold: Threshold = text.parse()?;
+    if !matches!(threshold.op, Op::Lt | Op::Le) {
+        bail!(
+            "--slo {text:?}: an SLO bounds latency or errors from above (< or <=), e.g. p99<10ms, \
+             errors<0.1%"
+        );
+    }
+    if matches!(threshold.metric, Metric::HitsPerS | Metric::Requests) {
+        bail!(
+            "--slo {text:?}: an SLO is on latency (mean, p50, p90, p99, p99.9, max) or errors; \
+             the rate is what the search finds"
+        );
+    }
+    Ok(threshold)
 }
 
 /// Parses every threshold, or says which one is wrong.
@@ -309,6 +338,23 @@ mod tests {
         assert_eq!(none.text, "p99: no request completed");
         let t: Threshold = "errors<1".parse().unwrap();
         assert!(t.check(&Figures::default()).passed);
+    }
+
+    #[test]
+    fn slos_are_upper_bounds_on_latency_or_errors_and_nothing_else() {
+        for text in ["p99<10ms", "p99.9<=50ms", "errors<0.1%", "mean<2ms", "max<1s", "errors<5"] {
+            assert!(parse_slo(text).is_ok(), "{text}");
+        }
+        for (text, says) in [
+            ("p99>10ms", "from above"),
+            ("errors>=1%", "from above"),
+            ("hits/s<1000", "the rate is what the search finds"),
+            ("requests<=10", "the rate is what the search finds"),
+            ("p98<5ms", "unknown metric"),
+        ] {
+            let err = format!("{:#}", parse_slo(text).unwrap_err());
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-fn colour(report: &Report, runtime: &str) -> RGBColor {
+/// The runtime's colour in every chart of the report.
+pub(crate) fn colour(report: &Report, runtime: &str) -> RGBColor {
     let index = report
         .settings
         .runtimes
@@ -53,29 +54,43 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         report.wall_s
     );
 
-    out.push_str(
-        "<h2>Verdicts</h2>\n<table><tr><th>scenario</th><th>throughput verdict</th><th>why</th>\
-         <th>efficiency verdict</th><th>why</th></tr>\n",
-    );
+    let (compared, searched) = markdown::verdict_columns(report);
+    out.push_str("<h2>Verdicts</h2>\n<table><tr><th>scenario</th>");
+    if compared {
+        out.push_str("<th>throughput verdict</th><th>why</th><th>efficiency verdict</th><th>why</th>");
+    }
+    if searched {
+        out.push_str("<th>capacity verdict</th><th>why</th>");
+    }
+    out.push_str("</tr>\n");
+    let cells = |label: &str, reason: &str| {
+        format!(
+            "<td class=\"verdict\">{}</td><td class=\"why\">{}</td>",
+            esc(label),
+            esc(reason)
+        )
+    };
     for v in &report.scenarios {
-        let (label, reason) = label_and_reason(v.efficiency.as_ref());
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td class=\"verdict\">{}</td><td class=\"why\">{}</td>\
-             <td class=\"verdict\">{}</td><td class=\"why\">{}</td></tr>",
-            esc(&v.scenario),
-            esc(&v.verdict.label()),
-            esc(&v.verdict.reason),
-            esc(&label),
-            esc(&reason)
-        );
+        let _ = write!(out, "<tr><td>{}</td>", esc(&v.scenario));
+        if compared {
+            let (label, reason) = label_and_reason(v.efficiency.as_ref());
+            out.push_str(&cells(&v.verdict.label(), &v.verdict.reason));
+            out.push_str(&cells(&label, &reason));
+        }
+        if searched {
+            let (label, reason) = label_and_reason(v.capacity.as_ref());
+            out.push_str(&cells(&label, &reason));
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
-    let _ = writeln!(
-        out,
-        "<p>{}</p>",
-        esc(&markdown::verdict_rules(&s.rule)).replace("**", "")
-    );
+    if compared {
+        let _ = writeln!(
+            out,
+            "<p>{}</p>",
+            esc(&markdown::verdict_rules(&s.rule)).replace("**", "")
+        );
+    }
     if !report.notes.is_empty() {
         out.push_str("<ul>\n");
         for note in &report.notes {
@@ -87,8 +102,10 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     out.push_str(&thresholds(report));
     out.push_str(&baseline(report));
     out.push_str(&setup(report));
+    out.push_str(&super::capacity::html(report)?);
 
-    for scenario in &s.scenarios {
+    // A comparison of capacity alone (`--slo`) has no isolated run or side-by-side level to show.
+    for scenario in s.scenarios.iter().filter(|_| compared) {
         let _ = writeln!(out, "<h2>Scenario <code>{}</code></h2>", esc(scenario));
         if let Some(v) = report.scenarios.iter().find(|v| &v.scenario == scenario) {
             let (label, reason) = label_and_reason(v.efficiency.as_ref());
@@ -243,7 +260,7 @@ fn baseline(report: &Report) -> String {
 }
 
 /// A table of text cells under `header`, numbers right-aligned (every cell but the first and last).
-fn plain_table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn plain_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = String::from("<table>\n<tr>");
     for head in header {
         let _ = write!(out, "<th>{}</th>", esc(head));

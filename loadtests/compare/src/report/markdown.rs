@@ -13,6 +13,7 @@ pub fn render(report: &Report) -> String {
     let mut out = summary(report);
     out.push_str(&servers(report));
     out.push_str(&runs(report));
+    out.push_str(&super::capacity::markdown_curves(report));
     out
 }
 
@@ -38,8 +39,12 @@ pub fn summary(report: &Report) -> String {
     ));
     out.push_str(&baseline(report));
     out.push_str(&setup(report));
-    for scenario in &s.scenarios {
-        out.push_str(&scenario_table(report, scenario));
+    out.push_str(&super::capacity::markdown(report));
+    // A comparison of capacity alone (`--slo`) has no isolated run or side-by-side level to show.
+    if !report.runs.is_empty() || !report.side_by_side.is_empty() {
+        for scenario in &s.scenarios {
+            out.push_str(&scenario_table(report, scenario));
+        }
     }
     out
 }
@@ -110,24 +115,49 @@ fn label_and_reason(verdict: Option<&Verdict>) -> (String, String) {
     })
 }
 
+/// Which verdict columns a report has: throughput and efficiency when it made isolated runs or
+/// side-by-side levels, capacity when it searched (`--slo`).
+pub fn verdict_columns(report: &Report) -> (bool, bool) {
+    let compared = !report.runs.is_empty() || !report.side_by_side.is_empty();
+    let searched = !report.slo_searches.is_empty();
+    (compared || !searched, searched)
+}
+
 fn verdicts(report: &Report) -> String {
-    let mut out = String::from(
-        "## Verdicts\n\n| scenario | throughput verdict | why | efficiency verdict | why |\n\
-         | --- | --- | --- | --- | --- |\n",
-    );
-    for scenario in &report.scenarios {
-        let (label, reason) = label_and_reason(scenario.efficiency.as_ref());
-        let _ = writeln!(
-            out,
-            "| {} | **{}** | {} | **{}** | {} |",
-            scenario.scenario,
-            scenario.verdict.label(),
-            cell_text(&scenario.verdict.reason),
-            label,
-            cell_text(&reason)
-        );
+    let (compared, searched) = verdict_columns(report);
+    let mut out = String::from("## Verdicts\n\n| scenario |");
+    if compared {
+        out.push_str(" throughput verdict | why | efficiency verdict | why |");
     }
-    let _ = writeln!(out, "\n{}\n", verdict_rules(&report.settings.rule));
+    if searched {
+        out.push_str(" capacity verdict | why |");
+    }
+    let columns = 1 + 4 * usize::from(compared) + 2 * usize::from(searched);
+    let _ = writeln!(out, "\n|{}", " --- |".repeat(columns));
+    for scenario in &report.scenarios {
+        let _ = write!(out, "| {} |", scenario.scenario);
+        if compared {
+            let (label, reason) = label_and_reason(scenario.efficiency.as_ref());
+            let _ = write!(
+                out,
+                " **{}** | {} | **{}** | {} |",
+                scenario.verdict.label(),
+                cell_text(&scenario.verdict.reason),
+                label,
+                cell_text(&reason)
+            );
+        }
+        if searched {
+            let (label, reason) = label_and_reason(scenario.capacity.as_ref());
+            let _ = write!(out, " **{label}** | {} |", cell_text(&reason));
+        }
+        out.push('\n');
+    }
+    if compared {
+        let _ = writeln!(out, "\n{}\n", verdict_rules(&report.settings.rule));
+    } else {
+        out.push('\n');
+    }
     for note in &report.notes {
         let _ = writeln!(out, "- {note}");
     }

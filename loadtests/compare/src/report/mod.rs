@@ -12,6 +12,7 @@
 //! ([`write_all`], for anything that is a [`ReportDocument`]) into the same three files.
 
 pub mod baseline;
+pub mod capacity;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -74,6 +75,10 @@ pub struct Report {
     /// Every cell against a saved report (`--baseline`), if one was given.
     #[serde(default)]
     pub baseline: Option<baseline::Baseline>,
+    /// Every `--slo` search: per runtime, scenario, user count and preload, the capacity, its
+    /// bracket, its confirmations and the latency–rate curve.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo_searches: Vec<brigade_load::slo::SloSearch>,
 }
 
 /// Versions of what was measured.
@@ -173,6 +178,34 @@ pub struct Settings {
     /// Whether the servers were external (`--external`): compare neither started nor configured them.
     #[serde(default)]
     pub external: bool,
+    /// How the `--slo` searches were made, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloSetup>,
+}
+
+/// How the `--slo` searches were made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloSetup {
+    /// The SLOs, every one to hold.
+    pub slo: Vec<String>,
+    /// The bracket's precision and the confirmation's step, percent.
+    pub precision_pct: f64,
+    /// Windows per confirmation.
+    pub confirm_windows: u32,
+    /// Confirmations per search.
+    pub repeats: u32,
+    /// `--slo-start`, when given.
+    #[serde(default)]
+    pub start_per_s: Option<f64>,
+    /// `--slo-target-rate`, when given.
+    #[serde(default)]
+    pub target_rate_per_s: Option<f64>,
+    /// Seconds per step's measured window.
+    pub window_s: f64,
+    /// Warm-up seconds per step.
+    pub warmup_s: f64,
+    /// How each step's server was made, and the order of the steps.
+    pub interleaving: String,
 }
 
 /// How the side-by-side runs were made.
@@ -586,6 +619,9 @@ pub struct CellVerdict {
     /// The efficiency verdict at each side-by-side load level.
     #[serde(default)]
     pub efficiency_levels: Vec<LevelVerdict>,
+    /// The capacity verdict (`--slo`): the highest rate holding every SLO, higher is better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Verdict>,
 }
 
 /// The efficiency verdict of a cell at one side-by-side load level.
@@ -609,6 +645,9 @@ pub struct ScenarioVerdict {
     /// The efficiency verdict (server CPU µs per request, lower is better).
     #[serde(default)]
     pub efficiency: Option<Verdict>,
+    /// The capacity verdict (`--slo`) over the scenario's cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Verdict>,
 }
 
 /// Builds the table rows from the runs, in the order of `scenarios`, `preloads`, `users` and

@@ -1,0 +1,290 @@
+//! `brigade compare --slo`: every runtime's capacity at the SLOs — the highest open-loop rate at
+//! which every SLO holds over a measured window — found by the search of [`brigade_load::slo`],
+//! per scenario, user count (the connections sending the schedule) and preload.
+//!
+//! Every step is a run as the isolated runs make them: a fresh server on the run's fresh state,
+//! alone on the server CPUs, loaded for `--warmup` and then measured for `--duration` while
+//! `/proc` is sampled ([`crate::measure`]). So a step never finds what an earlier one wrote, and
+//! the data a step grows is the same for every runtime at that rate. The runtimes' searches go
+//! step by step in rounds, the order rotating by one each round ([`brigade_load::slo::interleave`]),
+//! so that drift on a shared machine lands on all of them alike. Against `--external` servers the
+//! steps load the same servers, as the isolated runs do.
+
+use std::io::Write as _;
+use std::time::Instant;
+
+use brigade_load::scenario::Scenario;
+use brigade_load::slo::{self, Measured, Search, SloSearch, Stage};
+
+use crate::measure::{Bench, Served};
+use crate::plan::Planned;
+use crate::report::{self, RunRecord};
+use crate::settings::SloPlan;
+
+/// How each step's server is made and the steps ordered, in words, for the report.
+pub const INTERLEAVING: &str =
+    "a fresh server per step on the same fresh state as every isolated run (so no step finds what \
+     an earlier one wrote), alone on the server CPUs; the runtimes' searches step in rounds, one \
+     step each, the order rotating by one from round to round";
+
+/// What the searches found, and the first server of each runtime (its workers and limits for the
+/// report's setup).
+pub struct Searched {
+    /// One search per runtime × scenario × users × preload.
+    pub searches: Vec<SloSearch>,
+    /// The first server each runtime started, with what it said.
+    pub served: Vec<Served>,
+    /// Runs made (steps and closed-loop probes), for numbering the next runs' logs.
+    pub runs: usize,
+}
+
+/// What a step's run measured, as the search reads it.
+fn measured(record: &RunRecord, rate: f64) -> Measured {
+    match &record.result {
+        Some(result) => Measured {
+            offered_per_s: rate,
+            achieved_per_s: result.total.requests as f64 / result.elapsed_s.max(1e-9),
+            figures: (&result.total).into(),
+            generator_bound: record.generator_bound.clone(),
+            server_cpu_us_per_request: record.server_cpu_us_per_request(),
+            failed: None,
+        },
+        None => Measured {
+            offered_per_s: rate,
+            failed: Some(
+                record
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "no result".to_owned()),
+            ),
+            ..Measured::default()
+        },
+    }
+}
+
+/// Every cell's searches, interleaved across runtimes; `runs` are the isolated runs already made
+/// (their rates start the searches when there is no `--slo-start`), `first_index` numbers the
+/// steps' logs after them.
+pub fn search_all(
+    bench: &Bench<'_>,
+    plan: &SloPlan,
+    scenarios: &[Scenario],
+    runs: &[RunRecord],
+    first_index: usize,
+) -> Searched {
+    let settings = bench.settings;
+    let mut out = Searched {
+        searches: Vec::new(),
+        served: Vec::new(),
+        runs: 0,
+    };
+    let mut cell = 0usize;
+    for (s, (scenario, label)) in scenarios.iter().zip(&settings.scenarios).enumerate() {
+        for &preload in &settings.preloads {
+            for &users in &settings.users {
+                let at = Cell {
+                    scenario: s,
+                    label,
+                    users,
+                    preload,
+                    rotation: cell,
+                };
+                let found = search_cell(bench, plan, scenario, &at, runs, first_index, &mut out);
+                out.searches.extend(found);
+                cell += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Where a cell lies.
+struct Cell<'a> {
+    scenario: usize,
+    label: &'a str,
+    users: u32,
+    preload: u64,
+    rotation: usize,
+}
+
+/// One cell: every runtime's start rate, then their searches interleaved.
+fn search_cell(
+    bench: &Bench<'_>,
+    plan: &SloPlan,
+    scenario: &Scenario,
+    at: &Cell<'_>,
+    runs: &[RunRecord],
+    first_index: usize,
+    out: &mut Searched,
+) -> Vec<SloSearch> {
+    let settings = bench.settings;
+    let runtimes = &settings.runtimes;
+    let mut run = |runtime: usize, rate: Option<f64>, progress: String| -> RunRecord {
+        let planned = Planned {
+            repeat: 0,
+            runtime,
+            scenario: at.scenario,
+            users: at.users,
+            preload: at.preload,
+            rate,
+        };
+        let (record, served) = bench.run(first_index + out.runs, &planned, scenario, &progress);
+        out.runs += 1;
+        if let Some(served) = served {
+            if !out
+                .served
+                .iter()
+                .any(|s| s.record.runtime == served.record.runtime)
+            {
+                out.served.push(served);
+            }
+        }
+        let _ = std::io::stdout().flush();
+        record
+    };
+    let head = |r: usize| format!("[slo] {} {} {} users", runtimes[r], at.label, at.users);
+    let mut began: Vec<f64> = vec![0.0; runtimes.len()];
+    let mut starts = Vec::new();
+    for k in 0..runtimes.len() {
+        let r = (k + at.rotation) % runtimes.len();
+        let clock = Instant::now();
+        let (start, from) = start_rate(plan, runs, &runtimes[r], at, || {
+            run(r, None, format!("{}: closed-loop probe", head(r)))
+        });
+        began[r] += clock.elapsed().as_secs_f64();
+        starts.push((r, start, from));
+    }
+    starts.sort_by_key(|(r, _, _)| *r);
+    let mut searches: Vec<Search> = starts
+        .iter()
+        .map(|(_, start, _)| {
+            let settings = plan
+                .args
+                .settings(*start)
+                .unwrap_or_else(|_| slo::SearchSettings::from_start(*start));
+            Search::new(plan.slos.clone(), settings)
+        })
+        .collect();
+    slo::interleave(&mut searches, |i, rate, stage| {
+        let clock = Instant::now();
+        let record = run(
+            i,
+            Some(rate),
+            format!("{}: {} at {}", head(i), stage_word(stage), slo::rate_words(rate)),
+        );
+        began[i] += clock.elapsed().as_secs_f64();
+        measured(&record, rate)
+    });
+    let server_cpus = settings
+        .external
+        .is_empty()
+        .then_some(bench.cpus.server.len() as u32);
+    let fresh = if settings.external.is_empty() {
+        INTERLEAVING.to_owned()
+    } else {
+        "the same external servers for every step (compare did not start them)".to_owned()
+    };
+    searches
+        .into_iter()
+        .zip(starts)
+        .map(|(search, (r, _, from))| {
+            let mut record = SloSearch {
+                runtime: runtimes[r].clone(),
+                scenario: at.label.to_owned(),
+                users: at.users,
+                preload: at.preload,
+                outcome: search.into_outcome(),
+                start_from: from,
+                fresh: fresh.clone(),
+                seconds: began[r],
+                ..SloSearch::default()
+            };
+            record.size(server_cpus, plan.args.slo_target_rate);
+            println!("{}", record.sentence());
+            record
+        })
+        .collect()
+}
+
+/// A search's first rate and where it came from: `--slo-start`; else half the successful hits/s
+/// of the cell's isolated runs (`--slo-also-compare`); else half of what `probe` (a closed-loop
+/// run at the cell's users) completed.
+fn start_rate(
+    plan: &SloPlan,
+    runs: &[RunRecord],
+    runtime: &str,
+    at: &Cell<'_>,
+    probe: impl FnOnce() -> RunRecord,
+) -> (f64, String) {
+    if let Some(rate) = plan.args.slo_start {
+        return (rate, "given (--slo-start)".to_owned());
+    }
+    let isolated: Vec<f64> = runs
+        .iter()
+        .filter(|r| {
+            r.runtime == runtime
+                && r.scenario == at.label
+                && r.users == at.users
+                && r.preload == at.preload
+        })
+        .filter_map(RunRecord::ok_per_s)
+        .collect();
+    if !isolated.is_empty() {
+        let rate = crate::verdict::median(&isolated);
+        return (
+            (rate / 2.0).max(1.0),
+            format!(
+                "half the {}/s of its isolated runs",
+                crate::verdict::figure(rate)
+            ),
+        );
+    }
+    let record = probe();
+    match record.ok_per_s() {
+        Some(rate) if rate > 0.0 => (
+            (rate / 2.0).max(1.0),
+            format!(
+                "half the {}/s a closed-loop probe at {} users completed",
+                crate::verdict::figure(rate),
+                at.users
+            ),
+        ),
+        _ => (
+            1.0,
+            format!(
+                "1/s: the closed-loop probe completed nothing ({})",
+                record.error.as_deref().unwrap_or("no successful request")
+            ),
+        ),
+    }
+}
+
+/// A stage in words, for the progress lines.
+fn stage_word(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Ramp => "ramp",
+        Stage::Bisect => "bisect",
+        Stage::Confirm => "confirm",
+    }
+}
+
+/// The report's record of how the searches were made.
+pub fn setup(settings: &crate::settings::CompareSettings) -> Option<report::SloSetup> {
+    let plan = settings.slo.as_ref()?;
+    Some(report::SloSetup {
+        slo: plan.args.slo.clone(),
+        precision_pct: plan.args.slo_precision,
+        confirm_windows: plan.args.slo_confirm,
+        repeats: plan.args.slo_repeats,
+        start_per_s: plan.args.slo_start,
+        target_rate_per_s: plan.args.slo_target_rate,
+        window_s: settings.duration.as_secs_f64(),
+        warmup_s: settings.warmup.as_secs_f64(),
+        interleaving: if settings.external.is_empty() {
+            INTERLEAVING.to_owned()
+        } else {
+            "the same external servers for every step; steps in rounds, the order rotating"
+                .to_owned()
+        },
+    })
+}

@@ -1,0 +1,402 @@
+//! The capacity section of the reports (`compare --slo`): per scenario, every runtime's capacity
+//! at the SLOs with its bracket and confirmations, per server CPU and in cores for a target rate,
+//! the capacity verdicts, and the latency–rate curve — in markdown as tables, in HTML as a chart
+//! per cell (p50 and p99 on a log axis against the offered rate, one colour per runtime, the
+//! latency SLOs drawn across, each capacity marked).
+
+use std::fmt::Write as _;
+
+use brigade_load::slo::{rate_words, CurvePoint, SloSearch};
+use plotters::prelude::*;
+
+use super::html::{colour, esc, plot_err, significant, CHART};
+use super::Report;
+
+/// The header of the capacity table.
+pub const HEADER: [&str; 11] = [
+    "runtime",
+    "users",
+    "capacity /s",
+    "per server CPU /s",
+    "cores for target",
+    "bracket /s",
+    "confirmations /s",
+    "steps",
+    "seconds",
+    "start",
+    "why",
+];
+
+/// How the searches go, in words (the report's explanation under the capacity table).
+pub fn rules(report: &Report) -> String {
+    let Some(slo) = &report.settings.slo else {
+        return String::new();
+    };
+    format!(
+        "Capacity is the highest open-loop rate at which every SLO ({}) held over a {} s window \
+         (after {} s of warm-up), latency counted from each request's intended send time. The \
+         search ramps from its start rate (×2 while the SLO holds, ÷2 while it fails), bisects \
+         the bracket until its ends are within {}%, then confirms: {} windows at the bracket's low \
+         end must all hold, stepping down {}% on a failure. It confirms {} times in all, the later \
+         ones starting one step above the capacity; the rates they confirm are the samples of the \
+         capacity verdict (the best runtime against each other, unpaired bootstrap, ±{}% margin): \
+         the bracket is the search's precision, not a confidence interval. Steps: {}. A step the \
+         generator could not offer ends that search as generator-bound, with no capacity.",
+        slo.slo.join(", "),
+        trim(slo.window_s),
+        trim(slo.warmup_s),
+        trim(slo.precision_pct),
+        slo.confirm_windows,
+        trim(slo.precision_pct),
+        slo.repeats,
+        trim(
+            report
+                .settings
+                .rule
+                .margin_pct(crate::verdict::Measure::Capacity)
+        ),
+        slo.interleaving
+    )
+}
+
+fn trim(v: f64) -> String {
+    super::markdown::trim(v)
+}
+
+/// One search's row of the capacity table.
+pub fn row(search: &SloSearch) -> Vec<String> {
+    let o = &search.outcome;
+    let maybe = |v: Option<f64>| v.map_or("-".to_owned(), rate_words);
+    vec![
+        search.runtime.clone(),
+        search.users.to_string(),
+        maybe(o.capacity_per_s),
+        maybe(search.capacity_per_cpu),
+        search.cores_for_target.map_or("-".to_owned(), |c| {
+            format!(
+                "{c:.2} for {}",
+                rate_words(search.target_rate_per_s.unwrap_or(0.0))
+            )
+        }),
+        match (o.bracket_low, o.bracket_high) {
+            (Some(l), Some(h)) => format!("{}–{}", rate_words(l), rate_words(h)),
+            (Some(l), None) => format!("≥ {}", rate_words(l)),
+            (None, Some(h)) => format!("< {}", rate_words(h)),
+            (None, None) => "-".to_owned(),
+        },
+        if o.repeats.is_empty() {
+            "-".to_owned()
+        } else {
+            o.repeats
+                .iter()
+                .map(|r| rate_words(*r))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        o.steps.to_string(),
+        format!("{:.0}", search.seconds),
+        search.start_from.clone(),
+        o.reason.clone().unwrap_or_else(|| {
+            if o.confirmed {
+                "confirmed".to_owned()
+            } else {
+                "-".to_owned()
+            }
+        }),
+    ]
+}
+
+/// The header of the curve table.
+pub const CURVE_HEADER: [&str; 9] = [
+    "runtime",
+    "stage",
+    "offered /s",
+    "achieved /s",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "errors %",
+    "held",
+];
+
+/// A curve point's row.
+fn curve_row(runtime: &str, p: &CurvePoint) -> Vec<String> {
+    vec![
+        runtime.to_owned(),
+        format!("{:?}", p.stage).to_lowercase(),
+        rate_words(p.offered_per_s),
+        rate_words(p.achieved_per_s),
+        format!("{:.3}", p.p50_ms),
+        format!("{:.3}", p.p99_ms),
+        format!("{:.3}", p.p999_ms),
+        format!("{:.2}", p.error_pct),
+        if p.held {
+            "yes".to_owned()
+        } else {
+            format!("no: {}", p.why.as_deref().unwrap_or("-"))
+        },
+    ]
+}
+
+/// The cells (scenario, users, preload) that have searches, in the report's order.
+fn cells<'a>(report: &'a Report, scenario: &str) -> Vec<(u32, u64, Vec<&'a SloSearch>)> {
+    let mut out = Vec::new();
+    for &preload in &report.settings.preloads {
+        for &users in &report.settings.users {
+            let mine: Vec<&SloSearch> = report
+                .slo_searches
+                .iter()
+                .filter(|s| s.scenario == scenario && s.users == users && s.preload == preload)
+                .collect();
+            if !mine.is_empty() {
+                out.push((users, preload, mine));
+            }
+        }
+    }
+    out
+}
+
+fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(header.len()));
+    for cells in rows {
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// The capacity section of `report.md` (empty without searches).
+pub fn markdown(report: &Report) -> String {
+    if report.slo_searches.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Capacity at the SLO\n\n");
+    let _ = writeln!(out, "{}\n", rules(report));
+    for scenario in &report.settings.scenarios {
+        let rows: Vec<Vec<String>> = report
+            .slo_searches
+            .iter()
+            .filter(|s| &s.scenario == scenario)
+            .map(row)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "### Scenario `{scenario}`\n");
+        out.push_str(&markdown_table(&HEADER, &rows));
+        out.push('\n');
+        for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
+            if let Some(v) = &cell.capacity {
+                let _ = writeln!(
+                    out,
+                    "- {}: capacity **{}** — {}",
+                    super::markdown::cell_name(report, cell),
+                    v.label(),
+                    v.reason
+                );
+            }
+        }
+        if let Some(v) = report
+            .scenarios
+            .iter()
+            .find(|v| &v.scenario == scenario)
+            .and_then(|v| v.capacity.as_ref())
+        {
+            let _ = writeln!(out, "- Scenario: capacity **{}** — {}", v.label(), v.reason);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The latency–rate curves of `report.md`'s appendix: every tested rate of every search.
+pub fn markdown_curves(report: &Report) -> String {
+    if report.slo_searches.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Latency–rate curves\n\n");
+    for scenario in &report.settings.scenarios {
+        for (users, preload, searches) in cells(report, scenario) {
+            let _ = writeln!(
+                out,
+                "### `{scenario}`, {users} users{}\n",
+                if preload > 0 {
+                    format!(", preload {}", crate::verdict::count(preload))
+                } else {
+                    String::new()
+                }
+            );
+            let mut rows = Vec::new();
+            for s in searches {
+                let mut points: Vec<&CurvePoint> = s.outcome.curve.iter().collect();
+                points.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
+                rows.extend(points.into_iter().map(|p| curve_row(&s.runtime, p)));
+            }
+            out.push_str(&markdown_table(&CURVE_HEADER, &rows));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The capacity section of `report.html`: the table, the verdicts and a curve chart per cell.
+pub fn html(report: &Report) -> anyhow::Result<String> {
+    if report.slo_searches.is_empty() {
+        return Ok(String::new());
+    }
+    let mut out = String::from("<h2>Capacity at the SLO</h2>\n");
+    let _ = writeln!(out, "<p>{}</p>", esc(&rules(report)));
+    for scenario in &report.settings.scenarios {
+        let cells = cells(report, scenario);
+        if cells.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "<h3>Scenario <code>{}</code></h3>", esc(scenario));
+        out.push_str("<div class=\"charts\">\n");
+        for (users, preload, searches) in &cells {
+            out.push_str(&curve_chart(report, scenario, *users, *preload, searches)?);
+        }
+        out.push_str("</div>\n");
+        let rows: Vec<Vec<String>> = cells
+            .iter()
+            .flat_map(|(_, _, searches)| searches.iter().map(|s| row(s)))
+            .collect();
+        out.push_str(&super::html::plain_table(&HEADER, &rows));
+        out.push_str("<ul>\n");
+        for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
+            if let Some(v) = &cell.capacity {
+                let _ = writeln!(
+                    out,
+                    "<li>{}: capacity <b>{}</b> — {}</li>",
+                    esc(&super::markdown::cell_name(report, cell)),
+                    esc(&v.label()),
+                    esc(&v.reason)
+                );
+            }
+        }
+        out.push_str("</ul>\n");
+    }
+    Ok(out)
+}
+
+/// The latency SLOs' bounds in ms, with their names, to draw across the chart.
+fn latency_bounds(slo: &[String]) -> Vec<(String, f64)> {
+    slo.iter()
+        .filter_map(|text| {
+            let t = brigade_load::threshold::parse_slo(text).ok()?;
+            t.latency_bound_ms().map(|ms| (text.clone(), ms))
+        })
+        .collect()
+}
+
+/// One cell's latency–rate chart: p99 (solid, with dots) and p50 (thin) of every tested rate on a
+/// log axis against the offered rate, a line per runtime, the SLO bounds dashed across, and each
+/// runtime's capacity marked by a vertical line in its colour.
+fn curve_chart(
+    report: &Report,
+    scenario: &str,
+    users: u32,
+    preload: u64,
+    searches: &[&SloSearch],
+) -> anyhow::Result<String> {
+    let points: Vec<&CurvePoint> = searches.iter().flat_map(|s| &s.outcome.curve).collect();
+    let bounds = latency_bounds(searches.first().map_or(&[][..], |s| &s.outcome.slo));
+    let latencies: Vec<f64> = points
+        .iter()
+        .flat_map(|p| [p.p50_ms, p.p99_ms])
+        .chain(bounds.iter().map(|(_, ms)| *ms))
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .collect();
+    let lo = latencies.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = latencies.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = if latencies.is_empty() {
+        (0.01, 1.0)
+    } else {
+        (lo / 1.5, hi * 1.5)
+    };
+    let max_rate = points
+        .iter()
+        .map(|p| p.offered_per_s)
+        .fold(1.0, f64::max)
+        * 1.05;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let caption = format!(
+            "{scenario}: latency against rate, {users} users{}",
+            if preload > 0 {
+                format!(", preload {}", crate::verdict::count(preload))
+            } else {
+                String::new()
+            }
+        );
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..max_rate, lo.log10()..hi.log10())
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("offered requests/s")
+            .x_labels(6)
+            .x_label_formatter(&|x| crate::verdict::figure(*x))
+            .y_desc("ms (log scale)")
+            .y_labels(10)
+            .y_label_formatter(&|y| significant(10f64.powf(*y)))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_err)?;
+        for (name, ms) in &bounds {
+            let y = ms.log10();
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(0.0, y), (max_rate, y)],
+                    BLACK.mix(0.6).stroke_width(1),
+                ))
+                .map_err(plot_err)?
+                .label(format!("SLO {name}"))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.mix(0.6)));
+        }
+        for search in searches {
+            let color = colour(report, &search.runtime);
+            let mut curve: Vec<&CurvePoint> = search.outcome.curve.iter().collect();
+            curve.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
+            let p99: Vec<(f64, f64)> = curve
+                .iter()
+                .filter(|p| p.p99_ms > 0.0)
+                .map(|p| (p.offered_per_s, p.p99_ms.log10()))
+                .collect();
+            let p50: Vec<(f64, f64)> = curve
+                .iter()
+                .filter(|p| p.p50_ms > 0.0)
+                .map(|p| (p.offered_per_s, p.p50_ms.log10()))
+                .collect();
+            super::html::draw_line(&mut chart, p99, color, format!("{} p99", search.runtime), 3)?;
+            chart
+                .draw_series(LineSeries::new(p50, color.mix(0.5).stroke_width(1)))
+                .map_err(plot_err)?;
+            if let Some(capacity) = search.outcome.capacity_per_s {
+                chart
+                    .draw_series(LineSeries::new(
+                        vec![(capacity, lo.log10()), (capacity, hi.log10())],
+                        color.mix(0.7).stroke_width(1),
+                    ))
+                    .map_err(plot_err)?;
+                chart
+                    .draw_series(std::iter::once(TriangleMarker::new(
+                        (capacity, lo.log10()),
+                        7,
+                        color.filled(),
+                    )))
+                    .map_err(plot_err)?;
+            }
+        }
+        super::html::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg + "\n")
+}
