@@ -500,10 +500,12 @@ fn judge_capacity_cell(
         .collect();
     let Some(best) = found.first() else {
         let reason = missing.join("; ");
-        let outcome = if searches
-            .iter()
-            .any(|s| s.outcome.reason.as_deref().is_some_and(|r| r.starts_with("generator-bound")))
-        {
+        let outcome = if searches.iter().any(|s| {
+            s.outcome
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("generator-bound"))
+        }) {
             Outcome::GeneratorBound
         } else {
             Outcome::NoData
@@ -540,8 +542,15 @@ fn judge_capacity_cell(
         })
         .collect();
     // A runtime without a capacity cannot be ranked: its comparison says why.
-    for other in searches.iter().filter(|s| s.outcome.capacity_per_s.is_none()) {
-        let reason = other.outcome.reason.as_deref().unwrap_or("no capacity found");
+    for other in searches
+        .iter()
+        .filter(|s| s.outcome.capacity_per_s.is_none())
+    {
+        let reason = other
+            .outcome
+            .reason
+            .as_deref()
+            .unwrap_or("no capacity found");
         comparisons.push(not_judged(
             Measure::Capacity,
             key,
@@ -602,7 +611,11 @@ pub fn judge_capacity(report: &mut Report, rule: &Rule) {
                 }
             }
         }
-        if let Some(v) = report.scenarios.iter_mut().find(|v| &v.scenario == scenario) {
+        if let Some(v) = report
+            .scenarios
+            .iter_mut()
+            .find(|v| &v.scenario == scenario)
+        {
             v.capacity = (!cells.is_empty()).then(|| verdict::judge_scenario_at(&cells));
         }
     }
@@ -1001,5 +1014,95 @@ mod tests {
         assert_eq!(c.outcome, ComparisonOutcome::Undecided, "{c:?}");
         assert!(c.sentence.starts_with("undecided: "), "{}", c.sentence);
         assert!(matches!(verdict.outcome, Outcome::Undecided { .. }));
+    }
+
+    fn search(
+        runtime: &str,
+        repeats: &[f64],
+        reason: Option<&str>,
+    ) -> brigade_load::slo::SloSearch {
+        brigade_load::slo::SloSearch {
+            runtime: runtime.to_owned(),
+            scenario: "s".to_owned(),
+            users: 20,
+            outcome: brigade_load::slo::SearchOutcome {
+                slo: vec!["p99<10ms".to_owned()],
+                capacity_per_s: reason.is_none().then(|| repeats[0]),
+                reason: reason.map(str::to_owned),
+                confirmed: reason.is_none(),
+                repeats: repeats.to_vec(),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn capacity_key() -> Key<'static> {
+        Key {
+            scenario: "s",
+            users: 20,
+            preload: 0,
+            level: None,
+            rate_per_s: None,
+            store: "memory",
+        }
+    }
+
+    #[test]
+    fn capacities_are_judged_from_the_confirmed_rates_best_first() {
+        let rule = Rule::default();
+        let fast = search("fast", &[10_000.0, 10_200.0, 9_800.0], None);
+        let slow = search("slow", &[8_000.0, 8_100.0, 7_900.0], None);
+        let (comparisons, verdict) = judge_capacity_cell(&[&slow, &fast], &capacity_key(), &rule);
+        assert_eq!(comparisons.len(), 1);
+        let c = &comparisons[0];
+        assert_eq!(
+            (c.measure, c.a.as_str(), c.b.as_str()),
+            (Measure::Capacity, "fast", "slow")
+        );
+        assert_eq!(c.outcome, ComparisonOutcome::Win, "{c:?}");
+        assert!((c.ratio.unwrap() - 1.25).abs() < 0.01);
+        assert_eq!(c.samples, 3);
+        assert!(
+            c.sentence
+                .contains("more requests/s than slow within the SLO"),
+            "{}",
+            c.sentence
+        );
+        assert!(
+            matches!(verdict.outcome, Outcome::Winner { ref runtime, .. } if runtime == "fast")
+        );
+        // The same capacities within the 5% margin are equivalent.
+        let twin = search("twin", &[10_000.0, 10_100.0, 9_900.0], None);
+        let same = search("same", &[10_050.0, 10_000.0, 9_950.0], None);
+        let (comparisons, _) = judge_capacity_cell(&[&twin, &same], &capacity_key(), &rule);
+        assert_eq!(
+            comparisons[0].outcome,
+            ComparisonOutcome::Equivalent,
+            "{comparisons:?}"
+        );
+    }
+
+    #[test]
+    fn a_runtime_without_a_capacity_is_not_judged_and_says_why() {
+        let rule = Rule::default();
+        let found = search("found", &[5_000.0, 5_000.0], None);
+        let bound = search("bound", &[], Some("generator-bound at 9,000/s: its CPUs"));
+        let (comparisons, verdict) = judge_capacity_cell(&[&found, &bound], &capacity_key(), &rule);
+        assert_eq!(comparisons.len(), 1);
+        assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
+        assert!(comparisons[0]
+            .sentence
+            .contains("generator-bound at 9,000/s"));
+        assert_eq!(verdict.outcome, Outcome::NoData);
+        // Nobody found one: generator-bound, with every reason.
+        let (comparisons, verdict) = judge_capacity_cell(&[&bound], &capacity_key(), &rule);
+        assert!(comparisons.is_empty());
+        assert_eq!(verdict.outcome, Outcome::GeneratorBound);
+        assert!(
+            verdict.reason.contains("bound: generator-bound"),
+            "{}",
+            verdict.reason
+        );
     }
 }

@@ -134,20 +134,33 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("Failed to create {}", settings.out_dir.display()))?;
     let estimate = settings.estimate_s();
-    println!(
-        "brigade compare: {} runtimes × {} scenarios × {} user counts × {} preload(s) × {} \
-         repeat(s) = {} runs of {} s (+{} s warm-up), each on a fresh server; about {} min {} s",
-        settings.runtimes.len(),
-        settings.scenarios.len(),
-        settings.users.len(),
-        settings.preloads.len(),
-        settings.repeat,
-        settings.run_count(),
-        settings.duration.as_secs_f64(),
-        settings.warmup.as_secs_f64(),
-        estimate as u64 / 60,
-        estimate as u64 % 60
-    );
+    if settings.isolated || settings.slo.is_none() {
+        println!(
+            "brigade compare: {} runtimes × {} scenarios × {} user counts × {} preload(s) × {} \
+             repeat(s) = {} runs of {} s (+{} s warm-up), each on a fresh server; about {} min {} s",
+            settings.runtimes.len(),
+            settings.scenarios.len(),
+            settings.users.len(),
+            settings.preloads.len(),
+            settings.repeat,
+            settings.run_count(),
+            settings.duration.as_secs_f64(),
+            settings.warmup.as_secs_f64(),
+            estimate as u64 / 60,
+            estimate as u64 % 60
+        );
+    } else {
+        println!(
+            "brigade compare --slo: {} runtimes × {} scenarios × {} user counts × {} preload(s), \
+             one search each; about {} min {} s",
+            settings.runtimes.len(),
+            settings.scenarios.len(),
+            settings.users.len(),
+            settings.preloads.len(),
+            estimate as u64 / 60,
+            estimate as u64 % 60
+        );
+    }
     if let Some(plan) = &settings.slo {
         println!(
             "SLO search at {}: every runtime × scenario × users × preload, steps of {} s (+{} s \
@@ -252,16 +265,19 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     // --slo: every runtime's capacity at the SLOs, searched step by step, interleaved.
     let mut slo_searches = Vec::new();
     if let Some(plan) = &settings.slo {
-        let searched =
-            crate::capacity::search_all(&bench, plan, &scenarios, &runs, runs.len());
+        let searched = crate::capacity::search_all(&bench, plan, &scenarios, &runs, runs.len());
         for served in searched.served {
             if services.is_none() {
                 check_scenarios(&scenarios, &served.services)?;
                 services = Some(served.services.clone());
             }
             let runtime = served.record.runtime.clone();
-            workers_reported.entry(runtime.clone()).or_insert(served.workers);
-            limits_reported.entry(runtime).or_insert(served.limits.clone());
+            workers_reported
+                .entry(runtime.clone())
+                .or_insert(served.workers);
+            limits_reported
+                .entry(runtime)
+                .or_insert(served.limits.clone());
         }
         slo_searches = searched.searches;
     }

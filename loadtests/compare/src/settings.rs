@@ -204,7 +204,11 @@ impl CompareSettings {
         };
         let slo_s = self.slo.as_ref().map_or(0.0, |slo| {
             let confirm = f64::from(slo.args.slo_confirm * slo.args.slo_repeats);
-            let probe = if slo.args.slo_start.is_some() { 0.0 } else { 1.0 };
+            let probe = if slo.args.slo_start.is_some() {
+                0.0
+            } else {
+                1.0
+            };
             (self.scenarios.len() * self.users.len() * self.preloads.len() * self.runtimes.len())
                 as f64
                 * (SLO_STEPS + confirm + probe)

@@ -216,6 +216,7 @@ fn synthetic() -> Report {
             thresholds: Vec::new(),
             setup_notes: Vec::new(),
             external: false,
+            slo: None,
         },
         state: report::StateSetup::default(),
         servers: Vec::new(),
@@ -228,6 +229,7 @@ fn synthetic() -> Report {
         notes: vec!["a synthetic report".into()],
         threshold_checks: Vec::new(),
         baseline: None,
+        slo_searches: Vec::new(),
     };
     rejudge_in_memory(&mut report);
     report

@@ -342,7 +342,14 @@ mod tests {
 
     #[test]
     fn slos_are_upper_bounds_on_latency_or_errors_and_nothing_else() {
-        for text in ["p99<10ms", "p99.9<=50ms", "errors<0.1%", "mean<2ms", "max<1s", "errors<5"] {
+        for text in [
+            "p99<10ms",
+            "p99.9<=50ms",
+            "errors<0.1%",
+            "mean<2ms",
+            "max<1s",
+            "errors<5",
+        ] {
             assert!(parse_slo(text).is_ok(), "{text}");
         }
         for (text, says) in [

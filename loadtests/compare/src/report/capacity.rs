@@ -37,7 +37,7 @@ pub fn rules(report: &Report) -> String {
          (after {} s of warm-up), latency counted from each request's intended send time. The \
          search ramps from its start rate (×2 while the SLO holds, ÷2 while it fails), bisects \
          the bracket until its ends are within {}%, then confirms: {} windows at the bracket's low \
-         end must all hold, stepping down {}% on a failure. It confirms {} times in all, the later \
+         end must all hold, stepping down {}% on a failure and twice as far on each further one (at most 16×). It confirms {} times in all, the later \
          ones starting one step above the capacity; the rates they confirm are the samples of the \
          capacity verdict (the best runtime against each other, unpaired bootstrap, ±{}% margin): \
          the bracket is the search's precision, not a confidence interval. Steps: {}. A step the \
@@ -315,11 +315,7 @@ fn curve_chart(
     } else {
         (lo / 1.5, hi * 1.5)
     };
-    let max_rate = points
-        .iter()
-        .map(|p| p.offered_per_s)
-        .fold(1.0, f64::max)
-        * 1.05;
+    let max_rate = points.iter().map(|p| p.offered_per_s).fold(1.0, f64::max) * 1.05;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();

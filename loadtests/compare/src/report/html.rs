@@ -57,7 +57,9 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     let (compared, searched) = markdown::verdict_columns(report);
     out.push_str("<h2>Verdicts</h2>\n<table><tr><th>scenario</th>");
     if compared {
-        out.push_str("<th>throughput verdict</th><th>why</th><th>efficiency verdict</th><th>why</th>");
+        out.push_str(
+            "<th>throughput verdict</th><th>why</th><th>efficiency verdict</th><th>why</th>",
+        );
     }
     if searched {
         out.push_str("<th>capacity verdict</th><th>why</th>");

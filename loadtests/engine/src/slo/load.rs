@@ -33,6 +33,7 @@ pub fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
         }),
         server_cpu_us_per_request: None,
         failed: None,
+        contended: None,
     }
 }
 
@@ -54,7 +55,10 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
     closed.progress = false;
     // The same seed for every step, so every step sends the same request stream.
     closed.seed = Some(args.seed.unwrap_or_else(|| fastrand::u64(..)));
-    let connections = args.connections.or(args.users).unwrap_or(closed.connections);
+    let connections = args
+        .connections
+        .or(args.users)
+        .unwrap_or(closed.connections);
     let (start, start_from) = match args.slo.slo_start {
         Some(rate) => (rate, "given (--slo-start)".to_owned()),
         None => {

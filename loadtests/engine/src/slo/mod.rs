@@ -12,8 +12,9 @@
 //! 2. **bisect** the bracket (its midpoint each step) until its ends are within the precision
 //!    (2% by default) of each other;
 //! 3. **confirm**: [`SearchSettings::confirm_windows`] windows at the bracket's low end, every one
-//!    must hold; on a failure step down by the precision and confirm again. The rate confirmed is
-//!    the capacity.
+//!    must hold; on a failure step down by the precision and confirm again, each further step
+//!    down twice the last (up to 16× the precision), since a latency that fails at the bracket
+//!    is too noisy to hold a step below it. The rate confirmed is the capacity.
 //! 4. **repeat** the confirmation ([`SearchSettings::repeats`] in all), each later one starting one
 //!    step above the capacity and stepping down as the first: the rates they confirm are samples
 //!    of the capacity for an interval (the bracket is the search's precision, not a confidence
@@ -43,6 +44,8 @@ pub const GROWTH: f64 = 2.0;
 pub const ACHIEVED_SHARE: f64 = 0.99;
 /// Step-downs one confirmation may take before the search says it could not confirm.
 pub const MAX_STEP_DOWNS: u32 = 8;
+/// A confirmation's step down doubles after each failure, at most this many times (2% → 32%).
+pub const STEP_DOUBLINGS: u32 = 4;
 /// The generator counts as saturated at this share of its threads' CPU (as compare judges its
 /// CPUs).
 pub const GENERATOR_SATURATED: f64 = 0.90;
@@ -123,6 +126,9 @@ pub struct Measured {
     pub server_cpu_us_per_request: Option<f64>,
     /// Why the step measured nothing (a server that did not start), if so.
     pub failed: Option<String>,
+    /// Why other processes' CPU use makes the step's figures suspect, if it does (the step still
+    /// counts: its latency includes the contention, as a user's would).
+    pub contended: Option<String>,
 }
 
 /// One tested rate on the latency–rate curve.
@@ -150,6 +156,9 @@ pub struct CurvePoint {
     /// What failed, in words (`p99 = 14 ms (wanted < 10 ms)`), when it did not hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Other processes took CPU on a side during the step, in words, if they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contended: Option<String>,
 }
 
 /// A finished search: the capacity (or why there is none), its bracket and its curve.
@@ -182,9 +191,16 @@ pub struct SearchOutcome {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
-    Ramp { rate: f64 },
+    Ramp {
+        rate: f64,
+    },
     Bisect,
-    Confirm { repeat: u32, rate: f64, held: u32, downs: u32 },
+    Confirm {
+        repeat: u32,
+        rate: f64,
+        held: u32,
+        downs: u32,
+    },
     Done,
 }
 
@@ -254,7 +270,10 @@ impl Search {
         };
         self.outcome.steps += 1;
         if let Some(why) = &measured.failed {
-            self.stop(format!("the step at {} could not be measured: {why}", rate_words(rate)));
+            self.stop(format!(
+                "the step at {} could not be measured: {why}",
+                rate_words(rate)
+            ));
             return;
         }
         let (held, why) = self.judge(measured);
@@ -273,18 +292,26 @@ impl Search {
                 }
                 match (self.low, self.high) {
                     (Some(_), Some(_)) => self.bracketed(),
-                    (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => self.stop(
-                        format!(
+                    (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => {
+                        self.stop(format!(
                             "every SLO holds at {}, the highest rate the search may offer",
                             rate_words(rate)
-                        ),
-                    ),
-                    (Some(_), None) => self.phase = Phase::Ramp { rate: rate * GROWTH },
+                        ))
+                    }
+                    (Some(_), None) => {
+                        self.phase = Phase::Ramp {
+                            rate: rate * GROWTH,
+                        }
+                    }
                     (None, _) if rate / GROWTH < self.settings.floor_per_s => self.stop(format!(
                         "the SLO fails even at {}, the lowest rate the search may offer",
                         rate_words(rate)
                     )),
-                    (None, _) => self.phase = Phase::Ramp { rate: rate / GROWTH },
+                    (None, _) => {
+                        self.phase = Phase::Ramp {
+                            rate: rate / GROWTH,
+                        }
+                    }
                 }
             }
             Phase::Bisect => {
@@ -313,9 +340,12 @@ impl Search {
                 } else if downs + 1 > MAX_STEP_DOWNS {
                     self.unconfirmed(repeat, rate);
                 } else {
+                    // Each step down doubles (2%, 4%, 8%, then 16% at most): a latency too noisy
+                    // to hold near the bracket reaches a rate that holds in a few steps.
+                    let step = precision * f64::from(1u32 << downs.min(STEP_DOUBLINGS));
                     self.phase = Phase::Confirm {
                         repeat,
-                        rate: rate * (1.0 - precision),
+                        rate: rate * (1.0 - step.min(0.5)),
                         held: 0,
                         downs: downs + 1,
                     };
@@ -452,6 +482,7 @@ fn point(measured: &Measured, held: bool, stage: Stage, why: Option<String>) -> 
         stage,
         server_cpu_us_per_request: measured.server_cpu_us_per_request,
         why,
+        contended: measured.contended.clone(),
     }
 }
 
@@ -560,10 +591,7 @@ impl SloSearch {
 /// Drives several searches to their end, one step each per round, the order rotating by one from
 /// round to round so that no search always goes first; `step(i, rate, stage)` runs search `i`'s
 /// step and says what it measured.
-pub fn interleave(
-    searches: &mut [Search],
-    mut step: impl FnMut(usize, f64, Stage) -> Measured,
-) {
+pub fn interleave(searches: &mut [Search], mut step: impl FnMut(usize, f64, Stage) -> Measured) {
     let mut round = 0usize;
     loop {
         let active: Vec<usize> = (0..searches.len())

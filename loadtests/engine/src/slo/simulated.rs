@@ -73,6 +73,7 @@ impl Queue {
                 .map(|_| "its CPUs were 99% busy".to_owned()),
             server_cpu_us_per_request: Some(1e6 / mu),
             failed: None,
+            contended: None,
         }
     }
 }
@@ -125,7 +126,9 @@ fn two_searches_of_one_server_agree_and_start_from_above_or_below() {
     let mut a = Queue::new(8_000.0, 0.01, 1);
     let mut b = Queue::new(8_000.0, 0.01, 2);
     let from_below = search(&mut a, &["p99<20ms"], 500.0).capacity_per_s.unwrap();
-    let from_above = search(&mut b, &["p99<20ms"], 50_000.0).capacity_per_s.unwrap();
+    let from_above = search(&mut b, &["p99<20ms"], 50_000.0)
+        .capacity_per_s
+        .unwrap();
     assert!(
         (from_below / from_above - 1.0).abs() < 0.05,
         "{from_below} vs {from_above}"
@@ -153,7 +156,10 @@ fn a_step_completing_less_than_offered_with_every_slo_held_is_the_generators() {
     search.record(&measured);
     assert!(search.is_done());
     let reason = search.outcome().reason.clone().unwrap();
-    assert!(reason.contains("900/s completed of the 1000/s offered"), "{reason}");
+    assert!(
+        reason.contains("900/s completed of the 1000/s offered"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -176,9 +182,15 @@ fn an_error_slo_caps_the_capacity_where_errors_begin() {
     queue.errors_above = Some((4_000.0, 1.0));
     let found = search(&mut queue, &["p99<100ms", "errors<0.1%"], 1_000.0);
     let capacity = found.capacity_per_s.unwrap();
-    assert!(capacity <= 4_000.0 && capacity > 4_000.0 * 0.97, "{capacity}");
+    assert!(
+        capacity <= 4_000.0 && capacity > 4_000.0 * 0.97,
+        "{capacity}"
+    );
     let failed = found.curve.iter().find(|p| !p.held).unwrap();
-    assert!(failed.why.as_deref().unwrap().contains("errors"), "{failed:?}");
+    assert!(
+        failed.why.as_deref().unwrap().contains("errors"),
+        "{failed:?}"
+    );
 }
 
 #[test]

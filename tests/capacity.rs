@@ -1,0 +1,295 @@
+//! Capacity at an SLO end to end, with the real binary: `compare --slo` on two runtimes whose
+//! servers carry a planted cost (so the server, not the generator, sets the capacity, and no
+//! capacity can pass what one CPU can serve), its searches, curves, capacity verdict and reports;
+//! `load --slo` against a server it did not start, its search written beside its result; and the
+//! flags that cannot work beside `--slo`, refused with the reason. No assertion is on a duration.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use brigade_compare::judge::ComparisonOutcome;
+use brigade_compare::report::json;
+use brigade_compare::servers::Listening;
+use brigade_compare::verdict::Measure;
+
+/// The planted CPU cost per request, µs: at most 1e6 ÷ 2,000 = 500 requests/s per server CPU.
+const HANDICAP_US: u32 = 2000;
+
+/// The search flags every test uses: a loose SLO, short steps, a coarse precision.
+const SEARCH: [&str; 12] = [
+    "--slo",
+    "p99<1s",
+    "--slo-start",
+    "100",
+    "--slo-precision",
+    "20",
+    "--slo-confirm",
+    "1",
+    "--slo-repeats",
+    "2",
+    "--warmup",
+    "100ms",
+];
+
+fn brigade() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_brigade"))
+}
+
+/// The searches of this file one at a time: a planted cost burns CPU, and a second search beside
+/// it would be measuring the first.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("slo");
+    let handicap = |r: &str| format!("{r}={HANDICAP_US}");
+    let output = brigade()
+        .args([
+            "compare",
+            "--runtimes",
+            "hyper,axum",
+            "--scenarios",
+            "hello",
+        ])
+        .args(["--store", "memory", "--users", "4", "--duration", "400ms"])
+        .args([
+            "--handicap",
+            &handicap("hyper"),
+            "--handicap",
+            &handicap("axum"),
+        ])
+        .args(SEARCH)
+        .args(["--slo-target-rate", "1000", "--no-progress", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "compare --slo failed\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = json::read(&out.join("report.json")).unwrap();
+    // Nothing but the search: no isolated run, no side-by-side level.
+    assert!(report.runs.is_empty() && report.side_by_side.is_empty());
+    assert_eq!(report.slo_searches.len(), 2, "{stdout}");
+    for search in &report.slo_searches {
+        let o = &search.outcome;
+        assert_eq!(o.slo, ["p99<1s"]);
+        assert_eq!(search.scenario, "hello");
+        assert_eq!(search.users, 4);
+        assert_eq!(o.start_per_s, 100.0);
+        assert_eq!(o.curve.len(), o.steps as usize);
+        // 100/s holds; past what the planted cost lets one CPU serve, nothing can.
+        assert!(o.curve.iter().any(|p| p.held), "{search:?}");
+        match o.capacity_per_s {
+            Some(capacity) => {
+                assert!(o.confirmed);
+                assert!(
+                    o.curve.iter().any(|p| !p.held && p.why.is_some()),
+                    "{search:?}"
+                );
+                // The capacity is a rate that held its confirmation windows.
+                assert!(
+                    o.curve
+                        .iter()
+                        .any(|p| p.held && p.offered_per_s == capacity),
+                    "{search:?}"
+                );
+                assert_eq!(o.repeats[0], capacity);
+                let (low, high) = (o.bracket_low.unwrap(), o.bracket_high.unwrap());
+                assert!(low < high && high <= low * 1.2 + 1e-9, "{low} {high}");
+                let per_cpu = search.capacity_per_cpu.unwrap();
+                let cores = search.cores_for_target.unwrap();
+                assert!((cores * per_cpu - 1000.0).abs() < 1e-6);
+            }
+            None => assert!(o.reason.is_some(), "{search:?}"),
+        }
+    }
+    // One capacity comparison (the better runtime against the other), judged or saying why not.
+    let capacity: Vec<_> = report
+        .comparisons
+        .iter()
+        .filter(|c| c.measure == Measure::Capacity)
+        .collect();
+    assert_eq!(capacity.len(), 1, "{:?}", report.comparisons);
+    let c = capacity[0];
+    assert!(c.sentence.contains(&c.a) && c.sentence.contains(&c.b));
+    if c.outcome != ComparisonOutcome::NotJudged {
+        assert!(c.ratio.unwrap() >= 1.0);
+        assert_eq!(c.samples, 2);
+    }
+    let cell = report.cells.iter().find(|c| c.scenario == "hello").unwrap();
+    assert!(cell.capacity.is_some());
+    assert!(report.scenarios[0].capacity.is_some());
+    // The reports show the capacity and the curve, and the JSON re-judges to the same verdicts.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Capacity at the SLO") && md.contains("## Latency–rate curves"));
+    assert!(md.contains("| capacity verdict |"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Capacity at the SLO") && html.contains("latency against rate"));
+    assert!(html.contains("<svg"));
+    let rejudged = brigade_compare::rejudge(&out, &report.settings.rule).unwrap();
+    assert_eq!(rejudged.comparisons, report.comparisons);
+}
+
+/// A server's stdout, kept open while it runs (a closed pipe would fail its next write).
+type Announcements = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// Starts `serve --service waiter` with the planted cost on a free port; returns it, its URL and
+/// its stdout.
+fn serve_waiter(dir: &Path) -> (std::process::Child, String, Announcements) {
+    let mut child = brigade()
+        .args(["serve", "--runtime", "hyper", "--service", "waiter"])
+        .args([
+            "--store",
+            "memory",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ])
+        .args(["--handicap-us", &HANDICAP_US.to_string(), "--data-dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("the server announced its URL").unwrap();
+        if let Some(listening) = Listening::parse(&line) {
+            break listening.url;
+        }
+    };
+    (child, url, lines)
+}
+
+#[test]
+fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_result() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, url, _announcements) = serve_waiter(dir.path());
+    let json_path = dir.path().join("search.json");
+    let output = brigade()
+        .args(["load", "--target", &url, "--scenario", "hello"])
+        .args(["--connections", "4", "--duration", "400ms"])
+        .args(SEARCH)
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "load --slo failed\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("target hello 4 users"), "{stdout}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    // The usual result, and the search beside it.
+    assert!(value["total"]["requests"].as_u64().unwrap() > 0);
+    let search = &value["search"];
+    for key in [
+        "runtime",
+        "scenario",
+        "users",
+        "slo",
+        "capacity_per_s",
+        "bracket_low",
+        "bracket_high",
+        "confirmed",
+        "curve",
+    ] {
+        assert!(search.get(key).is_some(), "no {key} in {search}");
+    }
+    assert_eq!(search["slo"][0], "p99<1s");
+    let curve = search["curve"].as_array().unwrap();
+    assert!(curve.len() >= 3, "{search}");
+    for point in curve {
+        for key in [
+            "offered_per_s",
+            "achieved_per_s",
+            "p50_ms",
+            "p99_ms",
+            "p999_ms",
+            "error_pct",
+        ] {
+            assert!(point[key].is_number(), "no {key} in {point}");
+        }
+    }
+    match search["capacity_per_s"].as_f64() {
+        None => assert!(search["reason"].is_string(), "{search}"),
+        // The capacity is a rate that held.
+        Some(capacity) => assert!(
+            curve
+                .iter()
+                .any(|p| p["held"] == true && p["offered_per_s"].as_f64() == Some(capacity)),
+            "{search}"
+        ),
+    }
+}
+
+#[test]
+fn flags_that_cannot_work_beside_slo_are_refused_with_the_reason() {
+    let refused = |args: &[&str], says: &str| {
+        let output = brigade().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} ran");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    };
+    refused(
+        &["compare", "--slo", "hits/s<100", "--scenarios", "hello"],
+        "the rate is what the search finds",
+    );
+    refused(
+        &["compare", "--slo", "p99>1ms", "--scenarios", "hello"],
+        "from above",
+    );
+    refused(
+        &[
+            "compare",
+            "--slo",
+            "p99<1s",
+            "--rate",
+            "100",
+            "--scenarios",
+            "hello",
+        ],
+        "--slo sets the rates itself",
+    );
+    refused(
+        &[
+            "compare",
+            "--slo",
+            "p99<1s",
+            "--slo-precision",
+            "0",
+            "--scenarios",
+            "hello",
+        ],
+        "--slo-precision",
+    );
+    refused(
+        &[
+            "load",
+            "--slo",
+            "p99<1s",
+            "--rate",
+            "100",
+            "--target",
+            "http://127.0.0.1:9",
+        ],
+        "--slo sets the rates itself",
+    );
+    refused(
+        &["load", "--slo", "rps<1", "--target", "http://127.0.0.1:9"],
+        "the rate is what the search finds",
+    );
+}
