@@ -9,7 +9,10 @@ use std::fmt::Write as _;
 use brigade_load::slo::{rate_words, CurvePoint, SloSearch};
 use plotters::prelude::*;
 
-use super::html::{colour, esc, plot_err, significant, CHART};
+use super::html::{colour, esc, plot_err, significant};
+
+/// The curve chart's size in pixels: wider than the others, for seven runtimes' knees.
+const CURVE_CHART: (u32, u32) = (880, 460);
 use super::Report;
 
 /// The header of the capacity table.
@@ -290,9 +293,27 @@ fn latency_bounds(slo: &[String]) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// One cell's latency–rate chart: p99 (solid, with dots) and p50 (thin) of every tested rate on a
-/// log axis against the offered rate, a line per runtime, the SLO bounds dashed across, and each
-/// runtime's capacity marked by a vertical line in its colour.
+/// The median of `value` at each distinct offered rate of `curve`, as (rate, log10 of the median),
+/// in rate order; points without a positive value are left out.
+fn median_by_rate(curve: &[CurvePoint], value: impl Fn(&CurvePoint) -> f64) -> Vec<(f64, f64)> {
+    let mut by_rate: std::collections::BTreeMap<u64, (f64, Vec<f64>)> = Default::default();
+    for p in curve.iter().filter(|p| value(p) > 0.0) {
+        by_rate
+            .entry(p.offered_per_s.round() as u64)
+            .or_insert_with(|| (p.offered_per_s, Vec::new()))
+            .1
+            .push(value(p));
+    }
+    by_rate
+        .into_values()
+        .map(|(rate, values)| (rate, brigade_stats::median(&values).log10()))
+        .collect()
+}
+
+/// One cell's latency–rate chart: every step's p99 as a small dot, and a line per runtime through
+/// the median p99 (solid) and p50 (thin) at each rate tested, on a log axis against the offered
+/// rate; the latency SLOs drawn across, and each runtime's capacity marked by a vertical line and
+/// a triangle in its colour.
 fn curve_chart(
     report: &Report,
     scenario: &str,
@@ -318,7 +339,7 @@ fn curve_chart(
     let max_rate = points.iter().map(|p| p.offered_per_s).fold(1.0, f64::max) * 1.05;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, CURVE_CHART).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let caption = format!(
             "{scenario}: latency against rate, {users} users{}",
@@ -359,18 +380,20 @@ fn curve_chart(
         }
         for search in searches {
             let color = colour(report, &search.runtime);
-            let mut curve: Vec<&CurvePoint> = search.outcome.curve.iter().collect();
-            curve.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
-            let p99: Vec<(f64, f64)> = curve
-                .iter()
-                .filter(|p| p.p99_ms > 0.0)
-                .map(|p| (p.offered_per_s, p.p99_ms.log10()))
-                .collect();
-            let p50: Vec<(f64, f64)> = curve
-                .iter()
-                .filter(|p| p.p50_ms > 0.0)
-                .map(|p| (p.offered_per_s, p.p50_ms.log10()))
-                .collect();
+            let curve = &search.outcome.curve;
+            // Every step a dot; the line through the median at each rate tested, so that a rate
+            // tested several times (the confirmations) draws one point of the curve.
+            let p99 = median_by_rate(curve, |p| p.p99_ms);
+            let p50 = median_by_rate(curve, |p| p.p50_ms);
+            chart
+                .draw_series(curve.iter().filter(|p| p.p99_ms > 0.0).map(|p| {
+                    Circle::new(
+                        (p.offered_per_s, p.p99_ms.log10()),
+                        2,
+                        color.mix(0.5).filled(),
+                    )
+                }))
+                .map_err(plot_err)?;
             super::html::draw_line(&mut chart, p99, color, format!("{} p99", search.runtime), 3)?;
             chart
                 .draw_series(LineSeries::new(p50, color.mix(0.5).stroke_width(1)))
@@ -391,7 +414,7 @@ fn curve_chart(
                     .map_err(plot_err)?;
             }
         }
-        super::html::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        super::html::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")
