@@ -471,25 +471,34 @@ fn judge_throughput(
     (comparisons, verdict)
 }
 
-/// The capacity comparisons of one cell's SLO searches: the runtime with the highest capacity
-/// against each other one, from the rates their confirmations confirmed (unpaired: each search's
-/// steps ran at their own times, interleaved with the others').
+/// The capacity comparisons of one cell's SLO searches: the runtime with the highest mean
+/// confirmed rate against each other one, from the rates their confirmations confirmed
+/// (unpaired: each search's steps ran at their own times, interleaved with the others'). A
+/// search without a capacity, or whose capacity carries the stalls note, is not ranked.
 fn judge_capacity_cell(
     searches: &[&brigade_load::slo::SloSearch],
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
-    let mut found: Vec<&&brigade_load::slo::SloSearch> = searches
-        .iter()
-        .filter(|s| s.outcome.capacity_per_s.is_some())
-        .collect();
-    found.sort_by(|x, y| {
-        let rate = |s: &brigade_load::slo::SloSearch| s.outcome.capacity_per_s.unwrap_or(0.0);
-        rate(y).total_cmp(&rate(x))
-    });
+    // A capacity confirmed far below its bracket carries a note (stalls that do not depend on
+    // the rate): it measures the machine, so it is listed but not ranked.
+    let usable = |s: &brigade_load::slo::SloSearch| {
+        s.outcome.capacity_per_s.is_some() && s.outcome.reason.is_none()
+    };
+    let rank = |s: &brigade_load::slo::SloSearch| {
+        if s.outcome.repeats.is_empty() {
+            s.outcome.capacity_per_s.unwrap_or(0.0)
+        } else {
+            brigade_stats::mean(&s.outcome.repeats)
+        }
+    };
+    let mut found: Vec<&&brigade_load::slo::SloSearch> =
+        searches.iter().filter(|s| usable(s)).collect();
+    // Best first by the mean confirmed rate, the figure the ratio is made of.
+    found.sort_by(|x, y| rank(y).total_cmp(&rank(x)));
     let missing: Vec<String> = searches
         .iter()
-        .filter(|s| s.outcome.capacity_per_s.is_none())
+        .filter(|s| !usable(s))
         .map(|s| {
             format!(
                 "{}: {}",
@@ -541,11 +550,8 @@ fn judge_capacity_cell(
             c
         })
         .collect();
-    // A runtime without a capacity cannot be ranked: its comparison says why.
-    for other in searches
-        .iter()
-        .filter(|s| s.outcome.capacity_per_s.is_none())
-    {
+    // A runtime without a usable capacity cannot be ranked: its comparison says why.
+    for other in searches.iter().filter(|s| !usable(s)) {
         let reason = other
             .outcome
             .reason
@@ -1095,6 +1101,15 @@ mod tests {
             .sentence
             .contains("generator-bound at 9,000/s"));
         assert_eq!(verdict.outcome, Outcome::NoData);
+        // A capacity confirmed far below its bracket is listed, not ranked.
+        let mut stalled = search("stalled", &[1_000.0, 1_000.0], None);
+        stalled.outcome.reason = Some("confirmed 80% below the bracket (5,000/s): stalls".into());
+        let (comparisons, _) = judge_capacity_cell(&[&found, &stalled], &capacity_key(), &rule);
+        assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
+        assert!(
+            comparisons[0].sentence.contains("stalls"),
+            "{comparisons:?}"
+        );
         // Nobody found one: generator-bound, with every reason.
         let (comparisons, verdict) = judge_capacity_cell(&[&bound], &capacity_key(), &rule);
         assert!(comparisons.is_empty());

@@ -40,17 +40,21 @@ pub fn rules(report: &Report) -> String {
          (after {} s of warm-up), latency counted from each request's intended send time. The \
          search ramps from its start rate (×2 while the SLO holds, ÷2 while it fails), bisects \
          the bracket until its ends are within {}%, then confirms: {} windows at the bracket's low \
-         end must all hold, stepping down {}% on a failure and twice as far on each further one (at most 16×). It confirms {} times in all, the later \
-         ones starting one step above the capacity; the rates they confirm are the samples of the \
-         capacity verdict (the best runtime against each other, unpaired bootstrap, ±{}% margin): \
-         the bracket is the search's precision, not a confidence interval. Steps: {}. A step the \
-         generator could not offer ends that search as generator-bound, with no capacity.",
+         end must all hold, stepping down {}% on a failure and twice as far on each further one \
+         (at most {}×). It confirms {} times in all, the later ones starting one step above the \
+         capacity; the rates they confirm are the samples of the capacity verdict (the best \
+         runtime against each other, unpaired bootstrap, ±{}% margin): the bracket is the \
+         search's precision, not a confidence interval; a capacity confirmed below {}% of its \
+         bracket says why (stalls that do not depend on the rate) and is not ranked. Steps: {}. \
+         A step the generator could not offer ends that search as generator-bound, with no \
+         capacity.",
         slo.slo.join(", "),
         trim(slo.window_s),
         trim(slo.warmup_s),
         trim(slo.precision_pct),
         slo.confirm_windows,
         trim(slo.precision_pct),
+        1u32 << brigade_load::slo::STEP_DOUBLINGS,
         slo.repeats,
         trim(
             report
@@ -58,6 +62,7 @@ pub fn rules(report: &Report) -> String {
                 .rule
                 .margin_pct(crate::verdict::Measure::Capacity)
         ),
+        trim(brigade_load::slo::STALLS_SHARE * 100.0),
         slo.interleaving
     )
 }

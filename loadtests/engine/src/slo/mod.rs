@@ -44,6 +44,8 @@ pub const GROWTH: f64 = 2.0;
 pub const ACHIEVED_SHARE: f64 = 0.99;
 /// Step-downs one confirmation may take before the search says it could not confirm.
 pub const MAX_STEP_DOWNS: u32 = 8;
+/// A capacity confirmed below this share of the bracket's low end comes with a note on stalls.
+pub const STALLS_SHARE: f64 = 0.7;
 /// A confirmation's step down doubles after each failure, at most this many times (2% → 32%).
 pub const STEP_DOUBLINGS: u32 = 4;
 /// The generator counts as saturated at this share of its threads' CPU (as compare judges its
@@ -418,8 +420,35 @@ impl Search {
         if repeat == 0 {
             self.outcome.capacity_per_s = Some(rate);
             self.outcome.confirmed = true;
+            self.outcome.reason = self.stalls_note(rate);
         }
         self.next_repeat(repeat);
+    }
+
+    /// When the first confirmation held only far below the bracket, why: the SLO failed in
+    /// windows at rates the bisection had seen hold, so latency there is set by stalls that do not
+    /// depend on the rate (a 20 ms pause fails a p99 of 10 ms in any 2 s window), and the capacity
+    /// measures the machine more than the server.
+    fn stalls_note(&self, capacity: f64) -> Option<String> {
+        let low = self.low?;
+        if capacity >= STALLS_SHARE * low {
+            return None;
+        }
+        let below: Vec<&CurvePoint> = self
+            .outcome
+            .curve
+            .iter()
+            .filter(|p| p.offered_per_s <= low && p.offered_per_s > capacity)
+            .collect();
+        let failed = below.iter().filter(|p| !p.held).count();
+        Some(format!(
+            "confirmed {:.0}% below the bracket ({}): {failed} of {} windows between the two \
+             failed the SLO, so latency here has stalls that do not depend on the rate; a longer \
+             --duration or a looser SLO makes a stall a smaller share of a window",
+            (1.0 - capacity / low) * 100.0,
+            rate_words(low),
+            below.len()
+        ))
     }
 
     /// Confirmation `repeat` stepped down as far as it may without holding.

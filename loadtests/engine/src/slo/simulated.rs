@@ -251,3 +251,38 @@ fn settings_no_search_can_run_with_are_refused() {
     let s = SearchSettings::from_start(-1.0);
     assert!(s.check().is_err());
 }
+
+#[test]
+fn a_capacity_confirmed_far_below_the_bracket_says_the_latency_has_stalls() {
+    // A machine that stalls in most windows whatever the rate, after a bisection that was lucky.
+    let slo = vec![parse_slo("p99<10ms").unwrap()];
+    let settings = SearchSettings {
+        repeats: 1,
+        ..SearchSettings::from_start(1_000.0)
+    };
+    let mut search = Search::new(slo, settings);
+    let mut queue = Queue::new(10_000.0, 0.0, 8);
+    let mut confirms = 0;
+    while let Some((rate, stage)) = search.next_step() {
+        let mut measured = queue.step(rate);
+        if stage == Stage::Confirm {
+            confirms += 1;
+            if confirms <= 5 {
+                measured.figures.latency.p99_ms = 30.0;
+            }
+        }
+        search.record(&measured);
+    }
+    let found = search.into_outcome();
+    let capacity = found.capacity_per_s.unwrap();
+    assert!(capacity < STALLS_SHARE * found.bracket_low.unwrap());
+    let note = found.reason.unwrap();
+    assert!(
+        note.contains("5 of ") && note.contains("windows between the two failed"),
+        "{note}"
+    );
+    assert!(
+        note.contains("stalls that do not depend on the rate"),
+        "{note}"
+    );
+}
