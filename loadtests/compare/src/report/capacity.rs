@@ -334,13 +334,7 @@ fn curve_chart(
         .chain(bounds.iter().map(|(_, ms)| *ms))
         .filter(|v| *v > 0.0 && v.is_finite())
         .collect();
-    let lo = latencies.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = latencies.iter().copied().fold(0.0, f64::max);
-    let (lo, hi) = if latencies.is_empty() {
-        (0.01, 1.0)
-    } else {
-        (lo / 1.5, hi * 1.5)
-    };
+    let (lo, hi) = super::html::log_range(&latencies);
     let max_rate = points.iter().map(|p| p.offered_per_s).fold(1.0, f64::max) * 1.05;
     let mut svg = String::new();
     {

@@ -399,6 +399,17 @@ pub(crate) fn draw_legend<'a, 'b: 'a>(
         .map_err(plot_err)
 }
 
+/// A log axis's range for positive `values` (ms): 1.5× beyond the smallest and the largest, or
+/// 0.01–1 when there are none.
+pub(crate) fn log_range(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.01, 1.0);
+    }
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    (lo / 1.5, hi * 1.5)
+}
+
 pub(crate) fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
     anyhow!("Failed to draw a chart: {err:?}")
 }
@@ -722,13 +733,7 @@ fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
         .flat_map(|r| values(r))
         .filter(|v| *v > 0.0)
         .collect();
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = all.iter().copied().fold(0.0, f64::max);
-    let (lo, hi) = if all.is_empty() {
-        (0.01, 1.0)
-    } else {
-        (lo / 1.5, hi * 1.5)
-    };
+    let (lo, hi) = log_range(&all);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART).into_drawing_area();
