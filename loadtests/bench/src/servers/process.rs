@@ -328,9 +328,74 @@ fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
     Ok(http_get(base, path)?.0)
 }
 
+/// The whole of one [`http_get`], connection to last byte: a server that trickles its answer is cut
+/// off here, not waited on.
+pub const HTTP_GET_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The most one [`http_get`] reads, head and body together (a `/metrics` page is tens of KiB).
+pub const HTTP_GET_MAX_BYTES: u64 = 8 * 1024 * 1024;
+
 /// A minimal blocking `GET {base}{path}` (`Connection: close`): the status code and the body (for
-/// readiness, `/health` and `/metrics`, not for load).
+/// readiness, `/health` and `/metrics`, not for load), within [`HTTP_GET_DEADLINE`] and
+/// [`HTTP_GET_MAX_BYTES`] whatever the server sends.
 pub(crate) fn http_get(base: &str, path: &str) -> anyhow::Result<(u16, String)> {
+    http_get_within(base, path, HTTP_GET_DEADLINE, HTTP_GET_MAX_BYTES)
+}
+
+/// A reader that fails once its deadline passes or its byte allowance is spent: every read waits
+/// at most the time left, and reads at most the bytes left.
+struct Bounded {
+    stream: TcpStream,
+    deadline: Instant,
+    left: u64,
+    max: u64,
+}
+
+/// The error of a read past the deadline.
+fn past_deadline() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the answer did not end before the deadline",
+    )
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let now = Instant::now();
+        if now >= self.deadline {
+            return Err(past_deadline());
+        }
+        if self.left == 0 {
+            return Err(std::io::Error::other(format!(
+                "the answer is longer than {} bytes",
+                self.max
+            )));
+        }
+        self.stream.set_read_timeout(Some(self.deadline - now))?;
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        // A read timed out by the socket says WouldBlock on Linux: it is the deadline.
+        let n = self
+            .stream
+            .read(&mut buf[..want])
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => past_deadline(),
+                _ => e,
+            })?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// [`http_get`] with its deadline and byte cap given.
+fn http_get_within(
+    base: &str,
+    path: &str,
+    within: Duration,
+    max_bytes: u64,
+) -> anyhow::Result<(u16, String)> {
+    let deadline = Instant::now() + within;
     let authority = base
         .strip_prefix("http://")
         .context("only http:// URLs are supported")?
@@ -340,13 +405,17 @@ pub(crate) fn http_get(base: &str, path: &str) -> anyhow::Result<(u16, String)> 
     let addr: SocketAddr = std::net::ToSocketAddrs::to_socket_addrs(authority)?
         .next()
         .with_context(|| format!("cannot resolve {authority}"))?;
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    write!(
+    let mut stream = TcpStream::connect_timeout(&addr, within.min(Duration::from_secs(1)))?;
+    stream.set_write_timeout(Some(within))?;
+    // One write: the head goes out in one segment.
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes())?;
+    let mut reader = BufReader::new(Bounded {
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut reader = BufReader::new(stream);
+        deadline,
+        left: max_bytes,
+        max: max_bytes,
+    });
     let mut status_line = String::new();
     reader.read_line(&mut status_line)?;
     let code = status_line
@@ -370,13 +439,21 @@ pub(crate) fn http_get(base: &str, path: &str) -> anyhow::Result<(u16, String)> 
         loop {
             let mut size = String::new();
             reader.read_line(&mut size)?;
-            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+            let size = u64::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
                 .with_context(|| format!("malformed chunk size {size:?}"))?;
             if size == 0 {
                 break;
             }
+            // A chunk larger than what is left to read cannot be honest: refuse it before
+            // allocating for it.
+            let end = (body.len() as u64)
+                .checked_add(size)
+                .filter(|&end| end <= max_bytes)
+                .with_context(|| {
+                    format!("a chunk of {size} bytes passes the {max_bytes}-byte cap")
+                })?;
             let start = body.len();
-            body.resize(start + size, 0);
+            body.resize(end as usize, 0);
             reader.read_exact(&mut body[start..])?;
             let mut crlf = [0u8; 2];
             reader.read_exact(&mut crlf)?;
@@ -386,4 +463,99 @@ pub(crate) fn http_get(base: &str, path: &str) -> anyhow::Result<(u16, String)> 
         reader.read_to_end(&mut body)?;
     }
     Ok((code, String::from_utf8_lossy(&body).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A one-connection server that reads the request head and answers with `answer`, a byte at a
+    /// time every `pause` when `pause` is given; returns its base URL.
+    fn serve_once(answer: Vec<u8>, pause: Option<Duration>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            // The whole head, so that closing leaves nothing unread (which would reset).
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            match pause {
+                None => {
+                    let _ = socket.write_all(&answer);
+                }
+                Some(pause) => {
+                    for byte in answer {
+                        if socket.write_all(&[byte]).is_err() {
+                            return;
+                        }
+                        std::thread::sleep(pause);
+                    }
+                }
+            }
+        });
+        base
+    }
+
+    #[test]
+    fn plain_and_chunked_answers_are_read_whole() {
+        let plain = serve_once(b"HTTP/1.1 200 OK\r\n\r\nready".to_vec(), None);
+        assert_eq!(
+            http_get(&plain, "/ready").unwrap(),
+            (200, "ready".to_owned())
+        );
+        let chunked = serve_once(
+            b"HTTP/1.1 503 No\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nnot\r\n6\r\n ready\r\n0\r\n\r\n"
+                .to_vec(),
+            None,
+        );
+        assert_eq!(
+            http_get(&chunked, "/ready").unwrap(),
+            (503, "not ready".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_chunk_size_past_the_cap_is_refused_before_anything_is_allocated() {
+        let base = serve_once(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nx".to_vec(),
+            None,
+        );
+        let err = format!("{:#}", http_get(&base, "/metrics").unwrap_err());
+        assert!(err.contains("passes the"), "{err}");
+    }
+
+    #[test]
+    fn an_answer_longer_than_the_cap_is_cut_off() {
+        let mut answer = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        answer.extend(std::iter::repeat_n(b'x', 4096));
+        let base = serve_once(answer, None);
+        let err = format!(
+            "{:#}",
+            http_get_within(&base, "/metrics", HTTP_GET_DEADLINE, 1024).unwrap_err()
+        );
+        assert!(err.contains("longer than 1024 bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_server_that_trickles_its_answer_is_cut_off_at_the_deadline() {
+        let mut answer = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        answer.extend(std::iter::repeat_n(b'x', 10_000));
+        let base = serve_once(answer, Some(Duration::from_millis(20)));
+        let err = http_get_within(
+            &base,
+            "/ready",
+            Duration::from_millis(300),
+            HTTP_GET_MAX_BYTES,
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("deadline") || err.contains("timed out"),
+            "{err}"
+        );
+    }
 }
