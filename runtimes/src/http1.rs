@@ -85,6 +85,16 @@ where
     }
 }
 
+/// The first pause after a failed accept.
+const ACCEPT_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(5);
+/// The longest pause between failed accepts.
+const ACCEPT_PAUSE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The pause after `pause` when accepting fails again: twice as long, at most a second.
+fn next_pause(pause: std::time::Duration) -> std::time::Duration {
+    (pause * 2).min(ACCEPT_PAUSE_MAX)
+}
+
 /// Serves over HTTP/1.1 under `limits` with Brigade's threading and shutdown, each connection with
 /// the service `make` gives it (a clone of one service, or salvo's handler that carries the
 /// connection's own state): at most `limits.max_connections` connections at once (one more is
@@ -116,16 +126,29 @@ where
         let graceful = GracefulShutdown::new();
         let stop = shutdown.wait();
         tokio::pin!(stop);
+        let mut pause = ACCEPT_PAUSE_MIN;
         loop {
-            let (stream, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        continue;
-                    }
-                },
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
                 _ = &mut stop => break,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => {
+                    pause = ACCEPT_PAUSE_MIN;
+                    stream
+                }
+                Err(e) => {
+                    // Out of files (or another accept error): pause before the next accept, each
+                    // pause twice the last up to a second, as hyper-util and tokio's examples do,
+                    // so that a full file table does not spin a core.
+                    tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "accept failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = &mut stop => break,
+                    }
+                    pause = next_pause(pause);
+                    continue;
+                }
             };
             let Some(permit) = gate.try_enter() else {
                 // Past the connection limit: closed at once, before any byte is read.
@@ -148,4 +171,22 @@ where
         graceful.shutdown().await;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_accepts_pause_twice_as_long_each_time_up_to_a_second() {
+        let mut pause = ACCEPT_PAUSE_MIN;
+        let mut pauses = vec![pause];
+        for _ in 0..12 {
+            pause = next_pause(pause);
+            pauses.push(pause);
+        }
+        assert_eq!(pauses[1], ACCEPT_PAUSE_MIN * 2);
+        assert!(pauses.windows(2).all(|w| w[1] >= w[0]));
+        assert_eq!(*pauses.last().unwrap(), ACCEPT_PAUSE_MAX);
+    }
 }

@@ -31,6 +31,7 @@ use brigade_kit::Service;
 mod args;
 mod cli;
 mod databases;
+mod files;
 mod prepare;
 mod run;
 
