@@ -222,9 +222,7 @@ impl CompareArgs {
     /// The side-by-side settings these flags ask for.
     fn side(&self, external: bool) -> anyhow::Result<crate::side::SideSettings> {
         for &rate in &self.side_by_side_rates {
-            if !(rate.is_finite() && rate > 0.0) {
-                bail!("--side-by-side-rates must be positive numbers of requests per second");
-            }
+            brigade_load::engine::check_rate("--side-by-side-rates", rate)?;
         }
         if self.windows == Some(0) {
             bail!("--windows must be at least 1");
@@ -412,9 +410,7 @@ impl CompareArgs {
         let mut seen = std::collections::BTreeSet::new();
         preloads.retain(|n| seen.insert(*n));
         if let Some(rate) = self.rate {
-            if !(rate.is_finite() && rate > 0.0) {
-                bail!("--rate must be a positive number of requests per second");
-            }
+            brigade_load::engine::check_rate("--rate", rate)?;
         }
         let thresholds = brigade_load::threshold::parse_all(&self.thresholds)?;
         let slo = self.slo_plan()?;

@@ -131,6 +131,9 @@ impl LoadArgs {
     /// The engine configuration these arguments describe; `registry` gives the default targets.
     pub fn config(&self, registry: &Registry) -> Result<LoadConfig> {
         let defaults = LoadConfig::default();
+        if let Some(rate) = self.rate {
+            engine::check_rate("--rate", rate)?;
+        }
         let targets = if self.targets.is_empty() {
             registry.targets()
         } else {

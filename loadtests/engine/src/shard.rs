@@ -183,21 +183,37 @@ pub struct ShardPlan {
 /// Parses `--start-at`: an RFC 3339 time (`2026-11-30T18:00:00Z`) or seconds since the UNIX epoch.
 pub fn parse_start_at(text: &str) -> Result<SystemTime, String> {
     let t = text.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs));
+    let at = if let Some(secs) = t.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0) {
+        Duration::try_from_secs_f64(secs)
+            .ok()
+            .and_then(|d| SystemTime::UNIX_EPOCH.checked_add(d))
+    } else {
+        let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+            .map_err(|e| {
+                format!("{text:?} is not a time (RFC 3339, e.g. 2026-11-30T18:00:00Z, or UNIX seconds): {e}")
+            })?;
+        let nanos = at.unix_timestamp_nanos();
+        if nanos < 0 {
+            return Err(format!("{text:?} is before 1970"));
         }
+        u64::try_from(nanos)
+            .ok()
+            .and_then(|n| SystemTime::UNIX_EPOCH.checked_add(Duration::from_nanos(n)))
+    };
+    let at = at.ok_or_else(|| format!("{text:?} is past any time this machine can keep"))?;
+    // Shards start together within seconds; a day ahead is a slip (milliseconds for seconds?).
+    let latest = SystemTime::now() + MAX_START_AHEAD;
+    if at > latest {
+        return Err(format!(
+            "{text:?} is more than {} hours from now: --start-at takes UNIX seconds or RFC 3339",
+            MAX_START_AHEAD.as_secs() / 3600
+        ));
     }
-    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| {
-            format!("{text:?} is not a time (RFC 3339, e.g. 2026-11-30T18:00:00Z, or UNIX seconds): {e}")
-        })?;
-    let nanos = at.unix_timestamp_nanos();
-    if nanos < 0 {
-        return Err(format!("{text:?} is before 1970"));
-    }
-    Ok(SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos as u64))
+    Ok(at)
 }
+
+/// How far ahead `--start-at` may be.
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// Seconds since the UNIX epoch of `at`.
 pub fn unix_s(at: SystemTime) -> f64 {
@@ -300,5 +316,20 @@ path = "/b/{{pick shared}}"
         let b = parse_start_at("1796061600").unwrap();
         assert_eq!(a, b);
         assert!(parse_start_at("soon").is_err());
+    }
+
+    #[test]
+    fn start_times_past_any_clock_or_days_ahead_are_refused_not_a_panic() {
+        for text in ["10000000000000000000", "1e300", "9999-12-31T23:59:59Z"] {
+            let err = parse_start_at(text).unwrap_err();
+            assert!(
+                err.contains("hours from now") || err.contains("past any time"),
+                "{text}: {err}"
+            );
+        }
+        // Milliseconds given for seconds: refused.
+        let millis = (unix_s(SystemTime::now()) * 1000.0) as u64;
+        assert!(parse_start_at(&millis.to_string()).is_err());
+        assert!(parse_start_at(&format!("{}", unix_s(SystemTime::now()) + 60.0)).is_ok());
     }
 }

@@ -40,6 +40,22 @@ use conn::Target;
 use stats::RouteStats;
 use worker::{Pace, Progress, Share, Shared};
 
+/// The lowest open-loop rate a run may offer, requests/s (one request every 100 s).
+pub const MIN_RATE: f64 = 0.01;
+/// The highest open-loop rate a run may offer, requests/s.
+pub const MAX_RATE: f64 = 100_000_000.0;
+
+/// Refuses an open-loop rate no schedule can keep: not a number, or outside
+/// [`MIN_RATE`]..=[`MAX_RATE`]. `what` names the flag in the message.
+pub fn check_rate(what: &str, rate: f64) -> Result<()> {
+    if !(rate.is_finite() && (MIN_RATE..=MAX_RATE).contains(&rate)) {
+        anyhow::bail!(
+            "{what} {rate}: a rate is a number of requests per second from {MIN_RATE} to {MAX_RATE}"
+        );
+    }
+    Ok(())
+}
+
 /// How to run a load.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadConfig {
@@ -545,6 +561,22 @@ impl<'a> ProgressView<'a> {
     fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_no_schedule_can_keep_are_refused() {
+        for rate in [0.0, -1.0, 1e-20, f64::NAN, f64::INFINITY, 1e12] {
+            let err = check_rate("--rate", rate).unwrap_err().to_string();
+            assert!(err.contains("requests per second from"), "{rate}: {err}");
+        }
+        for rate in [MIN_RATE, 1.0, 2_000.0, MAX_RATE] {
+            assert!(check_rate("--rate", rate).is_ok(), "{rate}");
         }
     }
 }

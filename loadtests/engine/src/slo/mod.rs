@@ -88,9 +88,7 @@ impl SearchSettings {
 
     /// Refuses settings no search can run with.
     pub fn check(&self) -> anyhow::Result<()> {
-        if !(self.start_per_s.is_finite() && self.start_per_s > 0.0) {
-            anyhow::bail!("the SLO search's start rate must be a positive number of requests/s");
-        }
+        crate::engine::check_rate("--slo-start", self.start_per_s)?;
         if !(self.precision > 0.0 && self.precision < 0.5) {
             anyhow::bail!("--slo-precision must be above 0% and below 50%");
         }
@@ -686,9 +684,7 @@ impl SloArgs {
         };
         settings.check()?;
         if let Some(rate) = self.slo_target_rate {
-            if !(rate.is_finite() && rate > 0.0) {
-                anyhow::bail!("--slo-target-rate must be a positive number of requests/s");
-            }
+            crate::engine::check_rate("--slo-target-rate", rate)?;
         }
         Ok(settings)
     }
