@@ -9,12 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
 use crate::http::ApiError;
 use crate::observe::{trace, Metrics, Stopwatch};
+
+/// The largest answer body read from a peer: a bigger one is a 502, not a process that keeps
+/// allocating (the services' answers are a few KiB; a list page at its limit, well under a MiB).
+pub const MAX_PEER_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// Timeouts for calls to peers.
 #[derive(Debug, Clone, Copy)]
@@ -137,12 +141,17 @@ impl PeerClient {
                 }
             })?;
             let status = resp.status().as_u16();
-            let body = resp
-                .into_body()
+            let body = Limited::new(resp.into_body(), MAX_PEER_BODY_BYTES)
                 .collect()
                 .await
                 .map_err(|e| {
-                    ApiError::bad_gateway(format!("{peer} service broke off its answer: {e}"))
+                    if e.is::<http_body_util::LengthLimitError>() {
+                        ApiError::bad_gateway(format!(
+                            "{peer} service answered more than {MAX_PEER_BODY_BYTES} bytes"
+                        ))
+                    } else {
+                        ApiError::bad_gateway(format!("{peer} service broke off its answer: {e}"))
+                    }
                 })?
                 .to_bytes();
             Ok(PeerReply { status, body })
@@ -154,5 +163,66 @@ impl PeerClient {
                 self.timeouts.request.as_millis()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A peer that answers every connection with `head` and then `body_bytes` zero bytes.
+    async fn peer(head: String, body_bytes: usize) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let head = head.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = socket.read(&mut buf).await;
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let chunk = vec![0u8; 64 * 1024];
+                    let mut left = body_bytes;
+                    while left > 0 {
+                        let n = left.min(chunk.len());
+                        if socket.write_all(&chunk[..n]).await.is_err() {
+                            return;
+                        }
+                        left -= n;
+                    }
+                });
+            }
+        });
+        base
+    }
+
+    fn client(base: String) -> PeerClient {
+        let peers = HashMap::from([("big".to_owned(), base)]);
+        PeerClient::new(peers, PeerTimeouts::default())
+    }
+
+    #[tokio::test]
+    async fn a_peer_answer_over_the_cap_is_a_502_and_one_under_it_is_read() {
+        let too_big = MAX_PEER_BODY_BYTES + 1;
+        let announced = peer(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {too_big}\r\n\r\n"),
+            too_big,
+        )
+        .await;
+        let err = client(announced).get("big", "/x").await.unwrap_err();
+        assert_eq!(err.code.status(), 502, "{err:?}");
+        assert!(err.message.contains("more than"), "{err:?}");
+        // Chunked, no length said: cut off as it passes the cap.
+        let chunked = peer(
+            format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{too_big:x}\r\n"),
+            too_big,
+        )
+        .await;
+        let err = client(chunked).get("big", "/x").await.unwrap_err();
+        assert_eq!(err.code.status(), 502, "{err:?}");
+        let fine = peer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n".to_owned(), 5).await;
+        let reply = client(fine).get("big", "/x").await.unwrap();
+        assert_eq!((reply.status, reply.body.len()), (200, 5));
     }
 }
