@@ -171,6 +171,9 @@ fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> 
     brigade_runtimes::baseline::serve_hello(runtime.name, listener, workers, shutdown)
 }
 
+/// The most of an answer's body `probe` reads.
+const PROBE_MAX_BODY: usize = 1024 * 1024;
+
 fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
     use http_body_util::{BodyExt, Empty};
     let uri: hyper::Uri = url.parse().with_context(|| format!("bad URL {url:?}"))?;
@@ -181,12 +184,20 @@ fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
         let client =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .build_http::<Empty<bytes::Bytes>>();
-        let resp = tokio::time::timeout(timeout, client.get(uri))
+        // The whole exchange, body included, under the one timeout: a server that sends its head
+        // and then trickles is cut off like one that never answers. The body is read (and capped)
+        // only to finish the exchange cleanly.
+        let exchange = async {
+            let resp = client.get(uri).await?;
+            let status = resp.status();
+            let _ = http_body_util::Limited::new(resp.into_body(), PROBE_MAX_BODY)
+                .collect()
+                .await;
+            anyhow::Ok(status)
+        };
+        tokio::time::timeout(timeout, exchange)
             .await
-            .context("timed out")??;
-        let status = resp.status();
-        let _ = resp.into_body().collect().await;
-        anyhow::Ok(status)
+            .with_context(|| format!("no whole answer within {} ms", timeout.as_millis()))?
     })?;
     if !status.is_success() {
         bail!("{url} answered {status}");

@@ -1,4 +1,5 @@
-//! Extreme flag values get a clear error, never a panic (exit code 101): the cases that panicked
+//! Extreme flag values get a clear error, never a panic (exit code 101), and `probe` answers
+//! within its timeout whatever the server does: the cases that panicked or hung
 //! before, each through the real binary. (Issue 21 walks every flag of the command tree; these
 //! are the ones found so far.)
 
@@ -59,4 +60,27 @@ fn extreme_rates_and_start_times_are_refused_with_a_message_not_a_panic() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn probe_gives_up_on_a_server_that_trickles_its_answer_within_its_timeout() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/ready", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut head = [0u8; 1024];
+        let _ = socket.read(&mut head);
+        let _ = socket.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n");
+        // A byte every 50 ms: the whole body would take 80 minutes.
+        for _ in 0..100_000 {
+            if socket.write_all(b"x").is_err() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    let (code, stderr) = run(&["probe", &url, "--timeout-ms", "500"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no whole answer within 500 ms"), "{stderr}");
 }

@@ -96,17 +96,7 @@ pub async fn mongo_uri() -> Option<String> {
     }
 }
 
-/// Writes one line to the process's stderr directly: the test harness captures `eprintln!`
-/// of passing tests, and a skip must be seen.
-pub fn loud(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-/// Whether `BRIGADE_REQUIRE_MONGO` asks for a failure instead of a skip.
-pub fn require_mongo() -> bool {
-    std::env::var("BRIGADE_REQUIRE_MONGO").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-}
+pub use crate::skip::{loud, require_mongo};
 
 /// A database name no other test (of this or another process) uses: `<prefix>_<pid>_<n>_<random>`,
 /// cut to MongoDB's 63-character limit.
