@@ -136,16 +136,16 @@ pub(super) fn build(
     StudyReport {
         study: "faults".to_owned(),
         title: "Brigade fault study".to_owned(),
-        summary: format!(
-            "{} on {} × {}: nothing lost, nothing hangs, everything recovers.",
-            settings
+        summary: headline(
+            &settings
                 .faults
                 .iter()
                 .map(|f| f.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            settings.runtimes.join(", "),
-            settings.stores.join(", ")
+            &settings.runtimes.join(", "),
+            &settings.stores.join(", "),
+            results,
         ),
         started_at,
         wall_s: wall.as_secs_f64(),
@@ -153,6 +153,43 @@ pub(super) fn build(
         notes,
         sections,
     }
+}
+
+/// The study's first line, from the same figures as its table: the requests and acknowledged
+/// writes lost, the restarts needed and the abusive connections left open, summed, each named by
+/// where it happened when it is not zero — so it cannot claim what the table contradicts.
+fn headline(faults: &str, runtimes: &str, stores: &str, results: &[FaultResult]) -> String {
+    let measure = |name: &str, pick: fn(&FaultResult) -> Option<f64>| -> String {
+        let at: Vec<String> = results
+            .iter()
+            .filter_map(|r| pick(r).filter(|v| *v > 0.0).map(|v| (r, v)))
+            .map(|(r, v)| format!("{v:.0} on {} {} {}", r.runtime, r.store, r.fault))
+            .collect();
+        let total: f64 = results.iter().filter_map(pick).sum();
+        if at.is_empty() {
+            format!("0 {name}")
+        } else {
+            format!("{total:.0} {name} ({})", at.join(", "))
+        }
+    };
+    let failed = results
+        .iter()
+        .filter(|r| r.notes.iter().any(|n| n.starts_with("not run")))
+        .count();
+    let mut line = format!(
+        "{faults} on {runtimes} × {stores}: {}, {}, {}, {}",
+        measure("requests lost", |r| r.requests_lost),
+        measure("acknowledged writes lost", |r| r.writes_lost),
+        measure("restarts needed", |r| r.restarts_needed),
+        measure("abusive connections left open", |r| r.abusive_left_open),
+    );
+    if failed > 0 {
+        line.push_str(&format!(
+            "; {failed} fault run(s) not run (see their notes)"
+        ));
+    }
+    line.push('.');
+    line
 }
 
 fn setup(settings: &FaultsSettings, results: &[FaultResult]) -> Setup {
@@ -198,4 +235,52 @@ fn setup(settings: &FaultsSettings, results: &[FaultResult]) -> Setup {
         out.line("Server limits", limits_text(&limits));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(runtime: &str, lost: f64) -> FaultResult {
+        FaultResult {
+            runtime: runtime.to_owned(),
+            store: "embedded".to_owned(),
+            fault: "sigterm".to_owned(),
+            errors_during: Some(lost),
+            recover_s: Some(0.0),
+            requests_lost: Some(lost),
+            writes_lost: Some(0.0),
+            restarts_needed: Some(0.0),
+            p99_ms: None,
+            unloaded_p99_ms: None,
+            abusive_left_open: None,
+            rss_mib: None,
+            server_limits: None,
+            notes: Vec::new(),
+            seconds: Vec::new(),
+            window: None,
+        }
+    }
+
+    #[test]
+    fn the_headline_says_what_the_table_says() {
+        let clean = headline("sigterm", "hyper", "embedded", &[result("hyper", 0.0)]);
+        assert!(
+            clean.contains("0 requests lost, 0 acknowledged writes lost"),
+            "{clean}"
+        );
+        let lossy = headline(
+            "sigterm",
+            "hyper, actix",
+            "embedded",
+            &[result("hyper", 10.0), result("actix", 14.0)],
+        );
+        assert!(
+            lossy.contains(
+                "24 requests lost (10 on hyper embedded sigterm, 14 on actix embedded sigterm)"
+            ),
+            "{lossy}"
+        );
+        assert!(!lossy.contains("nothing lost"), "{lossy}");
+    }
 }
