@@ -44,6 +44,18 @@ fn extreme_rates_and_start_times_are_refused_with_a_message_not_a_panic() {
         ),
         (
             &[
+                "serve",
+                "--service",
+                "all",
+                "--store",
+                "memory",
+                "--listen",
+                "127.0.0.1:65535",
+            ][..],
+            "past 65535",
+        ),
+        (
+            &[
                 "compare",
                 "--slo",
                 "p99<1s",

@@ -18,13 +18,30 @@ use brigade_runtimes::{Mount, Runtime, ServerLimits, Shutdown};
 use crate::Services;
 
 /// The address service number `index` of a set listens on: `listen` with its port plus `index`
-/// (port 0 stays 0: any free port), or 127.0.0.1 and the service's default port.
-pub fn listen_addr(listen: Option<SocketAddr>, index: usize, default_port: u16) -> SocketAddr {
-    match listen {
+/// (port 0 stays 0: any free port), or 127.0.0.1 and the service's default port; an error when
+/// the consecutive port would pass 65535.
+pub fn listen_addr(
+    listen: Option<SocketAddr>,
+    index: usize,
+    default_port: u16,
+) -> anyhow::Result<SocketAddr> {
+    Ok(match listen {
         Some(a) if a.port() == 0 => a,
-        Some(a) => SocketAddr::new(a.ip(), a.port() + index as u16),
+        Some(a) => {
+            let port = u16::try_from(index)
+                .ok()
+                .and_then(|i| a.port().checked_add(i))
+                .with_context(|| {
+                    format!(
+                        "--listen {a}: the services take consecutive ports from it, and service \
+                         number {} would need a port past 65535; give a lower port",
+                        index + 1
+                    )
+                })?;
+            SocketAddr::new(a.ip(), port)
+        }
         None => SocketAddr::from(([127, 0, 0, 1], default_port)),
-    }
+    })
 }
 
 /// The URL a client on this machine reaches `addr` by (an unspecified address becomes loopback).
@@ -67,7 +84,7 @@ pub fn bind(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let addr = listen_addr(listen, i, s.default_port());
+            let addr = listen_addr(listen, i, s.default_port())?;
             let listener = brigade_runtimes::bind(addr)
                 .with_context(|| format!("Failed to bind the {} service", s.name()))?;
             Ok(Bound {
@@ -238,13 +255,21 @@ mod tests {
     #[test]
     fn services_take_consecutive_ports_from_listen_or_their_own() {
         let l: SocketAddr = "0.0.0.0:9000".parse().unwrap();
-        assert_eq!(listen_addr(Some(l), 2, 1), "0.0.0.0:9002".parse().unwrap());
-        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        assert_eq!(listen_addr(Some(any), 2, 1), any);
         assert_eq!(
-            listen_addr(None, 2, 8083),
+            listen_addr(Some(l), 2, 1).unwrap(),
+            "0.0.0.0:9002".parse().unwrap()
+        );
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert_eq!(listen_addr(Some(any), 2, 1).unwrap(), any);
+        assert_eq!(
+            listen_addr(None, 2, 8083).unwrap(),
             "127.0.0.1:8083".parse().unwrap()
         );
+        // The last port: the first service takes it, the next would wrap.
+        let last: SocketAddr = "127.0.0.1:65535".parse().unwrap();
+        assert_eq!(listen_addr(Some(last), 0, 1).unwrap(), last);
+        let err = listen_addr(Some(last), 1, 1).unwrap_err().to_string();
+        assert!(err.contains("past 65535"), "{err}");
     }
 
     #[test]
