@@ -72,8 +72,8 @@ pub struct CompareArgs {
     /// Warm-up per run, not counted [default: 500ms; --quick: 500ms]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub warmup: Option<Duration>,
-    /// Isolated runs per runtime, scenario and user count [default: 1]
-    #[arg(long)]
+    /// Isolated runs per runtime, scenario and user count, 1 to 1000 [default: 1]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
     /// Side by side: offer every runtime these rates (requests/s each, comma-separated) instead of
     /// the default load levels (about 40% and 80% of the server CPUs, from the isolated runs)

@@ -41,7 +41,7 @@ impl RunCheck {
             } else {
                 String::new()
             },
-            self.repeat + 1,
+            u64::from(self.repeat) + 1,
             self.check.threshold,
             if self.check.passed { "held" } else { "failed" },
             self.check.text

@@ -731,3 +731,22 @@ fn the_side_by_side_table_shows_the_cost_breakdown_and_the_efficiency_verdict_it
         .unwrap();
     assert_eq!(other.syscalls_per_request, None);
 }
+
+#[test]
+fn a_report_holding_the_largest_numbers_is_rejudged_without_a_panic_or_a_wrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = synthetic();
+    report.settings.repeat = u32::MAX;
+    for run in &mut report.runs {
+        run.repeat = u32::MAX;
+    }
+    report::write_all(&report, dir.path()).unwrap();
+    let rejudged = compare::rejudge(dir.path(), &Rule::default()).unwrap();
+    assert_eq!(rejudged.settings.repeat, u32::MAX);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    // Repeats are shown counting from 1: the largest one is one past u32::MAX, not 0.
+    assert!(
+        md.contains("| 4294967296 |"),
+        "no widened repeat in the runs table"
+    );
+}

@@ -479,8 +479,9 @@ pub fn run_cells(run: &RunRecord) -> Vec<String> {
             (r.pid.to_string(), how)
         });
     vec![
-        (run.index + 1).to_string(),
-        (run.repeat + 1).to_string(),
+        // A report read from a file may hold any number: widened, never wrapped.
+        (run.index as u64 + 1).to_string(),
+        (u64::from(run.repeat) + 1).to_string(),
         run.runtime.clone(),
         run.scenario.clone(),
         run.users.to_string(),
