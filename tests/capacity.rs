@@ -129,6 +129,7 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Capacity at the SLO") && md.contains("## Latency–rate curves"));
     assert!(md.contains("| capacity verdict |"));
+    assert!(md.contains("no isolated runs (--slo): every search step 0.4 s measured"));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Capacity at the SLO") && html.contains("latency against rate"));
     assert!(html.contains("<svg"));

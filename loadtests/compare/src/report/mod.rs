@@ -208,6 +208,19 @@ pub struct SloSetup {
     pub interleaving: String,
 }
 
+/// What the isolated runs (or, without them, the SLO search's steps) measured, in words.
+fn runs_words(s: &Settings) -> String {
+    let window = format!(
+        "{} s measured after {} s warm-up",
+        markdown::trim(s.duration_s),
+        markdown::trim(s.warmup_s)
+    );
+    match &s.slo {
+        Some(_) if s.repeat == 0 => format!("no isolated runs (--slo): every search step {window}"),
+        _ => format!("isolated runs: {window}, repeat {}", s.repeat),
+    }
+}
+
 /// How the side-by-side runs were made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideSetup {
@@ -823,8 +836,7 @@ impl Report {
         .line(
             "Settings",
             format!(
-                "scenarios {}; {} {}; preload {}; isolated runs: {} s measured after {} s warm-up, \
-                 repeat {}; request timeout {} ms; {}; {}{}{}",
+                "scenarios {}; {} {}; preload {}; {}; request timeout {} ms; {}; {}{}{}",
                 s.scenarios.join(", "),
                 match s.rate {
                     Some(_) => "connections",
@@ -840,9 +852,7 @@ impl Report {
                     .map(|&n| count(n))
                     .collect::<Vec<_>>()
                     .join(", "),
-                markdown::trim(s.duration_s),
-                markdown::trim(s.warmup_s),
-                s.repeat,
+                runs_words(s),
                 s.timeout_ms,
                 rule_words(&s.rule),
                 load_words(s),
@@ -852,7 +862,13 @@ impl Report {
                 if s.quick { "; --quick" } else { "" }
             ),
         )
-        .line("Interleaving", s.interleaving.clone());
+        .line(
+            "Interleaving",
+            match &s.slo {
+                Some(slo) if s.repeat == 0 => slo.interleaving.clone(),
+                _ => s.interleaving.clone(),
+            },
+        );
         if let Some(side) = &s.side_by_side {
             out.line("Side by side", side_words(side));
         }
@@ -913,9 +929,10 @@ impl Report {
 pub fn load_words(s: &Settings) -> String {
     format!(
         "{}, {}",
-        match s.rate {
-            Some(rate) => format!("open loop at {} requests/s", rate_words(rate)),
-            None => "closed loop".to_owned(),
+        match (s.rate, &s.slo) {
+            (Some(rate), _) => format!("open loop at {} requests/s", rate_words(rate)),
+            (None, Some(_)) if s.repeat == 0 => "open loop at the search's rates".to_owned(),
+            (None, _) => "closed loop".to_owned(),
         },
         if s.keepalive {
             "keep-alive"
