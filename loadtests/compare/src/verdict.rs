@@ -190,18 +190,12 @@ pub fn figure(value: f64) -> String {
     }
     let magnitude = value.abs();
     if magnitude >= 1000.0 {
-        let digits = format!("{:.0}", magnitude);
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
+        let grouped = brigade_load::table::grouped(magnitude.round() as u64);
         if value < 0.0 {
-            out.insert(0, '-');
+            format!("-{grouped}")
+        } else {
+            grouped
         }
-        out
     } else if magnitude >= 100.0 {
         format!("{value:.0}")
     } else if magnitude >= 10.0 {

@@ -5,6 +5,19 @@ use std::fmt::Write as _;
 
 use crate::result::{Errors, LoadResult, RouteResult};
 
+/// `n` with its thousands separated by commas: `412`, `58,026`, `1,000,000`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Renders `result` as a plain-text table.
 pub fn render(result: &LoadResult) -> String {
     let s = &result.settings;

@@ -516,15 +516,7 @@ fn point(measured: &Measured, held: bool, stage: Stage, why: Option<String>) -> 
 /// `12,345/s`, `15.2/s`: a rate as the search's sentences give it.
 pub fn rate_words(rate: f64) -> String {
     if rate >= 100.0 {
-        let digits = format!("{rate:.0}");
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        format!("{out}/s")
+        format!("{}/s", crate::table::grouped(rate.round() as u64))
     } else {
         format!("{rate:.1}/s")
     }
