@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use brigade_load::scenario::Scenario;
-use brigade_load::slo::{self, Measured, Search, SloSearch, Stage};
+use brigade_load::slo::{self, Measured, Search, SloSearch};
 
 use crate::measure::{Bench, Served};
 use crate::plan::Planned;
@@ -179,7 +179,7 @@ fn search_cell(
             format!(
                 "{}: {} at {}",
                 head(i),
-                stage_word(stage),
+                stage.as_str(),
                 slo::rate_words(rate)
             ),
         );
@@ -267,15 +267,6 @@ fn start_rate(
                 record.error.as_deref().unwrap_or("no successful request")
             ),
         ),
-    }
-}
-
-/// A stage in words, for the progress lines.
-fn stage_word(stage: Stage) -> &'static str {
-    match stage {
-        Stage::Ramp => "ramp",
-        Stage::Bisect => "bisect",
-        Stage::Confirm => "confirm",
     }
 }
 

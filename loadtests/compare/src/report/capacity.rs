@@ -131,7 +131,7 @@ pub const CURVE_HEADER: [&str; 9] = [
 fn curve_row(runtime: &str, p: &CurvePoint) -> Vec<String> {
     vec![
         runtime.to_owned(),
-        format!("{:?}", p.stage).to_lowercase(),
+        p.stage.as_str().to_owned(),
         rate_words(p.offered_per_s),
         rate_words(p.achieved_per_s),
         format!("{:.3}", p.p50_ms),

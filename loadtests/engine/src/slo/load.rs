@@ -151,7 +151,7 @@ fn print_step(rate: f64, stage: Stage, m: &Measured) {
     let l = &m.figures.latency;
     println!(
         "  {:<8} {:>12} offered, {:>10.0}/s done, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} errors{}",
-        format!("{stage:?}").to_lowercase(),
+        stage.as_str(),
         super::rate_words(rate),
         m.achieved_per_s,
         l.p50_ms,

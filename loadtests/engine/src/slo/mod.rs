@@ -111,6 +111,17 @@ pub enum Stage {
     Confirm,
 }
 
+impl Stage {
+    /// Its name, as `report.json` writes it (`ramp`, `bisect`, `confirm`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Ramp => "ramp",
+            Stage::Bisect => "bisect",
+            Stage::Confirm => "confirm",
+        }
+    }
+}
+
 /// What one step measured, as its driver saw it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Measured {
