@@ -42,9 +42,6 @@ pub struct Searched {
 fn measured(record: &RunRecord, rate: f64) -> Measured {
     match &record.result {
         Some(result) => Measured {
-            offered_per_s: rate,
-            achieved_per_s: result.total.requests as f64 / result.elapsed_s.max(1e-9),
-            figures: (&result.total).into(),
             // Saturated generator CPUs are the generator's doing unless other processes took
             // them: a contended step counts, marked, and its latency shows what it cost.
             generator_bound: record
@@ -52,19 +49,16 @@ fn measured(record: &RunRecord, rate: f64) -> Measured {
                 .clone()
                 .filter(|_| record.contended.is_none()),
             server_cpu_us_per_request: record.server_cpu_us_per_request(),
-            failed: None,
             contended: record.contended.clone(),
+            ..Measured::from_result(rate, result)
         },
-        None => Measured {
-            offered_per_s: rate,
-            failed: Some(
-                record
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| "no result".to_owned()),
-            ),
-            ..Measured::default()
-        },
+        None => Measured::failed(
+            rate,
+            record
+                .error
+                .clone()
+                .unwrap_or_else(|| "no result".to_owned()),
+        ),
     }
 }
 

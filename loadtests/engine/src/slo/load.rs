@@ -12,28 +12,23 @@ use crate::engine::{self, LoadConfig};
 use crate::registry::Registry;
 use crate::result::LoadResult;
 use crate::scenario::Scenario;
-use crate::threshold::Figures;
 
 /// Each step's measured window unless `--duration` says.
 const STEP_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// What a step's run measured, as the search reads it; `threads` is the generator's.
+/// What a step's run measured, as the search reads it: generator-bound when its threads were
+/// saturated (the server's side is not sampled here).
 pub fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
     let threads = result.settings.threads.max(1);
     let busy = result.generator_cpu_percent / (100.0 * f64::from(threads));
     Measured {
-        offered_per_s,
-        achieved_per_s: result.total.requests as f64 / result.elapsed_s.max(1e-9),
-        figures: Figures::from(&result.total),
         generator_bound: (busy >= GENERATOR_SATURATED).then(|| {
             format!(
                 "the generator used {:.0}% of its {threads} thread(s)",
                 result.generator_cpu_percent / f64::from(threads)
             )
         }),
-        server_cpu_us_per_request: None,
-        failed: None,
-        contended: None,
+        ..Measured::from_result(offered_per_s, result)
     }
 }
 
@@ -108,11 +103,7 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
             }
             Err(err) => {
                 error = Some(format!("{err:#}"));
-                Measured {
-                    offered_per_s: rate,
-                    failed: Some(format!("{err:#}")),
-                    ..Measured::default()
-                }
+                Measured::failed(rate, format!("{err:#}"))
             }
         }
     });

@@ -142,6 +142,28 @@ pub struct Measured {
     pub contended: Option<String>,
 }
 
+impl Measured {
+    /// What a run at `offered_per_s` measured: its completed rate and totals (who set the pace,
+    /// the server's CPU and contention are the driver's to add).
+    pub fn from_result(offered_per_s: f64, result: &crate::result::LoadResult) -> Measured {
+        Measured {
+            offered_per_s,
+            achieved_per_s: result.total.requests as f64 / result.elapsed_s.max(1e-9),
+            figures: Figures::from(&result.total),
+            ..Measured::default()
+        }
+    }
+
+    /// A step at `offered_per_s` that measured nothing, and why.
+    pub fn failed(offered_per_s: f64, why: String) -> Measured {
+        Measured {
+            offered_per_s,
+            failed: Some(why),
+            ..Measured::default()
+        }
+    }
+}
+
 /// One tested rate on the latency–rate curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
