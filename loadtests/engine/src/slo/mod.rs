@@ -303,7 +303,7 @@ impl Search {
         };
         self.outcome.steps += 1;
         if let Some(why) = &measured.failed {
-            self.stop(format!(
+            self.abandon(format!(
                 "the step at {} could not be measured: {why}",
                 rate_words(rate)
             ));
@@ -313,7 +313,7 @@ impl Search {
         self.outcome.curve.push(point(measured, held, stage, why));
         let precision = self.settings.precision;
         if let Some(why) = self.generator_bound(measured, held) {
-            self.stop(format!("generator-bound at {}: {why}", rate_words(rate)));
+            self.abandon(format!("generator-bound at {}: {why}", rate_words(rate)));
             return;
         }
         match self.phase {
@@ -513,14 +513,18 @@ impl Search {
         };
     }
 
-    /// Ends the search with `reason`; a generator-bound or failed step leaves no capacity.
+    /// Ends the search with `reason`, keeping what it confirmed.
     fn stop(&mut self, reason: String) {
-        if reason.starts_with("generator-bound") || reason.contains("could not be measured") {
-            self.outcome.capacity_per_s = None;
-            self.outcome.confirmed = false;
-        }
         self.outcome.reason = Some(reason);
         self.phase = Phase::Done;
+    }
+
+    /// Ends the search with `reason` and no capacity, whatever it confirmed before: a step that
+    /// measured the generator, or nothing, leaves the search without a figure to claim.
+    fn abandon(&mut self, reason: String) {
+        self.outcome.capacity_per_s = None;
+        self.outcome.confirmed = false;
+        self.stop(reason);
     }
 }
 
