@@ -27,6 +27,20 @@ pub const INTERLEAVING: &str =
      an earlier one wrote), alone on the server CPUs; the runtimes' searches step in rounds, one \
      step each, the order rotating by one from round to round";
 
+/// How the steps' servers are made against `--external` servers, in words.
+pub const EXTERNAL_INTERLEAVING: &str =
+    "the same external servers for every step (compare did not start them); the runtimes' \
+     searches step in rounds, one step each, the order rotating by one from round to round";
+
+/// How `settings`' steps are made and ordered, in words.
+fn steps_words(settings: &crate::settings::CompareSettings) -> &'static str {
+    if settings.external.is_empty() {
+        INTERLEAVING
+    } else {
+        EXTERNAL_INTERLEAVING
+    }
+}
+
 /// What the searches found, and the first server of each runtime (its workers and limits for the
 /// report's setup).
 pub struct Searched {
@@ -143,7 +157,7 @@ fn search_cell(
         record
     };
     let head = |r: usize| format!("[slo] {} {} {} users", runtimes[r], at.label, at.users);
-    let mut began: Vec<f64> = vec![0.0; runtimes.len()];
+    let mut spent: Vec<f64> = vec![0.0; runtimes.len()];
     let mut starts = Vec::new();
     for k in 0..runtimes.len() {
         let r = (k + at.rotation) % runtimes.len();
@@ -151,17 +165,17 @@ fn search_cell(
         let (start, from) = start_rate(plan, runs, &runtimes[r], at, || {
             run(r, None, format!("{}: closed-loop probe", head(r)))
         });
-        began[r] += clock.elapsed().as_secs_f64();
+        spent[r] += clock.elapsed().as_secs_f64();
         starts.push((r, start, from));
     }
     starts.sort_by_key(|(r, _, _)| *r);
     let mut searches: Vec<Search> = starts
         .iter()
         .map(|(_, start, _)| {
-            let settings = plan
-                .args
-                .settings(*start)
-                .unwrap_or_else(|_| slo::SearchSettings::from_start(*start));
+            let settings = slo::SearchSettings {
+                start_per_s: *start,
+                ..plan.search.clone()
+            };
             Search::new(plan.slos.clone(), settings)
         })
         .collect();
@@ -177,18 +191,14 @@ fn search_cell(
                 slo::rate_words(rate)
             ),
         );
-        began[i] += clock.elapsed().as_secs_f64();
+        spent[i] += clock.elapsed().as_secs_f64();
         measured(&record, rate)
     });
     let server_cpus = settings
         .external
         .is_empty()
         .then_some(bench.cpus.server.len() as u32);
-    let fresh = if settings.external.is_empty() {
-        INTERLEAVING.to_owned()
-    } else {
-        "the same external servers for every step (compare did not start them)".to_owned()
-    };
+    let fresh = steps_words(settings).to_owned();
     searches
         .into_iter()
         .zip(starts)
@@ -201,7 +211,7 @@ fn search_cell(
                 outcome: search.into_outcome(),
                 start_from: from,
                 fresh: fresh.clone(),
-                seconds: began[r],
+                seconds: spent[r],
                 ..SloSearch::default()
             };
             record.size(server_cpus, plan.args.slo_target_rate);
@@ -276,11 +286,6 @@ pub fn setup(settings: &crate::settings::CompareSettings) -> Option<report::SloS
         target_rate_per_s: plan.args.slo_target_rate,
         window_s: settings.duration.as_secs_f64(),
         warmup_s: settings.warmup.as_secs_f64(),
-        interleaving: if settings.external.is_empty() {
-            INTERLEAVING.to_owned()
-        } else {
-            "the same external servers for every step; steps in rounds, the order rotating"
-                .to_owned()
-        },
+        interleaving: steps_words(settings).to_owned(),
     })
 }

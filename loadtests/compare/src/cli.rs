@@ -483,11 +483,12 @@ impl CompareArgs {
             bail!("--slo sets the rates itself: drop --rate (the search starts from --slo-start)");
         }
         let slos = self.slo.slos()?;
-        // The flags are checked now, with any start: a typo should not wait for the first search.
-        self.slo.settings(self.slo.slo_start.unwrap_or(1.0))?;
+        // Checked now, with any start: a typo should not wait for the first search.
+        let search = self.slo.settings(self.slo.slo_start.unwrap_or(1.0))?;
         Ok(Some(crate::settings::SloPlan {
             slos,
             args: self.slo.clone(),
+            search,
         }))
     }
 }

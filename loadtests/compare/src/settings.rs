@@ -99,6 +99,8 @@ pub struct SloPlan {
     pub slos: Vec<brigade_load::threshold::Threshold>,
     /// The search's flags (start, precision, confirmations, target rate).
     pub args: brigade_load::slo::SloArgs,
+    /// The search's settings from those flags, checked; each search takes its own start rate.
+    pub search: brigade_load::slo::SearchSettings,
 }
 
 /// Steps a search takes about, for the estimate: a ramp, a bisection and its confirmations.
