@@ -101,43 +101,6 @@ fn listen_for_shutdown() -> impl std::future::Future<Output = ()> + Send + 'stat
     }
 }
 
-/// Files a process keeps open besides its connections (stores, listeners, peers, logs).
-const RESERVED_FILES: u64 = 256;
-
-/// The connections per service that fit in `open_files` (the process's file limit, if known)
-/// shared by `services` services: an explicit `--max-connections` past it is refused, the default
-/// lowered to it with a line saying so.
-fn fit_connections(
-    wanted: usize,
-    explicit: bool,
-    services: usize,
-    open_files: Option<u64>,
-) -> anyhow::Result<usize> {
-    let Some(open_files) = open_files else {
-        return Ok(wanted);
-    };
-    let per_service = open_files.saturating_sub(RESERVED_FILES) / services.max(1) as u64;
-    let fits = usize::try_from(per_service).unwrap_or(usize::MAX).max(1);
-    if wanted <= fits {
-        return Ok(wanted);
-    }
-    if explicit {
-        bail!(
-            "--max-connections {wanted}: this process may open {open_files} files \
-             (RLIMIT_NOFILE), so {services} service(s) can hold at most {fits} connections each \
-             ({RESERVED_FILES} kept for stores and listeners); raise the limit (ulimit -n) or ask \
-             for at most {fits}"
-        );
-    }
-    tracing::warn!(
-        from = wanted,
-        to = fits,
-        open_files,
-        "max connections per service lowered to fit the process's open-file limit"
-    );
-    Ok(fits)
-}
-
 /// `serve`: runs `args` over `services` until SIGTERM or SIGINT. Blocks; `Ok` once every request
 /// in flight has finished and the stores are closed.
 pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
@@ -183,7 +146,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     }
     let mut limits = args.limits.limits();
     limits.validate()?;
-    limits.max_connections = fit_connections(
+    limits.max_connections = crate::files::fit_connections(
         limits.max_connections,
         args.limits.max_connections.is_some(),
         chosen.len(),
@@ -254,29 +217,4 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         crate::drop_databases(&chosen, &config)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn connections_are_fitted_to_the_open_file_limit() {
-        // Enough files: as asked.
-        assert_eq!(
-            fit_connections(16_384, false, 3, Some(1_048_576)).unwrap(),
-            16_384
-        );
-        assert_eq!(fit_connections(100, true, 3, None).unwrap(), 100);
-        // The default past 1,024 files for three services: lowered to (1,024 − 256) ÷ 3.
-        assert_eq!(fit_connections(16_384, false, 3, Some(1_024)).unwrap(), 256);
-        // Asked for explicitly: refused, saying what would fit.
-        let err = fit_connections(16_384, true, 3, Some(1_024))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("at most 256 connections each"), "{err}");
-        assert!(err.contains("RLIMIT_NOFILE"), "{err}");
-        // A limit below the reserve still leaves one connection.
-        assert_eq!(fit_connections(10, false, 1, Some(100)).unwrap(), 1);
-    }
 }
