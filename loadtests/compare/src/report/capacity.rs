@@ -164,16 +164,6 @@ fn cells<'a>(report: &'a Report, scenario: &str) -> Vec<(u32, u64, Vec<&'a SloSe
     out
 }
 
-fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = format!("| {} |\n", header.join(" | "));
-    let _ = writeln!(out, "|{}", " --- |".repeat(header.len()));
-    for cells in rows {
-        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
-    out
-}
-
 /// The capacity section of `report.md` (empty without searches).
 pub fn markdown(report: &Report) -> String {
     if report.slo_searches.is_empty() {
@@ -192,7 +182,7 @@ pub fn markdown(report: &Report) -> String {
             continue;
         }
         let _ = writeln!(out, "### Scenario `{scenario}`\n");
-        out.push_str(&markdown_table(&HEADER, &rows));
+        out.push_str(&super::markdown::table(&HEADER, &rows));
         out.push('\n');
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
             if let Some(v) = &cell.capacity {
@@ -241,7 +231,7 @@ pub fn markdown_curves(report: &Report) -> String {
                 points.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
                 rows.extend(points.into_iter().map(|p| curve_row(&s.runtime, p)));
             }
-            out.push_str(&markdown_table(&CURVE_HEADER, &rows));
+            out.push_str(&super::markdown::table(&CURVE_HEADER, &rows));
             out.push('\n');
         }
     }

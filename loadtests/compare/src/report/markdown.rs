@@ -229,14 +229,13 @@ pub const TABLE_HEADER: [&str; 15] = [
 
 fn scenario_table(report: &Report, scenario: &str) -> String {
     let mut out = format!("## Scenario `{scenario}`\n\n");
-    let _ = writeln!(out, "| {} |", TABLE_HEADER.join(" | "));
-    let mut rule = vec!["---"];
-    rule.extend(std::iter::repeat_n("---:", TABLE_HEADER.len() - 2));
-    rule.push("---");
-    let _ = writeln!(out, "| {} |", rule.join(" | "));
-    for row in report.rows.iter().filter(|r| r.scenario == scenario) {
-        let _ = writeln!(out, "| {} |", row_cells(row).join(" | "));
-    }
+    let rows: Vec<Vec<String>> = report
+        .rows
+        .iter()
+        .filter(|r| r.scenario == scenario)
+        .map(row_cells)
+        .collect();
+    out.push_str(&table(&TABLE_HEADER, &rows));
     out.push('\n');
     out.push_str(&side_table(report, scenario));
     for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
@@ -349,15 +348,7 @@ fn side_table(report: &Report, scenario: &str) -> String {
         return String::new();
     }
     let mut out = String::from("Side by side (every runtime at once, the same offered rate):\n\n");
-    let _ = writeln!(out, "| {} |", SIDE_HEADER.join(" | "));
-    let mut rule = vec!["---"];
-    rule.extend(std::iter::repeat_n("---:", SIDE_HEADER.len() - 2));
-    rule.push("---");
-    let _ = writeln!(out, "| {} |", rule.join(" | "));
-    for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| cell_text(c)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
+    out.push_str(&table(&SIDE_HEADER, &rows));
     out.push('\n');
     out
 }
@@ -516,6 +507,23 @@ fn runs(report: &Report) -> String {
 }
 
 /// Makes text safe inside a table cell.
+/// A markdown table of text cells under `header`, numbers right-aligned (every column but the
+/// first and the last), each cell escaped.
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
+    let mut rule = vec!["---"];
+    rule.extend(std::iter::repeat_n("---:", header.len().saturating_sub(2)));
+    if header.len() > 1 {
+        rule.push("---");
+    }
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| cell_text(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
 pub(crate) fn cell_text(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
