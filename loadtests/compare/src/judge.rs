@@ -96,6 +96,20 @@ struct Key<'a> {
     store: &'a str,
 }
 
+impl<'a> Key<'a> {
+    /// The key of a cell judged as a whole (no side-by-side level).
+    fn cell(scenario: &'a str, users: u32, preload: u64, store: &'a str) -> Key<'a> {
+        Key {
+            scenario,
+            users,
+            preload,
+            level: None,
+            rate_per_s: None,
+            store,
+        }
+    }
+}
+
 /// How a unit of samples is named in a verdict line.
 fn sample_words(measure: Measure, n: usize) -> String {
     match measure {
@@ -590,14 +604,7 @@ pub fn judge_capacity(report: &mut Report, rule: &Rule) {
                 if mine.is_empty() {
                     continue;
                 }
-                let key = Key {
-                    scenario,
-                    users,
-                    preload,
-                    level: None,
-                    rate_per_s: None,
-                    store: &settings.store,
-                };
+                let key = Key::cell(scenario, users, preload, &settings.store);
                 let (comparisons, verdict) = judge_capacity_cell(&mine, &key, rule);
                 report.comparisons.extend(comparisons);
                 cells.push((
@@ -653,14 +660,7 @@ pub fn judge(
         let mut efficiency = Vec::new();
         for &preload in &settings.preloads {
             for &users in &settings.users {
-                let key = Key {
-                    scenario,
-                    users,
-                    preload,
-                    level: None,
-                    rate_per_s: None,
-                    store: &settings.store,
-                };
+                let key = Key::cell(scenario, users, preload, &settings.store);
                 let mine: Vec<&RunRecord> = runs
                     .iter()
                     .filter(|r| &r.scenario == scenario && r.users == users && r.preload == preload)
@@ -1044,14 +1044,7 @@ mod tests {
     }
 
     fn capacity_key() -> Key<'static> {
-        Key {
-            scenario: "s",
-            users: 20,
-            preload: 0,
-            level: None,
-            rate_per_s: None,
-            store: "memory",
-        }
+        Key::cell("s", 20, 0, "memory")
     }
 
     #[test]
