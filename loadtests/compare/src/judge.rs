@@ -587,49 +587,44 @@ fn judge_capacity_cell(
 /// Judges every `--slo` search of `report` on capacity: a verdict per cell (in `report.cells`)
 /// and per scenario, the comparisons appended to `report.comparisons`.
 pub fn judge_capacity(report: &mut Report, rule: &Rule) {
-    if report.slo_searches.is_empty() {
+    let Report {
+        settings,
+        slo_searches,
+        cells,
+        scenarios,
+        comparisons,
+        ..
+    } = report;
+    if slo_searches.is_empty() {
         return;
     }
-    let several_preloads = report.settings.preloads.iter().any(|&n| n != 0);
-    let settings = report.settings.clone();
+    let several_preloads = settings.preloads.iter().any(|&n| n != 0);
     for scenario in &settings.scenarios {
-        let mut cells = Vec::new();
-        for &preload in &settings.preloads {
-            for &users in &settings.users {
-                let mine: Vec<&brigade_load::slo::SloSearch> = report
-                    .slo_searches
-                    .iter()
-                    .filter(|s| &s.scenario == scenario && s.users == users && s.preload == preload)
-                    .collect();
-                if mine.is_empty() {
-                    continue;
-                }
-                let key = Key::cell(scenario, users, preload, &settings.store);
-                let (comparisons, verdict) = judge_capacity_cell(&mine, &key, rule);
-                report.comparisons.extend(comparisons);
-                cells.push((
-                    CellAt {
-                        users,
-                        preload: several_preloads.then_some(preload),
-                        level: None,
-                    },
-                    verdict.clone(),
-                ));
-                if let Some(cell) = report
-                    .cells
-                    .iter_mut()
-                    .find(|c| &c.scenario == scenario && c.users == users && c.preload == preload)
-                {
-                    cell.capacity = Some(verdict);
-                }
+        let mut judged = Vec::new();
+        // The cells `judge` made, one per users × preload, in its order.
+        for cell in cells.iter_mut().filter(|c| &c.scenario == scenario) {
+            let mine: Vec<&brigade_load::slo::SloSearch> = slo_searches
+                .iter()
+                .filter(|s| {
+                    &s.scenario == scenario && s.users == cell.users && s.preload == cell.preload
+                })
+                .collect();
+            if mine.is_empty() {
+                continue;
             }
+            let key = Key::cell(scenario, cell.users, cell.preload, &settings.store);
+            let (found, verdict) = judge_capacity_cell(&mine, &key, rule);
+            comparisons.extend(found);
+            let at = CellAt {
+                users: cell.users,
+                preload: several_preloads.then_some(cell.preload),
+                level: None,
+            };
+            judged.push((at, verdict.clone()));
+            cell.capacity = Some(verdict);
         }
-        if let Some(v) = report
-            .scenarios
-            .iter_mut()
-            .find(|v| &v.scenario == scenario)
-        {
-            v.capacity = (!cells.is_empty()).then(|| verdict::judge_scenario_at(&cells));
+        if let Some(v) = scenarios.iter_mut().find(|v| &v.scenario == scenario) {
+            v.capacity = (!judged.is_empty()).then(|| verdict::judge_scenario_at(&judged));
         }
     }
 }
