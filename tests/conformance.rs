@@ -21,6 +21,11 @@ async fn suite(d: Deployment) {
 
 brigade_serve::conformance_matrix!(restaurant(), suite);
 
+#[path = "conformance/corpus.rs"]
+mod corpus;
+#[path = "conformance/differential.rs"]
+mod differential;
+
 /// The server limits, the same on every runtime (`brigade_kit::limits`), checked over raw sockets
 /// with the engine's abusive clients while a normal load runs: slow heads, idle keep-alive
 /// connections and unfinished bodies are closed by their timeouts, heads over the count or size are

@@ -1,5 +1,6 @@
-//! The `brigade` binary as a process: acknowledged writes survive SIGKILL on the embedded store, and
-//! SIGTERM finishes the request in flight, then exits 0 — on every runtime.
+//! The `brigade` binary as a process: acknowledged writes survive SIGKILL on the embedded store,
+//! SIGTERM finishes the request in flight, then exits 0, and SIGTERM under keep-alive load loses
+//! no request of a client that honours `Connection: close` — on every runtime.
 //!
 //! Neither test assumes how fast the machine is: each waits for the event it needs (so many writes
 //! acknowledged, the server's `100 Continue` for a request it is reading, its log line saying the
@@ -297,6 +298,106 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
         assert!(
             TcpStream::connect(&addr).is_err(),
             "{runtime}: still accepting after shutdown"
+        );
+    }
+}
+
+/// What a keep-alive client that honours `Connection: close` saw: answers, connections refused,
+/// and requests lost (written, then the connection closed without an answer).
+#[derive(Debug, Default)]
+struct Drained {
+    answered: AtomicUsize,
+    refused: AtomicUsize,
+    lost: AtomicUsize,
+}
+
+/// One client: requests on one keep-alive connection, a new connection after an answer that says
+/// `Connection: close`, until `done`.
+fn keep_alive_client(addr: &str, seen: &Drained, done: &std::sync::atomic::AtomicBool) {
+    let request = format!("GET /bench/hello HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    while !done.load(Ordering::Relaxed) {
+        let Ok(mut conn) = TcpStream::connect(addr) else {
+            seen.refused.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        };
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        loop {
+            if conn.write_all(request.as_bytes()).is_err() {
+                seen.lost.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            let (mut length, mut close, mut line) = (0usize, false, String::new());
+            let mut answered = false;
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                let l = line.trim_end().to_ascii_lowercase();
+                if l.is_empty() {
+                    answered = true;
+                    break;
+                }
+                if let Some(v) = l.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                close |= l.starts_with("connection:") && l.contains("close");
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            if !answered || reader.read_exact(&mut body).is_err() {
+                seen.lost.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            seen.answered.fetch_add(1, Ordering::Relaxed);
+            if close || done.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    }
+}
+
+/// The drain (docs/reliability.md): SIGTERM while eight keep-alive clients send request after
+/// request; a client that honours `Connection: close` loses none, on every runtime. The signal goes
+/// once every client has been answered a few times (counted, not timed).
+#[test]
+fn sigterm_under_keep_alive_load_loses_no_request() {
+    use std::sync::atomic::AtomicBool;
+    for runtime in every_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = Server::start(runtime, "waiter", dir.path());
+        let addr = server
+            .url("waiter")
+            .trim_start_matches("http://")
+            .to_string();
+        let seen = Arc::new(Drained::default());
+        let done = Arc::new(AtomicBool::new(false));
+        let clients: Vec<_> = (0..8)
+            .map(|_| {
+                let (addr, seen, done) = (addr.clone(), seen.clone(), done.clone());
+                std::thread::spawn(move || keep_alive_client(&addr, &seen, &done))
+            })
+            .collect();
+        let started = Instant::now();
+        while seen.answered.load(Ordering::Relaxed) < 400 {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{runtime}: the clients are answered"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        server.signal("-TERM");
+        let status = server.wait(Duration::from_secs(20));
+        // Every client has met the closed listener at least once, or it never will.
+        let refused_by_then = seen.refused.load(Ordering::Relaxed);
+        done.store(true, Ordering::Relaxed);
+        for c in clients {
+            c.join().unwrap();
+        }
+        assert!(status.success(), "{runtime}: exit status {status}");
+        assert_eq!(
+            seen.lost.load(Ordering::Relaxed),
+            0,
+            "{runtime}: requests lost in the drain: {seen:?} ({refused_by_then} refused by the exit)"
         );
     }
 }

@@ -8,13 +8,17 @@
 //! count and size itself in every handler, and the connection limit is the kit's gate, applied as
 //! each connection opens (`on_connect`): past it the socket is shut at once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use actix_web::http::header;
+use actix_web::dev::Service as _;
+
+use actix_web::http::{header, ConnectionType};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use brigade_kit::http::Endpoint;
 use brigade_kit::limits::{read_body, ConnectionGate, ServerLimits};
+use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
 use crate::baseline::HELLO_TYPE;
@@ -53,14 +57,47 @@ fn method(m: Method) -> actix_web::http::Method {
     }
 }
 
-/// The kit's head limits on an actix request.
-fn check_head(req: &HttpRequest, limits: &ServerLimits) -> Result<(), ApiError> {
-    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let headers = req
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
-    limits.check_request_head(req.method().as_str(), target, headers)
+/// The kit's house rules ([`brigade_kit::rules`]) on an actix request.
+fn admit(req: &HttpRequest, limits: &ServerLimits) -> Result<Admitted, Refused> {
+    let target = req.uri().path_and_query().map_or("", |p| p.as_str());
+    let headers = || {
+        req.headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
+    };
+    let version = if req.version() <= actix_web::http::Version::HTTP_10 {
+        rules::Version::Http10
+    } else {
+        rules::Version::Http11
+    };
+    rules::admit(limits, req.method().as_str(), target, version, headers)
+}
+
+/// `resp`, closing the connection after it when `close`.
+fn closing(mut resp: HttpResponse, close: bool) -> HttpResponse {
+    if close {
+        resp.head_mut().set_connection_type(ConnectionType::Close);
+    }
+    resp
+}
+
+/// The answer to a request the house rules admitted: `reply`, closing where the rules say.
+fn answer(reply: Reply, admitted: Admitted) -> HttpResponse {
+    let close = admitted.closes_after(reply.status);
+    closing(respond(reply), close)
+}
+
+/// The answer to a request the house rules refused.
+fn refusal(refused: Refused) -> HttpResponse {
+    closing(respond(refused.error.to_reply()), refused.close)
+}
+
+/// The kit's 404 or 405 for a request no route takes, after the house rules.
+fn unmatched(app: &Arc<dyn AppHandle>, req: &HttpRequest, limits: &ServerLimits) -> HttpResponse {
+    match admit(req, limits) {
+        Err(refused) => refusal(refused),
+        Ok(a) => answer(app.unmatched(req.method().as_str(), req.path()), a),
+    }
 }
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
@@ -75,7 +112,11 @@ async fn body(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if length == Some(0) {
+    // RFC 9112: a request with neither a length nor a transfer coding has no body (actix hands
+    // an `Upgrade` request the rest of the connection as its payload).
+    if length == Some(0)
+        || (length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
+    {
         return Ok(Bytes::new()); // no body (a GET): nothing to read
     }
     read_body(payload, length, limit, limits.body_read_timeout).await
@@ -94,12 +135,13 @@ fn resource(
         let handler = move |req: HttpRequest, payload: web::Payload| {
             let app = app.clone();
             async move {
-                if let Err(e) = check_head(&req, &limits) {
-                    return respond(app.refused(route, e));
-                }
+                let admitted = match admit(&req, &limits) {
+                    Ok(a) => a,
+                    Err(r) => return closing(respond(app.refused(route, r.error)), r.close),
+                };
                 let body = match body(&req, payload, limit, &limits).await {
                     Ok(b) => b,
-                    Err(e) => return respond(app.refused(route, e)),
+                    Err(e) => return answer(app.refused(route, e), admitted),
                 };
                 let request = Request {
                     params: req
@@ -120,7 +162,7 @@ fn resource(
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_string),
                 };
-                respond(app.call(route, request).await)
+                answer(app.call(route, request).await, admitted)
             }
         };
         if m == Method::Get {
@@ -131,11 +173,8 @@ fn resource(
     }
     let app = app.clone();
     res.default_service(web::to(move |req: HttpRequest| {
-        let reply = match check_head(&req, &limits) {
-            Err(err) => err.to_reply(),
-            Ok(()) => app.unmatched(req.method().as_str(), req.path()),
-        };
-        async move { respond(reply) }
+        let response = unmatched(&app, &req, &limits);
+        async move { response }
     }))
 }
 
@@ -148,11 +187,7 @@ fn not_found(
         let limits = req
             .app_data::<web::Data<ServerLimits>>()
             .map_or_else(ServerLimits::default, |l| *l.get_ref());
-        let reply = match check_head(&req, &limits) {
-            Err(e) => e.to_reply(),
-            Ok(()) => app.unmatched(req.method().as_str(), req.path()),
-        };
-        std::future::ready(respond(reply))
+        std::future::ready(unmatched(&app, &req, &limits))
     }
 }
 
@@ -218,34 +253,63 @@ pub(crate) fn run_config(
 ) -> anyhow::Result<()> {
     let limits = *limits;
     let gate = ConnectionGate::new(limits.max_connections);
+    // Set once the server drains: every answer from then on closes its connection.
+    let draining = Arc::new(AtomicBool::new(false));
+    let set = draining.clone();
+    // The listening socket itself (a second handle on it), to stop listening when the drain
+    // begins: the runtime's own stop only stops accepting, and the kernel would go on completing
+    // handshakes that no one answers.
+    let listening = listener.try_clone()?;
+    let open = gate.clone();
     actix_web::rt::System::new().block_on(async move {
-        let server =
-            actix_web::HttpServer::new(move || actix_web::App::new().configure(routes.clone()))
-                .workers(workers)
-                .backlog(1024)
-                .keep_alive(limits.keep_alive_timeout)
-                .client_request_timeout(limits.header_read_timeout)
-                // actix-web's own cap is per worker: the kit's gate below is the real limit.
-                .max_connections(limits.max_connections)
-                .on_connect(move |conn, extensions| match gate.try_enter() {
-                    // The permit lives as long as the connection's data.
-                    Some(permit) => {
-                        extensions.insert(permit);
-                    }
-                    None => {
-                        // Past the connection limit: shut at once, before any byte is read.
-                        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-                            let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
+        let server = actix_web::HttpServer::new(move || {
+            let draining = draining.clone();
+            actix_web::App::new()
+                .wrap_fn(move |req, srv| {
+                    let close = draining.load(Ordering::Relaxed);
+                    let answer = srv.call(req);
+                    async move {
+                        let mut res = answer.await?;
+                        if close {
+                            res.response_mut()
+                                .head_mut()
+                                .set_connection_type(ConnectionType::Close);
                         }
+                        Ok(res)
                     }
                 })
-                .disable_signals()
-                .shutdown_timeout(GRACE.as_secs())
-                .listen(listener)?
-                .run();
+                .configure(routes.clone())
+        })
+        .workers(workers)
+        .backlog(1024)
+        .keep_alive(limits.keep_alive_timeout)
+        .client_request_timeout(limits.header_read_timeout)
+        // actix-web's own cap is per worker: the kit's gate below is the real limit.
+        .max_connections(limits.max_connections)
+        .on_connect(move |conn, extensions| match gate.try_enter() {
+            // The permit lives as long as the connection's data.
+            Some(permit) => {
+                extensions.insert(permit);
+            }
+            None => {
+                // Past the connection limit: shut at once, before any byte is read.
+                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                    let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
+                }
+            }
+        })
+        .disable_signals()
+        .shutdown_timeout(GRACE.as_secs())
+        .listen(listener)?
+        .run();
         let handle = server.handle();
         actix_web::rt::spawn(async move {
             shutdown.wait().await;
+            // The drain (docs/reliability.md): the listener closes at once, the connections
+            // still open close after their next answer, then the rest within the grace.
+            let _ = socket2::SockRef::from(&listening).shutdown(std::net::Shutdown::Read);
+            set.store(true, Ordering::Relaxed);
+            crate::drain(|| open.open()).await;
             handle.stop(true).await;
         });
         server.await?;

@@ -10,11 +10,17 @@
 //! keep-alive limits) and a backstop on a head's bytes at actix-web's fixed 128 KiB (its own bare
 //! 431 past it); hyper answers a `HEAD` without the body it would send a `GET`.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
 use brigade_kit::limits::{ConnectionGate, ServerLimits, RUNTIME_MAX_HEADER_BYTES};
-use brigade_kit::ApiError;
+use brigade_kit::rules::{self, Admitted, Refused};
 use bytes::Bytes;
-use futures::future::{Either as EitherFuture, FutureExt, Map, Ready};
-use http::{header, Method, Request, Response, StatusCode};
+use futures::future::{Either as EitherFuture, Ready};
+use http::{header, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::{Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper::service::Service;
@@ -26,29 +32,62 @@ use crate::{run_on_tokio, Shutdown};
 /// A response of the guarded service: the runtime's own, or the guard's error.
 type Guarded<B> = Response<Either<B, Full<Bytes>>>;
 
-/// The runtime's service behind the kit's head limits and `HEAD` handling.
+/// The runtime's service behind the kit's house rules ([`brigade_kit::rules`]: the head limits,
+/// the rules where runtimes differ, `Connection: close` where they say so) and `HEAD` handling.
 #[derive(Clone)]
 struct Guard<S> {
     inner: S,
     limits: ServerLimits,
+    /// Set once the server drains: every answer from then on closes its connection.
+    draining: Arc<AtomicBool>,
 }
 
 /// The kit's error as a bare hyper response (the guard answers before any runtime code runs).
-fn error_response<B>(e: ApiError) -> Guarded<B> {
-    let reply = e.to_reply();
+fn error_response<B>(refused: Refused) -> Guarded<B> {
+    let reply = refused.error.to_reply();
     let mut resp = Response::new(Either::Right(Full::new(reply.body)));
     *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::BAD_REQUEST);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         crate::content_type_value(reply.content_type),
     );
+    if refused.close {
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     resp
 }
 
-type Wrap<B, E> = fn(Result<Response<B>, E>) -> Result<Guarded<B>, E>;
+pin_project_lite::pin_project! {
+    /// The runtime's answer, with `Connection: close` added where the rules close the connection
+    /// after it (hyper then closes it once the answer is written).
+    struct Answer<F> {
+        #[pin]
+        inner: F,
+        admitted: Admitted,
+    }
+}
 
-fn wrap<B, E>(r: Result<Response<B>, E>) -> Result<Guarded<B>, E> {
-    r.map(|resp| resp.map(Either::Left))
+impl<F, B, E> Future for Answer<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Guarded<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let admitted = *this.admitted;
+        this.inner.poll(cx).map(|r| {
+            r.map(|resp| {
+                let mut resp = resp.map(Either::Left);
+                if admitted.closes_after(resp.status().as_u16()) {
+                    resp.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                resp
+            })
+        })
+    }
 }
 
 impl<S, B> Service<Request<Incoming>> for Guard<S>
@@ -57,31 +96,49 @@ where
 {
     type Response = Guarded<B>;
     type Error = S::Error;
-    type Future =
-        EitherFuture<Ready<Result<Guarded<B>, S::Error>>, Map<S::Future, Wrap<B, S::Error>>>;
+    type Future = EitherFuture<Ready<Result<Guarded<B>, S::Error>>, Answer<S::Future>>;
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
-        let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-        let headers = req
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
-        if let Err(e) = self
-            .limits
-            .check_request_head(req.method().as_str(), target, headers)
-        {
-            return EitherFuture::Left(futures::future::ready(Ok(error_response(e))));
+        let target = req.uri().path_and_query().map_or("", |p| p.as_str());
+        let headers = || {
+            req.headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
+        };
+        let version = if req.version() <= Version::HTTP_10 {
+            rules::Version::Http10
+        } else {
+            rules::Version::Http11
+        };
+        let admitted = match rules::admit(
+            &self.limits,
+            req.method().as_str(),
+            target,
+            version,
+            headers,
+        ) {
+            Ok(a) if self.draining.load(Ordering::Relaxed) => Admitted { close: true, ..a },
+            Ok(a) => a,
+            Err(refused) => {
+                return EitherFuture::Left(futures::future::ready(Ok(error_response(refused))))
+            }
+        };
+        if let Some(path) = rules::normalize_path(req.uri().path()) {
+            // `/he%61lth` routes as `/health` on every runtime (some routers unescape, some not).
+            let query = req.uri().query().map_or(String::new(), |q| format!("?{q}"));
+            if let Ok(uri) = format!("{path}{query}").parse() {
+                *req.uri_mut() = uri;
+            }
         }
         if req.method() == Method::HEAD {
             // RFC 9110: HEAD is answered for every GET route; hyper leaves the body out because
             // the request it parsed was a HEAD.
             *req.method_mut() = Method::GET;
         }
-        EitherFuture::Right(
-            self.inner
-                .call(req)
-                .map(wrap::<B, S::Error> as Wrap<B, S::Error>),
-        )
+        EitherFuture::Right(Answer {
+            inner: self.inner.call(req),
+            admitted,
+        })
     }
 }
 
@@ -124,6 +181,7 @@ where
             .max_header_size(RUNTIME_MAX_HEADER_BYTES);
         let gate = ConnectionGate::new(limits.max_connections);
         let graceful = GracefulShutdown::new();
+        let draining = Arc::new(AtomicBool::new(false));
         let stop = shutdown.wait();
         tokio::pin!(stop);
         let mut pause = ACCEPT_PAUSE_MIN;
@@ -158,6 +216,7 @@ where
             let guard = Guard {
                 inner: make(),
                 limits,
+                draining: draining.clone(),
             };
             let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), guard));
             tokio::spawn(async move {
@@ -167,7 +226,13 @@ where
                 drop(permit);
             });
         }
+        // The drain (docs/reliability.md): no new connection from here on; for a short window
+        // every answer carries `Connection: close`, so a client that honours it closes each
+        // connection after the answer to a request it has sent, and none is closed under a
+        // request it is writing; then what is left (idle, or still running) is shut gracefully.
         drop(listener);
+        draining.store(true, Ordering::Relaxed);
+        crate::drain(|| gate.open()).await;
         graceful.shutdown().await;
         Ok(())
     })

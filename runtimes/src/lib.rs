@@ -55,6 +55,20 @@ pub mod inprocess;
 /// How long in-flight requests may run after a shutdown begins.
 pub const GRACE: Duration = Duration::from_secs(10);
 
+/// How long a draining server keeps its connections open after it stops accepting, answering
+/// each request with `Connection: close`, before it shuts those left (docs/reliability.md).
+pub const DRAIN: Duration = Duration::from_secs(2);
+
+/// Waits until `open()` (the connections still open) is 0, or [`DRAIN`] has passed (on any
+/// tokio-based runtime: all of them).
+#[allow(dead_code)] // a build with no runtime feature has no server to drain
+async fn drain(open: impl Fn() -> usize) {
+    let until = tokio::time::Instant::now() + DRAIN;
+    while open() > 0 && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// A service to serve: its bound listener and the application.
 pub struct Mount {
     /// The listener, already bound (see [`bind`]).
@@ -96,6 +110,11 @@ impl ShutdownTrigger {
 }
 
 impl Shutdown {
+    /// Whether the shutdown has begun.
+    pub fn begun(&self) -> bool {
+        *self.0.borrow()
+    }
+
     /// Waits until the shutdown begins (or its trigger is dropped).
     pub async fn wait(mut self) {
         let _ = self.0.wait_for(|stop| *stop).await;

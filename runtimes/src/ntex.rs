@@ -11,16 +11,18 @@
 //! accepted connection before ntex's HTTP service sees it ([`Gate`]): past it the socket is closed at
 //! once. ntex's timers count whole seconds, so a limit is rounded up to the next second.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use brigade_kit::limits::{
     read_body_draining_here, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADERS,
     RUNTIME_MAX_HEADER_BYTES,
 };
+use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 use futures::StreamExt;
 use ntex::http::header::{self, HeaderValue};
-use ntex::http::{HttpService, HttpServiceConfig, StatusCode};
+use ntex::http::{ConnectionType, HttpService, HttpServiceConfig, StatusCode};
 use ntex::io::Io;
 use ntex::service::{
     chain_factory, IntoServiceFactory, Middleware, Service, ServiceCtx, ServiceFactory,
@@ -71,14 +73,39 @@ fn text(req: &HttpRequest, name: impl header::AsName) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The kit's head limits on an ntex request.
-fn check_head(req: &HttpRequest, limits: &ServerLimits) -> Result<(), ApiError> {
-    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let headers = req
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
-    limits.check_request_head(req.method().as_str(), target, headers)
+/// The kit's house rules ([`brigade_kit::rules`]) on an ntex request.
+fn admit(req: &HttpRequest, limits: &ServerLimits) -> Result<Admitted, Refused> {
+    let target = req.uri().path_and_query().map_or("", |p| p.as_str());
+    let headers = || {
+        req.headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
+    };
+    let version = if req.version() <= ntex::http::Version::HTTP_10 {
+        rules::Version::Http10
+    } else {
+        rules::Version::Http11
+    };
+    rules::admit(limits, req.method().as_str(), target, version, headers)
+}
+
+/// `resp`, closing the connection after it when `close`.
+fn closing(mut resp: HttpResponse, close: bool) -> HttpResponse {
+    if close {
+        resp.head_mut().set_connection_type(ConnectionType::Close);
+    }
+    resp
+}
+
+/// The answer to a request the house rules admitted: `reply`, closing where the rules say.
+fn answer(reply: Reply, admitted: Admitted) -> HttpResponse {
+    let close = admitted.closes_after(reply.status);
+    closing(respond(reply), close)
+}
+
+/// The answer to a request the house rules refused.
+fn refusal(refused: Refused) -> HttpResponse {
+    closing(respond(refused.error.to_reply()), refused.close)
 }
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
@@ -103,10 +130,10 @@ async fn body(
 
 /// The JSON 404 or 405 of a request no route takes, after the kit's head limits.
 fn unmatched(app: &Arc<dyn AppHandle>, req: &HttpRequest, limits: &ServerLimits) -> HttpResponse {
-    respond(match check_head(req, limits) {
-        Err(e) => e.to_reply(),
-        Ok(()) => app.unmatched(req.method().as_str(), req.path()),
-    })
+    match admit(req, limits) {
+        Err(refused) => refusal(refused),
+        Ok(a) => answer(app.unmatched(req.method().as_str(), req.path()), a),
+    }
 }
 
 /// Runs route `route` on `req`: the kit's head limits, the body under `limit`, the call.
@@ -119,12 +146,13 @@ async fn call_route(
     payload: web::types::Payload,
     limits: &ServerLimits,
 ) -> HttpResponse {
-    if let Err(e) = check_head(req, limits) {
-        return respond(app.refused(route, e));
-    }
+    let admitted = match admit(req, limits) {
+        Ok(a) => a,
+        Err(r) => return closing(respond(app.refused(route, r.error)), r.close),
+    };
     let body = match body(req, payload, limit, limits).await {
         Ok(b) => b,
-        Err(e) => return respond(app.refused(route, e)),
+        Err(e) => return answer(app.refused(route, e), admitted),
     };
     let request = Request {
         params,
@@ -133,7 +161,7 @@ async fn call_route(
         traceparent: text(req, TRACEPARENT),
         body,
     };
-    respond(app.call(route, request).await)
+    answer(app.call(route, request).await, admitted)
 }
 
 fn resource(
@@ -199,15 +227,16 @@ fn serve(
     let not_found = move |req: HttpRequest, payload: web::types::Payload| {
         let app = app.clone();
         async move {
-            if let Err(e) = check_head(&req, &copied) {
-                return respond(e.to_reply());
-            }
+            let admitted = match admit(&req, &copied) {
+                Ok(a) => a,
+                Err(refused) => return refusal(refused),
+            };
             match crate::dispatch::route(&*app, req.method().as_str(), req.path()) {
                 Ok(r) => {
                     let limit = copied.body_limit(r.endpoint.limit);
                     call_route(&app, r.route, limit, r.params, &req, payload, &copied).await
                 }
-                Err(reply) => respond(reply),
+                Err(reply) => answer(reply, admitted),
             }
         }
     };
@@ -306,6 +335,14 @@ where
 {
     let limits = *limits;
     let gate = Gate(ConnectionGate::new(limits.max_connections));
+    // Set once the server drains: every answer from then on closes its connection.
+    let draining = Arc::new(AtomicBool::new(false));
+    let set = draining.clone();
+    // The listening socket itself (a second handle on it), to stop listening when the drain
+    // begins: the runtime's own stop only stops accepting, and the kernel would go on completing
+    // handshakes that no one answers.
+    let listening = listener.try_clone()?;
+    let open = gate.clone();
     ntex::rt::System::new("brigade-ntex", ntex::rt::DefaultRuntime).block_on(async move {
         let server = ntex::server::build()
             .workers(workers)
@@ -314,12 +351,25 @@ where
             .shutdown_timeout(ntex::time::Millis::from(GRACE))
             .listen("brigade", listener, async move |r| {
                 r.config(ntex::SharedCfg::new("brigade").add(http_config(&limits)));
-                chain_factory(HttpService::h1(make())).apply(gate.clone())
+                let draining = draining.clone();
+                let answers = chain_factory(make()).map(move |res: S::Response| {
+                    let mut res: ntex::http::Response<B> = res.into();
+                    if draining.load(Ordering::Relaxed) {
+                        res.head_mut().set_connection_type(ConnectionType::Close);
+                    }
+                    res
+                });
+                chain_factory(HttpService::h1(answers)).apply(gate.clone())
             })?
             .run();
         let handle = server.clone();
         ntex::rt::spawn(async move {
             shutdown.wait().await;
+            // The drain (docs/reliability.md): the listener closes at once, the connections
+            // still open close after their next answer, then the rest within the grace.
+            let _ = socket2::SockRef::from(&listening).shutdown(std::net::Shutdown::Read);
+            set.store(true, Ordering::Relaxed);
+            crate::drain(|| open.0.open()).await;
             handle.stop(true).await;
         });
         server.await?;

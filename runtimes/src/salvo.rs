@@ -42,6 +42,7 @@ fn respond(reply: Reply, res: &mut SalvoResponse) {
 /// One route of the table, as a salvo goal.
 struct RouteGoal {
     app: Arc<dyn AppHandle>,
+    endpoint: usize,
     route: usize,
     limit: usize,
     limits: ServerLimits,
@@ -57,6 +58,11 @@ impl Handler for RouteGoal {
         _ctrl: &mut FlowCtrl,
     ) {
         let (app, route) = (&self.app, self.route);
+        // salvo's router skips empty segments (`/waiters/`, `//health` reach `/waiters` and
+        // `/health`); the table's own matcher, as on every other runtime, does not.
+        if app.matcher().at(req.uri().path()).map(|m| *m.value).ok() != Some(self.endpoint) {
+            return respond(app.unmatched(req.method().as_str(), req.uri().path()), res);
+        }
         let body = req.take_body();
         let body = if body.is_end_stream() {
             Bytes::new() // no body (a GET): nothing to read
@@ -102,11 +108,12 @@ impl Handler for Unmatched {
 /// The salvo `Service` for `app` under `limits`: one router per endpoint, then the JSON fallback.
 fn service(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Service {
     let mut root = Router::new();
-    for e in app.endpoints() {
+    for (endpoint, e) in app.endpoints().iter().enumerate() {
         let mut router = Router::with_path(e.path.trim_start_matches('/'));
         for &(method, route) in &e.methods {
             let goal = RouteGoal {
                 app: app.clone(),
+                endpoint,
                 route,
                 limit: limits.body_limit(e.limit),
                 limits: *limits,

@@ -35,6 +35,7 @@ pub mod openapi;
 pub mod peer;
 pub mod preload;
 pub mod resource;
+pub mod rules;
 pub mod service;
 pub mod skip;
 pub mod standard;

@@ -1,0 +1,303 @@
+//! The house rules: what a request gets where HTTP leaves a server the choice and the runtimes
+//! choose differently, decided once here and applied by every adapter before routing
+//! (docs/reliability.md, "One answer on every runtime"). Each rule follows RFC 9110/9112 where
+//! they speak:
+//!
+//! - the head limits ([`ServerLimits::check_request_head`]): 431 past the count or the size;
+//! - a request target that is not a path (origin-form), nor `*` on `OPTIONS`: 400, and the
+//!   connection closes;
+//! - a request target with bytes outside visible ASCII (raw UTF-8, controls) is invalid
+//!   (RFC 9112 §3.2): 400, and the connection closes;
+//! - a path whose percent-escapes decode to bytes that are not UTF-8: 400;
+//! - `CONNECT` (no route is a tunnel): 405, and the connection closes;
+//! - an HTTP/1.1 request without exactly one `Host` (RFC 9112 §3.2: "MUST respond with 400"):
+//!   400, and the connection closes;
+//! - framing a server cannot trust (RFC 9112 §6.3): `Transfer-Encoding` beside `Content-Length`,
+//!   more than one `Content-Length` (even equal ones), a `Content-Length` that is not digits, a
+//!   `Transfer-Encoding` other than one `chunked`: 400, and the connection closes (these are the
+//!   request-smuggling shapes);
+//! - the connection closes after the answer when the client asked (`Connection: close`, a token
+//!   list with `close`, HTTP/1.0 without `keep-alive`), when it asked for an `Upgrade` (which no
+//!   Brigade service does: the request is answered as if it had not asked, RFC 9110 §7.8), and
+//!   when a 404, 405 or 413 answers a request whose body may not have been read;
+//! - a path with percent-escaped unreserved characters routes as the same path unescaped
+//!   (RFC 3986 §6.2.2.2: `/he%61lth` is `/health`), on the runtimes whose router does not already.
+
+use crate::http::ApiError;
+use crate::limits::ServerLimits;
+
+/// The HTTP version of a request, as far as the rules care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// HTTP/1.0 (and 0.9, where a parser lets one through).
+    Http10,
+    /// HTTP/1.1 and later.
+    Http11,
+}
+
+/// What the rules say of an admitted request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Admitted {
+    /// The connection closes after the answer, whatever it is.
+    pub close: bool,
+    /// The request announced a body (a `Content-Length` over 0 or a `Transfer-Encoding`).
+    pub has_body: bool,
+}
+
+impl Admitted {
+    /// Whether the connection closes after an answer with `status`: as asked, or after a 404, 405
+    /// or 413 to a request whose body the route may not have read.
+    pub fn closes_after(&self, status: u16) -> bool {
+        self.close || (self.has_body && matches!(status, 404 | 405 | 413))
+    }
+}
+
+/// A refused request: the error to answer and whether the connection then closes.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    /// The answer.
+    pub error: ApiError,
+    /// Whether the connection closes after it.
+    pub close: bool,
+}
+
+impl Refused {
+    fn closing(error: ApiError) -> Refused {
+        Refused { error, close: true }
+    }
+}
+
+/// Applies the rules to a request head: its method, its target as received (path and query, or
+/// empty where there is none: an authority-form target),
+/// its version and its headers (names in any case; `headers` is asked twice).
+pub fn admit<'a, H>(
+    limits: &ServerLimits,
+    method: &str,
+    target: &str,
+    version: Version,
+    headers: impl Fn() -> H,
+) -> Result<Admitted, Refused>
+where
+    H: Iterator<Item = (&'a [u8], &'a [u8])>,
+{
+    limits
+        .check_request_head(method, target, headers())
+        .map_err(|error| Refused {
+            error,
+            close: false,
+        })?;
+    if method == "CONNECT" {
+        return Err(Refused::closing(ApiError::method_not_allowed(
+            "CONNECT: no route here is a tunnel",
+        )));
+    }
+    if !(target.starts_with('/') || (target == "*" && method == "OPTIONS")) {
+        return Err(Refused::closing(ApiError::bad_request(
+            "the request target is not a path (RFC 9112 §3.2: origin-form, or * for OPTIONS)",
+        )));
+    }
+    if target.bytes().any(|b| !(0x21..0x7f).contains(&b)) {
+        return Err(Refused::closing(ApiError::bad_request(
+            "the request target holds bytes outside visible ASCII (RFC 9112 §3.2)",
+        )));
+    }
+    let path = target.split_once('?').map_or(target, |(p, _)| p);
+    if percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .is_err()
+    {
+        return Err(Refused {
+            error: ApiError::bad_request("the path is not UTF-8 once percent-decoded"),
+            close: false,
+        });
+    }
+    let mut hosts = 0;
+    let mut lengths = 0;
+    let mut length_ok = true;
+    let mut has_length_body = false;
+    let mut codings = 0;
+    let mut coding_ok = true;
+    let mut close = false;
+    let mut keep_alive = false;
+    for (name, value) in headers() {
+        let value = String::from_utf8_lossy(value);
+        let value = value.trim();
+        match name.to_ascii_lowercase().as_slice() {
+            b"host" => hosts += 1,
+            b"content-length" => {
+                lengths += 1;
+                length_ok &= !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+                has_length_body |= value.bytes().any(|b| b != b'0');
+            }
+            b"transfer-encoding" => {
+                codings += 1;
+                coding_ok &= value.eq_ignore_ascii_case("chunked");
+            }
+            b"connection" => {
+                for token in value.split(',').map(str::trim) {
+                    close |= token.eq_ignore_ascii_case("close");
+                    keep_alive |= token.eq_ignore_ascii_case("keep-alive");
+                }
+            }
+            b"upgrade" => close = true,
+            _ => {}
+        }
+    }
+    if version == Version::Http11 && hosts != 1 {
+        return Err(Refused::closing(ApiError::bad_request(format!(
+            "an HTTP/1.1 request carries exactly one Host header, not {hosts} (RFC 9112 §3.2)"
+        ))));
+    }
+    let framing = if codings > 0 && lengths > 0 {
+        Some("Transfer-Encoding beside Content-Length")
+    } else if lengths > 1 {
+        Some("more than one Content-Length")
+    } else if !length_ok {
+        Some("a Content-Length that is not a number")
+    } else if codings > 1 || !coding_ok {
+        Some("a Transfer-Encoding other than one chunked")
+    } else {
+        None
+    };
+    if let Some(what) = framing {
+        return Err(Refused::closing(ApiError::bad_request(format!(
+            "{what}: the body's length cannot be trusted (RFC 9112 §6.3)"
+        ))));
+    }
+    Ok(Admitted {
+        close: close || (version == Version::Http10 && !keep_alive),
+        has_body: has_length_body || codings > 0,
+    })
+}
+
+/// The path with its percent-escaped unreserved characters unescaped (RFC 3986 §6.2.2.2), if it
+/// has any; escapes of anything else are kept as they are.
+pub fn normalize_path(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    let escaped_at = |i: usize| -> Option<u8> {
+        let hex = bytes.get(i + 1..i + 3)?;
+        u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let mut out: Option<String> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            if let Some(b) = escaped_at(i).filter(|b| unreserved(*b)) {
+                out.get_or_insert_with(|| path[..i].to_owned())
+                    .push(b as char);
+                i += 3;
+                continue;
+            }
+        }
+        if let Some(o) = out.as_mut() {
+            o.push(bytes[i] as char);
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(
+        method: &str,
+        target: &str,
+        v: Version,
+        headers: &[(&str, &str)],
+    ) -> Result<Admitted, Refused> {
+        let h = || headers.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes()));
+        admit(&ServerLimits::default(), method, target, v, h)
+    }
+
+    #[test]
+    fn an_ordinary_request_is_admitted_and_kept_alive() {
+        let a = check("GET", "/health", Version::Http11, &[("Host", "h")]).unwrap();
+        assert_eq!(a, Admitted::default());
+        assert!(!a.closes_after(200) && !a.closes_after(404));
+    }
+
+    #[test]
+    fn http11_needs_exactly_one_host() {
+        for hosts in [&[][..], &[("Host", "a"), ("host", "b")][..]] {
+            let r = check("GET", "/", Version::Http11, hosts).unwrap_err();
+            assert_eq!((r.error.code.status(), r.close), (400, true));
+        }
+        assert!(check("GET", "/", Version::Http10, &[]).is_ok());
+    }
+
+    #[test]
+    fn untrustworthy_framing_is_refused_and_closes() {
+        for headers in [
+            &[
+                ("Host", "h"),
+                ("Content-Length", "5"),
+                ("Transfer-Encoding", "chunked"),
+            ][..],
+            &[
+                ("Host", "h"),
+                ("Content-Length", "5"),
+                ("Content-Length", "5"),
+            ][..],
+            &[("Host", "h"), ("Content-Length", "+5")][..],
+            &[("Host", "h"), ("Transfer-Encoding", "gzip, chunked")][..],
+            &[
+                ("Host", "h"),
+                ("Transfer-Encoding", "chunked"),
+                ("Transfer-Encoding", "chunked"),
+            ][..],
+        ] {
+            let r = check("POST", "/x", Version::Http11, headers).unwrap_err();
+            assert_eq!((r.error.code.status(), r.close), (400, true), "{headers:?}");
+        }
+        let a = check(
+            "POST",
+            "/x",
+            Version::Http11,
+            &[("Host", "h"), ("Transfer-Encoding", "Chunked")],
+        )
+        .unwrap();
+        assert!(a.has_body && a.closes_after(405) && !a.closes_after(422));
+    }
+
+    #[test]
+    fn targets_outside_ascii_or_not_utf8_once_decoded_are_400() {
+        let r = check("GET", "/w/é", Version::Http11, &[("Host", "h")]).unwrap_err();
+        assert_eq!((r.error.code.status(), r.close), (400, true));
+        let r = check("GET", "/w/%FF%FE", Version::Http11, &[("Host", "h")]).unwrap_err();
+        assert_eq!((r.error.code.status(), r.close), (400, false));
+        assert!(check("GET", "/w/%C3%A9?q=%FF", Version::Http11, &[("Host", "h")]).is_ok());
+    }
+
+    #[test]
+    fn the_client_asking_or_an_upgrade_closes_after_the_answer() {
+        for (v, headers) in [
+            (
+                Version::Http11,
+                &[("Host", "h"), ("Connection", "foo, Close")][..],
+            ),
+            (
+                Version::Http11,
+                &[("Host", "h"), ("Upgrade", "websocket")][..],
+            ),
+            (Version::Http10, &[][..]),
+        ] {
+            assert!(check("GET", "/", v, headers).unwrap().close, "{headers:?}");
+        }
+        assert!(
+            !check("GET", "/", Version::Http10, &[("Connection", "keep-alive")])
+                .unwrap()
+                .close
+        );
+    }
+
+    #[test]
+    fn escaped_unreserved_characters_are_unescaped_and_nothing_else() {
+        assert_eq!(normalize_path("/he%61lth").as_deref(), Some("/health"));
+        assert_eq!(normalize_path("/a%7E%2Fb%2e").as_deref(), Some("/a~%2Fb."));
+        assert_eq!(normalize_path("/plain"), None);
+        assert_eq!(normalize_path("/bad%zz%4"), None);
+    }
+}
