@@ -121,6 +121,34 @@ mod limits {
         String::from_utf8_lossy(&out).into_owned()
     }
 
+    /// Waits until the normal load is being answered (`hello` answered `n` times, read from the
+    /// server's `/metrics`): its connections are open before the abuse begins.
+    async fn until_loaded(addr: SocketAddr, n: u64) {
+        let started = std::time::Instant::now();
+        loop {
+            let m = exchange(
+                addr,
+                b"GET /metrics HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+            )
+            .await;
+            let answered: u64 = m
+                .lines()
+                .filter(|l| {
+                    l.starts_with("brigade_http_requests_total{") && l.contains("/bench/hello")
+                })
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+                .sum();
+            if answered >= n {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the normal load never ran"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn status(answer: &str) -> &str {
         answer.get(9..12).unwrap_or("")
     }
@@ -151,7 +179,7 @@ mod limits {
         let load = normal_load(&url, 4, Duration::from_secs(5));
         let watch = Duration::from_secs(8);
         client.block_on(async {
-            tokio::time::sleep(Duration::from_millis(500)).await; // the normal load connects first
+            until_loaded(addr, 100).await; // the normal load connects first
             let batches = [Abuse::Slowloris, Abuse::Idle, Abuse::UnfinishedBody]
                 .map(|abuse| batch(abuse, 20, addr, watch));
             let (slow, idle, unfinished) = tokio::join!(
@@ -206,9 +234,11 @@ mod limits {
         let (d, url, addr) = start(runtime, limits);
         let load = normal_load(&url, 4, Duration::from_secs(5));
         client.block_on(async {
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            until_loaded(addr, 100).await; // the normal load's 4 connections are in first
             let first = batch(Abuse::Flood, 20, addr, Duration::from_secs(4));
             let admitted = tokio::spawn(async move { abuse::run(&first).await });
+            // The server shows no count of its open connections, so this one wait is a pause:
+            // long enough for 20 local connects on a busy machine.
             tokio::time::sleep(Duration::from_secs(1)).await;
             let over = abuse::run(&batch(Abuse::Flood, 10, addr, Duration::from_secs(2))).await;
             all_closed(&over, 10, &format!("{runtime} past the connection limit"));

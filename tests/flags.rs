@@ -96,3 +96,193 @@ fn probe_gives_up_on_a_server_that_trickles_its_answer_within_its_timeout() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("no whole answer within 500 ms"), "{stderr}");
 }
+
+/// Placeholders of flags whose value is text a user names (a path, a URL, a list of names, a
+/// command): an extreme number there is a name, and the command would run with it.
+const TEXT_VALUES: &[&str] = &[
+    "OUT",
+    "FILE",
+    "DIR",
+    "DATA_DIR",
+    "TEMPLATE",
+    "BINARY",
+    "MONGODB_URI",
+    "DATABASE_PREFIX",
+    "RUNTIMES",
+    "RUNTIME",
+    "STORES",
+    "STORE",
+    "SCENARIOS",
+    "SCENARIO",
+    "SERVICE",
+    "VIA",
+    "LOG_FORMAT",
+    "PEERS",
+    "PEER",
+    "FAULTS",
+    "DB_STOP_COMMAND",
+    "DB_START_COMMAND",
+    "SOAK_SCENARIO",
+    "SERVER_COMMAND",
+    "GROWTH",
+    "TARGET",
+    "FIXTURES",
+    "JSON",
+    "LABEL",
+    "REJUDGE",
+    "BASELINE",
+    "EXTERNAL",
+    "HANDICAP",
+    "CSV",
+    "REPORT",
+    "NAME",
+    "URL",
+];
+
+/// Every subcommand path and each of its flags that takes a value, from the binary's own help
+/// (the command tree as a user walks it).
+fn value_flags() -> Vec<(Vec<String>, String, String)> {
+    let help = |path: &[String]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_brigade"))
+            .args(path)
+            .arg("--help")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut paths: Vec<Vec<String>> = Vec::new();
+    let mut todo = vec![Vec::<String>::new()];
+    while let Some(path) = todo.pop() {
+        let text = help(&path);
+        let mut in_commands = false;
+        for line in text.lines() {
+            if line.starts_with("Commands:") {
+                in_commands = true;
+                continue;
+            }
+            if in_commands {
+                let Some(name) = line
+                    .strip_prefix("  ")
+                    .and_then(|l| l.split_whitespace().next())
+                else {
+                    in_commands = false;
+                    continue;
+                };
+                if name != "help" && !line.starts_with("   ") {
+                    todo.push([path.clone(), vec![name.to_owned()]].concat());
+                }
+            }
+        }
+        paths.push(path);
+    }
+    let mut flags = Vec::new();
+    for path in paths.into_iter().filter(|p| !p.is_empty()) {
+        for line in help(&path).lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let Some(at) = words.iter().position(|w| w.starts_with("--")) else {
+                continue;
+            };
+            let (Some(flag), Some(value)) = (words.get(at), words.get(at + 1)) else {
+                continue;
+            };
+            if !line.trim_start().starts_with('-') || !value.starts_with('<') {
+                continue;
+            }
+            let placeholder = value.trim_matches(|c| c == '<' || c == '>' || c == '.');
+            if !TEXT_VALUES.contains(&placeholder) {
+                flags.push((path.clone(), flag.to_string(), placeholder.to_owned()));
+            }
+        }
+    }
+    flags
+}
+
+/// What one invocation did: exited with a code (None: killed), and what it wrote to stderr.
+fn invoke(args: &[String]) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // A value the command takes starts its work: it is stopped after a while (not judged by the
+    // time it took), and must not have panicked until then.
+    let started = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > std::time::Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    (code, reader.join().unwrap())
+}
+
+/// Every duration, rate, count, port and time flag of every subcommand, given values past any
+/// sensible range: each is refused with a message (exit 1 or 2) or, where the value is one the
+/// command may take, runs; it never panics (101), whatever the flag.
+#[test]
+fn no_flag_panics_on_an_extreme_value() {
+    let flags = value_flags();
+    assert!(
+        flags.len() >= 60,
+        "the walk found {} value flags",
+        flags.len()
+    );
+    let extremes = [
+        "18446744073709551616",
+        "-1",
+        "1e309",
+        "99999999999999999999h",
+    ];
+    let jobs: Vec<Vec<String>> = flags
+        .iter()
+        .flat_map(|(path, flag, _)| {
+            extremes
+                .iter()
+                .map(move |v| [path.clone(), vec![flag.clone(), v.to_string()]].concat())
+        })
+        .collect();
+    let outcomes: Vec<(Vec<String>, (Option<i32>, String))> = std::thread::scope(|s| {
+        let chunks: Vec<_> = jobs
+            .chunks(jobs.len().div_ceil(4))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|args| (args.clone(), invoke(args)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
+    });
+    let ran: Vec<String> = outcomes
+        .iter()
+        .filter(|(_, (code, _))| code.is_none())
+        .map(|(args, _)| args.join(" "))
+        .collect();
+    let panics: Vec<String> = outcomes
+        .iter()
+        .filter(|(_, (code, stderr))| *code == Some(101) || stderr.contains("panicked"))
+        .map(|(args, (_, stderr))| format!("{}: {stderr}", args.join(" ")))
+        .collect();
+    eprintln!(
+        "{} flags × {} values; taken and run (stopped after 5 s): {ran:?}",
+        flags.len(),
+        extremes.len()
+    );
+    assert!(panics.is_empty(), "panics:\n{}", panics.join("\n"));
+}

@@ -31,6 +31,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "actix-web HttpServer, N single-threaded workers per service",
     serve_one: serve,
     hello,
+    memory: None,
 };
 
 content_type_values!(header::HeaderValue);

@@ -27,6 +27,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "tokio multi-thread runtime, N workers per service",
     serve_one: serve,
     hello,
+    memory: Some(memory),
 };
 
 /// The one place a [`Reply`] becomes an axum response.
@@ -146,4 +147,10 @@ fn hello(
         get(|| async { ([(header::CONTENT_TYPE, HELLO_TYPE)], crate::baseline::HELLO) }),
     );
     run_router(router, listener, workers, limits, shutdown)
+}
+
+/// The request path over in-memory connections (fuzzing).
+fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
+    let service = TowerToHyperService::new(router(app, limits));
+    crate::http1::memory_server(move || service.clone(), limits)
 }

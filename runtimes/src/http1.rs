@@ -152,6 +152,45 @@ fn next_pause(pause: std::time::Duration) -> std::time::Duration {
     (pause * 2).min(ACCEPT_PAUSE_MAX)
 }
 
+/// hyper's HTTP/1.1 connection builder, set from `limits`.
+fn builder(limits: &ServerLimits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout.min(limits.keep_alive_timeout))
+        .max_header_size(RUNTIME_MAX_HEADER_BYTES);
+    builder
+}
+
+/// The same HTTP/1.1 stack as [`serve_http1`] (builder, house rules, limits) over in-memory
+/// connections, each with the service `make` gives it.
+pub(crate) fn memory_server<M, S, B>(make: M, limits: &ServerLimits) -> crate::MemoryServer
+where
+    M: Fn() -> S + Send + Sync + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    S::Future: Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limits = *limits;
+    let builder = builder(&limits);
+    let draining = Arc::new(AtomicBool::new(false));
+    crate::MemoryServer {
+        serve: Box::new(move |io| {
+            let guard = Guard {
+                inner: make(),
+                limits,
+                draining: draining.clone(),
+            };
+            let conn = builder.serve_connection(TokioIo::new(io), guard);
+            Box::pin(async move {
+                let _ = conn.await;
+            })
+        }),
+    }
+}
+
 /// Serves over HTTP/1.1 under `limits` with Brigade's threading and shutdown, each connection with
 /// the service `make` gives it (a clone of one service, or salvo's handler that carries the
 /// connection's own state): at most `limits.max_connections` connections at once (one more is
@@ -174,11 +213,7 @@ where
     let limits = *limits;
     run_on_tokio(workers, shutdown.clone(), async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_read_timeout.min(limits.keep_alive_timeout))
-            .max_header_size(RUNTIME_MAX_HEADER_BYTES);
+        let builder = builder(&limits);
         let gate = ConnectionGate::new(limits.max_connections);
         let graceful = GracefulShutdown::new();
         let draining = Arc::new(AtomicBool::new(false));
@@ -200,6 +235,7 @@ where
                     // pause twice the last up to a second, as hyper-util and tokio's examples do,
                     // so that a full file table does not spin a core.
                     tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "accept failed");
+                    brigade_kit::observe::accept_failed();
                     tokio::select! {
                         _ = tokio::time::sleep(pause) => {}
                         _ = &mut stop => break,

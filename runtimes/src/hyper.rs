@@ -23,6 +23,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "tokio multi-thread runtime, N workers per service",
     serve_one: serve,
     hello,
+    memory: Some(memory),
 };
 
 /// The one place a [`Reply`] becomes a hyper response.
@@ -118,4 +119,11 @@ fn hello(
         Ok::<_, Infallible>(resp)
     };
     run_service(hello, listener, workers, limits, shutdown)
+}
+
+/// The request path over in-memory connections (fuzzing).
+fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
+    let copied = *limits;
+    let service = service_fn(move |req| handle(app.clone(), copied, req));
+    crate::http1::memory_server(move || service.clone(), limits)
 }

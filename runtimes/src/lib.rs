@@ -135,6 +135,68 @@ pub struct Runtime {
     serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's own hand-written hello ([`baseline`]).
     hello: fn(std::net::TcpListener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
+    /// The runtime's request path over in-memory connections, where it can serve one (the
+    /// hyper-based runtimes; actix-web and ntex serve sockets only).
+    memory: Option<fn(Arc<dyn AppHandle>, &ServerLimits) -> MemoryServer>,
+}
+
+/// A future that serves one in-memory connection.
+type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// A runtime's server over in-memory connections: the same protocol stack, house rules and
+/// limits as on a socket, for fuzzing the request path without the kernel.
+pub struct MemoryServer {
+    serve: Box<dyn Fn(tokio::io::DuplexStream) -> Serving + Send + Sync>,
+}
+
+impl std::fmt::Debug for MemoryServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemoryServer")
+    }
+}
+
+impl MemoryServer {
+    /// Writes `input` on a fresh connection, ends the client's side, and returns what the server
+    /// wrote until it closed the connection; None if it did not close within `limit`. Runs on
+    /// `rt` (a current-thread runtime is the fastest).
+    pub fn exchange(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        input: &[u8],
+        limit: Duration,
+    ) -> Option<Vec<u8>> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let serving = (self.serve)(server);
+        rt.block_on(async move {
+            let task = tokio::spawn(serving);
+            let talk = async {
+                let (mut read, mut write) = tokio::io::split(&mut client);
+                let send = async {
+                    let _ = write.write_all(input).await;
+                    let _ = write.shutdown().await;
+                };
+                let mut out = Vec::new();
+                let receive = read.read_to_end(&mut out);
+                let _ = tokio::join!(send, receive);
+                out
+            };
+            let out = tokio::time::timeout(limit, talk).await.ok();
+            task.abort();
+            out
+        })
+    }
+}
+
+impl Runtime {
+    /// The runtime's server over in-memory connections for `app` under `limits`, if it has one.
+    pub fn memory_server(
+        &self,
+        app: Arc<dyn AppHandle>,
+        limits: &ServerLimits,
+    ) -> Option<MemoryServer> {
+        self.memory.map(|m| m(app, limits))
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/registry.rs"));

@@ -40,6 +40,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "ntex server, N single-threaded workers per service",
     serve_one: serve,
     hello,
+    memory: None,
 };
 
 content_type_values!(HeaderValue);

@@ -24,7 +24,29 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "tokio multi-thread runtime, N workers per service",
     serve_one: serve,
     hello,
+    memory: Some(memory),
 };
+
+/// A poem endpoint as a hyper service, each request turned into poem's own as poem's server does
+/// (a macro: the service's type is a closure's).
+macro_rules! as_service {
+    ($ep:expr, $addr:expr) => {{
+        let ep = Arc::new($ep.into_endpoint());
+        let addr = $addr;
+        hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let (ep, addr) = (ep.clone(), addr.clone());
+            async move {
+                let req = (
+                    req,
+                    poem::web::LocalAddr(addr.clone()),
+                    poem::web::RemoteAddr(addr),
+                    poem::http::uri::Scheme::HTTP,
+                );
+                Ok::<_, Infallible>(ep.get_response(req.into()).await.into())
+            }
+        })
+    }};
+}
 
 /// The one place a [`Reply`] becomes a poem response.
 fn respond(reply: Reply) -> Response {
@@ -166,21 +188,15 @@ fn run_endpoint<E: IntoEndpoint>(
 where
     E::Endpoint: 'static,
 {
-    let ep = Arc::new(ep.into_endpoint());
-    let addr = Addr::SocketAddr(listener.local_addr()?);
-    let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-        let (ep, addr) = (ep.clone(), addr.clone());
-        async move {
-            let req = (
-                req,
-                poem::web::LocalAddr(addr.clone()),
-                poem::web::RemoteAddr(addr),
-                poem::http::uri::Scheme::HTTP,
-            );
-            Ok::<_, Infallible>(ep.get_response(req.into()).await.into())
-        }
-    });
+    let service = as_service!(ep, Addr::SocketAddr(listener.local_addr()?));
     crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
+}
+
+/// The request path over in-memory connections (fuzzing).
+fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
+    let addr = Addr::SocketAddr(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    let service = as_service!(self::app(app, limits), addr);
+    crate::http1::memory_server(move || service.clone(), limits)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `#[handler]` at one path.

@@ -25,7 +25,26 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "tokio multi-thread runtime, N workers per service",
     serve_one: serve,
     hello,
+    memory: Some(memory),
 };
+
+/// One salvo connection handler per connection, as salvo's own `Server` makes them, with `addr`
+/// for both of the connection's addresses (a macro: salvo does not export the handler's type).
+macro_rules! handlers {
+    ($service:expr, $addr:expr) => {{
+        let (service, addr): (Service, std::net::SocketAddr) = ($service, $addr);
+        move || {
+            service.hyper_handler(
+                addr.into(),
+                addr.into(),
+                salvo_core::http::uri::Scheme::HTTP,
+                None,
+                salvo_core::ConnCtrl::new(),
+                None,
+            )
+        }
+    }};
+}
 
 /// The one place a [`Reply`] becomes a salvo response.
 fn respond(reply: Reply, res: &mut SalvoResponse) {
@@ -159,18 +178,14 @@ fn run_service(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let addr = listener.local_addr()?;
-    let make = move || {
-        service.hyper_handler(
-            addr.into(),
-            addr.into(),
-            salvo_core::http::uri::Scheme::HTTP,
-            None,
-            salvo_core::ConnCtrl::new(),
-            None,
-        )
-    };
+    let make = handlers!(service, listener.local_addr()?);
     crate::http1::serve_http1(make, listener, workers, limits, shutdown)
+}
+
+/// The request path over in-memory connections (fuzzing).
+fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    crate::http1::memory_server(handlers!(service(app, limits), addr), limits)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `#[handler]` on one router.

@@ -28,6 +28,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "tokio multi-thread runtime, N workers per service",
     serve_one: serve,
     hello,
+    memory: Some(memory),
 };
 
 /// A warp filter as the service the shared HTTP/1.1 loop serves (a macro, not a function: the
@@ -132,4 +133,10 @@ fn hello(
         .map(|| warp::reply::with_header(crate::baseline::HELLO, "content-type", HELLO_TYPE));
     let service = as_service!(routes);
     crate::http1::serve_http1(move || service, listener, workers, limits, shutdown)
+}
+
+/// The request path over in-memory connections (fuzzing).
+fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
+    let service = as_service!(filter(app, limits));
+    crate::http1::memory_server(move || service.clone(), limits)
 }

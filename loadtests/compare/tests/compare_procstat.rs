@@ -18,6 +18,19 @@ impl Drop for Reaped {
     }
 }
 
+/// Waits until `pid` has used `cpu_s` seconds of CPU (an event, not a duration: on a busy machine
+/// it takes as long as it takes), and the sampler has had time for a few samples since.
+fn until_it_ran(pid: u32, cpu_s: f64) {
+    let started = std::time::Instant::now();
+    while procstat::read(pid).unwrap().cpu_s < cpu_s {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the busy child never got {cpu_s} s of CPU"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn spawn(script: &str, cpus: Option<&[usize]>) -> Reaped {
     let mut command = Command::new("sh");
     command.args(["-c", script]);
@@ -29,7 +42,7 @@ fn a_busy_child_shows_cpu_and_memory_and_an_idle_one_shows_no_cpu() {
     let busy = spawn("while :; do :; done", None);
     let idle = spawn("sleep 30", None);
     let sampler = Sampler::start(&[busy.0.id(), idle.0.id()], &[], Duration::from_millis(50));
-    std::thread::sleep(Duration::from_millis(800));
+    until_it_ran(busy.0.id(), 0.5);
     let end = sampler.now_s();
     let series = sampler.finish().processes;
     assert_eq!(series.len(), 2);
@@ -87,7 +100,7 @@ fn a_cpu_running_a_pinned_busy_child_reads_at_least_as_busy_as_the_child() {
     };
     let busy = spawn("while :; do :; done", Some(&[last]));
     let sampler = Sampler::start(&[busy.0.id()], &[vec![last]], Duration::from_millis(50));
-    std::thread::sleep(Duration::from_millis(800));
+    until_it_ran(busy.0.id(), 0.5);
     let end = sampler.now_s();
     let recorded = sampler.finish();
     let child = recorded.processes[0].usage(0.0, end);

@@ -371,14 +371,49 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
 /// Parses `10s`, `2m`, `500ms`, `1m30s`, or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+    let parsed = match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => {
+            Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))?
         }
+        _ => humantime::parse_duration(t)
+            .map_err(|e| format!("{text:?} is not a duration (try 30s, 2m, 500ms): {e}"))?,
+    };
+    if parsed > MAX_DURATION {
+        return Err(format!(
+            "{text:?} is longer than any run here ({} days at most)",
+            MAX_DURATION.as_secs() / 86_400
+        ));
     }
-    humantime::parse_duration(t)
-        .map_err(|e| format!("{text:?} is not a duration (try 30s, 2m, 500ms): {e}"))
+    Ok(parsed)
 }
+
+/// A rate flag's value, requests per second, in the range [`crate::engine::check_rate`] allows.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of requests per second"))?;
+    crate::engine::check_rate("rate", rate).map_err(|e| e.to_string())?;
+    Ok(rate)
+}
+
+/// A percentage flag's value: more than 0, at most 100.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let pct: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a percentage"))?;
+    if !(pct > 0.0 && pct <= 100.0) {
+        return Err(format!(
+            "{text:?}: a percentage here is more than 0 and at most 100"
+        ));
+    }
+    Ok(pct)
+}
+
+/// The longest duration a flag takes: a year (a soak, a timeout); past it a value is a typo, and
+/// adding it to a clock could overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 
 #[cfg(test)]
 mod tests {
@@ -390,6 +425,8 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
         assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("18446744073709551616").is_err());
+        assert!(parse_duration("366days").is_err());
         assert_eq!(parse_cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
         assert!(parse_cpu_list("3-1").is_err());
 

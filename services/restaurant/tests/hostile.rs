@@ -3,7 +3,7 @@
 //! embedded stores and on MongoDB when `MONGODB_URI` is set. Path ids, query strings and bodies
 //! are drawn from arbitrary text and bytes, JSON of any shape, and values that look like database
 //! operators (`$where`, `{"$gt":""}`, dotted keys, `$`-prefixed keys): no request may panic or answer
-//! 500. This is the stable-toolchain stand-in for `cargo fuzz` (which needs nightly): proptest's
+//! 500. Beside the coverage-guided targets in `fuzz/` (cargo-fuzz, docs/reliability.md): proptest's
 //! generators are not coverage-guided, so the operator-shaped values are seeded by hand where a
 //! coverage-guided fuzzer would have to find them (`docs/reliability.md` records the executions).
 //!

@@ -21,6 +21,8 @@
 
 mod conn;
 mod seconds;
+
+pub use conn::read_answer;
 pub mod session;
 mod stats;
 mod worker;

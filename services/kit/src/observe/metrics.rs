@@ -20,7 +20,7 @@
 //!   from `/proc`, at scrape time (the start time tells one process behind several URLs apart).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -397,13 +397,29 @@ impl Collector for Metrics {
     }
 }
 
-/// `process_cpu_seconds_total`, `process_resident_memory_bytes` and
-/// `process_start_time_seconds`, read at scrape time.
+/// Connections the process failed to accept (out of files, out of memory, ...), counted by the
+/// accept loop the hyper-based runtimes share; per process, as the file table they exhaust is.
+static ACCEPT_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one failed accept in `brigade_accept_errors_total`.
+pub fn accept_failed() {
+    ACCEPT_ERRORS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `process_cpu_seconds_total`, `process_resident_memory_bytes`,
+/// `process_start_time_seconds`, read at scrape time, and `brigade_accept_errors_total`.
 #[derive(Debug)]
 struct ProcessCollector;
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result_ {
+        let accept = ConstCounter::new(ACCEPT_ERRORS.load(Ordering::Relaxed));
+        accept.encode(encoder.encode_descriptor(
+            "brigade_accept_errors",
+            "Connections the process failed to accept (each failure pauses the accept loop).",
+            None,
+            accept.metric_type(),
+        )?)?;
         let Some(reading) = super::process::read() else {
             return Ok(());
         };
@@ -446,6 +462,21 @@ mod tests {
             body: BodyKind::Empty,
             limit: 0,
         }
+    }
+
+    #[test]
+    fn failed_accepts_are_counted_in_every_services_text() {
+        let m = std::sync::Arc::new(Metrics::new(&[], &[]));
+        let count = |text: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix("brigade_accept_errors_total "))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("the series is there")
+        };
+        let before = count(&m.encode());
+        accept_failed();
+        accept_failed();
+        assert!(count(&m.encode()) >= before + 2);
     }
 
     #[test]

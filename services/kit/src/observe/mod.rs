@@ -17,6 +17,6 @@ mod slots;
 mod store;
 pub mod trace;
 
-pub use metrics::{Metrics, RouteMetrics, UNMATCHED};
+pub use metrics::{accept_failed, Metrics, RouteMetrics, UNMATCHED};
 pub(crate) use slots::Stopwatch;
 pub use store::MeteredStore;

@@ -38,7 +38,8 @@ pub struct StorageArgs {
     /// Parts to run, comma-separated: growing, fixed [default: both]
     #[arg(long, value_delimiter = ',', value_enum)]
     pub parts: Vec<Part>,
-    /// Multiplies every document and operation count (not the sizes, not the group length)
+    /// Multiplies every document and operation count (not the sizes, not the group length);
+    /// more than 0, at most 1000
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
     /// A CI-sized run (50 growing documents grown 500 times, 100 fixed ones read and rewritten
@@ -79,12 +80,18 @@ pub struct StorageArgs {
     pub server_command: Option<String>,
 }
 
+/// The largest `--scale`: a thousand times the seed's counts (5 million growing documents).
+const MAX_SCALE: f64 = 1000.0;
+
 impl StorageArgs {
     /// Resolves defaults (and `--quick`) into settings; `registry` supplies the application's
     /// growth description for `--via http`.
     pub fn settings(&self, registry: &Registry) -> Result<StorageSettings> {
-        if !(self.scale.is_finite() && self.scale > 0.0) {
-            bail!("--scale must be a positive number, not {}", self.scale);
+        if !(self.scale > 0.0 && self.scale <= MAX_SCALE) {
+            bail!(
+                "--scale must be more than 0 and at most {MAX_SCALE}, not {}",
+                self.scale
+            );
         }
         if self.cache_mib == 0 {
             bail!("--cache-mib must be at least 1");

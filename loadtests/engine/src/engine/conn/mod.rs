@@ -329,3 +329,28 @@ fn classify_io(e: &io::Error) -> Failure {
         _ => Failure::Other,
     }
 }
+
+/// One answer read off `wire` the way a connection reads it: the head, then the body its framing
+/// says (a length, chunks, or up to the end of `wire`). `Some((status, body bytes, bytes used))`
+/// for a whole answer; None for one that is malformed or not whole yet. The generator's parser as a
+/// function of bytes alone, for fuzzing.
+pub fn read_answer(wire: &[u8], head_request: bool) -> Option<(u16, usize, usize)> {
+    let h = head::parse(wire, head_request).ok()??;
+    let rest = &wire[h.len..];
+    match h.framing {
+        head::Framing::Empty => Some((h.status, 0, h.len)),
+        head::Framing::Length(n) => {
+            let n = usize::try_from(n).ok().filter(|n| *n <= rest.len())?;
+            Some((h.status, n, h.len + n))
+        }
+        head::Framing::UntilClose => Some((h.status, rest.len(), wire.len())),
+        head::Framing::Chunked => {
+            let mut decoder = chunked::Chunked::new();
+            let mut body = Vec::new();
+            let used = decoder.feed(rest, Some(&mut body)).ok()?;
+            decoder
+                .done()
+                .then_some((h.status, body.len(), h.len + used))
+        }
+    }
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of what comes from outside (docs/reliability.md, "Fuzzing"): cargo-fuzz
+# (libFuzzer) on the stable toolchain with RUSTC_BOOTSTRAP=1, no sanitizer (Brigade forbids unsafe
+# code; coverage is what guides), one target per input: each hyper-based runtime's request path
+# over an in-memory connection, the kit's rules and dispatch, the scenario compiler, the serve
+# announcements, report.json as --rejudge reads it, and the generator's answer parser.
+#
+#   scripts/fuzz.sh build                   # cargo-fuzz (installed once) and every target
+#   scripts/fuzz.sh run TARGET [RUNS]       # one target for RUNS executions (default 1,000,000)
+#   scripts/fuzz.sh campaign [REQ] [OTHER]  # every target: REQ runs per request-path target
+#                                           # (default 10,000,000), OTHER per other (1,000,000)
+#   scripts/fuzz.sh ci [SECONDS]            # replay the regressions, then SECONDS per target (10)
+#
+# Each run starts from the seeds in fuzz/seeds/ and the corpus it grew before (fuzz/corpus/, not
+# kept in git); a crash is copied to fuzz/regressions/<target>/, which `ci` replays on every run.
+# A summary line per target: executions, executions per second, crashes.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+export RUSTC_BOOTSTRAP=1
+CARGO_FUZZ_VERSION=0.13.2
+REQUEST_TARGETS="request_axum request_hyper request_warp request_salvo request_poem"
+OTHER_TARGETS="kit_dispatch scenario_toml announcement report_json response_parser"
+
+seeds_of() {
+    case "$1" in
+        request_*) echo seeds/request ;;
+        *) echo "seeds/$1" ;;
+    esac
+}
+
+ensure_cargo_fuzz() {
+    if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+        cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --quiet
+    fi
+}
+
+build() {
+    ensure_cargo_fuzz
+    cargo fuzz build -s none
+}
+
+# run TARGET RUNS [extra libFuzzer flags...]
+run() {
+    local target=$1 runs=$2
+    shift 2
+    mkdir -p "corpus/$target" "regressions/$target" "artifacts/$target"
+    local log="artifacts/$target/last.log" started=$SECONDS
+    local status=0
+    cargo fuzz run -s none "$target" "corpus/$target" "$(seeds_of "$target")" -- \
+        -runs="$runs" -max_len=65536 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
+        -artifact_prefix="artifacts/$target/" "$@" >"$log" 2>&1 || status=$?
+    local done_runs
+    done_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    local crashes=0
+    for f in artifacts/"$target"/crash-* artifacts/"$target"/timeout-* artifacts/"$target"/oom-*; do
+        [ -e "$f" ] || continue
+        cp "$f" "regressions/$target/"
+        crashes=$((crashes + 1))
+    done
+    local secs=$((SECONDS - started))
+    echo "fuzz: $target: ${done_runs:-0} executions in ${secs} s ($(( ${done_runs:-0} / (secs > 0 ? secs : 1) ))/s), $crashes crashes, exit $status"
+    [ "$status" -eq 0 ] || { tail -n 40 "$log"; return 1; }
+}
+
+replay() {
+    local target=$1 dir="regressions/$1"
+    [ -n "$(ls -A "$dir" 2>/dev/null)" ] || return 0
+    cargo fuzz run -s none "$target" "$dir" -- -runs=0 >/dev/null 2>&1 \
+        || { echo "fuzz: $target: a regression input fails again"; return 1; }
+    echo "fuzz: $target: $(ls "$dir" | wc -l) regression inputs pass"
+}
+
+case "${1:-}" in
+    build) build ;;
+    run) build; run "$2" "${3:-1000000}" ;;
+    campaign)
+        build
+        for t in $REQUEST_TARGETS; do run "$t" "${2:-10000000}"; done
+        for t in $OTHER_TARGETS; do run "$t" "${3:-1000000}"; done
+        ;;
+    ci)
+        build
+        for t in $REQUEST_TARGETS $OTHER_TARGETS; do mkdir -p "regressions/$t"; replay "$t"; done
+        for t in $REQUEST_TARGETS $OTHER_TARGETS; do run "$t" -1 -max_total_time="${2:-10}"; done
+        ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
+esac
