@@ -6,10 +6,11 @@
 # announcements, report.json as --rejudge reads it, and the generator's answer parser.
 #
 #   scripts/fuzz.sh build                   # cargo-fuzz (installed once) and every target
-#   scripts/fuzz.sh run TARGET [RUNS]       # one target for RUNS executions (default 1,000,000)
+#   scripts/fuzz.sh run TARGET [RUNS] [SECS] # one target for RUNS executions (default 1,000,000),
+#                                           # or SECS seconds if that comes first
 #   scripts/fuzz.sh campaign [REQ] [OTHER]  # every target: REQ runs per request-path target
 #                                           # (default 10,000,000), OTHER per other (1,000,000)
-#   scripts/fuzz.sh ci [SECONDS]            # replay the regressions, then SECONDS per target (10)
+#   scripts/fuzz.sh ci [SECONDS]            # replay the regressions, then SECONDS per target (5)
 #
 # Each run starts from the seeds in fuzz/seeds/ and the corpus it grew before (fuzz/corpus/, not
 # kept in git); a crash is copied to fuzz/regressions/<target>/, which `ci` replays on every run.
@@ -18,6 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 export RUSTC_BOOTSTRAP=1
 CARGO_FUZZ_VERSION=0.13.2
+# `ci` builds the targets unoptimised (--dev: half the build time of a release build, and speed
+# does not matter for a few seconds per target); the others build them optimised.
+PROFILE=()
 REQUEST_TARGETS="request_axum request_hyper request_warp request_salvo request_poem"
 OTHER_TARGETS="kit_dispatch scenario_toml announcement report_json response_parser"
 
@@ -36,7 +40,7 @@ ensure_cargo_fuzz() {
 
 build() {
     ensure_cargo_fuzz
-    cargo fuzz build -s none
+    cargo fuzz build -s none "${PROFILE[@]}"
 }
 
 # run TARGET RUNS [extra libFuzzer flags...]
@@ -46,7 +50,7 @@ run() {
     mkdir -p "corpus/$target" "regressions/$target" "artifacts/$target"
     local log="artifacts/$target/last.log" started=$SECONDS
     local status=0
-    cargo fuzz run -s none "$target" "corpus/$target" "$(seeds_of "$target")" -- \
+    cargo fuzz run -s none "${PROFILE[@]}" "$target" "corpus/$target" "$(seeds_of "$target")" -- \
         -runs="$runs" -max_len=65536 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
         -artifact_prefix="artifacts/$target/" "$@" >"$log" 2>&1 || status=$?
     local done_runs
@@ -65,23 +69,24 @@ run() {
 replay() {
     local target=$1 dir="regressions/$1"
     [ -n "$(ls -A "$dir" 2>/dev/null)" ] || return 0
-    cargo fuzz run -s none "$target" "$dir" -- -runs=0 >/dev/null 2>&1 \
+    cargo fuzz run -s none "${PROFILE[@]}" "$target" "$dir" -- -runs=0 >/dev/null 2>&1 \
         || { echo "fuzz: $target: a regression input fails again"; return 1; }
     echo "fuzz: $target: $(ls "$dir" | wc -l) regression inputs pass"
 }
 
 case "${1:-}" in
     build) build ;;
-    run) build; run "$2" "${3:-1000000}" ;;
+    run) build; run "$2" "${3:-1000000}" ${4:+-max_total_time=$4} ;;
     campaign)
         build
         for t in $REQUEST_TARGETS; do run "$t" "${2:-10000000}"; done
         for t in $OTHER_TARGETS; do run "$t" "${3:-1000000}"; done
         ;;
     ci)
+        PROFILE=(--dev)
         build
         for t in $REQUEST_TARGETS $OTHER_TARGETS; do mkdir -p "regressions/$t"; replay "$t"; done
-        for t in $REQUEST_TARGETS $OTHER_TARGETS; do run "$t" -1 -max_total_time="${2:-10}"; done
+        for t in $REQUEST_TARGETS $OTHER_TARGETS; do run "$t" -1 -max_total_time="${2:-5}"; done
         ;;
     *) sed -n '2,17p' "$0"; exit 2 ;;
 esac

@@ -198,7 +198,10 @@ fn value_flags() -> Vec<(Vec<String>, String, String)> {
 }
 
 /// What one invocation did: exited with a code (None: killed), and what it wrote to stderr.
-fn invoke(args: &[String]) -> (Option<i32>, String) {
+type Invoked = (Option<i32>, String);
+
+/// Runs the binary with `args`, stopped after 5 s if it is still running.
+fn invoke(args: &[String]) -> Invoked {
     use std::io::Read;
     let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
         .args(args)
@@ -255,7 +258,7 @@ fn no_flag_panics_on_an_extreme_value() {
                 .map(move |v| [path.clone(), vec![flag.clone(), v.to_string()]].concat())
         })
         .collect();
-    let outcomes: Vec<(Vec<String>, (Option<i32>, String))> = std::thread::scope(|s| {
+    let outcomes: Vec<(Vec<String>, Invoked)> = std::thread::scope(|s| {
         let chunks: Vec<_> = jobs
             .chunks(jobs.len().div_ceil(4))
             .map(|chunk| {

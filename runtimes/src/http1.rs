@@ -174,7 +174,10 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let limits = *limits;
-    let builder = builder(&limits);
+    let mut builder = builder(&limits);
+    // The in-memory client ends its side once its bytes are written; the server still answers
+    // every request it read (on a socket hyper's default applies: such a request is dropped).
+    builder.half_close(true);
     let draining = Arc::new(AtomicBool::new(false));
     crate::MemoryServer {
         serve: Box::new(move |io| {

@@ -137,8 +137,11 @@ pub struct Runtime {
     hello: fn(std::net::TcpListener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's request path over in-memory connections, where it can serve one (the
     /// hyper-based runtimes; actix-web and ntex serve sockets only).
-    memory: Option<fn(Arc<dyn AppHandle>, &ServerLimits) -> MemoryServer>,
+    memory: Option<MakeMemoryServer>,
 }
+
+/// How a runtime makes its [`MemoryServer`] for an application under limits.
+type MakeMemoryServer = fn(Arc<dyn AppHandle>, &ServerLimits) -> MemoryServer;
 
 /// A future that serves one in-memory connection.
 type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;

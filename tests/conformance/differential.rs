@@ -34,158 +34,157 @@ const NTEX_CHUNKED: &str = "ntex's chunked decoder refuses it with a bare 400 be
     body reader sees an error (not configurable)";
 const BOTH_PARSERS: &str = "actix-http's and ntex's parsers refuse it with a bare 400 (not \
     configurable)";
-const HYPER_PARSER: &str =
-    "hyper's parser (axum, hyper, warp, salvo, poem) refuses it with a bare \
-    400 before the service runs (not configurable)";
-const SMUGGLING: &str = "hyper's parser lets Transfer-Encoding win over Content-Length (or folds \
-    equal lengths), answers and closes, as RFC 9112 §6.3 allows; actix-http's and ntex's refuse \
-    with 400; the kit never sees the Content-Length on hyper";
-const PIPELINED_10: &str =
-    "actix-http and ntex answer an HTTP/1.0 request already read behind one \
-    that closes the connection; hyper stops after the first (the client asked for the close either \
-    way)";
+const HYPER_PARSER: &str = "hyper's parser (every runtime on hyper) refuses it with a bare 400 \
+    before the service runs (not configurable)";
+const SMUGGLING: &str = "hyper's parser lets Transfer-Encoding win over Content-Length (or \
+    folds equal lengths), answers and closes, as RFC 9112 §6.3 allows; \
+    actix-http's and ntex's refuse with 400; \
+    on hyper the kit never sees the Content-Length";
+const PIPELINED_10: &str = "actix-http and ntex answer an HTTP/1.0 request already read \
+    behind one that closes the connection; \
+    hyper stops after the first (the client asked for the close either way)";
 const PREFACE: &str = "an HTTP/2 preface on an HTTP/1.1 port: hyper closes without an answer, \
-    actix-http and ntex answer a bare 400; the kit sees no request (HTTP/2 is the TLS and HTTP/2 \
-    issue's)";
+    actix-http and ntex answer a bare 400; \
+    the kit sees no request (HTTP/2 is the TLS and HTTP/2 issue's)";
 const NTEX_LENIENT: &str = "ntex's parser accepts it (a trailer section; two spaces in the \
     request line) where the others refuse, or refuses where they accept (not configurable)";
 
-const HYPER_FAMILY: &[&str] = &["axum", "hyper", "warp", "salvo", "poem"];
+/// Which runtimes a listed case names.
+#[derive(Debug, Clone, Copy)]
+enum Who {
+    /// These.
+    Only(&'static [&'static str]),
+    /// Every runtime but these (the ones on hyper, where the others have their own parsers).
+    AllBut(&'static [&'static str]),
+}
+
+impl Who {
+    fn has(self, runtime: &str) -> bool {
+        match self {
+            Who::Only(rs) => rs.contains(&runtime),
+            Who::AllBut(rs) => !rs.contains(&runtime),
+        }
+    }
+}
+
+const ACTIX: Who = Who::Only(&["actix"]);
+const NTEX: Who = Who::Only(&["ntex"]);
+const OWN_PARSERS: Who = Who::Only(&["actix", "ntex"]);
 
 /// Cases whose outcome a runtime's own parser decides before Brigade sees the request, with the
 /// runtimes, how far they differ and why. docs/reliability.md lists the same; the test fails when
 /// a listed case stops diverging too, so the list never claims more than is true.
-const PARSER_ANSWERS: &[(&str, &[&str], Differs, &str)] = &[
-    (
-        "HTTP/1.1 without Host",
-        &["actix"],
-        Differs::Body,
-        ACTIX_PARSER,
-    ),
+const PARSER_ANSWERS: &[(&str, Who, Differs, &str)] = &[
+    ("HTTP/1.1 without Host", ACTIX, Differs::Body, ACTIX_PARSER),
     (
         "HTTP/1.1 without Host, absolute-form",
-        &["actix"],
+        ACTIX,
         Differs::Body,
         ACTIX_PARSER,
     ),
     (
         "a GET then a request without Host pipelined",
-        &["actix"],
+        ACTIX,
         Differs::Body,
         ACTIX_PARSER,
     ),
-    ("two Host headers", &["actix"], Differs::Body, ACTIX_PARSER),
+    ("two Host headers", ACTIX, Differs::Body, ACTIX_PARSER),
     (
         "a query with a raw UTF-8 value",
-        &["actix"],
+        ACTIX,
         Differs::Body,
         ACTIX_PARSER,
     ),
-    ("raw UTF-8 id", &["actix"], Differs::Body, ACTIX_PARSER),
-    ("raw byte 0xFF", &["actix"], Differs::Body, ACTIX_PARSER),
+    ("raw UTF-8 id", ACTIX, Differs::Body, ACTIX_PARSER),
+    ("raw byte 0xFF", ACTIX, Differs::Body, ACTIX_PARSER),
     (
         "POST Transfer-Encoding chunked with a bad size",
-        &["ntex"],
+        NTEX,
         Differs::Body,
         NTEX_CHUNKED,
     ),
     (
         "POST Transfer-Encoding chunked with a bare LF",
-        &["ntex"],
+        NTEX,
         Differs::Body,
         NTEX_CHUNKED,
     ),
     (
         "POST Transfer-Encoding chunked with a negative size",
-        &["ntex"],
+        NTEX,
         Differs::Body,
         NTEX_CHUNKED,
     ),
     (
         "POST Transfer-Encoding chunked with an overflowing size",
-        &["ntex"],
+        NTEX,
         Differs::Body,
         NTEX_CHUNKED,
     ),
     (
         "POST Transfer-Encoding chunked without the CRLF after data",
-        &["ntex"],
+        NTEX,
         Differs::Body,
         NTEX_CHUNKED,
     ),
     (
         "POST Transfer-Encoding chunked, chunked",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Body,
         BOTH_PARSERS,
     ),
     (
         "POST Transfer-Encoding gzip, chunked",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Body,
         BOTH_PARSERS,
     ),
     (
         "POST two Transfer-Encoding headers",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Body,
         BOTH_PARSERS,
     ),
     (
         "POST Transfer-Encoding identity",
-        HYPER_FAMILY,
+        Who::AllBut(&["ntex"]),
         Differs::Body,
         HYPER_PARSER,
     ),
-    (
-        "smuggling CL.TE",
-        &["actix", "ntex"],
-        Differs::Outcome,
-        SMUGGLING,
-    ),
-    (
-        "smuggling TE.CL",
-        &["actix", "ntex"],
-        Differs::Outcome,
-        SMUGGLING,
-    ),
+    ("smuggling CL.TE", OWN_PARSERS, Differs::Outcome, SMUGGLING),
+    ("smuggling TE.CL", OWN_PARSERS, Differs::Outcome, SMUGGLING),
     (
         "smuggling TE.CL, short length",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Outcome,
         SMUGGLING,
     ),
     (
         "smuggling TE with a tab value",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Outcome,
         SMUGGLING,
     ),
     (
         "POST two equal Content-Lengths",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Outcome,
         SMUGGLING,
     ),
     (
         "HTTP/1.0 without keep-alive pipelined",
-        &["actix", "ntex"],
+        OWN_PARSERS,
         Differs::Outcome,
         PIPELINED_10,
     ),
-    (
-        "an HTTP/2 preface",
-        &["actix", "ntex"],
-        Differs::Outcome,
-        PREFACE,
-    ),
+    ("an HTTP/2 preface", OWN_PARSERS, Differs::Outcome, PREFACE),
     (
         "POST Transfer-Encoding chunked with a trailer",
-        &["ntex"],
+        NTEX,
         Differs::Outcome,
         NTEX_LENIENT,
     ),
-    ("two spaces", &["ntex"], Differs::Outcome, NTEX_LENIENT),
+    ("two spaces", NTEX, Differs::Outcome, NTEX_LENIENT),
 ];
 
 /// What one runtime did with one case.
@@ -471,7 +470,7 @@ fn every_runtime_answers_every_corpus_case_alike() {
         let explained = match listed {
             None => groups.len() == 1,
             Some((_, _, Differs::Body, _)) => agree(&|_| true, true),
-            Some((_, runtimes, Differs::Outcome, _)) => agree(&|r| !runtimes.contains(&r), false),
+            Some((_, who, Differs::Outcome, _)) => agree(&|r| !who.has(r), false),
         };
         if !explained {
             unexplained.push(case.name.as_str());
@@ -505,4 +504,51 @@ fn every_runtime_answers_every_corpus_case_alike() {
         stale.is_empty(),
         "listed as parser answers but now agreeing everywhere: {stale:?}"
     );
+}
+
+/// The request path the fuzz targets drive (`Runtime::memory_server`, `fuzz/`) answers as the
+/// socket does: the same cases, the same statuses, on every runtime that has one.
+#[test]
+fn in_memory_connections_answer_as_sockets_do() {
+    let waiter = brigade_services::services().into_iter().next().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = brigade_kit::service::ServiceConfig {
+        runtime: "memory-server".into(),
+        store: brigade_kit::store::StoreKind::Memory,
+        store_config: Default::default(),
+        database_prefix: String::new(),
+        peers: Default::default(),
+        peer_timeouts: Default::default(),
+        metrics: true,
+    };
+    let app = rt
+        .block_on(brigade_kit::service::build(&*waiter, &config))
+        .unwrap()
+        .app;
+    let mut served = 0;
+    for name in brigade_runtimes::names() {
+        let runtime = brigade_runtimes::find(name).unwrap();
+        let server = {
+            let _entered = rt.enter();
+            runtime.memory_server(app.clone(), &ServerLimits::default())
+        };
+        let Some(server) = server else { continue };
+        served += 1;
+        for (request, status) in [
+            (&b"GET /health HTTP/1.1\r\nHost: h\r\n\r\n"[..], "200"),
+            (b"GET /no/such HTTP/1.1\r\nHost: h\r\n\r\n", "404"),
+            (b"GET /health HTTP/1.1\r\n\r\n", "400"),
+            (b"PATCH /health HTTP/1.1\r\nHost: h\r\n\r\n", "405"),
+        ] {
+            let out = server
+                .exchange(&rt, request, Duration::from_secs(10))
+                .unwrap_or_else(|| panic!("{name}: the in-memory connection ended"));
+            let out = String::from_utf8_lossy(&out);
+            assert_eq!(out.get(9..12), Some(status), "{name}: {out}");
+        }
+    }
+    assert!(served > 0, "no runtime with an in-memory server");
 }
