@@ -58,48 +58,7 @@ fn method(m: Method) -> actix_web::http::Method {
     }
 }
 
-/// The kit's house rules ([`brigade_kit::rules`]) on an actix request.
-fn admit(req: &HttpRequest, limits: &ServerLimits) -> Result<Admitted, Refused> {
-    let target = req.uri().path_and_query().map_or("", |p| p.as_str());
-    let headers = || {
-        req.headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
-    };
-    let version = if req.version() <= actix_web::http::Version::HTTP_10 {
-        rules::Version::Http10
-    } else {
-        rules::Version::Http11
-    };
-    rules::admit(limits, req.method().as_str(), target, version, headers)
-}
-
-/// `resp`, closing the connection after it when `close`.
-fn closing(mut resp: HttpResponse, close: bool) -> HttpResponse {
-    if close {
-        resp.head_mut().set_connection_type(ConnectionType::Close);
-    }
-    resp
-}
-
-/// The answer to a request the house rules admitted: `reply`, closing where the rules say.
-fn answer(reply: Reply, admitted: Admitted) -> HttpResponse {
-    let close = admitted.closes_after(reply.status);
-    closing(respond(reply), close)
-}
-
-/// The answer to a request the house rules refused.
-fn refusal(refused: Refused) -> HttpResponse {
-    closing(respond(refused.error.to_reply()), refused.close)
-}
-
-/// The kit's 404 or 405 for a request no route takes, after the house rules.
-fn unmatched(app: &Arc<dyn AppHandle>, req: &HttpRequest, limits: &ServerLimits) -> HttpResponse {
-    match admit(req, limits) {
-        Err(refused) => refusal(refused),
-        Ok(a) => answer(app.unmatched(req.method().as_str(), req.path()), a),
-    }
-}
+house_rules!(actix_web::http::Version::HTTP_10);
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
 async fn body(

@@ -25,6 +25,62 @@ use anyhow::Context;
 pub use brigade_kit::limits::ServerLimits;
 use brigade_kit::AppHandle;
 
+/// Defines the house rules' glue for a runtime with its own HTTP stack (actix-web, ntex), over its
+/// own `HttpRequest`, `HttpResponse` and `ConnectionType` (in scope where it is used; `$http10`
+/// is its `Version::HTTP_10`): `admit`, `closing`, `answer`, `refusal` and `unmatched`. One macro because
+/// the two stacks' types are their own, their methods the same.
+#[allow(unused_macros)] // a build without actix-web and ntex
+macro_rules! house_rules {
+    ($http10:expr) => {
+        /// The kit's house rules ([`brigade_kit::rules`]) on a request.
+        fn admit(req: &HttpRequest, limits: &ServerLimits) -> Result<Admitted, Refused> {
+            let target = req.uri().path_and_query().map_or("", |p| p.as_str());
+            let headers = || {
+                req.headers()
+                    .iter()
+                    .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
+            };
+            let version = if req.version() <= $http10 {
+                rules::Version::Http10
+            } else {
+                rules::Version::Http11
+            };
+            rules::admit(limits, req.method().as_str(), target, version, headers)
+        }
+
+        /// `resp`, closing the connection after it when `close`.
+        fn closing(mut resp: HttpResponse, close: bool) -> HttpResponse {
+            if close {
+                resp.head_mut().set_connection_type(ConnectionType::Close);
+            }
+            resp
+        }
+
+        /// The answer to a request the house rules admitted: `reply`, closing where the rules say.
+        fn answer(reply: Reply, admitted: Admitted) -> HttpResponse {
+            let close = admitted.closes_after(reply.status);
+            closing(respond(reply), close)
+        }
+
+        /// The answer to a request the house rules refused.
+        fn refusal(refused: Refused) -> HttpResponse {
+            closing(respond(refused.error.to_reply()), refused.close)
+        }
+
+        /// The kit's 404 or 405 for a request no route takes, after the house rules.
+        fn unmatched(
+            app: &Arc<dyn AppHandle>,
+            req: &HttpRequest,
+            limits: &ServerLimits,
+        ) -> HttpResponse {
+            match admit(req, limits) {
+                Err(refused) => refusal(refused),
+                Ok(a) => answer(app.unmatched(req.method().as_str(), req.path()), a),
+            }
+        }
+    };
+}
+
 /// Defines `fn content_type_value(&'static str) -> $value`: the `Content-Type` header value of a
 /// reply, the kit's usual types pre-validated at compile time (a `from_static` at run time re-checks
 /// every byte on every request). One macro because actix-web's header type is not `http` 1's.

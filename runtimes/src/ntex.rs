@@ -74,40 +74,7 @@ fn text(req: &HttpRequest, name: impl header::AsName) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The kit's house rules ([`brigade_kit::rules`]) on an ntex request.
-fn admit(req: &HttpRequest, limits: &ServerLimits) -> Result<Admitted, Refused> {
-    let target = req.uri().path_and_query().map_or("", |p| p.as_str());
-    let headers = || {
-        req.headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
-    };
-    let version = if req.version() <= ntex::http::Version::HTTP_10 {
-        rules::Version::Http10
-    } else {
-        rules::Version::Http11
-    };
-    rules::admit(limits, req.method().as_str(), target, version, headers)
-}
-
-/// `resp`, closing the connection after it when `close`.
-fn closing(mut resp: HttpResponse, close: bool) -> HttpResponse {
-    if close {
-        resp.head_mut().set_connection_type(ConnectionType::Close);
-    }
-    resp
-}
-
-/// The answer to a request the house rules admitted: `reply`, closing where the rules say.
-fn answer(reply: Reply, admitted: Admitted) -> HttpResponse {
-    let close = admitted.closes_after(reply.status);
-    closing(respond(reply), close)
-}
-
-/// The answer to a request the house rules refused.
-fn refusal(refused: Refused) -> HttpResponse {
-    closing(respond(refused.error.to_reply()), refused.close)
-}
+house_rules!(ntex::http::Version::HTTP_10);
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
 async fn body(
@@ -127,14 +94,6 @@ async fn body(
     // request.
     let chunks = payload.map(|chunk| chunk.map(|b| bytes::Bytes::copy_from_slice(&b)));
     read_body_draining_here(chunks, length, limit, limits.body_read_timeout).await
-}
-
-/// The JSON 404 or 405 of a request no route takes, after the kit's head limits.
-fn unmatched(app: &Arc<dyn AppHandle>, req: &HttpRequest, limits: &ServerLimits) -> HttpResponse {
-    match admit(req, limits) {
-        Err(refused) => refusal(refused),
-        Ok(a) => answer(app.unmatched(req.method().as_str(), req.path()), a),
-    }
 }
 
 /// Runs route `route` on `req`: the kit's head limits, the body under `limit`, the call.
