@@ -239,8 +239,7 @@ pub fn run_merge(args: MergeArgs) -> Result<()> {
     let thresholds = threshold::parse_all(&args.thresholds)?;
     let mut results = Vec::new();
     for path in &args.results {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("Failed to read {}", path.display()))?;
+        let text = crate::files::read_text(path, crate::files::MAX_REPORT_BYTES, "result")?;
         let result: crate::result::LoadResult = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a brigade load result", path.display()))?;
         results.push(result);

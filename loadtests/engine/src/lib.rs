@@ -9,6 +9,7 @@
 pub mod abuse;
 pub mod cli;
 pub mod engine;
+pub mod files;
 pub mod histogram;
 pub mod machine;
 pub mod registry;

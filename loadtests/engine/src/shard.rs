@@ -163,8 +163,7 @@ impl Fixtures {
 
     /// Reads fixtures written by [`Fixtures::save`].
     pub fn load(path: &Path) -> Result<Fixtures> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("Failed to read fixtures {}", path.display()))?;
+        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES, "fixtures")?;
         serde_json::from_str(&text).with_context(|| format!("fixtures {}", path.display()))
     }
 }

@@ -129,8 +129,7 @@ impl Scenario {
     /// A scenario from a TOML file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("Failed to read scenario {}", path.display()))?;
+        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES, "scenario")?;
         Scenario::parse(&text, &path.display().to_string())
             .with_context(|| format!("scenario {}", path.display()))
     }

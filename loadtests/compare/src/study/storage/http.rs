@@ -104,8 +104,11 @@ impl GrowthDescription {
 
     /// Reads a description from a file.
     pub fn from_file(path: &Path) -> Result<GrowthDescription> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("Failed to read {}", path.display()))?;
+        let text = brigade_load::files::read_text(
+            path,
+            brigade_load::files::MAX_INPUT_BYTES,
+            "growth description",
+        )?;
         GrowthDescription::parse(&text, &path.display().to_string())
     }
 
