@@ -119,28 +119,27 @@ where
     let mut coding_ok = true;
     let mut close = false;
     let mut keep_alive = false;
+    // On every request, so nothing is allocated: names compared without case, values trimmed
+    // as bytes (all five are ASCII tokens or digits when well-formed).
     for (name, value) in headers() {
-        let value = String::from_utf8_lossy(value);
-        let value = value.trim();
-        match name.to_ascii_lowercase().as_slice() {
-            b"host" => hosts += 1,
-            b"content-length" => {
-                lengths += 1;
-                length_ok &= !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-                has_length_body |= value.bytes().any(|b| b != b'0');
+        let value = value.trim_ascii();
+        let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
+        if is("host") {
+            hosts += 1;
+        } else if is("content-length") {
+            lengths += 1;
+            length_ok &= !value.is_empty() && value.iter().all(u8::is_ascii_digit);
+            has_length_body |= value.iter().any(|b| *b != b'0');
+        } else if is("transfer-encoding") {
+            codings += 1;
+            coding_ok &= value.eq_ignore_ascii_case(b"chunked");
+        } else if is("connection") {
+            for token in value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
             }
-            b"transfer-encoding" => {
-                codings += 1;
-                coding_ok &= value.eq_ignore_ascii_case("chunked");
-            }
-            b"connection" => {
-                for token in value.split(',').map(str::trim) {
-                    close |= token.eq_ignore_ascii_case("close");
-                    keep_alive |= token.eq_ignore_ascii_case("keep-alive");
-                }
-            }
-            b"upgrade" => close = true,
-            _ => {}
+        } else if is("upgrade") {
+            close = true;
         }
     }
     if version == Version::Http11 && hosts != 1 {
