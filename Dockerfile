@@ -53,7 +53,8 @@ ARG RUNTIME=axum
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --create-home --home-dir /app --shell /usr/sbin/nologin brigade
+    && useradd --system --uid 10001 --user-group --create-home --home-dir /app --shell /usr/sbin/nologin brigade \
+    && install -d -o brigade -g brigade /app/data
 COPY --from=binary /src/target/release/brigade /usr/local/bin/brigade
 USER brigade:brigade
 WORKDIR /app

@@ -5,10 +5,14 @@
 #   bash scripts/containers.sh setup               # podman + runc + debootstrap, containers.conf, podman-compose (venv)
 #   bash scripts/containers.sh images              # local base image (debootstrap) and FerretDB image standing in for mongo:7
 #   bash scripts/containers.sh brigade-image R     # brigade:R from the Dockerfile, fed a host-built binary (target prebuilt)
-#   bash scripts/containers.sh stack R             # compose up (FerretDB override), every service healthy, walkthrough,
-#                                                  # the loadtest service's report, compose down -v
+#   bash scripts/containers.sh stack R [--store embedded]   # compose up (FerretDB override, or the embedded-store
+#                                                  # override), every service healthy, walkthrough, the loadtest
+#                                                  # service's report, compose down -v
 #   bash scripts/containers.sh testcontainers      # the MongoDB tests through testcontainers on podman's socket
-#   bash scripts/containers.sh compare R1,R2 [compare flags...]   # one report: every runtime's stack, compare --external
+#   bash scripts/containers.sh compare R1,R2 [--store embedded|mongo] [--loopback] [compare flags...]
+#                                                  # one report: every runtime's stack up at once, compare --external
+#                                                  # with each service container's cgroup (side by side); --loopback:
+#                                                  # a second report, each stack beside the same services at loopback
 #   bash scripts/containers.sh clean               # remove every container, volume and network this script made
 #   bash scripts/containers.sh ci                  # what .ci/run runs: setup, images, stack axum and actix, testcontainers
 #
@@ -131,14 +135,28 @@ brigade_image() {
     log "brigade:$runtime holds the $runtime runtime alone"
 }
 
+# The store the stacks use: mongo (the FerretDB override standing in for mongo:7) or embedded (the
+# embedded-store override: no database containers). Set by `--store` of stack and compare.
+STORE="${BRIGADE_STORE:-mongo}"
+
+# The override file for $STORE.
+store_override() {
+    case "$STORE" in
+        mongo) echo "$REPO_ROOT/docker-compose.ferretdb.yml" ;;
+        embedded) echo "$REPO_ROOT/docker-compose.embedded.yml" ;;
+        *) die "--store $STORE: mongo or embedded" ;;
+    esac
+}
+
 # The compose command for runtime $1's stack (project brigade-$1): the users' docker-compose.yml with
-# the FerretDB override (and COMPOSE_EXTRA, if set), nothing else; at most 5 minutes.
+# the store's override (and COMPOSE_EXTRA, if set), nothing else; at most 5 minutes.
 compose() {
-    local runtime="$1"
+    local runtime="$1" override
     shift
+    override=$(store_override)
     RUNTIME="$runtime" BRIGADE_UID="$(id -u)" BRIGADE_GID="$(id -g)" \
         timeout 300 "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
-        -f "$REPO_ROOT/docker-compose.yml" -f "$REPO_ROOT/docker-compose.ferretdb.yml" \
+        -f "$REPO_ROOT/docker-compose.yml" -f "$override" \
         ${COMPOSE_EXTRA:+-f "$COMPOSE_EXTRA"} "$@"
 }
 
@@ -165,11 +183,19 @@ wait_healthy() {
     done
 }
 
-# Asserts that $1's /health answers 200 naming runtime $2.
+# Asserts that $1's /health answers 200 naming runtime $2 and the store $STORE.
 check_health() {
     local body
     body=$(curl -sS --fail --max-time 5 "$1/health") || die "$1/health did not answer 200"
-    echo "$body" | python3 -c 'import json,sys; h=json.load(sys.stdin); sys.exit(0 if h["runtime"]==sys.argv[1] and h["store"]=="mongo" else f"{sys.argv[2]}/health: {h}")' "$2" "$1"
+    echo "$body" | python3 -c 'import json,sys; h=json.load(sys.stdin); sys.exit(0 if h["runtime"]==sys.argv[1] and h["store"]==sys.argv[3] else f"{sys.argv[2]}/health: {h}")' "$2" "$1" "$STORE"
+}
+
+# The cgroup of compose service $2 of project $1 (podman's .State.CgroupPath).
+container_cgroup() {
+    local id
+    id=$(podman ps -q --filter "label=io.podman.compose.project=$1" --filter "label=io.podman.compose.service=$2")
+    [[ -n "$id" ]] || die "no container for $2 in $1"
+    podman inspect -f '{{.State.CgroupPath}}' "$id"
 }
 
 # Item 1 and 2 of the CI check: runtime $1's stack up, every service healthy, each /health naming the
@@ -204,64 +230,164 @@ stack() {
     trap - EXIT
     [[ -z "$(podman ps -a -q --filter "label=io.podman.compose.project=$project")" ]] || die "containers left after down -v"
     [[ -z "$(podman volume ls -q --filter "label=io.podman.compose.project=$project")" ]] || die "volumes left after down -v"
-    log "stack $runtime: up, healthy, walked through, loaded, down -v clean"
+    log "stack $runtime ($STORE store): up, healthy, walked through, loaded, down -v clean"
 }
 
-# Item 4: every runtime's stack up side by side (project brigade-R, its own published ports), the
-# services and their databases pinned to BRIGADE_SERVER_CPUS (compose's cpuset, podman's
-# --cpuset-cpus), then one `brigade compare --external` over all of them, its generator pinned to
-# BRIGADE_GENERATOR_CPUS: rotated, paired runs and one report with verdicts. Every stack goes down -v
-# at the end, whatever happened.
+# Every runtime's stack up at once (project brigade-R, its own published ports), the services (and
+# their databases, on mongo) pinned to BRIGADE_SERVER_CPUS (compose's cpuset), then one
+# `brigade compare --external` over all of them, its generator pinned to BRIGADE_GENERATOR_CPUS:
+# isolated runs rotated and paired, then the side-by-side levels, every service container's CPU
+# read from its cgroup in nanoseconds (--external-cgroup), the databases' apart (--external-companion).
+# With --loopback, a second comparison follows in which each runtime's stack runs beside the same
+# three services started here at loopback (`R#loopback`, one process per service as in the
+# containers, pinned to the same CPUs, each in a cgroup of its own so both sides are read alike):
+# its side-by-side verdicts are what the containers cost each runtime. Every stack goes down -v at
+# the end, whatever happened.
 compare_containers() {
     local runtimes="$1" nproc server_cpus generator_cpus brigade externals=() runtime i=0 stacks=()
+    local loopback=0 args=()
     shift
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --store) STORE="${2:?--store mongo|embedded}"; shift 2 ;;
+            --store=*) STORE="${1#--store=}"; shift ;;
+            --loopback) loopback=1; shift ;;
+            *) args+=("$1"); shift ;;
+        esac
+    done
+    store_override >/dev/null
     nproc=$(nproc)
     server_cpus="${BRIGADE_SERVER_CPUS:-0-$(( nproc / 2 - 1 ))}"
     generator_cpus="${BRIGADE_GENERATOR_CPUS:-$(( nproc / 2 ))-$(( nproc - 1 ))}"
     brigade="${BRIGADE_BIN:-$TARGET_DIR/$PROFILE/brigade}"
     [[ -x "$brigade" ]] || die "no brigade binary at $brigade (cargo build, or set BRIGADE_BIN)"
-    local pin="$CACHE/compose.pin.yml"
+    local pin="$CACHE/compose.pin.yml" pinned=(waiter tables kitchen)
+    [[ "$STORE" == mongo ]] && pinned+=(waiter-db tables-db kitchen-db)
     {
-        echo "# Written by scripts/containers.sh compare: the servers and their databases on the server CPUs."
+        echo "# Written by scripts/containers.sh compare: the servers (and databases) on the server CPUs."
         echo "services:"
-        for service in waiter tables kitchen waiter-db tables-db kitchen-db; do
+        for service in "${pinned[@]}"; do
             printf '  %s:\n    cpuset: "%s"\n' "$service" "$server_cpus"
         done
     } >"$pin"
     # shellcheck disable=SC2064
-    trap "for r in ${runtimes//,/ }; do COMPOSE_EXTRA=$pin compose \$r down -v >/dev/null 2>&1 || true; done" EXIT
+    trap "for r in ${runtimes//,/ }; do COMPOSE_EXTRA=$pin compose \$r down -v >/dev/null 2>&1 || true; done; stop_loopback" EXIT
     for runtime in ${runtimes//,/ }; do
         podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
         local base=$(( 18080 + 10 * i ))
         BRIGADE_WAITER_PORT=$((base + 1)) BRIGADE_TABLES_PORT=$((base + 2)) BRIGADE_KITCHEN_PORT=$((base + 3)) \
-            COMPOSE_EXTRA="$pin" timed "compose up ($runtime)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
+            COMPOSE_EXTRA="$pin" timed "compose up ($runtime, $STORE)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
             || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
         timed "every service healthy ($runtime)" wait_healthy "brigade-$runtime" 180
-        externals+=(--external "$runtime:waiter=http://127.0.0.1:$((base + 1))"
-            --external "$runtime:tables=http://127.0.0.1:$((base + 2))"
-            --external "$runtime:kitchen=http://127.0.0.1:$((base + 3))")
-        # The databases share the server CPUs: their cgroups' CPU is the server side's own use.
-        for db in waiter-db tables-db kitchen-db; do
-            local id cgroup
-            id=$(podman ps -q --filter "label=io.podman.compose.project=brigade-$runtime" \
-                --filter "label=io.podman.compose.service=$db")
-            cgroup=$(podman inspect -f '{{.State.CgroupPath}}' "$id")
-            externals+=(--external-companion "$runtime:$db=$cgroup")
-        done
+        mapfile -t -O "${#externals[@]}" externals < <(stack_externals "$runtime" "$base")
         stacks+=("brigade-$runtime on 127.0.0.1:$((base + 1))-$((base + 3))")
         i=$((i + 1))
     done
-    local note
+    local note databases
+    if [[ "$STORE" == mongo ]]; then
+        databases="the databases are FerretDB 1.24.2 on SQLite standing in for mongo:7 (function, not speed), their CPU read from their cgroups and kept out of the server figures"
+    else
+        databases="the embedded store (docker-compose.embedded.yml): each service its own database file on its own volume, no database container"
+    fi
     note="podman $(podman version -f '{{.Client.Version}}') ($(podman info -f '{{.Host.OCIRuntime.Name}}'), \
 network $(podman info -f '{{.Host.NetworkBackend}}'), cgroups $(podman info -f '{{.Host.CgroupsVersion}}')), \
-podman-compose $COMPOSE_VERSION; docker-compose.yml + docker-compose.ferretdb.yml, one stack per runtime side by side \
+podman-compose $COMPOSE_VERSION; docker-compose.yml + $(basename "$(store_override)"), one stack per runtime up at once \
 (${stacks[*]}), image brigade:RUNTIME from the Dockerfile (BUILDER=prebuilt, a $PROFILE host build with that runtime's \
-features alone); each service and its database pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
+features alone); each service container pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
 every service in its own container and network namespace, reached through podman's published ports; \
-the databases are FerretDB 1.24.2 on SQLite standing in for mongo:7, their CPU read from their cgroups and kept out of the server figures"
-    timed "compare --external ($runtimes)" "$brigade" compare "${externals[@]}" \
+side by side, each runtime's CPU is its three service containers' cgroups (cpuacct) summed, in nanoseconds; $databases"
+    timed "compare --external ($runtimes, $STORE)" "$brigade" compare "${externals[@]}" \
         --server-cpus "$server_cpus" --generator-cpus "$generator_cpus" \
-        --setup-note "Containers=$note" "$@"
+        --setup-note "Containers=$note" "${args[@]}"
+    [[ $loopback == 1 ]] || return 0
+    # The same stacks again, each beside its own services at loopback.
+    local both=() labels=()
+    i=0
+    for runtime in ${runtimes//,/ }; do
+        mapfile -t -O "${#both[@]}" both < <(stack_externals "$runtime" $(( 18080 + 10 * i )))
+        # The very binary the image holds, where it was built here; else the one compare runs.
+        local host_bin="$BIN_DIR/$runtime/brigade"
+        [[ -x "$host_bin" ]] || host_bin="$brigade"
+        start_loopback "$host_bin" "$runtime" $(( 19080 + 10 * i )) "$server_cpus"
+        both+=("${LOOPBACK_EXTERNALS[@]}")
+        labels+=("$runtime" "$runtime#loopback")
+        i=$((i + 1))
+    done
+    local lnote="$note; beside each stack, the same three services as host processes at loopback (\`R#loopback\`: \
+brigade serve --service S --store $STORE, one process per service as in the containers, taskset to CPUs $server_cpus, \
+each moved into a cgroup of its own under brigade-loopback so that both sides' CPU is read from cgroups alike): \
+each pair's side-by-side ratio is what the containers cost that runtime"
+    timed "compare --external, containers beside loopback ($runtimes)" "$brigade" compare "${both[@]}" \
+        --runtimes "$(IFS=,; echo "${labels[*]}")" \
+        --server-cpus "$server_cpus" --generator-cpus "$generator_cpus" \
+        --setup-note "Containers=$lnote" "${args[@]}"
+}
+
+# The compare flags for runtime $1's stack published from port $2+1: each service's URL and cgroup,
+# and on mongo its databases' cgroups as companions; one per line.
+stack_externals() {
+    local runtime="$1" port=$(( $2 + 1 )) service db
+    for service in waiter tables kitchen; do
+        printf '%s\n' --external "$runtime:$service=http://127.0.0.1:$port" \
+            --external-cgroup "$runtime:$service=$(container_cgroup "brigade-$runtime" "$service")"
+        port=$((port + 1))
+    done
+    if [[ "$STORE" == mongo ]]; then
+        # The databases share the server CPUs: their cgroups' CPU is the server side's own use.
+        for db in waiter-db tables-db kitchen-db; do
+            printf '%s\n' --external-companion "$runtime:$db=$(container_cgroup "brigade-$runtime" "$db")"
+        done
+    fi
+}
+
+LOOPBACK_PIDS=()
+LOOPBACK_DIRS=()
+LOOPBACK_CGROUPS=()
+LOOPBACK_EXTERNALS=()
+
+# Starts runtime $2's three services at loopback from binary $1 on ports $3+1..$3+3, pinned to CPUs
+# $4, each in a cgroup of its own; sets LOOPBACK_EXTERNALS to their --external/--external-cgroup.
+start_loopback() {
+    local brigade="$1" runtime="$2" base="$3" cpus="$4" port peer="" service data pid cgroup
+    LOOPBACK_EXTERNALS=()
+    data=$(mktemp -d)
+    LOOPBACK_DIRS+=("$data")
+    port=$((base + 1))
+    for service in waiter tables kitchen; do
+        # shellcheck disable=SC2086
+        taskset -c "$cpus" "$brigade" serve --runtime "$runtime" --service "$service" --store "$STORE" \
+            --data-dir "$data/$service" --listen "127.0.0.1:$port" ${peer:+--peer "$peer"} \
+            --mongodb-uri "${MONGODB_URI:-mongodb://127.0.0.1:1/}" \
+            >"$CACHE/loopback-$runtime-$service.log" 2>&1 &
+        pid=$!
+        LOOPBACK_PIDS+=("$pid")
+        cgroup="/brigade-loopback/$runtime-$service"
+        local dir
+        if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then dir="/sys/fs/cgroup$cgroup"; else dir="/sys/fs/cgroup/cpuacct$cgroup"; fi
+        mkdir -p "$dir"
+        echo "$pid" >"$dir/cgroup.procs"
+        LOOPBACK_CGROUPS+=("$dir")
+        local tries=0
+        until "$brigade" probe "http://127.0.0.1:$port/ready" >/dev/null 2>&1; do
+            tries=$((tries + 1))
+            (( tries < 150 )) || { tail -n 20 "$CACHE/loopback-$runtime-$service.log" >&2; die "$runtime $service at loopback not ready"; }
+            sleep 0.2
+        done
+        LOOPBACK_EXTERNALS+=(--external "$runtime#loopback:$service=http://127.0.0.1:$port"
+            --external-cgroup "$runtime#loopback:$service=$cgroup")
+        peer="$service=http://127.0.0.1:$port"
+        port=$((port + 1))
+    done
+}
+
+# Stops what start_loopback started and removes its cgroups and data.
+stop_loopback() {
+    local pid dir
+    for pid in "${LOOPBACK_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${LOOPBACK_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    for dir in "${LOOPBACK_CGROUPS[@]}"; do rmdir "$dir" 2>/dev/null || true; done
+    for dir in "${LOOPBACK_DIRS[@]}"; do rm -rf "$dir"; done
+    LOOPBACK_PIDS=()
 }
 
 # Item 3: the MongoDB tests through testcontainers, not MONGODB_URI: podman's Docker-compatible API
@@ -328,7 +454,9 @@ case "${1:-}" in
     ci) ci ;;
     clean) clean ;;
     testcontainers) testcontainers ;;
-    stack) stack "${2:?runtime}" ;;
+    stack)
+        [[ "${3:-}" == --store ]] && STORE="${4:?--store mongo|embedded}"
+        stack "${2:?runtime}" ;;
     compare) shift; compare_containers "${1:?runtimes, e.g. axum,actix}" "${@:2}" ;;
     setup) setup ;;
     base-image) base_image ;;

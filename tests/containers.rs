@@ -667,3 +667,85 @@ fn a_prebuilt_binary_enters_through_the_same_runtime_stage() {
     assert!(ins.iter().any(|(_, k, a)| k == "COPY"
         && a == "--from=brigade-bin ${RUNTIME}/brigade /src/target/release/brigade"));
 }
+
+fn embedded_override() -> Value {
+    let text = std::fs::read_to_string(root().join("docker-compose.embedded.yml"))
+        .expect("docker-compose.embedded.yml");
+    serde_norway::from_str(&text).expect("docker-compose.embedded.yml is YAML")
+}
+
+/// `scripts/containers.sh compare … --store embedded` runs the users' compose file with this
+/// override: each service on the embedded store with a volume of its own at the data folder the
+/// image prepares for it, no database container started, and the services still waiting for each
+/// other's health (tables for waiter, kitchen for tables), for no database.
+#[test]
+fn the_embedded_override_gives_each_service_its_own_volume_and_starts_no_database() {
+    let base = compose();
+    let over = embedded_override();
+    let services = &over["services"];
+    let mut volumes = BTreeSet::new();
+    for name in SERVICES {
+        let s = &services[name];
+        let command = strings(&s["command"]);
+        let flag = |f: &str| {
+            command
+                .iter()
+                .position(|c| c == f)
+                .and_then(|i| command.get(i + 1))
+                .cloned()
+        };
+        assert_eq!(flag("--service").as_deref(), Some(name), "{command:?}");
+        assert_eq!(flag("--store").as_deref(), Some("embedded"), "{command:?}");
+        let data = flag("--data-dir").expect("a --data-dir");
+        let mounts = strings(&s["volumes"]);
+        assert_eq!(mounts.len(), 1, "{name}: {mounts:?}");
+        let (volume, at) = mounts[0].split_once(':').expect("VOLUME:PATH");
+        assert_eq!(at, data, "{name}: the volume holds the data folder");
+        assert!(volumes.insert(volume.to_owned()), "{volume} shared");
+        assert!(keys(&over["volumes"]).contains(volume), "{volume} declared");
+        // The same listen address and health check as the users' stack.
+        assert_eq!(
+            flag("--listen"),
+            strings(&service(&base, name)["command"])
+                .iter()
+                .position(|c| c == "--listen")
+                .map(|i| strings(&service(&base, name)["command"])[i + 1].clone())
+        );
+        // Its dependencies: the peer it calls, never a database.
+        let depends = match &s["depends_on"] {
+            Value::Tagged(t) => {
+                assert!(
+                    t.tag == "reset" || t.tag == "override",
+                    "{name}: {:?}",
+                    t.tag
+                );
+                match &t.value {
+                    Value::Sequence(_) => strings(&t.value).into_iter().collect(),
+                    other => keys(other),
+                }
+            }
+            other => panic!("{name}: depends_on must replace the base's: {other:?}"),
+        };
+        assert!(depends.iter().all(|d| !d.ends_with("-db")), "{depends:?}");
+        let peer = match name {
+            "waiter" => None,
+            "tables" => Some("waiter"),
+            _ => Some("tables"),
+        };
+        assert_eq!(depends, peer.into_iter().map(str::to_owned).collect());
+    }
+    // The databases are kept out of the default profile: `up` starts none of them.
+    for name in SERVICES {
+        let db = format!("{name}-db");
+        assert_eq!(
+            strings(&services[db.as_str()]["profiles"]),
+            ["mongo"],
+            "{db}"
+        );
+    }
+    // The folder exists in the image, owned by its user, so a fresh volume there is writable.
+    assert!(
+        dockerfile().contains("install -d -o brigade -g brigade /app/data"),
+        "the image prepares /app/data"
+    );
+}

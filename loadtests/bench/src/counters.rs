@@ -6,7 +6,9 @@
 //!   those that have exited included, and needs no root. `/proc/PID/stat` counts in 10 ms ticks,
 //!   too coarse for 1-second windows (measured: ±2.2% A/A against ±0.4% with nanoseconds);
 //!   `/proc/PID/task/*/schedstat` is in nanoseconds but loses threads that exit (a tokio
-//!   blocking-pool thread that retires mid-window takes its time with it).
+//!   blocking-pool thread that retires mid-window takes its time with it). For a server compare
+//!   did not start but can see (a container on this machine), its cgroups' CPU accounting:
+//!   `cpuacct.usage` on cgroup v1 (nanoseconds), `cpu.stat`'s `usage_usec` on v2 ([`CpuClock`]).
 //! - **User and system CPU**: `/proc/PID/stat`'s ticks over the whole window set (tens of seconds,
 //!   so a tick is a fraction of a percent), scaled to the nanosecond total.
 //! - **Syscalls and context switches**: exact counts from the kernel's tracepoint
@@ -24,10 +26,22 @@ use nix::time::{clock_getcpuclockid, clock_gettime, ClockId};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-/// A process's CPU-time clock: nanoseconds of CPU used by all of its threads, living or exited.
-#[derive(Debug, Clone, Copy)]
-pub struct CpuClock {
-    clock: ClockId,
+/// Where a server's CPU time is read, in nanoseconds: its process's CPU-time clock, or the CPU
+/// accounting of the cgroups it runs in (a container's, for servers compare did not start).
+#[derive(Debug, Clone)]
+pub enum CpuClock {
+    /// A local process: nanoseconds of CPU used by all of its threads, living or exited.
+    Process {
+        /// The process.
+        pid: u32,
+        /// Its CPU-time clock.
+        clock: ClockId,
+    },
+    /// One or more cgroups (a runtime's service containers), summed: cgroup v1's
+    /// `cpuacct.usage` (nanoseconds), v2's `cpu.stat` `usage_usec`. Every process in them is
+    /// counted, those that exited included; the kernel's network work done in softirq on behalf
+    /// of a container is in no cgroup (see [`crate::window::SideCell::interrupts_us_per_request`]).
+    Cgroups(Vec<String>),
 }
 
 impl CpuClock {
@@ -35,14 +49,130 @@ impl CpuClock {
     pub fn of(pid: u32) -> anyhow::Result<CpuClock> {
         let clock = clock_getcpuclockid(Pid::from_raw(pid as i32))
             .with_context(|| format!("Failed to get the CPU-time clock of process {pid}"))?;
-        Ok(CpuClock { clock })
+        Ok(CpuClock::Process { pid, clock })
     }
 
-    /// The CPU time the process has used so far, nanoseconds.
-    pub fn read_ns(&self) -> anyhow::Result<u64> {
-        let t = clock_gettime(self.clock).context("Failed to read a CPU-time clock")?;
-        Ok(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+    /// The summed CPU accounting of `paths` (as `/proc/PID/cgroup` or podman's
+    /// `.State.CgroupPath` give them); checked readable now.
+    pub fn of_cgroups(paths: &[String]) -> anyhow::Result<CpuClock> {
+        if paths.is_empty() {
+            bail!("no cgroup to read CPU time from");
+        }
+        let clock = CpuClock::Cgroups(paths.to_vec());
+        clock.read_ns()?;
+        Ok(clock)
     }
+
+    /// The CPU time used so far, nanoseconds.
+    pub fn read_ns(&self) -> anyhow::Result<u64> {
+        match self {
+            CpuClock::Process { clock, .. } => {
+                let t = clock_gettime(*clock).context("Failed to read a CPU-time clock")?;
+                Ok(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+            }
+            CpuClock::Cgroups(paths) => paths.iter().map(|p| cgroup_cpu_ns(p)).sum(),
+        }
+    }
+
+    /// The user and system split so far (ticks of a process; a cgroup's own units: only their
+    /// ratio is used).
+    pub fn ticks(&self) -> anyhow::Result<Ticks> {
+        match self {
+            CpuClock::Process { pid, .. } => ticks(*pid),
+            CpuClock::Cgroups(paths) => {
+                let mut sum = Ticks::default();
+                for path in paths {
+                    let t = cgroup_ticks(path)?;
+                    sum.user += t.user;
+                    sum.system += t.system;
+                }
+                Ok(sum)
+            }
+        }
+    }
+
+    /// The processes counted now (a cgroup's members), for `perf stat -p`.
+    pub fn pids(&self) -> Vec<u32> {
+        match self {
+            CpuClock::Process { pid, .. } => vec![*pid],
+            CpuClock::Cgroups(paths) => {
+                let mut pids: Vec<u32> = paths
+                    .iter()
+                    .filter_map(|p| read_cgroup_file(p, "cpuacct", "cgroup.procs").ok())
+                    .flat_map(|text| {
+                        text.lines()
+                            .filter_map(|l| l.trim().parse().ok())
+                            .collect::<Vec<u32>>()
+                    })
+                    .collect();
+                pids.sort_unstable();
+                pids
+            }
+        }
+    }
+
+    /// The threads counted now, for telling whether new ones were born while counting.
+    pub fn threads(&self) -> Vec<u32> {
+        let mut tids: Vec<u32> = self.pids().into_iter().flat_map(threads).collect();
+        tids.sort_unstable();
+        tids
+    }
+}
+
+/// Reads `file` of the cgroup at `path`: under `/sys/fs/cgroup` on cgroup v2, under the v1
+/// controller `controller`'s hierarchy otherwise.
+pub(crate) fn read_cgroup_file(path: &str, controller: &str, file: &str) -> anyhow::Result<String> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let relative = path.trim_start_matches('/');
+    let full = if root.join("cgroup.controllers").exists() {
+        root.join(relative).join(file)
+    } else {
+        root.join(controller).join(relative).join(file)
+    };
+    std::fs::read_to_string(&full).with_context(|| format!("Failed to read {}", full.display()))
+}
+
+/// The value of `key` in a cgroup's `KEY VALUE` lines.
+fn keyed(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok())?
+    })
+}
+
+/// A cgroup's CPU time so far, nanoseconds.
+pub(crate) fn cgroup_cpu_ns(path: &str) -> anyhow::Result<u64> {
+    if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        let stat = read_cgroup_file(path, "cpu", "cpu.stat")?;
+        let usec = keyed(&stat, "usage_usec").with_context(|| format!("{path}: no usage_usec"))?;
+        return Ok(usec * 1_000);
+    }
+    let text = read_cgroup_file(path, "cpuacct", "cpuacct.usage")?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{path}: cpuacct.usage is not a number: {text:?}"))
+}
+
+/// A cgroup's user and system CPU so far: v1's `cpuacct.stat` ticks, v2's microseconds.
+fn cgroup_ticks(path: &str) -> anyhow::Result<Ticks> {
+    let (text, user, system) = if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+    {
+        (
+            read_cgroup_file(path, "cpu", "cpu.stat")?,
+            "user_usec",
+            "system_usec",
+        )
+    } else {
+        (
+            read_cgroup_file(path, "cpuacct", "cpuacct.stat")?,
+            "user",
+            "system",
+        )
+    };
+    Ok(Ticks {
+        user: keyed(&text, user).with_context(|| format!("{path}: no {user}"))?,
+        system: keyed(&text, system).with_context(|| format!("{path}: no {system}"))?,
+    })
 }
 
 /// User and system CPU ticks of a process (`/proc/PID/stat`).
@@ -92,8 +222,13 @@ pub struct Counting {
     child: std::process::Child,
 }
 
-/// Starts counting syscalls and context switches of `pid` for `seconds` with `perf stat`.
-pub fn start_counting(pid: u32, seconds: f64) -> anyhow::Result<Counting> {
+/// Starts counting syscalls and context switches of the processes `pids` together for `seconds`
+/// with `perf stat`.
+pub fn start_counting(pids: &[u32], seconds: f64) -> anyhow::Result<Counting> {
+    if pids.is_empty() {
+        bail!("no process to count");
+    }
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
     let child = Command::new("perf")
         .args([
             "stat",
@@ -102,7 +237,7 @@ pub fn start_counting(pid: u32, seconds: f64) -> anyhow::Result<Counting> {
             "-e",
             "raw_syscalls:sys_enter,context-switches",
             "-p",
-            &pid.to_string(),
+            &list.join(","),
             "--",
             "sleep",
             &format!("{seconds:.3}"),

@@ -45,37 +45,16 @@ pub fn read(pid: u32) -> anyhow::Result<ProcReading> {
 /// under `/sys/fs/cgroup`, else v1's `cpuacct.usage` and `memory.usage_in_bytes` under their
 /// controllers' hierarchies. Memory is the cgroup's charge, page cache included (not an RSS).
 pub fn read_cgroup(path: &str) -> anyhow::Result<ProcReading> {
-    let root = std::path::Path::new("/sys/fs/cgroup");
-    let relative = path.trim_start_matches('/');
-    let text = |file: std::path::PathBuf| {
-        std::fs::read_to_string(&file).with_context(|| format!("Failed to read {}", file.display()))
+    use crate::counters::{cgroup_cpu_ns, read_cgroup_file};
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let file = if v2 {
+        "memory.current"
+    } else {
+        "memory.usage_in_bytes"
     };
-    if root.join("cgroup.controllers").exists() {
-        let dir = root.join(relative);
-        let stat = text(dir.join("cpu.stat"))?;
-        let usec: f64 = stat
-            .lines()
-            .find_map(|l| l.strip_prefix("usage_usec "))
-            .and_then(|v| v.trim().parse().ok())
-            .with_context(|| format!("{} has no usage_usec", dir.display()))?;
-        let memory: u64 = text(dir.join("memory.current"))?.trim().parse()?;
-        return Ok(ProcReading {
-            cpu_s: usec / 1e6,
-            rss_kib: memory / 1024,
-        });
-    }
-    let ns: f64 = text(root.join("cpuacct").join(relative).join("cpuacct.usage"))?
-        .trim()
-        .parse()?;
-    let memory: u64 = text(
-        root.join("memory")
-            .join(relative)
-            .join("memory.usage_in_bytes"),
-    )?
-    .trim()
-    .parse()?;
+    let memory: u64 = read_cgroup_file(path, "memory", file)?.trim().parse()?;
     Ok(ProcReading {
-        cpu_s: ns / 1e9,
+        cpu_s: cgroup_cpu_ns(path)? as f64 / 1e9,
         rss_kib: memory / 1024,
     })
 }

@@ -25,9 +25,7 @@ use crate::runcpu::GENERATOR_SATURATED;
 pub struct WindowServer {
     /// Its name in the comparison (`hyper#2`).
     pub label: String,
-    /// Its process.
-    pub pid: u32,
-    /// Its CPU-time clock.
+    /// Its CPU time in nanoseconds: its process's clock, or its containers' cgroups.
     pub clock: CpuClock,
     /// Service → base URL, for the scenario.
     pub targets: BTreeMap<String, String>,
@@ -160,6 +158,12 @@ pub struct SideCell {
     /// Task time on the server CPUs that no server used, percent of their capacity (neighbours;
     /// it lands on every runtime in the same windows, so it is recorded, not disqualifying).
     pub others_on_server_cpus_pct: f64,
+    /// The kernel's interrupt and softirq time on the server and generator CPUs together, µs per
+    /// request completed (all runtimes' requests): network work done outside any process's or
+    /// container's account (loopback and bridge delivery, a container's port forwarding). From
+    /// `/proc/stat`'s 10 ms ticks over the whole set; shared by every runtime of the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupts_us_per_request: Option<f64>,
     /// Why no verdict can be drawn from this level (generator-bound, failed), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,
@@ -214,6 +218,13 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
         cell.others_on_server_cpus_pct,
         more.others_on_server_cpus_pct,
     );
+    cell.interrupts_us_per_request = match (
+        cell.interrupts_us_per_request,
+        more.interrupts_us_per_request,
+    ) {
+        (Some(a), Some(b)) => Some(weigh(a, b)),
+        (a, b) => a.or(b),
+    };
     cell.windows += more.windows;
     cell.extensions += 1;
     if cell.not_judged.is_none() {
@@ -408,6 +419,18 @@ fn assemble(
     };
     let (server_busy, server_task) = busy(&plan.cpus.server, &collected.server_cpus);
     let (generator_busy, _) = busy(&plan.cpus.generator, &collected.generator_cpus);
+    let interrupt_s = |pair: &(CpuSample, CpuSample)| {
+        ((pair.1.busy_s - pair.1.task_s) - (pair.0.busy_s - pair.0.task_s)).max(0.0)
+    };
+    let all_requests: u64 = runtimes.iter().map(|r| r.requests).sum();
+    let interrupts_us_per_request = (all_requests > 0).then(|| {
+        let generator = if plan.cpus.generator == plan.cpus.server {
+            0.0
+        } else {
+            interrupt_s(&collected.generator_cpus)
+        };
+        (interrupt_s(&collected.server_cpus) + generator) * 1e6 / all_requests as f64
+    });
     let capacity = plan.cpus.server.len().max(1) as f64;
     let servers_pct: f64 = runtimes
         .iter()
@@ -447,6 +470,7 @@ fn assemble(
         server_cpus_busy_pct: server_busy,
         generator_cpus_busy_pct: generator_busy,
         others_on_server_cpus_pct: (server_task - servers_pct).max(0.0),
+        interrupts_us_per_request,
         not_judged,
     }
 }
@@ -492,14 +516,14 @@ fn collect(
             all.server_cpus.0 = edge(&cpus.server);
             all.generator_cpus.0 = edge(&cpus.generator);
             for (server, c) in servers.iter().zip(all.servers.iter_mut()) {
-                c.ticks.0 = counters::ticks(server.pid).unwrap_or_default();
+                c.ticks.0 = server.clock.ticks().unwrap_or_default();
             }
         }
         if k == windows {
             all.server_cpus.1 = edge(&cpus.server);
             all.generator_cpus.1 = edge(&cpus.generator);
             for (server, c) in servers.iter().zip(all.servers.iter_mut()) {
-                c.ticks.1 = counters::ticks(server.pid).unwrap_or_default();
+                c.ticks.1 = server.clock.ticks().unwrap_or_default();
             }
         }
     }
@@ -515,11 +539,11 @@ fn collect(
         }
         return all;
     }
-    let before: Vec<Vec<u32>> = servers.iter().map(|s| counters::threads(s.pid)).collect();
+    let before: Vec<Vec<u32>> = servers.iter().map(|s| s.clock.threads()).collect();
     let seconds = counting.as_secs_f64() - 0.2;
     let started: Vec<anyhow::Result<counters::Counting>> = servers
         .iter()
-        .map(|s| counters::start_counting(s.pid, seconds))
+        .map(|s| counters::start_counting(&s.clock.pids(), seconds))
         .collect();
     for ((c, counting), (server, before)) in all
         .servers
@@ -531,7 +555,7 @@ fn collect(
             .and_then(counters::Counting::finish)
             .map_err(|e| format!("{e:#}"));
         c.counted_s = seconds;
-        let after = counters::threads(server.pid);
+        let after = server.clock.threads();
         c.new_threads = after.iter().any(|t| !before.contains(t));
     }
     all

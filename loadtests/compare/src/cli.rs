@@ -52,6 +52,11 @@ pub struct CompareArgs {
     /// Store every service uses: embedded, memory or mongo
     #[arg(long, default_value = "embedded")]
     pub store: String,
+    /// Stores as a dimension, comma-separated (e.g. memory,embedded,mongo): a whole comparison per
+    /// store (under OUT/store-NAME), then one report setting every runtime's figures on each store
+    /// against memory ("with a database the services are N× slower"); replaces --store
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["external", "rejudge"])]
+    pub stores: Vec<String>,
     /// MongoDB URI for --store mongo
     #[arg(long, env = "MONGODB_URI")]
     pub mongodb_uri: Option<String>,
@@ -182,6 +187,17 @@ pub struct CompareArgs {
         requires = "external"
     )]
     pub external_companions: Vec<String>,
+    /// A cgroup an external runtime's server runs in (its container's: podman's
+    /// `.State.CgroupPath`), as RUNTIME:NAME=CGROUP (repeatable, one per service container): its
+    /// CPU in nanoseconds from the cgroup's accounting (cgroup v1 `cpuacct.usage`, v2 `cpu.stat`),
+    /// summed per runtime. With one for every external runtime, the side-by-side levels run on the
+    /// external servers too; without, they are skipped (`/metrics`' 10 ms ticks are too coarse)
+    #[arg(
+        long = "external-cgroup",
+        value_name = "RUNTIME:NAME=CGROUP",
+        requires = "external"
+    )]
+    pub external_cgroups: Vec<String>,
     /// A line for the report's setup section, as LABEL=TEXT (repeatable), e.g. how the external
     /// servers were run
     #[arg(long = "setup-note", value_name = "LABEL=TEXT")]
@@ -220,7 +236,7 @@ impl CompareArgs {
     }
 
     /// The side-by-side settings these flags ask for.
-    fn side(&self, external: bool) -> anyhow::Result<crate::side::SideSettings> {
+    fn side(&self, cannot_sample: bool) -> anyhow::Result<crate::side::SideSettings> {
         for &rate in &self.side_by_side_rates {
             brigade_load::engine::check_rate("--side-by-side-rates", rate)?;
         }
@@ -235,7 +251,7 @@ impl CompareArgs {
             }
         });
         Ok(crate::side::SideSettings {
-            enabled: !self.no_side_by_side && !external,
+            enabled: !self.no_side_by_side && !cannot_sample,
             levels: if self.quick {
                 QUICK_LEVELS.to_vec()
             } else {
@@ -292,6 +308,7 @@ impl CompareArgs {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let mut external = crate::servers::external::group(&specs)?;
         crate::servers::external::add_companions(&mut external, &self.external_companions)?;
+        crate::servers::external::add_cgroups(&mut external, &self.external_cgroups)?;
         let (launch, server_info) = if external.is_empty() {
             Launch::resolve(
                 self.binary.as_deref(),
@@ -327,7 +344,9 @@ impl CompareArgs {
         if !handicaps.is_empty() && !external.is_empty() {
             bail!("--handicap needs servers compare starts; it cannot reach --external ones");
         }
-        let side = self.side(!external.is_empty())?;
+        // Side by side reads every server's CPU in nanoseconds: an external runtime needs its
+        // cgroups for that.
+        let side = self.side(external.iter().any(|e| e.cgroups.is_empty()))?;
         let rule = self.rule()?;
         let setup_notes = self
             .setup_notes
@@ -430,14 +449,7 @@ impl CompareArgs {
             crate::baseline::read(path)
                 .with_context(|| format!("--baseline {}", path.display()))?;
         }
-        let out_dir = self.out.clone().unwrap_or_else(|| {
-            let stamp = time::OffsetDateTime::now_utc()
-                .format(time::macros::format_description!(
-                    "[year][month][day]-[hour][minute][second]"
-                ))
-                .unwrap_or_default();
-            PathBuf::from("results").join(format!("compare-{stamp}"))
-        });
+        let out_dir = self.out.clone().unwrap_or_else(default_out);
         Ok(CompareSettings {
             launch,
             server_info,
@@ -500,9 +512,126 @@ fn uri_database(uri: &str) -> Option<&str> {
     (!path.is_empty()).then_some(path)
 }
 
+/// Where a comparison writes when `--out` is not given: `results/compare-<UTC time>`.
+fn default_out() -> PathBuf {
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year][month][day]-[hour][minute][second]"
+        ))
+        .unwrap_or_default();
+    PathBuf::from("results").join(format!("compare-{stamp}"))
+}
+
+/// What serves `store`, in words (the MongoDB server asked for its name).
+fn store_server(store: &str, uri: Option<&str>) -> String {
+    match store {
+        "memory" => "in each service's process, nothing kept".to_owned(),
+        "embedded" => "redb, one file per service on the local disk".to_owned(),
+        "mongo" => mongo_server(uri),
+        other => other.to_owned(),
+    }
+}
+
+#[cfg(feature = "mongo")]
+fn mongo_server(uri: Option<&str>) -> String {
+    let Some(uri) = uri else {
+        return "MongoDB (no URI given)".to_owned();
+    };
+    let asked = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| {
+            rt.block_on(brigade_kit::store::mongo::server::describe(
+                uri,
+                Duration::from_secs(5),
+            ))
+            .map_err(anyhow::Error::from)
+        });
+    asked.unwrap_or_else(|e| format!("a MongoDB server that did not say what it is ({e:#})"))
+}
+
+#[cfg(not(feature = "mongo"))]
+fn mongo_server(_uri: Option<&str>) -> String {
+    "MongoDB (this build cannot ask which)".to_owned()
+}
+
+/// `compare --stores`: a whole comparison per store, then the stores report over them.
+fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
+    let began = std::time::Instant::now();
+    let started_at = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let out = args.out.clone().unwrap_or_else(default_out);
+    let mut settings_by_store = Vec::new();
+    for store in &args.stores {
+        let one = CompareArgs {
+            store: store.clone(),
+            stores: Vec::new(),
+            out: Some(crate::stores::folder(&out, store)),
+            ..args.clone()
+        };
+        // Every store's settings checked before the first run: a typo should cost nothing.
+        settings_by_store.push((store.clone(), one.settings(registry)?));
+    }
+    let mut runs = Vec::new();
+    for (i, (store, settings)) in settings_by_store.iter().enumerate() {
+        println!(
+            "\n== store {} of {}: {store} ==",
+            i + 1,
+            settings_by_store.len()
+        );
+        let report = crate::run(settings)?;
+        println!("\n{}", markdown::summary(&report));
+        let run = crate::stores::StoreRun {
+            store: store.clone(),
+            server: store_server(store, args.mongodb_uri.as_deref()),
+            folder: format!("store-{store}"),
+        };
+        runs.push((run, report));
+    }
+    let first = &settings_by_store[0].1;
+    let mut setup = crate::report::setup::Setup {
+        machine: brigade_load::machine::describe(),
+        versions: crate::report::setup::build_versions(),
+        lines: Vec::new(),
+        command_line: first.command_line.clone(),
+    };
+    setup
+        .line("Runtimes", first.runtimes.join(", "))
+        .line("Scenarios", first.scenarios.join(", "))
+        .line(
+            "Users",
+            first
+                .users
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+        .line(
+            "Stores",
+            runs.iter()
+                .map(|(r, _)| format!("{} ({}; its report in {}/)", r.store, r.server, r.folder))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+    let report = crate::stores::report(&runs, setup, started_at, began.elapsed().as_secs_f64());
+    crate::report::write_all(&report, &out)?;
+    println!("\n{}", report.summary);
+    println!(
+        "Reports: {} (report.md, report.json, report.html; one folder per store)",
+        out.display()
+    );
+    Ok(())
+}
+
 /// Runs `brigade compare` with the scenarios in `registry`: the comparison, the three reports, and
 /// the summary on the terminal.
 pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()> {
+    if !args.stores.is_empty() {
+        return run_stores(&args, registry);
+    }
     if let Some(dir) = &args.rejudge {
         let report = crate::rejudge(dir, &args.rule()?)?;
         println!("{}", markdown::summary(&report));

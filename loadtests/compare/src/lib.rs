@@ -16,6 +16,7 @@ pub mod run;
 pub mod settings;
 pub mod side;
 pub mod state;
+pub mod stores;
 pub mod study;
 pub mod thresholds;
 pub mod verdict;

@@ -110,6 +110,12 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     for external in &settings.external {
         check_scenarios(&scenarios, &external.services.names())?;
     }
+    if settings.external.iter().any(|e| e.cgroups.is_empty()) {
+        println!(
+            "Side by side: skipped — an external runtime without --external-cgroup has no CPU \
+             counter fine enough for 1-second windows (its /metrics count 10 ms ticks)"
+        );
+    }
     let fresh_words = if settings.external.is_empty() {
         FreshState::describe(&settings.store, &settings.preloads)
     } else {
@@ -252,7 +258,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
 
     // Side by side: every runtime at once per cell, at rates derived from its isolated runs.
     let mut side_cells = Vec::new();
-    if settings.side.enabled && settings.external.is_empty() {
+    if settings.side.enabled {
         let (cells, records) = side_by_side(&bench, &scenarios, &runs);
         side_cells = cells;
         server_records.extend(records);

@@ -56,20 +56,59 @@ pub struct ExternalRuntime {
     /// What serves with them on their CPUs (their databases), by name → cgroup path
     /// (`--external-companion RUNTIME:NAME=CGROUP`).
     pub companions: Vec<(String, String)>,
+    /// The cgroups the servers themselves run in, by name → cgroup path (`--external-cgroup
+    /// RUNTIME:NAME=CGROUP`): their CPU in nanoseconds, what side by side needs.
+    pub cgroups: Vec<(String, String)>,
+}
+
+/// The runtime a label names: `axum#containers` is `axum` (labels keep two servers of one runtime
+/// apart).
+fn runtime_of(label: &str) -> &str {
+    label.split_once('#').map_or(label, |(runtime, _)| runtime)
+}
+
+/// Parses `RUNTIME:NAME=CGROUP` (the form of `--external-companion` and `--external-cgroup`).
+fn cgroup_spec<'a>(flag: &str, text: &'a str) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
+    let usage = || format!("{flag} {text:?}: expected RUNTIME:NAME=CGROUP");
+    let (name, cgroup) = text.split_once('=').with_context(usage)?;
+    let (runtime, name) = name.split_once(':').with_context(usage)?;
+    if runtime.is_empty() || name.is_empty() || cgroup.is_empty() {
+        bail!("{}", usage());
+    }
+    Ok((runtime, name, cgroup))
+}
+
+/// The external runtime `runtime`, or why `flag` may not name it.
+fn find_runtime<'a>(
+    externals: &'a mut [ExternalRuntime],
+    flag: &str,
+    text: &str,
+    runtime: &str,
+) -> anyhow::Result<&'a mut ExternalRuntime> {
+    externals
+        .iter_mut()
+        .find(|e| e.runtime == runtime)
+        .with_context(|| format!("{flag} {text:?}: no --external gives the runtime {runtime}"))
+}
+
+/// Adds each `--external-cgroup RUNTIME:NAME=CGROUP` to its runtime; a runtime no `--external`
+/// gives is refused.
+pub fn add_cgroups(externals: &mut [ExternalRuntime], specs: &[String]) -> anyhow::Result<()> {
+    for text in specs {
+        let (runtime, name, cgroup) = cgroup_spec("--external-cgroup", text)?;
+        find_runtime(externals, "--external-cgroup", text, runtime)?
+            .cgroups
+            .push((name.to_owned(), cgroup.to_owned()));
+    }
+    Ok(())
 }
 
 /// Adds each `--external-companion RUNTIME:NAME=CGROUP` to its runtime; a runtime no `--external`
 /// gives is refused.
 pub fn add_companions(externals: &mut [ExternalRuntime], specs: &[String]) -> anyhow::Result<()> {
     for text in specs {
-        let usage = || format!("--external-companion {text:?}: expected RUNTIME:NAME=CGROUP");
-        let (name, cgroup) = text.split_once('=').with_context(usage)?;
-        let (runtime, name) = name.split_once(':').with_context(usage)?;
-        let external = externals
-            .iter_mut()
-            .find(|e| e.runtime == runtime)
-            .with_context(|| format!("{}: no --external gives the runtime {runtime}", usage()))?;
-        external
+        let (runtime, name, cgroup) = cgroup_spec("--external-companion", text)?;
+        find_runtime(externals, "--external-companion", text, runtime)?
             .companions
             .push((name.to_owned(), cgroup.to_owned()));
     }
@@ -88,6 +127,7 @@ pub fn group(specs: &[ExternalSpec]) -> anyhow::Result<Vec<ExternalRuntime>> {
                     runtime: spec.runtime.clone(),
                     services: Announced::default(),
                     companions: Vec::new(),
+                    cgroups: Vec::new(),
                 });
                 out.len() - 1
             }
@@ -139,11 +179,11 @@ impl ExternalRuntime {
             let health = health(&url)
                 .with_context(|| format!("external {}:{service} at {url}", self.runtime))?;
             if let Some(runtime) = &health.runtime {
-                if runtime != &self.runtime {
+                if runtime != runtime_of(&self.runtime) {
                     bail!(
                         "external {}:{service} at {url} serves with {runtime}, not {}",
                         self.runtime,
-                        self.runtime
+                        runtime_of(&self.runtime)
                     );
                 }
             }

@@ -272,7 +272,7 @@ fn scenario_table(report: &Report, scenario: &str) -> String {
 }
 
 /// The header of the side-by-side table; the tests read it by these names.
-pub const SIDE_HEADER: [&str; 14] = [
+pub const SIDE_HEADER: [&str; 15] = [
     "runtime",
     "users",
     "level",
@@ -286,6 +286,7 @@ pub const SIDE_HEADER: [&str; 14] = [
     "ctx switches/req",
     "instructions/req",
     "p99 ms (side by side)",
+    "kernel irq µs/req (cell)",
     "note",
 ];
 
@@ -334,6 +335,7 @@ pub fn side_rows(report: &Report, scenario: &str) -> Vec<Vec<String>> {
                 maybe(r.context_switches_per_request, 3),
                 maybe(r.instructions_per_request, 0),
                 format!("{:.3}", r.side_by_side_p99_ms),
+                maybe(cell.interrupts_us_per_request, 2),
                 note.join("; "),
             ]);
         }

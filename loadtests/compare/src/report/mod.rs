@@ -433,7 +433,7 @@ impl RunRecord {
 
 /// One line of the table: a runtime at one scenario, user count and preload, medians over the
 /// repeats.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The scenario.
     pub scenario: String,

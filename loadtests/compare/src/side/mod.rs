@@ -39,6 +39,7 @@ use brigade_load::scenario::Scenario;
 
 use crate::measure::Bench;
 use crate::report::ServerRecord;
+use crate::servers::announce::Announced;
 use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::state;
 use counters::CpuClock;
@@ -170,11 +171,18 @@ pub struct CellPlan<'a> {
     pub cells_left: usize,
 }
 
-/// One started server of a side-by-side cell.
+/// One server of a side-by-side cell: started for it, or external (`--external`, read through
+/// its cgroups).
 struct Running {
     label: String,
-    process: ServerProcess,
+    services: Announced,
     clock: CpuClock,
+    started: Option<Started>,
+}
+
+/// A server the cell started, with what stopping it needs.
+struct Started {
+    process: ServerProcess,
     record: ServerRecord,
     _state: state::RunState,
 }
@@ -290,7 +298,7 @@ pub fn run_cell(
     *budget_left = budget_left.saturating_sub(spent);
     let mut records = Vec::new();
     for server in servers.drain(..) {
-        records.push(stop(server));
+        records.extend(stop(server));
     }
     (cells, records)
 }
@@ -432,12 +440,8 @@ fn measure_level(
         .map(|s| {
             Ok(WindowServer {
                 label: s.label.clone(),
-                pid: s.record.pid,
-                clock: s.clock,
-                targets: s
-                    .process
-                    .announced()
-                    .targets(scenario.label(), &scenario.services())?,
+                clock: s.clock.clone(),
+                targets: s.services.targets(scenario.label(), &scenario.services())?,
                 handicap_us: settings.handicaps.get(&s.label).copied(),
             })
         })
@@ -461,11 +465,23 @@ fn measure_level(
     brigade_bench::window::measure(&window_plan, &window_servers)
 }
 
-/// Starts one fresh server per runtime, all pinned to the server CPUs.
+/// Starts one fresh server per runtime, all pinned to the server CPUs; an external runtime's
+/// servers are taken as they run, their CPU read from their cgroups.
 fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>) -> anyhow::Result<Vec<Running>> {
     let settings = bench.settings;
     let mut started = Vec::new();
     for (i, label) in settings.runtimes.iter().enumerate() {
+        if let Some(external) = settings.external.iter().find(|e| &e.runtime == label) {
+            let cgroups: Vec<String> = external.cgroups.iter().map(|(_, c)| c.clone()).collect();
+            started.push(Running {
+                label: label.clone(),
+                services: external.services.clone(),
+                clock: CpuClock::of_cgroups(&cgroups)
+                    .with_context(|| format!("{label}: its cgroups (--external-cgroup)"))?,
+                started: None,
+            });
+            continue;
+        }
         let index = 10_000 + plan.index * settings.runtimes.len() + i;
         let fresh = bench
             .state
@@ -491,23 +507,31 @@ fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>) -> anyhow::Result<Vec<Runni
         let record = ServerRecord::started(label, index as u32, plan.preload, &process, &log_path);
         started.push(Running {
             label: label.clone(),
-            process,
+            services: process.announced().clone(),
             clock,
-            record,
-            _state: fresh,
+            started: Some(Started {
+                process,
+                record,
+                _state: fresh,
+            }),
         });
     }
     Ok(started)
 }
 
-fn stop(server: Running) -> ServerRecord {
-    let mut record = server.record;
+/// Stops a server the cell started and returns its record; an external one is left running.
+fn stop(server: Running) -> Option<ServerRecord> {
+    let Started {
+        process,
+        mut record,
+        _state,
+    } = server.started?;
     let pid = record.pid;
-    let outcome = record.stop(server.process);
+    let outcome = record.stop(process);
     if !matches!(outcome, servers::StopOutcome::Graceful { code: Some(0) }) {
         println!("{} (pid {pid}): {outcome}", server.label);
     }
-    record
+    Some(record)
 }
 
 #[cfg(test)]

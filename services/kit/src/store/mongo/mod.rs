@@ -38,6 +38,7 @@ use super::*;
 
 mod convert;
 mod errors;
+pub mod server;
 
 #[cfg(feature = "testing")]
 pub mod testing;
