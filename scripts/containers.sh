@@ -138,6 +138,9 @@ brigade_image() {
 # The store the stacks use: mongo (the FerretDB override standing in for mongo:7) or embedded (the
 # embedded-store override: no database containers). Set by `--store` of stack and compare.
 STORE="${BRIGADE_STORE:-mongo}"
+# compare's published ports: PORT_BASE+1..+3 for the first runtime's stack, +11..+13 for the
+# second, …; the services at loopback (--loopback) from PORT_BASE+1001.
+PORT_BASE="${BRIGADE_PORT_BASE:-18080}"
 
 # The override file for $STORE.
 store_override() {
@@ -274,7 +277,7 @@ compare_containers() {
     trap "for r in ${runtimes//,/ }; do COMPOSE_EXTRA=$pin compose \$r down -v >/dev/null 2>&1 || true; done; stop_loopback" EXIT
     for runtime in ${runtimes//,/ }; do
         podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
-        local base=$(( 18080 + 10 * i ))
+        local base=$(( PORT_BASE + 10 * i ))
         BRIGADE_WAITER_PORT=$((base + 1)) BRIGADE_TABLES_PORT=$((base + 2)) BRIGADE_KITCHEN_PORT=$((base + 3)) \
             COMPOSE_EXTRA="$pin" timed "compose up ($runtime, $STORE)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
             || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
@@ -304,14 +307,24 @@ side by side, each runtime's CPU is its three service containers' cgroups (cpuac
     local both=() labels=()
     i=0
     for runtime in ${runtimes//,/ }; do
-        mapfile -t -O "${#both[@]}" both < <(stack_externals "$runtime" $(( 18080 + 10 * i )))
+        mapfile -t -O "${#both[@]}" both < <(stack_externals "$runtime" $(( PORT_BASE + 10 * i )))
         # The very binary the image holds, where it was built here; else the one compare runs.
         local host_bin="$BIN_DIR/$runtime/brigade"
         [[ -x "$host_bin" ]] || host_bin="$brigade"
-        start_loopback "$host_bin" "$runtime" $(( 19080 + 10 * i )) "$server_cpus"
+        start_loopback "$host_bin" "$runtime" $(( PORT_BASE + 1000 + 10 * i )) "$server_cpus"
         both+=("${LOOPBACK_EXTERNALS[@]}")
         labels+=("$runtime" "$runtime#loopback")
         i=$((i + 1))
+    done
+    # Its report beside the first one's: OUT/beside-loopback when --out OUT was given.
+    local second=() skip=0 a
+    for a in "${args[@]}"; do
+        if [[ $skip == 1 ]]; then second+=("$a/beside-loopback"); skip=0; continue; fi
+        case "$a" in
+            --out) second+=("$a"); skip=1 ;;
+            --out=*) second+=("$a/beside-loopback") ;;
+            *) second+=("$a") ;;
+        esac
     done
     local lnote="$note; beside each stack, the same three services as host processes at loopback (\`R#loopback\`: \
 brigade serve --service S --store $STORE, one process per service as in the containers, taskset to CPUs $server_cpus, \
@@ -320,7 +333,7 @@ each pair's side-by-side ratio is what the containers cost that runtime"
     timed "compare --external, containers beside loopback ($runtimes)" "$brigade" compare "${both[@]}" \
         --runtimes "$(IFS=,; echo "${labels[*]}")" \
         --server-cpus "$server_cpus" --generator-cpus "$generator_cpus" \
-        --setup-note "Containers=$lnote" "${args[@]}"
+        --setup-note "Containers=$lnote" "${second[@]}"
 }
 
 # The compare flags for runtime $1's stack published from port $2+1: each service's URL and cgroup,
@@ -385,7 +398,7 @@ stop_loopback() {
     local pid dir
     for pid in "${LOOPBACK_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${LOOPBACK_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    for dir in "${LOOPBACK_CGROUPS[@]}"; do rmdir "$dir" 2>/dev/null || true; done
+    for dir in "${LOOPBACK_CGROUPS[@]}"; do rmdir "$dir" "$(dirname "$dir")" 2>/dev/null || true; done
     for dir in "${LOOPBACK_DIRS[@]}"; do rm -rf "$dir"; done
     LOOPBACK_PIDS=()
 }

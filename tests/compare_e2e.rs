@@ -1340,3 +1340,201 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
     assert!(md.contains("handicap +1000 µs"), "{md}");
     assert!(md.contains("Calibration"), "{md}");
 }
+
+/// A cgroup of its own for `pid` (cgroup v1's cpuacct hierarchy or v2's), removed on drop; `None`
+/// where this process may not make one (not root, no writable cgroup file system).
+struct OwnCgroup {
+    dir: std::path::PathBuf,
+    path: String,
+}
+
+impl OwnCgroup {
+    fn holding(name: &str, pid: u32) -> Option<OwnCgroup> {
+        let root = Path::new("/sys/fs/cgroup");
+        let path = format!("/brigade-test-{}-{name}", std::process::id());
+        let dir = if root.join("cgroup.controllers").exists() {
+            root.join(path.trim_start_matches('/'))
+        } else {
+            root.join("cpuacct").join(path.trim_start_matches('/'))
+        };
+        std::fs::create_dir(&dir).ok()?;
+        let cgroup = OwnCgroup { dir, path };
+        std::fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()).ok()?;
+        Some(cgroup)
+    }
+}
+
+impl Drop for OwnCgroup {
+    fn drop(&mut self) {
+        // Its process goes back to the root first: a cgroup with members cannot be removed.
+        if let Ok(text) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
+            let root = self.dir.parent().unwrap().join("cgroup.procs");
+            for pid in text.lines() {
+                let _ = std::fs::write(&root, pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Side by side on servers compare did not start (containers, in the script): each runtime's CPU
+/// from its cgroups in nanoseconds, each level judged, and a runtime under two labels (`axum` and
+/// `axum#b`, the shape of containers beside loopback) judged against itself as a pair.
+#[test]
+fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
+    let data = tempfile::tempdir().unwrap();
+    let servers: Vec<(&str, &str, Served)> =
+        [("axum", "axum"), ("axum#b", "axum"), ("hyper", "hyper")]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (label, runtime))| {
+                let dir = data.path().join(i.to_string());
+                (label, runtime, Served::start_on(runtime, "memory", &dir, 0))
+            })
+            .collect();
+    let mut cgroups = Vec::new();
+    for (label, _, served) in &servers {
+        match OwnCgroup::holding(&label.replace('#', "-"), served.child.id()) {
+            Some(c) => cgroups.push(c),
+            None => {
+                brigade_kit::skip::loud(
+                    "!!! SKIPPING compare_external_runs_side_by_side_on_servers_read_from_their_cgroups: \
+                     no cgroup can be made here (needs root and a writable /sys/fs/cgroup)",
+                );
+                return;
+            }
+        }
+    }
+    let mut specs = Vec::new();
+    for ((label, _, served), cgroup) in servers.iter().zip(&cgroups) {
+        for service in ["waiter", "tables", "kitchen"] {
+            specs.push("--external".to_owned());
+            specs.push(format!("{label}:{service}={}", served.url(service)));
+        }
+        specs.push("--external-cgroup".to_owned());
+        specs.push(format!("{label}:all={}", cgroup.path));
+    }
+    let mut args: Vec<&str> = specs.iter().map(String::as_str).collect();
+    args.extend([
+        "--scenarios",
+        "waiter",
+        "--users",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--side-by-side-rates",
+        "150",
+        "--windows",
+        "6",
+        "--count-seconds",
+        "0",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cgroups");
+    let (report, stdout) = compare(&out, &args);
+    assert_eq!(
+        report.settings.runtimes,
+        ["axum", "axum#b", "hyper"],
+        "{stdout}"
+    );
+    assert_eq!(report.side_by_side.len(), 1, "{stdout}");
+    let cell = &report.side_by_side[0];
+    assert_eq!(cell.runtimes.len(), 3);
+    for row in &cell.runtimes {
+        // Six windows, and more where the budget added some to an undecided level.
+        assert_eq!(row.window_cpu_ns.len(), cell.windows, "{row:?}");
+        assert!(cell.windows >= 6, "{cell:?}");
+        // The cgroup's nanoseconds: a loaded server used CPU in every window.
+        assert!(row.window_cpu_ns.iter().all(|&ns| ns > 0), "{row:?}");
+        assert!(row.cpu_us_per_request > 0.0, "{row:?}");
+    }
+    assert!(cell.interrupts_us_per_request.is_some(), "{cell:?}");
+    if cell.not_judged.is_none() {
+        // The one runtime under two labels is judged against itself, and nothing else is a pair.
+        assert_eq!(report.pairs.len(), 1, "{:?}", report.pairs);
+        let pair = &report.pairs[0];
+        let mut names = [pair.a.as_str(), pair.b.as_str()];
+        names.sort_unstable();
+        assert_eq!(names, ["axum", "axum#b"]);
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("## The same runtime under two labels"), "{md}");
+    }
+    // The isolated runs read the same cgroups.
+    for server in &report.servers {
+        let source = server.source.as_deref().unwrap();
+        assert!(source.starts_with("the cgroups of all"), "{source}");
+    }
+}
+
+/// `compare --stores memory,embedded`: a whole comparison per store in its own folder, then one
+/// report setting every runtime's figures on each store against memory.
+#[test]
+fn compare_stores_sets_every_store_against_memory_in_one_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stores");
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args([
+            "compare",
+            "--stores",
+            "memory,embedded",
+            "--runtimes",
+            "axum,hyper",
+            "--scenarios",
+            "waiter",
+            "--users",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--no-side-by-side",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for store in ["memory", "embedded"] {
+        let one = json::read(&out.join(format!("store-{store}/report.json"))).unwrap();
+        assert_eq!(one.settings.store, store);
+        assert_eq!(one.runs.len(), 2, "one run per runtime");
+    }
+    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    let report: brigade_compare::report::study::StudyReport = serde_json::from_str(&text).unwrap();
+    let table = report.sections[0].tables.first().expect("the stores table");
+    for runtime in ["axum", "hyper"] {
+        for store in ["memory", "embedded"] {
+            let at = [
+                ("scenario", "waiter"),
+                ("users", "2"),
+                ("runtime", runtime),
+                ("store", store),
+            ];
+            assert!(
+                table.value(&at, "hits/s").unwrap() > 0.0,
+                "{runtime} {store}"
+            );
+            let slower = table.value(&at, "slower than memory").unwrap();
+            if store == "memory" {
+                assert_eq!(slower, 1.0);
+            } else {
+                assert!(slower > 0.0, "{slower}");
+            }
+        }
+    }
+    assert!(
+        report.summary.contains("With the embedded store (redb"),
+        "{}",
+        report.summary
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("store-embedded/report.md"), "{md}");
+}

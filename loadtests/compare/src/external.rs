@@ -36,8 +36,21 @@ impl Bench<'_> {
         record: &mut RunRecord,
         progress: &str,
     ) -> Served {
-        let (urls, missing) = external.metrics_sources();
-        let sources: Vec<Source> = urls.iter().cloned().map(Source::Metrics).collect();
+        // Their cgroups where given (nanoseconds, read without asking the servers); else /metrics.
+        let (urls, missing) = if external.cgroups.is_empty() {
+            external.metrics_sources()
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let sources: Vec<Source> = if external.cgroups.is_empty() {
+            urls.iter().cloned().map(Source::Metrics).collect()
+        } else {
+            external
+                .cgroups
+                .iter()
+                .map(|(_, cgroup)| Source::Cgroup(cgroup.clone()))
+                .collect()
+        };
         let rss_mib = || rss_sum_mib(&sources);
         record.reset = Some(StateReset {
             pid: 0,
@@ -60,7 +73,11 @@ impl Bench<'_> {
             rss_peak_mib: None,
             stop: None,
             log: String::new(),
-            source: Some(source_words(&urls, &missing, &external.companions)),
+            source: Some(if external.cgroups.is_empty() {
+                source_words(&urls, &missing, &external.companions)
+            } else {
+                cgroup_words(&external.cgroups, &external.companions)
+            }),
         };
         match external
             .services
@@ -138,6 +155,26 @@ pub fn source_words(
     out
 }
 
+/// Where an external server's figures came from when its cgroups were given, in words.
+pub fn cgroup_words(cgroups: &[(String, String)], companions: &[(String, String)]) -> String {
+    let names: Vec<&str> = cgroups.iter().map(|(n, _)| n.as_str()).collect();
+    let mut out = format!(
+        "the cgroups of {} ({} summed: CPU from cpuacct.usage / cpu.stat in nanoseconds, memory \
+         the cgroups' charge, page cache included)",
+        names.join(", "),
+        cgroups.len()
+    );
+    if !companions.is_empty() {
+        let names: Vec<&str> = companions.iter().map(|(n, _)| n.as_str()).collect();
+        out.push_str(&format!(
+            "; companions on the server CPUs, counted as the server side's own use, not in the \
+             server columns: {}",
+            names.join(", ")
+        ));
+    }
+    out
+}
+
 /// The report's line on the servers when they are external: what each runtime's URLs were and
 /// the stores they said they use.
 pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String {
@@ -155,8 +192,9 @@ pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String 
         .collect();
     format!(
         "not started by compare (--external): {}; store as /health says: {}; server CPU and \
-         memory from each server's /metrics, read every {} ms during a run (not /proc: the \
-         processes may be on another machine or in a container), not pinned by compare; \
+         memory from each server's cgroups where given (--external-cgroup), else its /metrics, \
+         read every {} ms during a run (not /proc: the processes may be on another machine or \
+         in a container), not pinned by compare; \
          the generator's seed differs from cell to cell (the same for every runtime in a cell), \
          so random keys do not meet what earlier runs left",
         list.join("; "),

@@ -378,6 +378,59 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
     (comparisons, verdict)
 }
 
+/// Every runtime measured under two labels in one side-by-side level (`hyper` and `hyper#2` in an
+/// A/A run; `axum` in containers and `axum#loopback` beside it), judged against each other by the
+/// same paired per-window rule: the cheaper first. What the verdicts between the best and the
+/// rest leave out, and what an A/A check or a container's cost is.
+pub fn judge_pairs(cells: &[SideCell], store: &str, rule: &Rule) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for cell in cells.iter().filter(|c| c.not_judged.is_none()) {
+        let key = Key {
+            scenario: &cell.scenario,
+            users: cell.users,
+            preload: cell.preload,
+            level: Some(&cell.level),
+            rate_per_s: Some(cell.rate_per_s),
+            store,
+        };
+        let usable = |r: &&crate::side::SideRuntime| r.error.is_none() && r.requests > 0;
+        for labelled in cell.runtimes.iter().filter(usable) {
+            let base = crate::settings::runtime_of(&labelled.runtime);
+            if base == labelled.runtime {
+                continue;
+            }
+            let Some(plain) = cell
+                .runtimes
+                .iter()
+                .filter(usable)
+                .find(|r| r.runtime == base)
+            else {
+                continue;
+            };
+            let (a, b) = if labelled.cpu_us_per_request < plain.cpu_us_per_request {
+                (labelled, plain)
+            } else {
+                (plain, labelled)
+            };
+            let interval = brigade_stats::paired_cost_ratio(
+                &a.window_costs(),
+                &b.window_costs(),
+                rule.confidence(),
+                BOOTSTRAP_SEED,
+            );
+            out.push(judged(
+                Measure::Efficiency,
+                &key,
+                &a.runtime,
+                &b.runtime,
+                interval,
+                rule,
+            ));
+        }
+    }
+    out
+}
+
 /// Whether a side-by-side level's verdict is decided (every comparison won or equivalent).
 pub fn level_decided(cell: &SideCell, store: &str, rule: &Rule) -> bool {
     let (comparisons, _) = judge_level(cell, store, rule);
@@ -756,6 +809,7 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
+    report.pairs = judge_pairs(&report.side_by_side, &report.settings.store, rule);
     judge_capacity(&mut report, rule);
     report.notes = notes(&report);
     report::write_all(&report, dir)?;
@@ -941,6 +995,29 @@ mod tests {
                 .collect(),
             ..SideCell::default()
         }
+    }
+
+    #[test]
+    fn a_runtime_under_two_labels_is_judged_against_itself_and_no_other() {
+        let cell = side(
+            &[("axum", 27.5), ("axum#loopback", 25.0), ("actix", 30.0)],
+            20,
+            0.3,
+        );
+        let pairs = judge_pairs(std::slice::from_ref(&cell), "embedded", &Rule::default());
+        assert_eq!(pairs.len(), 1, "{pairs:?}");
+        let c = &pairs[0];
+        assert_eq!((c.a.as_str(), c.b.as_str()), ("axum#loopback", "axum"));
+        assert_eq!(c.outcome, ComparisonOutcome::Win);
+        assert!(c.sentence.starts_with("axum spends 1"), "{}", c.sentence);
+        // A level that cannot be judged gives no pair; a cell without a second label none either.
+        let not = SideCell {
+            not_judged: Some("generator-bound".into()),
+            ..cell
+        };
+        assert!(judge_pairs(&[not], "embedded", &Rule::default()).is_empty());
+        let plain = side(&[("axum", 27.5), ("actix", 30.0)], 20, 0.3);
+        assert!(judge_pairs(&[plain], "embedded", &Rule::default()).is_empty());
     }
 
     #[test]

@@ -384,6 +384,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         scenarios: Vec::new(),
         side_by_side: side_cells,
         comparisons: Vec::new(),
+        pairs: Vec::new(),
         notes: Vec::new(),
         threshold_checks: Vec::new(),
         baseline: None,
@@ -398,6 +399,8 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
+    report.pairs =
+        crate::judge::judge_pairs(&report.side_by_side, &report.settings.store, &settings.rule);
     crate::judge::judge_capacity(&mut report, &settings.rule);
     report.threshold_checks = report::check_thresholds(&report.runs, &settings.thresholds);
     if let Some(path) = &settings.baseline {

@@ -226,6 +226,7 @@ fn synthetic() -> Report {
         scenarios: Vec::new(),
         side_by_side,
         comparisons: Vec::new(),
+        pairs: Vec::new(),
         notes: vec!["a synthetic report".into()],
         threshold_checks: Vec::new(),
         baseline: None,

@@ -33,6 +33,7 @@ pub fn summary(report: &Report) -> String {
         duration_words(report.wall_s)
     );
     out.push_str(&verdicts(report));
+    out.push_str(&pairs(report));
     out.push_str(&crate::thresholds::markdown(
         &s.thresholds,
         &report.threshold_checks,
@@ -46,6 +47,34 @@ pub fn summary(report: &Report) -> String {
             out.push_str(&scenario_table(report, scenario));
         }
     }
+    out
+}
+
+/// The same runtime under two labels, side by side (an A/A check; containers against loopback).
+fn pairs(report: &Report) -> String {
+    if report.pairs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "## The same runtime under two labels
+
+Each pair measured in the same windows, judged \
+         by the same rule (an A/A pair shows the verdicts' noise; `R` in containers against \
+         `R#loopback` what the containers cost R):
+
+",
+    );
+    for c in &report.pairs {
+        let _ = writeln!(
+            out,
+            "- {} {} users at {}: {}",
+            c.scenario,
+            c.users,
+            c.level.as_deref().unwrap_or("?"),
+            c.sentence
+        );
+    }
+    out.push('\n');
     out
 }
 

@@ -67,6 +67,10 @@ pub struct Report {
     /// measure.
     #[serde(default)]
     pub comparisons: Vec<crate::judge::Comparison>,
+    /// Every runtime measured under two labels in a side-by-side level (`hyper` / `hyper#2`,
+    /// `axum` / `axum#loopback`), judged against each other ([`crate::judge::judge_pairs`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<crate::judge::Comparison>,
     /// Caveats a reader should know (machine size, shared CPUs, failures).
     pub notes: Vec<String>,
     /// Every `--threshold` checked against every run (empty without thresholds).
