@@ -375,11 +375,21 @@ start_loopback() {
         pid=$!
         LOOPBACK_PIDS+=("$pid")
         cgroup="/brigade-loopback/$runtime-$service"
-        local dir
-        if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then dir="/sys/fs/cgroup$cgroup"; else dir="/sys/fs/cgroup/cpuacct$cgroup"; fi
-        mkdir -p "$dir"
-        echo "$pid" >"$dir/cgroup.procs"
-        LOOPBACK_CGROUPS+=("$dir")
+        # CPU (cpuacct) and memory accounting, as a container has; v2 has one hierarchy for both.
+        local dir controller
+        if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then
+            dir="/sys/fs/cgroup$cgroup"
+            mkdir -p "$dir"
+            echo "$pid" >"$dir/cgroup.procs"
+            LOOPBACK_CGROUPS+=("$dir")
+        else
+            for controller in cpuacct memory; do
+                dir="/sys/fs/cgroup/$controller$cgroup"
+                mkdir -p "$dir"
+                echo "$pid" >"$dir/cgroup.procs"
+                LOOPBACK_CGROUPS+=("$dir")
+            done
+        fi
         local tries=0
         until "$brigade" probe "http://127.0.0.1:$port/ready" >/dev/null 2>&1; do
             tries=$((tries + 1))
@@ -398,7 +408,9 @@ stop_loopback() {
     local pid dir
     for pid in "${LOOPBACK_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${LOOPBACK_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    for dir in "${LOOPBACK_CGROUPS[@]}"; do rmdir "$dir" "$(dirname "$dir")" 2>/dev/null || true; done
+    # (A cgroup whose process has exited is empty and can go.)
+    for dir in "${LOOPBACK_CGROUPS[@]}"; do rmdir "$dir" 2>/dev/null || true; done
+    for dir in "${LOOPBACK_CGROUPS[@]}"; do rmdir "$(dirname "$dir")" 2>/dev/null || true; done
     for dir in "${LOOPBACK_DIRS[@]}"; do rm -rf "$dir"; done
     LOOPBACK_PIDS=()
 }
@@ -446,6 +458,31 @@ clean() {
     remove_test_containers
 }
 
+# A short containerised side-by-side comparison (both stacks on the embedded store, one level at a
+# given rate): every runtime's windows read from its containers' cgroups, checked in report.json.
+compare_check() {
+    local out="$CACHE/compare-check"
+    rm -rf "$out"
+    (compare_containers axum,actix --store embedded --quick --scenarios waiter --users 2 \
+        --duration 1s --warmup 300ms --side-by-side-rates 100 --windows 4 --count-seconds 0 \
+        --no-progress --out "$out" >"$CACHE/compare-check.log" 2>&1) \
+        || { tail -n 30 "$CACHE/compare-check.log" >&2; die "the containerised comparison failed"; }
+    python3 - "$out/report.json" <<'PY' || die "the containerised side-by-side report is not what it should be"
+import json, sys
+report = json.load(open(sys.argv[1]))
+cells = report["side_by_side"]
+assert len(cells) == 1, cells
+rows = {r["runtime"]: r for r in cells[0]["runtimes"]}
+assert sorted(rows) == ["actix", "axum"], rows.keys()
+for name, row in rows.items():
+    assert row["window_cpu_ns"] and all(ns > 0 for ns in row["window_cpu_ns"]), (name, row["window_cpu_ns"])
+    assert row["requests"] > 0 and row["errors"] == 0, (name, row["requests"], row["errors"])
+for server in report["servers"]:
+    assert server["source"].startswith("the cgroups of"), server["source"]
+print("side by side in containers:", ", ".join(f'{n} {r["cpu_us_per_request"]:.0f} µs/request' for n, r in rows.items()))
+PY
+}
+
 # What CI runs (.ci/run): items 1-3 of issue 13, each step timed.
 # testcontainers first: it reuses the test build as it is, while each image's one-runtime build
 # replaces target/<profile>/brigade.
@@ -458,6 +495,8 @@ ci() {
         timed "brigade image $runtime" brigade_image "$runtime"
         timed "stack $runtime" stack "$runtime"
     done
+    STORE=embedded timed "stack axum (embedded store)" stack axum
+    timed "side by side in containers (embedded store)" compare_check
     clean
     log "containers (issue 13 items 1-3) took $((SECONDS - began)) s in all"
     [[ -z "$(podman ps -a -q)" ]] || { podman ps -a >&2; die "containers left behind"; }

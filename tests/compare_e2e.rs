@@ -1341,10 +1341,11 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
     assert!(md.contains("Calibration"), "{md}");
 }
 
-/// A cgroup of its own for `pid` (cgroup v1's cpuacct hierarchy or v2's), removed on drop; `None`
-/// where this process may not make one (not root, no writable cgroup file system).
+/// A cgroup of its own for `pid` (cgroup v1's cpuacct and memory hierarchies, or v2's one),
+/// removed on drop; `None` where this process may not make one (not root, no writable cgroup file
+/// system).
 struct OwnCgroup {
-    dir: std::path::PathBuf,
+    dirs: Vec<std::path::PathBuf>,
     path: String,
 }
 
@@ -1352,28 +1353,40 @@ impl OwnCgroup {
     fn holding(name: &str, pid: u32) -> Option<OwnCgroup> {
         let root = Path::new("/sys/fs/cgroup");
         let path = format!("/brigade-test-{}-{name}", std::process::id());
-        let dir = if root.join("cgroup.controllers").exists() {
-            root.join(path.trim_start_matches('/'))
+        let relative = path.trim_start_matches('/');
+        let dirs = if root.join("cgroup.controllers").exists() {
+            vec![root.join(relative)]
         } else {
-            root.join("cpuacct").join(path.trim_start_matches('/'))
+            vec![
+                root.join("cpuacct").join(relative),
+                root.join("memory").join(relative),
+            ]
         };
-        std::fs::create_dir(&dir).ok()?;
-        let cgroup = OwnCgroup { dir, path };
-        std::fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()).ok()?;
+        let mut cgroup = OwnCgroup {
+            dirs: Vec::new(),
+            path,
+        };
+        for dir in dirs {
+            std::fs::create_dir(&dir).ok()?;
+            cgroup.dirs.push(dir.clone());
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string()).ok()?;
+        }
         Some(cgroup)
     }
 }
 
 impl Drop for OwnCgroup {
     fn drop(&mut self) {
-        // Its process goes back to the root first: a cgroup with members cannot be removed.
-        if let Ok(text) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
-            let root = self.dir.parent().unwrap().join("cgroup.procs");
-            for pid in text.lines() {
-                let _ = std::fs::write(&root, pid);
+        for dir in &self.dirs {
+            // Its process goes back to the root first: a cgroup with members cannot be removed.
+            if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                let root = dir.parent().unwrap().join("cgroup.procs");
+                for pid in text.lines() {
+                    let _ = std::fs::write(&root, pid);
+                }
             }
+            let _ = std::fs::remove_dir(dir);
         }
-        let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
@@ -1465,6 +1478,9 @@ fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
     for server in &report.servers {
         let source = server.source.as_deref().unwrap();
         assert!(source.starts_with("the cgroups of all"), "{source}");
+    }
+    for run in &report.runs {
+        assert!(run.server_cpu_us_per_request().is_some(), "{run:?}");
     }
 }
 

@@ -406,6 +406,17 @@ fn set_seed(seed: u64, set: u64) -> u64 {
         .rotate_left(29)
 }
 
+/// The seed a cell's window sets derive theirs from: the comparison's own, where every cell has
+/// fresh servers; one of its own per cell on external servers, which keep what every earlier cell
+/// made (the same seed again would make the same table numbers, refused as taken).
+fn cell_seed(settings: &crate::settings::CompareSettings, cell: usize) -> u64 {
+    if settings.external.is_empty() {
+        settings.seed
+    } else {
+        set_seed(settings.seed, 1_000 + cell as u64)
+    }
+}
+
 /// The shape of one window set on a cell's servers.
 #[derive(Debug, Clone, Copy)]
 struct SetShape {
@@ -459,7 +470,7 @@ fn measure_level(
         keepalive: settings.keepalive,
         threads: bench.threads,
         timeout: settings.timeout,
-        seed: set_seed(settings.seed, set),
+        seed: set_seed(cell_seed(settings, plan.index), set),
         cpus: bench.cpus,
     };
     brigade_bench::window::measure(&window_plan, &window_servers)
