@@ -308,7 +308,7 @@ mod tests {
             ("store", "memory"),
         ];
         assert_eq!(table.value(&memory_row, "slower than memory"), Some(1.0));
-        let sentence = slowdown_sentence(&runs[1].0, &runs[0].1, &runs[1].1);
+        let sentence = slowdown_sentence(&runs[1].0, runs[0].1, runs[1].1);
         assert!(
             sentence.contains("6.0× fewer") && sentence.contains("FerretDB 1.24.2"),
             "{sentence}"
