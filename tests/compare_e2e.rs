@@ -1535,7 +1535,7 @@ fn compare_stores_sets_every_store_against_memory_in_one_report() {
                 ("store", store),
             ];
             assert!(
-                table.value(&at, "hits/s").unwrap() > 0.0,
+                table.value(&at, "throughput").unwrap() > 0.0,
                 "{runtime} {store}"
             );
             let slower = table.value(&at, "slower than memory").unwrap();

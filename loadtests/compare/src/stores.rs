@@ -109,7 +109,7 @@ fn store_table(runs: &[(StoreRun, &[Row])]) -> Table {
         "Every store against memory (isolated runs, closed loop)",
         &["scenario", "users", "runtime", "store"],
         vec![
-            Metric::new("hits/s", "/s", Better::Higher, 1),
+            Metric::new("throughput", "hits/s", Better::Higher, 1),
             Metric::new("slower than memory", "×", Better::Lower, 2),
             Metric::new("server CPU per request", "µs", Better::Lower, 1),
             Metric::new("CPU against memory", "×", Better::Lower, 2),

@@ -39,8 +39,8 @@ pub async fn describe(uri: &str, timeout: Duration) -> Result<String, StoreError
 /// `buildInfo`'s versions in words.
 fn words(version: Option<&str>, ferretdb: Option<&str>) -> String {
     match (ferretdb, version) {
-        (Some(f), Some(v)) => format!("FerretDB {f} (MongoDB-compatible, as MongoDB {v})"),
-        (Some(f), None) => format!("FerretDB {f} (MongoDB-compatible)"),
+        (Some(f), Some(v)) => format!("FerretDB {f}, MongoDB-compatible, answering as MongoDB {v}"),
+        (Some(f), None) => format!("FerretDB {f}, MongoDB-compatible"),
         (None, Some(v)) => format!("MongoDB {v}"),
         (None, None) => "a MongoDB-compatible server that gives no version".to_owned(),
     }
