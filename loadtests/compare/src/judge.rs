@@ -97,6 +97,18 @@ struct Key<'a> {
 }
 
 impl<'a> Key<'a> {
+    /// The key of a side-by-side level.
+    fn level(cell: &'a SideCell, store: &'a str) -> Key<'a> {
+        Key {
+            scenario: &cell.scenario,
+            users: cell.users,
+            preload: cell.preload,
+            level: Some(&cell.level),
+            rate_per_s: Some(cell.rate_per_s),
+            store,
+        }
+    }
+
     /// The key of a cell judged as a whole (no side-by-side level).
     fn cell(scenario: &'a str, users: u32, preload: u64, store: &'a str) -> Key<'a> {
         Key {
@@ -326,14 +338,7 @@ fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> 
 /// Every comparison of one side-by-side level: the runtime with the lowest CPU per request
 /// against each other one, paired window by window.
 pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
-    let key = Key {
-        scenario: &cell.scenario,
-        users: cell.users,
-        preload: cell.preload,
-        level: Some(&cell.level),
-        rate_per_s: Some(cell.rate_per_s),
-        store,
-    };
+    let key = Key::level(cell, store);
     let usable: Vec<&crate::side::SideRuntime> = cell
         .runtimes
         .iter()
@@ -385,14 +390,7 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
 pub fn judge_pairs(cells: &[SideCell], store: &str, rule: &Rule) -> Vec<Comparison> {
     let mut out = Vec::new();
     for cell in cells.iter().filter(|c| c.not_judged.is_none()) {
-        let key = Key {
-            scenario: &cell.scenario,
-            users: cell.users,
-            preload: cell.preload,
-            level: Some(&cell.level),
-            rate_per_s: Some(cell.rate_per_s),
-            store,
-        };
+        let key = Key::level(cell, store);
         let usable = |r: &&crate::side::SideRuntime| r.error.is_none() && r.requests > 0;
         for labelled in cell.runtimes.iter().filter(usable) {
             let base = crate::settings::runtime_of(&labelled.runtime);
