@@ -15,9 +15,18 @@
 //!   sharing one FerretDB database would not be protected. On MongoDB no lock is taken.
 //! - Writes use the write concern `{j: true}` (unless the URI sets one): on a single node the write is
 //!   in the journal before it is acknowledged. Replica sets should set `w=majority` in the URI.
-//! - Every call is bounded by the configured timeout (server selection and the operation together);
-//!   an unreachable server or a timeout is [`StoreError::Unavailable`], which the API answers 503.
-//!   The driver keeps monitoring the server, so the store recovers by itself once it is back.
+//! - Every call waits its turn in a bounded first-come-first-served line ([`Admission`]: at most
+//!   `concurrency` operations on the wire, [`DEFAULT_CONCURRENCY`] unless configured) and is
+//!   bounded by the configured deadline, the wait in line, server selection and the operation
+//!   together, shortened to the caller's budget when the request carries one
+//!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
+//!   answers 503. The driver keeps monitoring the server, so the store recovers by itself once it
+//!   is back.
+//! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
+//!   straight into the JSON the API answers, a write encoded from JSON straight into the bytes sent.
+//! - A list counts only when its page cannot tell the total ([`Page::total_from`]): a short page
+//!   is the last one, so `countDocuments` runs only behind a full page or an empty one past the
+//!   start.
 //! - Documents keep the API's JSON shapes: `id` is stored as the string `_id`, integers stay integers
 //!   (stored as 64-bit), and values read back are plain JSON (no BSON types leak out).
 //! - Each indexed field gets a compound index `{field: 1, _id: 1}`: it finds a value's documents
@@ -29,11 +38,11 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, RawDocument, RawDocumentBuf};
 use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection, Database, IndexModel};
 
+use super::admission::Admission;
 use super::*;
 
 mod convert;
@@ -42,44 +51,132 @@ mod errors;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-use convert::{from_document, to_bson, to_document, to_query, to_update};
+use convert::{raw_to_doc, to_bson, to_query, to_raw, to_update, write_json};
 use errors::{classify, duplicate_of, failed_index, Written};
 
-/// The timeout used when the configuration gives none.
+/// The deadline used when the configuration gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The connection pool's size per service unless the URI sets `maxPoolSize`: enough for the
-/// load tests' concurrent users without queueing on the driver's default of 10.
-pub const DEFAULT_MAX_POOL_SIZE: u32 = 64;
+/// How many reads a service has on the wire at once unless configured (`--store-concurrency`):
+/// what FerretDB on SQLite answers fastest with on a small machine (measured in docs/stores.md;
+/// more only makes every operation wait on the others inside the server); the rest wait in line,
+/// within their deadline.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// How many writes a service has on the wire at once on FerretDB unless configured
+/// (`--store-writers`): SQLite writes one transaction at a time per database file, and a writer
+/// that finds the file locked sleeps and retries (its busy handler), so later writers can pass
+/// earlier ones and the unlucky ones wait for seconds. One writer at a time, the others in line in
+/// Brigade, keeps the order fair. On MongoDB writes take as many places as reads.
+pub const DEFAULT_FERRETDB_WRITERS: usize = 1;
 
 /// How many locks conditional writes to the same document are striped over (FerretDB only).
 const WRITE_LOCK_STRIPES: usize = 256;
+
+/// How a [`MongoStore`] bounds its calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MongoLimits {
+    /// The deadline of one call: the wait in line, server selection and the operation together
+    /// (zero: [`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// Reads on the wire at once; the others wait in line (zero: [`DEFAULT_CONCURRENCY`]).
+    pub concurrency: usize,
+    /// Writes on the wire at once, in a line of their own (zero: [`DEFAULT_FERRETDB_WRITERS`] on
+    /// FerretDB, `concurrency` on MongoDB). The connection pool is sized to both lines (unless
+    /// the URI sets `maxPoolSize`) and kept warm (`minPoolSize`), so no operation waits for a
+    /// connection to be made.
+    pub writers: usize,
+}
+
+impl MongoLimits {
+    /// `timeout`, and the default concurrency.
+    pub fn with_timeout(timeout: Duration) -> MongoLimits {
+        MongoLimits {
+            timeout,
+            concurrency: 0,
+            writers: 0,
+        }
+    }
+
+    /// The limits with the defaults filled in.
+    pub fn resolved(self) -> MongoLimits {
+        MongoLimits {
+            timeout: if self.timeout.is_zero() {
+                DEFAULT_TIMEOUT
+            } else {
+                self.timeout
+            },
+            concurrency: if self.concurrency == 0 {
+                DEFAULT_CONCURRENCY
+            } else {
+                self.concurrency
+            },
+            writers: self.writers,
+        }
+    }
+
+    /// The writers' line on a server that is (or is not) FerretDB.
+    fn writers(&self, ferretdb: bool) -> usize {
+        match self.writers {
+            0 if ferretdb => DEFAULT_FERRETDB_WRITERS,
+            0 => self.concurrency,
+            n => n,
+        }
+    }
+}
 
 /// The MongoDB store of one service.
 pub struct MongoStore {
     client: Client,
     db: Database,
     specs: Vec<CollectionSpec>,
+    /// One handle per spec, made once (a handle clones the database's options when made).
+    collections: Vec<Collection<RawDocumentBuf>>,
     timeout: Duration,
+    /// The line reads wait in.
+    reads: Admission,
+    /// The line writes wait in.
+    writes: Admission,
     /// Per-document write locks, only for servers whose `findAndModify` is not atomic (FerretDB v1).
     write_locks: Option<Vec<tokio::sync::Mutex<()>>>,
+}
+
+/// A stored document as the JSON text the API answers.
+fn json_bytes(raw: &RawDocument) -> Result<Bytes, StoreError> {
+    // The JSON is about as long as the BSON (field names and strings alike, numbers shorter).
+    let mut out = Vec::with_capacity(raw.as_bytes().len() + 16);
+    write_json(raw, &mut out)?;
+    Ok(Bytes::from(out))
 }
 
 impl MongoStore {
     /// Connects to `uri`, uses the database `database` (unless the URI names one) and creates the
     /// collections' indexes. Fails with [`StoreError::Unavailable`] if the server cannot be reached
-    /// within `timeout` (zero means [`DEFAULT_TIMEOUT`]).
+    /// within `timeout` (zero means [`DEFAULT_TIMEOUT`]); [`DEFAULT_CONCURRENCY`] operations at once.
     pub async fn connect(
         uri: &str,
         database: &str,
         collections: &[CollectionSpec],
         timeout: Duration,
     ) -> Result<MongoStore, StoreError> {
-        let timeout = if timeout.is_zero() {
-            DEFAULT_TIMEOUT
-        } else {
-            timeout
-        };
+        Self::connect_with(
+            uri,
+            database,
+            collections,
+            MongoLimits::with_timeout(timeout),
+        )
+        .await
+    }
+
+    /// [`MongoStore::connect`] with its deadline and admission set by `limits`.
+    pub async fn connect_with(
+        uri: &str,
+        database: &str,
+        collections: &[CollectionSpec],
+        limits: MongoLimits,
+    ) -> Result<MongoStore, StoreError> {
+        let limits = limits.resolved();
+        let timeout = limits.timeout;
         let mut options = ClientOptions::parse(uri)
             .await
             .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
@@ -88,7 +185,13 @@ impl MongoStore {
             .get_or_insert_with(|| "brigade".to_string());
         options.server_selection_timeout = Some(timeout);
         options.connect_timeout = Some(timeout);
-        options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
+        // One connection per place in the lines (the writers' line is only known once the server
+        // has said what it is; the larger choice is taken), made in the background and kept: no
+        // operation waits for a connection, none is made and dropped as the load comes and goes.
+        let places = limits.concurrency + limits.writers(false).max(limits.writers(true));
+        let pool = u32::try_from(places).unwrap_or(u32::MAX);
+        let max_pool = *options.max_pool_size.get_or_insert(pool);
+        options.min_pool_size.get_or_insert(pool.min(max_pool));
         // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
         options
             .write_concern
@@ -101,10 +204,13 @@ impl MongoStore {
             .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
         let db = client.database(&database);
         let mut store = MongoStore {
+            collections: collections.iter().map(|c| db.collection(c.name)).collect(),
             client,
             db,
             specs: collections.to_vec(),
             timeout,
+            reads: Admission::new(limits.concurrency, "MongoDB"),
+            writes: Admission::new(limits.writers(false), "MongoDB"),
             write_locks: None,
         };
         let ferretdb = store.ferretdb_version().await?;
@@ -119,6 +225,7 @@ impl MongoStore {
                     .map(|_| tokio::sync::Mutex::new(()))
                     .collect(),
             );
+            store.writes = Admission::new(limits.writers(true), "MongoDB");
         }
         store.create_indexes().await?;
         tracing::debug!(database = %database, ferretdb = ?ferretdb, "MongoDB store ready");
@@ -128,6 +235,11 @@ impl MongoStore {
     /// Whether conditional writes are also serialized in this process (true on FerretDB).
     pub fn serializes_writes(&self) -> bool {
         self.write_locks.is_some()
+    }
+
+    /// How many reads and how many writes this store has on the wire at once at most.
+    pub fn concurrency(&self) -> (usize, usize) {
+        (self.reads.size(), self.writes.size())
     }
 
     /// FerretDB's version if the server is FerretDB (it adds `ferretdbVersion` to `buildInfo`).
@@ -171,8 +283,7 @@ impl MongoStore {
     }
 
     async fn create_indexes(&self) -> Result<(), StoreError> {
-        for spec in &self.specs {
-            let coll = self.coll(spec.name);
+        for (spec, coll) in self.specs.iter().zip(&self.collections) {
             for field in spec.unique {
                 let model = IndexModel::builder()
                     .keys(doc! { *field: 1 })
@@ -202,29 +313,102 @@ impl MongoStore {
         Ok(())
     }
 
-    fn spec(&self, collection: &str) -> Result<&CollectionSpec, StoreError> {
+    /// The spec of `collection` and its handle.
+    fn spec(
+        &self,
+        collection: &str,
+    ) -> Result<(&CollectionSpec, &Collection<RawDocumentBuf>), StoreError> {
         self.specs
             .iter()
-            .find(|s| s.name == collection)
+            .position(|s| s.name == collection)
+            .map(|i| (&self.specs[i], &self.collections[i]))
             .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))
     }
 
-    fn coll(&self, name: &str) -> Collection<Document> {
-        self.db.collection(name)
-    }
-
-    /// Runs `op` within the store's timeout; running out of time is [`StoreError::Unavailable`].
+    /// Runs the read `op` in its turn and within the store's deadline (the wait included), or the
+    /// caller's budget if it has less left; running out of time is [`StoreError::Unavailable`].
     async fn bounded<T>(
         &self,
         op: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeout, op).await {
-            Ok(result) => result,
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "MongoDB did not answer within {:?}",
-                self.timeout
-            ))),
+        self.reads.run(self.timeout, op).await
+    }
+
+    /// [`MongoStore::bounded`] for the write `op`, in the writers' line.
+    async fn bounded_insert<T>(
+        &self,
+        op: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        self.writes.run(self.timeout, op).await
+    }
+
+    /// [`MongoStore::bounded_insert`] for a conditional write to document `id`: on FerretDB it
+    /// first waits for the document's lock (within the same deadline), then for its turn, so a
+    /// write queued behind another one to the same document holds no place on the wire meanwhile.
+    async fn bounded_write<T>(
+        &self,
+        collection: &str,
+        id: &str,
+        op: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        if self.write_locks.is_none() {
+            return self.bounded_insert(op).await;
         }
+        let limit = crate::deadline::bounded(self.timeout);
+        let started = tokio::time::Instant::now();
+        let _guard = tokio::time::timeout(limit, self.lock_document(collection, id))
+            .await
+            .map_err(|_| {
+                StoreError::Unavailable(format!(
+                    "another write to the same document held it past {} ms",
+                    limit.as_millis()
+                ))
+            })?;
+        self.writes
+            .run(limit.saturating_sub(started.elapsed()), op)
+            .await
+    }
+
+    /// The page of `coll` matching `query`, each document made by `each`, and the total: counted
+    /// only when the page cannot tell it ([`Page::total_from`]).
+    async fn page<T>(
+        &self,
+        coll: &Collection<RawDocumentBuf>,
+        query: mongodb::bson::Document,
+        page: Page,
+        each: impl Fn(&RawDocument) -> Result<T, StoreError>,
+    ) -> Result<(Vec<T>, u64), StoreError> {
+        let mut items = Vec::new();
+        if page.limit > 0 {
+            let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+            let mut cursor = coll
+                .find(query.clone())
+                .sort(doc! { "_id": 1 })
+                .skip(page.offset)
+                .limit(limit)
+                .await
+                .map_err(|e| classify(e, None))?;
+            while cursor.advance().await.map_err(|e| classify(e, None))? {
+                items.push(each(cursor.current())?);
+            }
+        }
+        let total = match page.total_from(items.len()) {
+            Some(total) => total,
+            None => {
+                let counted = coll
+                    .count_documents(query)
+                    .await
+                    .map_err(|e| classify(e, None))?;
+                // Documents inserted between the page and the count move it, never below the page.
+                let seen = if items.is_empty() {
+                    0
+                } else {
+                    page.offset.saturating_add(items.len() as u64)
+                };
+                counted.max(seen)
+            }
+        };
+        Ok((items, total))
     }
 
     /// Fills in the field of a duplicate the server did not name (FerretDB's insert errors name no
@@ -232,7 +416,7 @@ impl MongoStore {
     /// by another document than `id`. Any other error passes through.
     async fn name_duplicate(
         &self,
-        coll: &Collection<Document>,
+        coll: &Collection<RawDocumentBuf>,
         spec: &CollectionSpec,
         id: &str,
         written: &Doc,
@@ -278,7 +462,7 @@ impl MongoStore {
     /// After a conditional operation matched nothing: `Missing` or `Refused` with the document as it is.
     async fn missing_or_refused(
         &self,
-        coll: &Collection<Document>,
+        coll: &Collection<RawDocumentBuf>,
         id: &str,
     ) -> Result<Outcome, StoreError> {
         match coll
@@ -286,7 +470,7 @@ impl MongoStore {
             .await
             .map_err(|e| classify(e, None))?
         {
-            Some(found) => Ok(Outcome::Refused(from_document(found))),
+            Some(found) => Ok(Outcome::Refused(raw_to_doc(&found)?)),
             None => Ok(Outcome::Missing),
         }
     }
@@ -299,19 +483,18 @@ impl Store for MongoStore {
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
-        let spec = self.spec(collection)?;
+        let (spec, coll) = self.spec(collection)?;
         if doc_id(&doc).is_empty() {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
-        let coll = self.coll(collection);
-        let document = to_document(&doc);
-        self.bounded(async {
+        let document = to_raw(&doc)?;
+        self.bounded_insert(async {
             match coll.insert_one(document).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
                     let error = classify(e, Some(Written { spec, doc: &doc }));
                     Err(self
-                        .name_duplicate(&coll, spec, doc_id(&doc), &doc, error)
+                        .name_duplicate(coll, spec, doc_id(&doc), &doc, error)
                         .await)
                 }
             }
@@ -321,15 +504,14 @@ impl Store for MongoStore {
 
     /// One ordered `insertMany` (so a failure leaves a prefix stored, as the trait allows).
     async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        let spec = self.spec(collection)?;
+        let (spec, coll) = self.spec(collection)?;
         if docs.iter().any(|d| doc_id(d).is_empty()) {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
         if docs.is_empty() {
             return Ok(());
         }
-        let coll = self.coll(collection);
-        let documents: Vec<Document> = docs.iter().map(to_document).collect();
+        let documents: Vec<RawDocumentBuf> = docs.iter().map(to_raw).collect::<Result<_, _>>()?;
         // A bulk load may take longer than one operation's timeout: allow a second per 1,000.
         let allowance = self.timeout + Duration::from_millis(docs.len() as u64);
         let op = async {
@@ -341,29 +523,41 @@ impl Store for MongoStore {
                     let doc = &docs[index];
                     let error = classify(e, Some(Written { spec, doc }));
                     Err(self
-                        .name_duplicate(&coll, spec, doc_id(doc), doc, error)
+                        .name_duplicate(coll, spec, doc_id(doc), doc, error)
                         .await)
                 }
             }
         };
-        match tokio::time::timeout(allowance, op).await {
-            Ok(result) => result,
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "MongoDB did not store {} documents within {allowance:?}",
+        self.writes.run(allowance, op).await.map_err(|e| match e {
+            StoreError::Unavailable(why) => StoreError::Unavailable(format!(
+                "MongoDB did not store {} documents: {why}",
                 docs.len()
-            ))),
-        }
+            )),
+            other => other,
+        })
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
-        self.spec(collection)?;
-        let coll = self.coll(collection);
+        let (_, coll) = self.spec(collection)?;
         self.bounded(async {
             let found = coll
                 .find_one(doc! { "_id": id })
                 .await
                 .map_err(|e| classify(e, None))?;
-            Ok(found.map(from_document))
+            found.as_deref().map(raw_to_doc).transpose()
+        })
+        .await
+    }
+
+    /// The stored BSON written straight into the answer's JSON.
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
+        let (_, coll) = self.spec(collection)?;
+        self.bounded(async {
+            let found = coll
+                .find_one(doc! { "_id": id })
+                .await
+                .map_err(|e| classify(e, None))?;
+            found.as_deref().map(json_bytes).transpose()
         })
         .await
     }
@@ -374,34 +568,27 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError> {
-        self.spec(collection)?;
-        let coll = self.coll(collection);
+        let (_, coll) = self.spec(collection)?;
         let query = to_query(None, filter);
-        self.bounded(async {
-            let total = coll
-                .count_documents(query.clone())
-                .await
-                .map_err(|e| classify(e, None))?;
-            let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-            let items: Vec<Document> = if limit == 0 {
-                Vec::new()
-            } else {
-                coll.find(query)
-                    .sort(doc! { "_id": 1 })
-                    .skip(page.offset)
-                    .limit(limit)
-                    .await
-                    .map_err(|e| classify(e, None))?
-                    .try_collect()
-                    .await
-                    .map_err(|e| classify(e, None))?
-            };
-            Ok(Listing {
-                items: items.into_iter().map(from_document).collect(),
-                total,
-            })
-        })
-        .await
+        let (items, total) = self
+            .bounded(self.page(coll, query, page, raw_to_doc))
+            .await?;
+        Ok(Listing { items, total })
+    }
+
+    /// The page's stored BSON written straight into each item's JSON.
+    async fn list_json(
+        &self,
+        collection: &str,
+        filter: &Filter,
+        page: Page,
+    ) -> Result<JsonListing, StoreError> {
+        let (_, coll) = self.spec(collection)?;
+        let query = to_query(None, filter);
+        let (items, total) = self
+            .bounded(self.page(coll, query, page, json_bytes))
+            .await?;
+        Ok(JsonListing { items, total })
     }
 
     async fn update(
@@ -411,27 +598,24 @@ impl Store for MongoStore {
         expect: &Filter,
         change: &Change,
     ) -> Result<Outcome, StoreError> {
-        let spec = self.spec(collection)?;
+        let (spec, coll) = self.spec(collection)?;
         if change.set.iter().any(|(k, _)| k == "id") {
             return Err(StoreError::Internal("a document's id cannot change".into()));
         }
-        let coll = self.coll(collection);
         let query = to_query(Some(id), expect);
         if change.set.is_empty() && change.push.is_empty() {
             // Nothing to change: the outcome is whether the condition holds now.
             return self
                 .bounded(async {
                     match coll.find_one(query).await.map_err(|e| classify(e, None))? {
-                        Some(found) => Ok(Outcome::Done(from_document(found))),
-                        None => self.missing_or_refused(&coll, id).await,
+                        Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
+                        None => self.missing_or_refused(coll, id).await,
                     }
                 })
                 .await;
         }
         let update = to_update(change);
-        let written: Doc = change.set.iter().cloned().collect();
-        self.bounded(async {
-            let _guard = self.lock_document(collection, id).await;
+        self.bounded_write(collection, id, async {
             let after = match coll
                 .find_one_and_update(query, update)
                 .return_document(ReturnDocument::After)
@@ -439,6 +623,7 @@ impl Store for MongoStore {
             {
                 Ok(after) => after,
                 Err(e) => {
+                    let written: Doc = change.set.iter().cloned().collect();
                     let error = classify(
                         e,
                         Some(Written {
@@ -446,12 +631,12 @@ impl Store for MongoStore {
                             doc: &written,
                         }),
                     );
-                    return Err(self.name_duplicate(&coll, spec, id, &written, error).await);
+                    return Err(self.name_duplicate(coll, spec, id, &written, error).await);
                 }
             };
             match after {
-                Some(found) => Ok(Outcome::Done(from_document(found))),
-                None => self.missing_or_refused(&coll, id).await,
+                Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
+                None => self.missing_or_refused(coll, id).await,
             }
         })
         .await
@@ -463,18 +648,16 @@ impl Store for MongoStore {
         id: &str,
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
-        self.spec(collection)?;
-        let coll = self.coll(collection);
+        let (_, coll) = self.spec(collection)?;
         let query = to_query(Some(id), expect);
-        self.bounded(async {
-            let _guard = self.lock_document(collection, id).await;
+        self.bounded_write(collection, id, async {
             match coll
                 .find_one_and_delete(query)
                 .await
                 .map_err(|e| classify(e, None))?
             {
-                Some(gone) => Ok(Outcome::Done(from_document(gone))),
-                None => self.missing_or_refused(&coll, id).await,
+                Some(gone) => Ok(Outcome::Done(raw_to_doc(&gone)?)),
+                None => self.missing_or_refused(coll, id).await,
             }
         })
         .await
