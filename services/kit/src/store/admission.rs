@@ -14,9 +14,11 @@
 //! `connectionTimeout` covering the wait for a connection, do the same.)
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use super::StoreError;
 use crate::deadline;
@@ -24,7 +26,7 @@ use crate::deadline;
 /// A bounded FIFO line: at most `size` operations at once, the rest wait in arrival order.
 #[derive(Debug)]
 pub struct Admission {
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
     size: usize,
     /// Who the server is, for error messages (`MongoDB`).
     server: &'static str,
@@ -35,7 +37,7 @@ impl Admission {
     pub fn new(size: usize, server: &'static str) -> Admission {
         let size = size.max(1);
         Admission {
-            slots: Semaphore::new(size),
+            slots: Arc::new(Semaphore::new(size)),
             size,
             server,
         }
@@ -59,42 +61,82 @@ impl Admission {
     where
         F: Future<Output = Result<T, StoreError>>,
     {
-        let limit = deadline::bounded(limit);
-        let expired = tokio::time::sleep(limit);
-        tokio::pin!(expired);
-        // The free case first: no waiter is queued then, so taking a slot jumps nobody.
-        let _slot = match self.slots.try_acquire() {
-            Ok(slot) => slot,
-            Err(_) => tokio::select! {
-                biased;
-                slot = self.slots.acquire() => slot.map_err(|_| {
-                    StoreError::Unavailable(format!("{} store is closing", self.server))
-                })?,
-                () = &mut expired => {
-                    return Err(StoreError::Unavailable(format!(
-                        "no turn at {} within {} ms: {} operations at once, the rest queued \
-                         behind them",
-                        self.server,
-                        limit.as_millis(),
-                        self.size
-                    )))
-                }
-            },
-        };
-        tokio::select! {
-            biased;
-            result = op => result,
-            () = &mut expired => Err(StoreError::Unavailable(format!(
-                "{} did not answer within {} ms",
-                self.server,
-                limit.as_millis()
-            ))),
+        let turn = self.turn(limit).await?;
+        match tokio::time::timeout_at(turn.until, op).await {
+            Ok(result) => result,
+            Err(_) => Err(turn.late()),
         }
+    }
+
+    /// Waits for a slot within `limit` (or the request's budget, if less): the [`Turn`] holds it
+    /// and says how long the operation has left. A slot not free in time is
+    /// [`StoreError::Unavailable`].
+    pub async fn turn(&self, limit: Duration) -> Result<Turn, StoreError> {
+        let limit = deadline::bounded(limit);
+        if limit.is_zero() {
+            return Err(StoreError::Unavailable(format!(
+                "no time left to ask {}: the request's budget is spent",
+                self.server
+            )));
+        }
+        let until = Instant::now() + limit;
+        // The free case first: no waiter is queued then, so taking a slot jumps nobody.
+        let slot = match self.slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                match tokio::time::timeout_at(until, self.slots.clone().acquire_owned()).await {
+                    Ok(slot) => slot.map_err(|_| {
+                        StoreError::Unavailable(format!("{} store is closing", self.server))
+                    })?,
+                    Err(_) => {
+                        return Err(StoreError::Unavailable(format!(
+                            "no turn at {} within {} ms: {} operations at once, the rest queued \
+                         behind them",
+                            self.server,
+                            limit.as_millis(),
+                            self.size
+                        )))
+                    }
+                }
+            }
+        };
+        Ok(Turn {
+            slot,
+            until,
+            limit,
+            server: self.server,
+        })
     }
 
     /// Refuses new operations (those waiting are answered 503); for shutdown.
     pub fn close(&self) {
         self.slots.close();
+    }
+}
+
+/// A slot in the line, held until dropped, and the time by which its operation must be answered.
+#[derive(Debug)]
+pub struct Turn {
+    slot: OwnedSemaphorePermit,
+    /// When the operation's deadline passes.
+    pub until: Instant,
+    limit: Duration,
+    server: &'static str,
+}
+
+impl Turn {
+    /// The error of an operation that was not answered by [`Turn::until`].
+    pub fn late(&self) -> StoreError {
+        StoreError::Unavailable(format!(
+            "{} did not answer within {} ms",
+            self.server,
+            self.limit.as_millis()
+        ))
+    }
+
+    /// The slot alone, to be held where the operation runs (another task) until it is done.
+    pub fn into_slot(self) -> OwnedSemaphorePermit {
+        self.slot
     }
 }
 
@@ -224,6 +266,22 @@ mod tests {
         })
         .await;
         assert!(unavailable(r).contains("within 100 ms"));
+    }
+
+    #[tokio::test]
+    async fn a_spent_budget_is_refused_before_the_operation_starts() {
+        let line = Admission::new(4, "test");
+        let ran = std::sync::atomic::AtomicBool::new(false);
+        let r = deadline::scope(Some(Duration::ZERO), async {
+            line.run(Duration::from_secs(2), async {
+                ran.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            })
+            .await
+        })
+        .await;
+        assert!(unavailable(r).contains("budget is spent"));
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[tokio::test]

@@ -78,7 +78,9 @@ pub(super) fn to_update(change: &Change) -> Document {
     update
 }
 
-/// A JSON document as stored: `id` becomes `_id`.
+/// A JSON document as stored: `id` becomes `_id`. The owned form of [`to_raw`], which the tests
+/// hold it to.
+#[cfg(test)]
 pub(super) fn to_document(doc: &Doc) -> Document {
     let mut out = Document::new();
     out.insert("_id", doc_id(doc));
@@ -90,7 +92,9 @@ pub(super) fn to_document(doc: &Doc) -> Document {
     out
 }
 
-/// A stored document as JSON: `_id` becomes the string `id`.
+/// A stored document as JSON: `_id` becomes the string `id`. The owned form of [`raw_to_doc`] and
+/// [`write_json`], which the tests hold them to.
+#[cfg(test)]
 pub(super) fn from_document(document: Document) -> Doc {
     let mut out = Doc::new();
     for (k, v) in document {
@@ -359,6 +363,63 @@ mod tests {
         assert!(!stored.contains_key("id"));
         assert_eq!(stored.get("n"), Some(&Bson::Int64(3)));
         assert_eq!(from_document(stored), doc);
+    }
+
+    /// A document with every JSON shape, and strings that need escaping.
+    fn every_shape() -> Doc {
+        json!({
+            "id": "a\"b\\c\u{1}é",
+            "n": -3, "big": i64::MAX, "x": 1.5, "tiny": 1e-300, "whole": 2.0,
+            "t": true, "f": false, "none": null, "s": "line\nbreak \u{2028} ✓",
+            "items": [{"dish": "soup", "qty": 2, "notes": "\"hot\""}, [], {}, [1, [2, "x"]], null],
+            "nested": {"deeper": {"deepest": [true]}}
+        })
+        .as_object()
+        .cloned()
+        .unwrap()
+    }
+
+    #[test]
+    fn the_raw_path_writes_exactly_what_the_owned_path_did() {
+        let doc = every_shape();
+        let raw = to_raw(&doc).unwrap();
+        // The same bytes on the wire as the owned document the driver used to encode.
+        let owned = to_document(&doc);
+        assert_eq!(raw.to_document().unwrap(), owned);
+        // Read back: the same JSON value, and the same text as encoding the owned result.
+        let via_owned = from_document(owned);
+        assert_eq!(raw_to_doc(&raw).unwrap(), via_owned);
+        let mut text = Vec::new();
+        write_json(&raw, &mut text).unwrap();
+        assert_eq!(text, serde_json::to_vec(&via_owned).unwrap());
+        assert_eq!(serde_json::from_slice::<Doc>(&text).unwrap(), doc);
+    }
+
+    #[test]
+    fn other_bson_types_read_as_the_owned_path_says_on_both_raw_paths() {
+        let oid = mongodb::bson::oid::ObjectId::new();
+        let d = doc! {
+            "_id": oid, "i": 7_i32, "when": mongodb::bson::DateTime::from_millis(0),
+            "nan": f64::NAN, "dec": mongodb::bson::Decimal128::from_bytes([0; 16]),
+            "inner": { "_id": 1_i32, "bin": mongodb::bson::Binary { subtype: mongodb::bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] } },
+        };
+        let raw = RawDocumentBuf::from_document(&d).unwrap();
+        let owned = from_document(d);
+        assert_eq!(raw_to_doc(&raw).unwrap(), owned);
+        let mut text = Vec::new();
+        write_json(&raw, &mut text).unwrap();
+        assert_eq!(text, serde_json::to_vec(&owned).unwrap());
+        assert_eq!(owned["id"], json!(oid.to_hex()));
+        assert_eq!(owned["nan"], Value::Null);
+    }
+
+    #[test]
+    fn a_field_name_with_a_nul_byte_is_refused_not_a_panic() {
+        let doc = json!({"id": "a", "ok": {"bad\u{0}key": 1}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        assert!(matches!(to_raw(&doc), Err(StoreError::Internal(m)) if m.contains("NUL")));
     }
 
     #[test]

@@ -22,6 +22,14 @@
 //!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
 //!   answers 503. The driver keeps monitoring the server, so the store recovers by itself once it
 //!   is back.
+//! - The driver lives on a thread of its own (a current-thread runtime, [`DriverThread`]): its
+//!   connection pool's worker, its sockets and every operation run there, and a request hands its
+//!   operation over once and gets the answer back once. Left on the runtime that opened the store
+//!   (serve's support runtime), every operation crossed threads four or five times (a connection
+//!   asked of the pool's worker, granted, each socket readiness relayed from the other runtime's
+//!   reactor, the connection given back), and those wake-ups were most of Brigade's CPU per
+//!   request on this store. An operation whose caller stopped waiting finishes there, in its slot,
+//!   so its connection goes back to the pool instead of being closed mid-answer.
 //! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
 //!   straight into the JSON the API answers, a write encoded from JSON straight into the bytes sent.
 //! - A list counts only when its page cannot tell the total ([`Page::total_from`]): a short page
@@ -34,13 +42,16 @@
 //!   on the field is answered from the index (on MongoDB; see docs/stores.md for FerretDB).
 
 use std::collections::hash_map::DefaultHasher;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, RawDocument, RawDocumentBuf};
+use mongodb::bson::{doc, Document, RawDocument, RawDocumentBuf};
 use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection, Database, IndexModel};
+use tokio::sync::OwnedMutexGuard;
 
 use super::admission::Admission;
 use super::*;
@@ -89,7 +100,7 @@ pub struct MongoLimits {
 }
 
 impl MongoLimits {
-    /// `timeout`, and the default concurrency.
+    /// `timeout`, and the default lines.
     pub fn with_timeout(timeout: Duration) -> MongoLimits {
         MongoLimits {
             timeout,
@@ -98,7 +109,7 @@ impl MongoLimits {
         }
     }
 
-    /// The limits with the defaults filled in.
+    /// The limits with the defaults filled in (but the writers', which depend on the server).
     pub fn resolved(self) -> MongoLimits {
         MongoLimits {
             timeout: if self.timeout.is_zero() {
@@ -116,11 +127,61 @@ impl MongoLimits {
     }
 
     /// The writers' line on a server that is (or is not) FerretDB.
-    fn writers(&self, ferretdb: bool) -> usize {
+    pub fn writers_on(&self, ferretdb: bool) -> usize {
         match self.writers {
             0 if ferretdb => DEFAULT_FERRETDB_WRITERS,
-            0 => self.concurrency,
+            0 => self.resolved().concurrency,
             n => n,
+        }
+    }
+}
+
+/// The thread the driver lives on: a current-thread tokio runtime that the client is made on, so
+/// its background tasks (the pool's worker, the server monitor) and its sockets are driven there,
+/// and every operation is spawned there. Stopped when the store is dropped.
+struct DriverThread {
+    handle: tokio::runtime::Handle,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl DriverThread {
+    fn start() -> Result<DriverThread, StoreError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("brigade-mongo".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+                // The runtime drops here, outside `block_on`, with whatever it still runs.
+            })
+            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
+        Ok(DriverThread {
+            handle,
+            _stop: stop,
+        })
+    }
+
+    /// Runs `op` on the driver's thread and waits for it until `until`; past it the caller gets
+    /// `late`, and `op` runs on to its end there (its slot and lock held until then).
+    async fn run<T: Send + 'static>(
+        &self,
+        until: tokio::time::Instant,
+        late: StoreError,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let job = self.handle.spawn(op);
+        match tokio::time::timeout_at(until, job).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => Err(StoreError::Internal(format!(
+                "a MongoDB operation failed in the driver's thread: {e}"
+            ))),
+            Err(_) => Err(late),
         }
     }
 }
@@ -138,8 +199,12 @@ pub struct MongoStore {
     /// The line writes wait in.
     writes: Admission,
     /// Per-document write locks, only for servers whose `findAndModify` is not atomic (FerretDB v1).
-    write_locks: Option<Vec<tokio::sync::Mutex<()>>>,
+    write_locks: Option<Vec<Arc<tokio::sync::Mutex<()>>>>,
+    driver: DriverThread,
 }
+
+/// What a write waits for before its turn: on FerretDB, the document's lock.
+type Held = Option<OwnedMutexGuard<()>>;
 
 /// A stored document as the JSON text the API answers.
 fn json_bytes(raw: &RawDocument) -> Result<Bytes, StoreError> {
@@ -152,7 +217,7 @@ fn json_bytes(raw: &RawDocument) -> Result<Bytes, StoreError> {
 impl MongoStore {
     /// Connects to `uri`, uses the database `database` (unless the URI names one) and creates the
     /// collections' indexes. Fails with [`StoreError::Unavailable`] if the server cannot be reached
-    /// within `timeout` (zero means [`DEFAULT_TIMEOUT`]); [`DEFAULT_CONCURRENCY`] operations at once.
+    /// within `timeout` (zero means [`DEFAULT_TIMEOUT`]); the default lines.
     pub async fn connect(
         uri: &str,
         database: &str,
@@ -168,7 +233,7 @@ impl MongoStore {
         .await
     }
 
-    /// [`MongoStore::connect`] with its deadline and admission set by `limits`.
+    /// [`MongoStore::connect`] with its deadline and lines set by `limits`.
     pub async fn connect_with(
         uri: &str,
         database: &str,
@@ -177,31 +242,43 @@ impl MongoStore {
     ) -> Result<MongoStore, StoreError> {
         let limits = limits.resolved();
         let timeout = limits.timeout;
-        let mut options = ClientOptions::parse(uri)
+        let driver = DriverThread::start()?;
+        let uri = uri.to_string();
+        // Parsing may resolve SRV records and the client starts its tasks where it is made: both
+        // on the driver's thread.
+        let client = driver
+            .handle
+            .spawn(async move {
+                let mut options = ClientOptions::parse(&uri)
+                    .await
+                    .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
+                options
+                    .app_name
+                    .get_or_insert_with(|| "brigade".to_string());
+                options.server_selection_timeout = Some(timeout);
+                options.connect_timeout = Some(timeout);
+                // One connection per place in the lines (the writers' line is known only once the
+                // server has said what it is; the larger is taken), made in the background and
+                // kept: no operation waits for a connection, none is made and dropped as the load
+                // comes and goes.
+                let places =
+                    limits.concurrency + limits.writers_on(false).max(limits.writers_on(true));
+                let pool = u32::try_from(places).unwrap_or(u32::MAX);
+                let max_pool = *options.max_pool_size.get_or_insert(pool);
+                options.min_pool_size.get_or_insert(pool.min(max_pool));
+                // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
+                options
+                    .write_concern
+                    .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
+                let database = options.default_database.clone();
+                let client = Client::with_options(options)
+                    .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
+                Ok::<_, StoreError>((client, database))
+            })
             .await
-            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
-        options
-            .app_name
-            .get_or_insert_with(|| "brigade".to_string());
-        options.server_selection_timeout = Some(timeout);
-        options.connect_timeout = Some(timeout);
-        // One connection per place in the lines (the writers' line is only known once the server
-        // has said what it is; the larger choice is taken), made in the background and kept: no
-        // operation waits for a connection, none is made and dropped as the load comes and goes.
-        let places = limits.concurrency + limits.writers(false).max(limits.writers(true));
-        let pool = u32::try_from(places).unwrap_or(u32::MAX);
-        let max_pool = *options.max_pool_size.get_or_insert(pool);
-        options.min_pool_size.get_or_insert(pool.min(max_pool));
-        // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
-        options
-            .write_concern
-            .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
-        let database = options
-            .default_database
-            .clone()
-            .unwrap_or_else(|| database.to_string());
-        let client = Client::with_options(options)
-            .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
+            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
+        let (client, named) = client?;
+        let database = named.unwrap_or_else(|| database.to_string());
         let db = client.database(&database);
         let mut store = MongoStore {
             collections: collections.iter().map(|c| db.collection(c.name)).collect(),
@@ -210,8 +287,9 @@ impl MongoStore {
             specs: collections.to_vec(),
             timeout,
             reads: Admission::new(limits.concurrency, "MongoDB"),
-            writes: Admission::new(limits.writers(false), "MongoDB"),
+            writes: Admission::new(limits.writers_on(false), "MongoDB"),
             write_locks: None,
+            driver,
         };
         let ferretdb = store.ferretdb_version().await?;
         if let Some(version) = &ferretdb {
@@ -222,10 +300,10 @@ impl MongoStore {
             );
             store.write_locks = Some(
                 (0..WRITE_LOCK_STRIPES)
-                    .map(|_| tokio::sync::Mutex::new(()))
+                    .map(|_| Arc::new(tokio::sync::Mutex::new(())))
                     .collect(),
             );
-            store.writes = Admission::new(limits.writers(true), "MongoDB");
+            store.writes = Admission::new(limits.writers_on(true), "MongoDB");
         }
         store.create_indexes().await?;
         tracing::debug!(database = %database, ferretdb = ?ferretdb, "MongoDB store ready");
@@ -244,10 +322,10 @@ impl MongoStore {
 
     /// FerretDB's version if the server is FerretDB (it adds `ferretdbVersion` to `buildInfo`).
     async fn ferretdb_version(&self) -> Result<Option<String>, StoreError> {
+        let db = self.db.clone();
         let info = self
-            .bounded(async {
-                self.db
-                    .run_command(doc! { "buildInfo": 1 })
+            .read(async move {
+                db.run_command(doc! { "buildInfo": 1 })
                     .await
                     .map_err(|e| classify(e, None))
             })
@@ -256,19 +334,12 @@ impl MongoStore {
     }
 
     /// The lock for document `id` of `collection`, where the server needs one.
-    async fn lock_document(
-        &self,
-        collection: &str,
-        id: &str,
-    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    async fn lock_document(&self, collection: &str, id: &str) -> Held {
         let locks = self.write_locks.as_ref()?;
         let mut h = DefaultHasher::new();
         (collection, id).hash(&mut h);
-        Some(
-            locks[(h.finish() % locks.len() as u64) as usize]
-                .lock()
-                .await,
-        )
+        let lock = locks[(h.finish() % locks.len() as u64) as usize].clone();
+        Some(lock.lock_owned().await)
     }
 
     /// The name of the database this store uses.
@@ -278,30 +349,29 @@ impl MongoStore {
 
     /// Drops this store's database (tests use it to clean up after themselves).
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        self.bounded(async { self.db.drop().await.map_err(|e| classify(e, None)) })
-            .await
+        let db = self.db.clone();
+        self.write(None, async move {
+            db.drop().await.map_err(|e| classify(e, None))
+        })
+        .await
     }
 
     async fn create_indexes(&self) -> Result<(), StoreError> {
         for (spec, coll) in self.specs.iter().zip(&self.collections) {
-            for field in spec.unique {
-                let model = IndexModel::builder()
+            let unique = spec.unique.iter().map(|field| {
+                IndexModel::builder()
                     .keys(doc! { *field: 1 })
                     .options(IndexOptions::builder().unique(true).build())
-                    .build();
-                self.bounded(async {
-                    coll.create_index(model)
-                        .await
-                        .map(drop)
-                        .map_err(|e| classify(e, None))
-                })
-                .await?;
-            }
-            for field in spec.indexed {
-                let model = IndexModel::builder()
+                    .build()
+            });
+            let indexed = spec.indexed.iter().map(|field| {
+                IndexModel::builder()
                     .keys(doc! { *field: 1, "_id": 1 })
-                    .build();
-                self.bounded(async {
+                    .build()
+            });
+            for model in unique.chain(indexed) {
+                let coll = coll.clone();
+                self.write(None, async move {
                     coll.create_index(model)
                         .await
                         .map(drop)
@@ -317,46 +387,68 @@ impl MongoStore {
     fn spec(
         &self,
         collection: &str,
-    ) -> Result<(&CollectionSpec, &Collection<RawDocumentBuf>), StoreError> {
+    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>), StoreError> {
         self.specs
             .iter()
             .position(|s| s.name == collection)
-            .map(|i| (&self.specs[i], &self.collections[i]))
+            .map(|i| (self.specs[i], self.collections[i].clone()))
             .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))
     }
 
-    /// Runs the read `op` in its turn and within the store's deadline (the wait included), or the
-    /// caller's budget if it has less left; running out of time is [`StoreError::Unavailable`].
-    async fn bounded<T>(
+    /// Runs the read `op` on the driver's thread in its turn, within the store's deadline (the
+    /// wait included) or the caller's budget if it has less left; running out of time is
+    /// [`StoreError::Unavailable`].
+    async fn read<T: Send + 'static>(
         &self,
-        op: impl std::future::Future<Output = Result<T, StoreError>>,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.reads.run(self.timeout, op).await
+        self.on_driver(&self.reads, self.timeout, None, op).await
     }
 
-    /// [`MongoStore::bounded`] for the write `op`, in the writers' line.
-    async fn bounded_insert<T>(
+    /// [`MongoStore::read`] for the write `op`, in the writers' line, holding `held` (the
+    /// document's lock, where there is one) until it is done.
+    async fn write<T: Send + 'static>(
         &self,
-        op: impl std::future::Future<Output = Result<T, StoreError>>,
+        held: Held,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.writes.run(self.timeout, op).await
+        self.on_driver(&self.writes, self.timeout, held, op).await
     }
 
-    /// [`MongoStore::bounded_insert`] for a conditional write to document `id`: on FerretDB it
-    /// first waits for the document's lock (within the same deadline), then for its turn, so a
-    /// write queued behind another one to the same document holds no place on the wire meanwhile.
-    async fn bounded_write<T>(
+    async fn on_driver<T: Send + 'static>(
+        &self,
+        line: &Admission,
+        limit: Duration,
+        held: Held,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let turn = line.turn(limit).await?;
+        let (until, late) = (turn.until, turn.late());
+        let slot = turn.into_slot();
+        self.driver
+            .run(until, late, async move {
+                let result = op.await;
+                drop((slot, held));
+                result
+            })
+            .await
+    }
+
+    /// [`MongoStore::write`] for a conditional write to document `id`: on FerretDB it first waits
+    /// for the document's lock (within the same deadline), then for its turn, so a write queued
+    /// behind another one to the same document holds no place on the wire meanwhile.
+    async fn locked_write<T: Send + 'static>(
         &self,
         collection: &str,
         id: &str,
-        op: impl std::future::Future<Output = Result<T, StoreError>>,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
         if self.write_locks.is_none() {
-            return self.bounded_insert(op).await;
+            return self.write(None, op).await;
         }
         let limit = crate::deadline::bounded(self.timeout);
         let started = tokio::time::Instant::now();
-        let _guard = tokio::time::timeout(limit, self.lock_document(collection, id))
+        let held = tokio::time::timeout(limit, self.lock_document(collection, id))
             .await
             .map_err(|_| {
                 StoreError::Unavailable(format!(
@@ -364,115 +456,109 @@ impl MongoStore {
                     limit.as_millis()
                 ))
             })?;
-        self.writes
-            .run(limit.saturating_sub(started.elapsed()), op)
-            .await
+        let left = limit.saturating_sub(started.elapsed());
+        self.on_driver(&self.writes, left, held, op).await
     }
+}
 
-    /// The page of `coll` matching `query`, each document made by `each`, and the total: counted
-    /// only when the page cannot tell it ([`Page::total_from`]).
-    async fn page<T>(
-        &self,
-        coll: &Collection<RawDocumentBuf>,
-        query: mongodb::bson::Document,
-        page: Page,
-        each: impl Fn(&RawDocument) -> Result<T, StoreError>,
-    ) -> Result<(Vec<T>, u64), StoreError> {
-        let mut items = Vec::new();
-        if page.limit > 0 {
-            let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-            let mut cursor = coll
-                .find(query.clone())
-                .sort(doc! { "_id": 1 })
-                .skip(page.offset)
-                .limit(limit)
+/// The page of `coll` matching `query`, each document made by `each`, and the total: counted only
+/// when the page cannot tell it ([`Page::total_from`]).
+async fn page<T>(
+    coll: Collection<RawDocumentBuf>,
+    query: Document,
+    page: Page,
+    each: fn(&RawDocument) -> Result<T, StoreError>,
+) -> Result<(Vec<T>, u64), StoreError> {
+    let mut items = Vec::new();
+    if page.limit > 0 {
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let mut cursor = coll
+            .find(query.clone())
+            .sort(doc! { "_id": 1 })
+            .skip(page.offset)
+            .limit(limit)
+            .await
+            .map_err(|e| classify(e, None))?;
+        while cursor.advance().await.map_err(|e| classify(e, None))? {
+            items.push(each(cursor.current())?);
+        }
+    }
+    let total = match page.total_from(items.len()) {
+        Some(total) => total,
+        None => {
+            let counted = coll
+                .count_documents(query)
                 .await
                 .map_err(|e| classify(e, None))?;
-            while cursor.advance().await.map_err(|e| classify(e, None))? {
-                items.push(each(cursor.current())?);
-            }
-        }
-        let total = match page.total_from(items.len()) {
-            Some(total) => total,
-            None => {
-                let counted = coll
-                    .count_documents(query)
-                    .await
-                    .map_err(|e| classify(e, None))?;
-                // Documents inserted between the page and the count move it, never below the page.
-                let seen = if items.is_empty() {
-                    0
-                } else {
-                    page.offset.saturating_add(items.len() as u64)
-                };
-                counted.max(seen)
-            }
-        };
-        Ok((items, total))
-    }
-
-    /// Fills in the field of a duplicate the server did not name (FerretDB's insert errors name no
-    /// index): the id if an insert's id is taken, else the first of the written unique fields held
-    /// by another document than `id`. Any other error passes through.
-    async fn name_duplicate(
-        &self,
-        coll: &Collection<RawDocumentBuf>,
-        spec: &CollectionSpec,
-        id: &str,
-        written: &Doc,
-        error: StoreError,
-    ) -> StoreError {
-        if !matches!(&error, StoreError::Duplicate { field, .. } if field.is_empty()) {
-            return error;
-        }
-        // An insert writes the id; an update does not (its own id exists, of course).
-        if written.contains_key("id")
-            && matches!(coll.find_one(doc! { "_id": id }).await, Ok(Some(_)))
-        {
-            return StoreError::Duplicate {
-                field: "id".into(),
-                value: Value::from(id).to_string(),
+            // Documents inserted between the page and the count move it, never below the page.
+            let seen = if items.is_empty() {
+                0
+            } else {
+                page.offset.saturating_add(items.len() as u64)
             };
+            counted.max(seen)
         }
-        for field in spec
-            .unique
-            .iter()
-            .filter(|f| written.get(**f).is_some_and(|v| !v.is_null()))
-        {
-            let holder =
-                doc! { *field: { "$eq": to_bson(&written[*field]) }, "_id": { "$ne": id } };
-            if matches!(coll.find_one(holder).await, Ok(Some(_))) {
-                return duplicate_of(field, written);
-            }
-        }
-        let field = spec
-            .unique
-            .iter()
-            .find(|f| written.contains_key(**f))
-            .or(spec.unique.first());
-        match field {
-            Some(f) => duplicate_of(f, written),
-            None => StoreError::Duplicate {
-                field: "id".into(),
-                value: Value::from(id).to_string(),
-            },
+    };
+    Ok((items, total))
+}
+
+/// Fills in the field of a duplicate the server did not name (FerretDB's insert errors name no
+/// index): the id if an insert's id is taken, else the first of the written unique fields held by
+/// another document than `id`. Any other error passes through.
+async fn name_duplicate(
+    coll: &Collection<RawDocumentBuf>,
+    spec: &CollectionSpec,
+    id: &str,
+    written: &Doc,
+    error: StoreError,
+) -> StoreError {
+    if !matches!(&error, StoreError::Duplicate { field, .. } if field.is_empty()) {
+        return error;
+    }
+    // An insert writes the id; an update does not (its own id exists, of course).
+    if written.contains_key("id") && matches!(coll.find_one(doc! { "_id": id }).await, Ok(Some(_)))
+    {
+        return StoreError::Duplicate {
+            field: "id".into(),
+            value: Value::from(id).to_string(),
+        };
+    }
+    for field in spec
+        .unique
+        .iter()
+        .filter(|f| written.get(**f).is_some_and(|v| !v.is_null()))
+    {
+        let holder = doc! { *field: { "$eq": to_bson(&written[*field]) }, "_id": { "$ne": id } };
+        if matches!(coll.find_one(holder).await, Ok(Some(_))) {
+            return duplicate_of(field, written);
         }
     }
+    let field = spec
+        .unique
+        .iter()
+        .find(|f| written.contains_key(**f))
+        .or(spec.unique.first());
+    match field {
+        Some(f) => duplicate_of(f, written),
+        None => StoreError::Duplicate {
+            field: "id".into(),
+            value: Value::from(id).to_string(),
+        },
+    }
+}
 
-    /// After a conditional operation matched nothing: `Missing` or `Refused` with the document as it is.
-    async fn missing_or_refused(
-        &self,
-        coll: &Collection<RawDocumentBuf>,
-        id: &str,
-    ) -> Result<Outcome, StoreError> {
-        match coll
-            .find_one(doc! { "_id": id })
-            .await
-            .map_err(|e| classify(e, None))?
-        {
-            Some(found) => Ok(Outcome::Refused(raw_to_doc(&found)?)),
-            None => Ok(Outcome::Missing),
-        }
+/// After a conditional operation matched nothing: `Missing` or `Refused` with the document as it is.
+async fn missing_or_refused(
+    coll: &Collection<RawDocumentBuf>,
+    id: &str,
+) -> Result<Outcome, StoreError> {
+    match coll
+        .find_one(doc! { "_id": id })
+        .await
+        .map_err(|e| classify(e, None))?
+    {
+        Some(found) => Ok(Outcome::Refused(raw_to_doc(&found)?)),
+        None => Ok(Outcome::Missing),
     }
 }
 
@@ -488,14 +574,18 @@ impl Store for MongoStore {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
         let document = to_raw(&doc)?;
-        self.bounded_insert(async {
+        self.write(None, async move {
             match coll.insert_one(document).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
-                    let error = classify(e, Some(Written { spec, doc: &doc }));
-                    Err(self
-                        .name_duplicate(coll, spec, doc_id(&doc), &doc, error)
-                        .await)
+                    let error = classify(
+                        e,
+                        Some(Written {
+                            spec: &spec,
+                            doc: &doc,
+                        }),
+                    );
+                    Err(name_duplicate(&coll, &spec, doc_id(&doc), &doc, error).await)
                 }
             }
         })
@@ -514,36 +604,34 @@ impl Store for MongoStore {
         let documents: Vec<RawDocumentBuf> = docs.iter().map(to_raw).collect::<Result<_, _>>()?;
         // A bulk load may take longer than one operation's timeout: allow a second per 1,000.
         let allowance = self.timeout + Duration::from_millis(docs.len() as u64);
-        let op = async {
+        let count = docs.len();
+        let op = async move {
             match coll.insert_many(documents).ordered(true).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
                     // The first failed document is the one to name; ordered, it is the last tried.
                     let index = failed_index(&e).unwrap_or(0).min(docs.len() - 1);
                     let doc = &docs[index];
-                    let error = classify(e, Some(Written { spec, doc }));
-                    Err(self
-                        .name_duplicate(coll, spec, doc_id(doc), doc, error)
-                        .await)
+                    let error = classify(e, Some(Written { spec: &spec, doc }));
+                    Err(name_duplicate(&coll, &spec, doc_id(doc), doc, error).await)
                 }
             }
         };
-        self.writes.run(allowance, op).await.map_err(|e| match e {
-            StoreError::Unavailable(why) => StoreError::Unavailable(format!(
-                "MongoDB did not store {} documents: {why}",
-                docs.len()
-            )),
-            other => other,
-        })
+        self.on_driver(&self.writes, allowance, None, op)
+            .await
+            .map_err(|e| match e {
+                StoreError::Unavailable(why) => StoreError::Unavailable(format!(
+                    "MongoDB did not store {count} documents: {why}"
+                )),
+                other => other,
+            })
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
         let (_, coll) = self.spec(collection)?;
-        self.bounded(async {
-            let found = coll
-                .find_one(doc! { "_id": id })
-                .await
-                .map_err(|e| classify(e, None))?;
+        let filter = doc! { "_id": id };
+        self.read(async move {
+            let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
             found.as_deref().map(raw_to_doc).transpose()
         })
         .await
@@ -552,11 +640,9 @@ impl Store for MongoStore {
     /// The stored BSON written straight into the answer's JSON.
     async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
         let (_, coll) = self.spec(collection)?;
-        self.bounded(async {
-            let found = coll
-                .find_one(doc! { "_id": id })
-                .await
-                .map_err(|e| classify(e, None))?;
+        let filter = doc! { "_id": id };
+        self.read(async move {
+            let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
             found.as_deref().map(json_bytes).transpose()
         })
         .await
@@ -570,9 +656,7 @@ impl Store for MongoStore {
     ) -> Result<Listing, StoreError> {
         let (_, coll) = self.spec(collection)?;
         let query = to_query(None, filter);
-        let (items, total) = self
-            .bounded(self.page(coll, query, page, raw_to_doc))
-            .await?;
+        let (items, total) = self.read(self::page(coll, query, page, raw_to_doc)).await?;
         Ok(Listing { items, total })
     }
 
@@ -585,9 +669,7 @@ impl Store for MongoStore {
     ) -> Result<JsonListing, StoreError> {
         let (_, coll) = self.spec(collection)?;
         let query = to_query(None, filter);
-        let (items, total) = self
-            .bounded(self.page(coll, query, page, json_bytes))
-            .await?;
+        let (items, total) = self.read(self::page(coll, query, page, json_bytes)).await?;
         Ok(JsonListing { items, total })
     }
 
@@ -603,19 +685,21 @@ impl Store for MongoStore {
             return Err(StoreError::Internal("a document's id cannot change".into()));
         }
         let query = to_query(Some(id), expect);
+        let owned_id = id.to_string();
         if change.set.is_empty() && change.push.is_empty() {
             // Nothing to change: the outcome is whether the condition holds now.
             return self
-                .bounded(async {
+                .read(async move {
                     match coll.find_one(query).await.map_err(|e| classify(e, None))? {
                         Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
-                        None => self.missing_or_refused(coll, id).await,
+                        None => missing_or_refused(&coll, &owned_id).await,
                     }
                 })
                 .await;
         }
         let update = to_update(change);
-        self.bounded_write(collection, id, async {
+        let set = change.set.clone();
+        self.locked_write(collection, id, async move {
             let after = match coll
                 .find_one_and_update(query, update)
                 .return_document(ReturnDocument::After)
@@ -623,20 +707,20 @@ impl Store for MongoStore {
             {
                 Ok(after) => after,
                 Err(e) => {
-                    let written: Doc = change.set.iter().cloned().collect();
+                    let written: Doc = set.into_iter().collect();
                     let error = classify(
                         e,
                         Some(Written {
-                            spec,
+                            spec: &spec,
                             doc: &written,
                         }),
                     );
-                    return Err(self.name_duplicate(coll, spec, id, &written, error).await);
+                    return Err(name_duplicate(&coll, &spec, &owned_id, &written, error).await);
                 }
             };
             match after {
                 Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
-                None => self.missing_or_refused(coll, id).await,
+                None => missing_or_refused(&coll, &owned_id).await,
             }
         })
         .await
@@ -650,23 +734,24 @@ impl Store for MongoStore {
     ) -> Result<Outcome, StoreError> {
         let (_, coll) = self.spec(collection)?;
         let query = to_query(Some(id), expect);
-        self.bounded_write(collection, id, async {
+        let owned_id = id.to_string();
+        self.locked_write(collection, id, async move {
             match coll
                 .find_one_and_delete(query)
                 .await
                 .map_err(|e| classify(e, None))?
             {
                 Some(gone) => Ok(Outcome::Done(raw_to_doc(&gone)?)),
-                None => self.missing_or_refused(coll, id).await,
+                None => missing_or_refused(&coll, &owned_id).await,
             }
         })
         .await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        self.bounded(async {
-            self.db
-                .run_command(doc! { "ping": 1 })
+        let db = self.db.clone();
+        self.read(async move {
+            db.run_command(doc! { "ping": 1 })
                 .await
                 .map(drop)
                 .map_err(|e| classify(e, None))
@@ -678,10 +763,10 @@ impl Store for MongoStore {
     /// take in the storage engine (MongoDB's WiredTiger; FerretDB reports its SQLite tables' sizes
     /// under the same names).
     async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
+        let db = self.db.clone();
         let stats = self
-            .bounded(async {
-                self.db
-                    .run_command(doc! { "dbStats": 1, "scale": 1 })
+            .read(async move {
+                db.run_command(doc! { "dbStats": 1, "scale": 1 })
                     .await
                     .map_err(|e| classify(e, None))
             })
@@ -700,7 +785,15 @@ impl Store for MongoStore {
 
     async fn close(&self) -> Result<(), StoreError> {
         // `immediate`: don't wait for handles held elsewhere (in-flight requests of other clones).
-        let _ = tokio::time::timeout(self.timeout, self.client.clone().shutdown().immediate(true))
+        let client = self.client.clone();
+        let until = tokio::time::Instant::now() + self.timeout;
+        let late = StoreError::Unavailable("MongoDB client did not shut down in time".into());
+        let _ = self
+            .driver
+            .run(until, late, async move {
+                client.shutdown().immediate(true).await;
+                Ok(())
+            })
             .await;
         Ok(())
     }
