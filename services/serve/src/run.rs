@@ -122,12 +122,57 @@ pub(crate) fn deadlines_text(args: &ServeArgs) -> String {
     let reads = args.store_concurrency.map_or(reads, |n| n as usize);
     let writes = match args.store_writers {
         Some(n) => n.to_string(),
-        None => format!("{ferretdb_writers} on FerretDB, else {reads}"),
+        None => format!("{ferretdb_writers} (FerretDB; {reads} on MongoDB)"),
     };
     format!(
         "{deadlines}; MongoDB: at most {reads} reads and {writes} writes on the wire per \
          service, the rest wait in line, first come first served"
     )
+}
+
+#[cfg(all(test, feature = "mongo"))]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn text(args: &[&str]) -> String {
+        let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+        deadlines_text(&cli.serve)
+    }
+
+    #[test]
+    fn the_deadlines_and_the_lines_are_said_in_words() {
+        assert_eq!(
+            text(&[]),
+            "store deadline 2000 ms (wait in line + operation); peer call deadline 2000 ms; both \
+             cut to the caller's x-brigade-budget-ms"
+        );
+        assert_eq!(
+            text(&["--store", "mongo", "--store-timeout-ms", "1500"]),
+            "store deadline 1500 ms (wait in line + operation); peer call deadline 2000 ms; both \
+             cut to the caller's x-brigade-budget-ms; MongoDB: at most 4 reads and 1 (FerretDB; 4 \
+             on MongoDB) writes on the wire per service, the rest wait in line, first come first \
+             served"
+        );
+        assert!(text(&[
+            "--store",
+            "mongo",
+            "--store-concurrency",
+            "8",
+            "--store-writers",
+            "2"
+        ])
+        .ends_with(
+            "at most 8 reads and 2 writes on the wire per service, the rest wait in \
+                        line, first come first served"
+        ));
+    }
 }
 
 /// `serve`: runs `args` over `services` until SIGTERM or SIGINT. Blocks; `Ok` once every request
