@@ -38,11 +38,11 @@ pub struct ServeArgs {
     pub store_timeout_ms: u64,
     /// MongoDB: reads on the wire at once per service; more wait in line, first come first
     /// served, within --store-timeout-ms [default: 4]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub store_concurrency: Option<u32>,
     /// MongoDB: writes on the wire at once per service, in a line of their own [default: 1 on
     /// FerretDB, whose SQLite writes one at a time; else --store-concurrency]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub store_writers: Option<u32>,
     /// Worker threads per service; default: the cores this process may use.
     #[arg(long)]
@@ -196,6 +196,7 @@ mod tests {
         let c = parse(&["--store-concurrency", "8", "--store-writers", "2"]).unwrap();
         assert_eq!((c.store_concurrency, c.store_writers), (Some(8), Some(2)));
         assert!(parse(&["--store-concurrency", "0"]).is_err());
+        assert!(parse(&["--store-writers", "1025"]).is_err());
         assert!(!a.no_metrics);
         assert_eq!(a.handicap_us, 0.0);
         assert!(parse(&["--handicap-us", "-1"]).is_err());

@@ -22,7 +22,7 @@
 //!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
 //!   answers 503. The driver keeps monitoring the server, so the store recovers by itself once it
 //!   is back.
-//! - The driver lives on a thread of its own (a current-thread runtime, [`DriverThread`]): its
+//! - The driver lives on a thread of its own (a current-thread runtime, `DriverThread`): its
 //!   connection pool's worker, its sockets and every operation run there, and a request hands its
 //!   operation over once and gets the answer back once. Left on the runtime that opened the store
 //!   (serve's support runtime), every operation crossed threads four or five times (a connection
