@@ -50,6 +50,8 @@ fn apps() -> &'static Vec<Arc<dyn AppHandle>> {
                 mongodb_uri: None,
                 timeout: Duration::from_secs(1),
                 cache_bytes: None,
+                concurrency: 0,
+                writers: 0,
             },
             database_prefix: "fuzz_".into(),
             metrics: true,
@@ -160,6 +162,7 @@ pub fn kit_dispatch(data: &[u8]) {
         content_type,
         body: body.into(),
         traceparent: text(parts.next()),
+        budget: text(parts.next()),
     };
     let reply = rt().block_on(app.call(route, request));
     assert_ne!(

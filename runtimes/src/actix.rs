@@ -38,6 +38,8 @@ content_type_values!(header::HeaderValue);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
+/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]).
+const BUDGET: header::HeaderName = header::HeaderName::from_static("x-brigade-budget-ms");
 
 /// The one place a [`Reply`] becomes an actix response.
 fn respond(reply: Reply) -> HttpResponse {
@@ -119,6 +121,11 @@ fn resource(
                     traceparent: req
                         .headers()
                         .get(TRACEPARENT)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string),
+                    budget: req
+                        .headers()
+                        .get(BUDGET)
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_string),
                 };

@@ -64,6 +64,7 @@ impl InProcess {
             content_type: content_type.map(str::to_owned),
             body,
             traceparent: None,
+            budget: None,
         };
         self.app.call(routed.route, request).await
     }

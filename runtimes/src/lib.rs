@@ -395,8 +395,13 @@ fn request_from(
         content_type: header_text(headers, &http::header::CONTENT_TYPE),
         body,
         traceparent: header_text(headers, &TRACEPARENT),
+        budget: header_text(headers, &BUDGET),
     }
 }
+
+/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once.
+#[cfg(feature = "hyper-loop")]
+const BUDGET: http::HeaderName = http::HeaderName::from_static("x-brigade-budget-ms");
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 #[cfg(feature = "hyper-loop")]

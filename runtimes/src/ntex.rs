@@ -47,6 +47,8 @@ content_type_values!(HeaderValue);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
+/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]).
+const BUDGET: header::HeaderName = header::HeaderName::from_static("x-brigade-budget-ms");
 
 /// The one place a [`Reply`] becomes an ntex response.
 fn respond(reply: Reply) -> HttpResponse {
@@ -119,6 +121,7 @@ async fn call_route(
         query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
         content_type: text(req, header::CONTENT_TYPE),
         traceparent: text(req, TRACEPARENT),
+        budget: text(req, BUDGET),
         body,
     };
     answer(app.call(route, request).await, admitted)

@@ -4,7 +4,8 @@
 //! - once each service is bound, an [`Announcement::Listening`]:
 //!   `{"brigade":"listening","service":"bookmarks","url":"http://127.0.0.1:8090","runtime":"axum","store":"embedded","workers":2}`
 //!   and, from servers that say, `"limits":"HTTP/1.1; header read 5 s; ..."` (the server limits in
-//!   words, [`crate::limits::ServerLimits`]);
+//!   words, [`crate::limits::ServerLimits`]; `serve` adds its deadlines after them,
+//!   [`crate::deadline::Deadlines`]);
 //! - before those, for each collection `--preload N` filled, an [`Announcement::Preloaded`]:
 //!   `{"brigade":"preloaded","service":..,"collection":..,"documents":N,"existing":N,"seconds":F}`;
 //! - `runtimes --json` prints one [`RuntimesListing`]:

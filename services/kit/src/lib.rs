@@ -6,6 +6,8 @@
 //!   shared code that enforces them (head size and count, body size and read time, connections).
 //! - [`store`]: the [`store::Store`] trait and its backends (memory, embedded redb, MongoDB).
 //! - [`peer`]: the pooled HTTP client services use to call each other.
+//! - [`deadline`]: the budget that follows a request across services, so store operations and
+//!   peer calls wait within it instead of stacking their timeouts.
 //! - [`preload`]: filling an empty store with an application's realistic documents, in bulk.
 //! - [`resource`]: resources kept in a store: typed values to documents and back, GETs and lists
 //!   answered from the stored JSON, and the paging every list takes.
@@ -27,6 +29,7 @@
 pub mod announce;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod deadline;
 pub mod handicap;
 pub mod http;
 pub mod limits;

@@ -1,8 +1,10 @@
 //! The client services use to call each other: pooled keep-alive HTTP/1.1 connections, a connect
 //! timeout and a whole-request timeout, so a peer that is down or slow costs at most the timeout and
-//! becomes a 503 (cannot be reached) or a 502 (answered something unusable), never a hang. Every
-//! call carries the W3C `traceparent` of the request it is made for, and, when the service is built
-//! with metrics, is timed and counted.
+//! becomes a 503 (cannot be reached) or a 502 (answered something unusable), never a hang. The
+//! timeout is never more than what is left of the current request's own budget
+//! ([`crate::deadline`]), and the call tells the peer how long it waits (`x-brigade-budget-ms`), so
+//! timeouts do not stack from service to service. Every call carries the W3C `traceparent` of the
+//! request it is made for, and, when the service is built with metrics, is timed and counted.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
+use crate::deadline;
 use crate::http::ApiError;
 use crate::observe::{trace, Metrics, Stopwatch};
 
@@ -98,8 +101,9 @@ impl PeerClient {
         self.peers.get(name).map(String::as_str)
     }
 
-    /// `GET {peer}{path}`, with the current request's `traceparent`. A peer that cannot be
-    /// reached in time is 503; a broken answer is 502.
+    /// `GET {peer}{path}`, with the current request's `traceparent` and the time the call waits
+    /// (`x-brigade-budget-ms`: the request timeout, or less when the current request has less
+    /// left). A peer that cannot be reached in time is 503; a broken answer is 502.
     pub async fn get(&self, peer: &str, path: &str) -> Result<PeerReply, ApiError> {
         let base = self
             .base(peer)
@@ -107,7 +111,11 @@ impl PeerClient {
         let uri: hyper::Uri = format!("{base}{path}")
             .parse()
             .map_err(|e| ApiError::internal(format!("peer {peer} URL: {e}")))?;
-        let mut request = hyper::Request::get(uri);
+        let wait = deadline::bounded(self.timeouts.request);
+        let mut request = hyper::Request::get(uri).header(
+            deadline::BUDGET_HEADER,
+            deadline::budget_for_peer(wait).as_millis().to_string(),
+        );
         if let Some(t) = trace::current() {
             request = request.header("traceparent", t.child_header());
         }
@@ -115,7 +123,13 @@ impl PeerClient {
             .body(Empty::new())
             .map_err(|e| ApiError::internal(format!("peer {peer} request: {e}")))?;
         let started = Stopwatch::start();
-        let result = self.send(peer, request).await;
+        let result = if wait.is_zero() {
+            Err(ApiError::unavailable(format!(
+                "no time left to ask the {peer} service: the request's budget is spent"
+            )))
+        } else {
+            self.send(peer, request, wait).await
+        };
         if let Some(m) = &self.metrics {
             let outcome = result.as_ref().map(|r| r.status).map_err(|e| e.code);
             m.peer_call(peer, started.elapsed(), outcome);
@@ -131,6 +145,7 @@ impl PeerClient {
         &self,
         peer: &str,
         request: hyper::Request<Empty<Bytes>>,
+        wait: Duration,
     ) -> Result<PeerReply, ApiError> {
         let call = async {
             let resp = self.client.request(request).await.map_err(|e| {
@@ -156,11 +171,11 @@ impl PeerClient {
                 .to_bytes();
             Ok(PeerReply { status, body })
         };
-        match tokio::time::timeout(self.timeouts.request, call).await {
+        match tokio::time::timeout(wait, call).await {
             Ok(r) => r,
             Err(_) => Err(ApiError::unavailable(format!(
                 "{peer} service did not answer within {} ms",
-                self.timeouts.request.as_millis()
+                wait.as_millis()
             ))),
         }
     }
@@ -224,5 +239,63 @@ mod tests {
         let fine = peer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n".to_owned(), 5).await;
         let reply = client(fine).get("big", "/x").await.unwrap();
         assert_eq!((reply.status, reply.body.len()), (200, 5));
+    }
+
+    /// A peer that answers each request with its own head as the body.
+    async fn echo_peer() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+                        head.len()
+                    );
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        base
+    }
+
+    /// The budget the peer was told, in milliseconds.
+    fn budget_sent(reply: &PeerReply) -> u64 {
+        let head = String::from_utf8_lossy(&reply.body).to_lowercase();
+        let line = head
+            .lines()
+            .find_map(|l| l.strip_prefix("x-brigade-budget-ms: "))
+            .unwrap_or_else(|| panic!("no budget header in {head}"));
+        line.trim().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_call_tells_the_peer_its_budget_and_never_waits_past_the_callers() {
+        let peers = HashMap::from([("echo".to_owned(), echo_peer().await)]);
+        let client = PeerClient::new(
+            peers,
+            PeerTimeouts {
+                connect: Duration::from_millis(500),
+                request: Duration::from_secs(2),
+            },
+        );
+        // No budget of its own: the peer is told the call's timeout, less the margin.
+        let reply = client.get("echo", "/x").await.unwrap();
+        assert_eq!(budget_sent(&reply), 1950);
+        // Inside a request with 300 ms left, the call waits and tells at most that.
+        let reply = deadline::scope(Some(Duration::from_millis(300)), client.get("echo", "/x"))
+            .await
+            .unwrap();
+        let told = budget_sent(&reply);
+        assert!(told > 0 && told < 300, "{told}");
+        // A spent budget is a 503 at once, without asking.
+        let err = deadline::scope(Some(Duration::ZERO), client.get("echo", "/x"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code.status(), 503, "{err:?}");
+        assert!(err.message.contains("budget is spent"), "{err:?}");
     }
 }

@@ -342,3 +342,88 @@ async fn insert_many_stores_every_document_or_a_prefix_and_size_on_disk_grows() 
     assert!(full > 0);
     store.drop_database().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn list_totals_are_right_whether_the_page_tells_them_or_a_count_does() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    let c = conformance::SPEC.name;
+    let docs: Vec<_> = (0..7)
+        .map(|i| doc(json!({"id": format!("id{i}"), "number": i, "state": if i < 5 { "free" } else { "busy" }})))
+        .collect();
+    store.insert_many(c, docs).await.unwrap();
+    let free = Filter::all().eq("state", "free");
+    // (filter, offset, limit) → (items, total): short pages (the total from the page), full pages
+    // and empty pages past the end (the total from a count).
+    let cases = [
+        (Filter::all(), 0, 3, 3, 7),
+        (Filter::all(), 0, 10, 7, 7),
+        (Filter::all(), 5, 10, 2, 7),
+        (Filter::all(), 9, 10, 0, 7),
+        (free.clone(), 0, 5, 5, 5),
+        (free.clone(), 0, 50, 5, 5),
+        (free.clone(), 3, 2, 2, 5),
+        (free.clone(), 4, 50, 1, 5),
+        (free.clone(), 20, 5, 0, 5),
+        (Filter::all().eq("state", "gone"), 0, 5, 0, 0),
+        (Filter::all().eq("state", "gone"), 3, 5, 0, 0),
+        (Filter::all(), 0, 0, 0, 7),
+    ];
+    for (filter, offset, limit, items, total) in cases {
+        let page = Page { offset, limit };
+        let listed = store.list(c, &filter, page).await.unwrap();
+        let json = store.list_json(c, &filter, page).await.unwrap();
+        assert_eq!(
+            (listed.items.len(), listed.total),
+            (items, total),
+            "{filter:?} offset {offset} limit {limit}"
+        );
+        assert_eq!(json.decode().unwrap(), listed);
+    }
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn far_more_concurrent_operations_than_places_on_the_wire_all_get_their_answer() {
+    let Some(uri) = mongo_uri().await else {
+        return;
+    };
+    let limits = brigade_kit::store::mongo::MongoLimits {
+        timeout: Duration::from_secs(30),
+        concurrency: 1,
+        writers: 1,
+    };
+    let store = Arc::new(
+        MongoStore::connect_with(
+            &uri,
+            &unique_database("brigade_line"),
+            &[conformance::SPEC],
+            limits,
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(store.concurrency(), (1, 1));
+    let c = conformance::SPEC.name;
+    let mut calls = Vec::new();
+    for i in 0..40 {
+        let s = store.clone();
+        calls.push(tokio::spawn(async move {
+            let id = format!("id{i}");
+            s.insert(c, doc(json!({"id": id, "number": i}))).await?;
+            s.get_json(c, &id).await
+        }));
+    }
+    for call in calls {
+        let found = call.await.unwrap().expect("queued, not refused");
+        assert!(found.is_some());
+    }
+    // A caller whose budget is spent is answered at once, without asking the server.
+    let spent = brigade_kit::deadline::scope(Some(Duration::ZERO), store.get(c, "id0")).await;
+    assert!(
+        matches!(spent, Err(StoreError::Unavailable(_))),
+        "{spent:?}"
+    );
+    store.drop_database().await.unwrap();
+}

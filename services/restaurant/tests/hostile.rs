@@ -165,6 +165,8 @@ fn config(store: StoreKind, dir: &std::path::Path, mongodb_uri: Option<String>) 
             mongodb_uri,
             timeout: Duration::from_secs(5),
             cache_bytes: None,
+            concurrency: 0,
+            writers: 0,
         },
         database_prefix: format!("fz{}_", &brigade_kit::store::new_id()[24..]),
         metrics: true,
@@ -229,6 +231,8 @@ fn fuzz(store: StoreKind, mongodb_uri: Option<String>) {
             body: c.body.clone().into(),
             // Any text as a trace context too: a bad one must be replaced, never fail the call.
             traceparent: c.query.clone(),
+            // And as a caller's budget: one that does not parse is ignored.
+            budget: c.query.clone(),
         };
         let reply = rt.block_on(app.call(r, request));
         executions.fetch_add(1, Ordering::Relaxed);

@@ -135,3 +135,88 @@ async fn a_waiter_service_saying_404_makes_the_seat_422() {
     let (status, code, _) = seat_with_waiter_at(fake_peer(Some(missing))).await;
     assert_eq!((status, code.as_str()), (422, "unprocessable"));
 }
+
+/// A fake waiter service that sends the head of each request it gets to `heads`, then answers
+/// like a real one: the waiter exists and is active.
+fn recording_waiter(heads: std::sync::mpsc::Sender<String>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let heads = heads.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let n = conn.read(&mut buf).unwrap_or(0);
+                let _ = heads.send(String::from_utf8_lossy(&buf[..n]).to_lowercase());
+                let body = r#"{"id":"w1","name":"Ann","shift":"morning","active":true}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(answer.as_bytes());
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The `x-brigade-budget-ms` a request head carried, in milliseconds.
+fn budget_in(head: &str) -> Option<u64> {
+    head.lines()
+        .find_map(|l| l.strip_prefix("x-brigade-budget-ms:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[tokio::test]
+async fn a_seat_tells_the_waiter_service_at_most_what_its_own_caller_left_it() {
+    let (heads, seen) = std::sync::mpsc::channel();
+    let app = tables_with_waiter_at(recording_waiter(heads)).await;
+    let mut tables = Vec::new();
+    for number in [1, 2] {
+        let (_, table) = call(
+            &app,
+            Method::Post,
+            "/tables",
+            json!({"number": number, "seats": 4}),
+        )
+        .await;
+        tables.push(table["id"].as_str().unwrap().to_string());
+    }
+    let seat = |table: &str, budget: Option<&str>| {
+        let found = app.matcher().at("/tables/x/seat").unwrap();
+        let route = app.endpoints()[*found.value]
+            .route_for(Method::Post)
+            .unwrap();
+        let request = Request {
+            params: vec![("id".into(), table.to_string())],
+            content_type: Some("application/json".into()),
+            body: json!({"party_size": 2, "waiter_id": "w1"})
+                .to_string()
+                .into(),
+            budget: budget.map(str::to_string),
+            ..Default::default()
+        };
+        app.call(route, request)
+    };
+    // With 300 ms left of its caller's budget, the call waits less than its own 400 ms timeout
+    // and says so to the waiter service.
+    let reply = seat(&tables[0], Some("300")).await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let told = budget_in(&seen.recv().unwrap()).expect("a budget header");
+    assert!(told > 0 && told < 300, "told {told}");
+    // A caller with no time left gets a 503 at once, and the waiter service is not asked.
+    let reply = seat(&tables[1], Some("0")).await;
+    assert_eq!(
+        reply.status,
+        503,
+        "{:?}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    assert!(seen.try_recv().is_err(), "the waiter service was asked");
+}

@@ -31,9 +31,19 @@ pub struct ServeArgs {
     /// MongoDB connection string for `--store mongo`.
     #[arg(long, env = "MONGODB_URI")]
     pub mongodb_uri: Option<String>,
-    /// Store operation timeout in milliseconds (MongoDB server selection and operations).
+    /// Deadline of one store operation in milliseconds, its wait in line for a turn included
+    /// (MongoDB: the wait, server selection and the operation together; past it, 503). A request
+    /// that carries its caller's budget (`x-brigade-budget-ms`) gets less if that is less.
     #[arg(long, default_value_t = 2000)]
     pub store_timeout_ms: u64,
+    /// MongoDB: reads on the wire at once per service; more wait in line, first come first
+    /// served, within --store-timeout-ms [default: 4]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub store_concurrency: Option<u32>,
+    /// MongoDB: writes on the wire at once per service, in a line of their own [default: 1 on
+    /// FerretDB, whose SQLite writes one at a time; else --store-concurrency]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub store_writers: Option<u32>,
     /// Worker threads per service; default: the cores this process may use.
     #[arg(long)]
     pub workers: Option<usize>,
@@ -41,7 +51,9 @@ pub struct ServeArgs {
     /// comma-separated in `BRIGADE_PEERS`.
     #[arg(long = "peer", env = "BRIGADE_PEERS", value_delimiter = ',', value_parser = parse_peer)]
     pub peers: Vec<(String, String)>,
-    /// Timeout of a whole call to a peer, in milliseconds.
+    /// Deadline of a whole call to a peer in milliseconds (past it, 503), never more than what is
+    /// left of the caller's own budget; the call tells the peer how long it waits
+    /// (`x-brigade-budget-ms`), so the peer's store bounds its work by it too.
     #[arg(long, default_value_t = 2000)]
     pub peer_timeout_ms: u64,
     /// Before listening, fill each service's collections with N realistic documents, in bulk;
@@ -180,6 +192,11 @@ mod tests {
             (0, 2000, 2000)
         );
         assert!(a.runtime.is_none() && a.listen.is_none() && a.workers.is_none());
+        assert!(a.store_concurrency.is_none() && a.store_writers.is_none());
+        let c = parse(&["--store-concurrency", "8", "--store-writers", "2"]).unwrap();
+        assert_eq!((c.store_concurrency, c.store_writers), (Some(8), Some(2)));
+        assert!(parse(&["--store-concurrency", "0"]).is_err());
+        assert!(parse(&["--store-writers", "1025"]).is_err());
         assert!(!a.no_metrics);
         assert_eq!(a.handicap_us, 0.0);
         assert!(parse(&["--handicap-us", "-1"]).is_err());

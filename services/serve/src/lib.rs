@@ -5,8 +5,9 @@
 //! [`Services`] and hands them to [`main`], which gives it the command line `brigade serve` has:
 //!
 //! - `serve` ([`ServeArgs`]): `--runtime`, `--service NAME|all`, `--listen`, `--workers`, `--store`,
-//!   `--data-dir`, `--mongodb-uri`, `--store-timeout-ms`, `--peer`/`BRIGADE_PEERS`,
-//!   `--peer-timeout-ms`, `--preload`, `--database-prefix`, `--drop-databases-on-exit`,
+//!   `--data-dir`, `--mongodb-uri`, `--store-timeout-ms`, `--store-concurrency`, `--store-writers`,
+//!   `--peer`/`BRIGADE_PEERS`, `--peer-timeout-ms`, `--preload`, `--database-prefix`,
+//!   `--drop-databases-on-exit`,
 //!   `--no-metrics`, `--log-format text|json`, the server limits ([`LimitArgs`]:
 //!   `--header-read-timeout`, `--max-connections`, ...); logging on stderr, the
 //!   [`brigade_kit::announce`] lines on stdout once each service is bound,

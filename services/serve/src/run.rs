@@ -101,6 +101,80 @@ fn listen_for_shutdown() -> impl std::future::Future<Output = ()> + Send + 'stat
     }
 }
 
+/// The deadlines a service runs under in words, and on MongoDB how many operations it has on the
+/// wire at once: what the start-up line and the `listening` lines' `limits` say after the server
+/// limits (so compare's and the studies' reports show them in their setup section).
+pub(crate) fn deadlines_text(args: &ServeArgs) -> String {
+    let deadlines = brigade_kit::deadline::Deadlines {
+        store: Duration::from_millis(args.store_timeout_ms),
+        peer: Duration::from_millis(args.peer_timeout_ms),
+    };
+    if args.store != brigade_kit::store::StoreKind::Mongo {
+        return deadlines.to_string();
+    }
+    #[cfg(feature = "mongo")]
+    let (reads, ferretdb_writers) = (
+        brigade_kit::store::mongo::DEFAULT_CONCURRENCY,
+        brigade_kit::store::mongo::DEFAULT_FERRETDB_WRITERS,
+    );
+    #[cfg(not(feature = "mongo"))]
+    let (reads, ferretdb_writers) = (0, 0);
+    let reads = args.store_concurrency.map_or(reads, |n| n as usize);
+    let writes = match args.store_writers {
+        Some(n) => n.to_string(),
+        None => format!("{ferretdb_writers} (FerretDB; {reads} on MongoDB)"),
+    };
+    format!(
+        "{deadlines}; MongoDB: at most {reads} reads and {writes} writes on the wire per \
+         service, the rest wait in line, first come first served"
+    )
+}
+
+#[cfg(all(test, feature = "mongo"))]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn text(args: &[&str]) -> String {
+        let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+        deadlines_text(&cli.serve)
+    }
+
+    #[test]
+    fn the_deadlines_and_the_lines_are_said_in_words() {
+        assert_eq!(
+            text(&[]),
+            "store deadline 2000 ms (wait in line + operation); peer call deadline 2000 ms; both \
+             cut to the caller's x-brigade-budget-ms"
+        );
+        assert_eq!(
+            text(&["--store", "mongo", "--store-timeout-ms", "1500"]),
+            "store deadline 1500 ms (wait in line + operation); peer call deadline 2000 ms; both \
+             cut to the caller's x-brigade-budget-ms; MongoDB: at most 4 reads and 1 (FerretDB; 4 \
+             on MongoDB) writes on the wire per service, the rest wait in line, first come first \
+             served"
+        );
+        assert!(text(&[
+            "--store",
+            "mongo",
+            "--store-concurrency",
+            "8",
+            "--store-writers",
+            "2"
+        ])
+        .ends_with(
+            "at most 8 reads and 2 writes on the wire per service, the rest wait in \
+                        line, first come first served"
+        ));
+    }
+}
+
 /// `serve`: runs `args` over `services` until SIGTERM or SIGINT. Blocks; `Ok` once every request
 /// in flight has finished and the stores are closed.
 pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
@@ -126,6 +200,8 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             mongodb_uri: args.mongodb_uri.clone(),
             timeout: Duration::from_millis(args.store_timeout_ms),
             cache_bytes: None,
+            concurrency: args.store_concurrency.map_or(0, |n| n as usize),
+            writers: args.store_writers.map_or(0, |n| n as usize),
         },
         database_prefix: args.database_prefix.clone(),
         peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),
@@ -136,6 +212,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         metrics: !args.no_metrics,
     };
     let store = config.store;
+    let deadlines = deadlines_text(&args);
     if args.handicap_us > 0.0 {
         let iterations = brigade_kit::handicap::set_us(args.handicap_us);
         tracing::warn!(
@@ -192,6 +269,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         store = %store,
         data_dir = %args.data_dir.display(),
         %limits,
+        %deadlines,
         "starting"
     );
     for (name, addr) in &prepared.addrs {
@@ -201,7 +279,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             runtime: runtime.name.to_string(),
             store: store.as_str().to_string(),
             workers,
-            limits: Some(limits.to_string()),
+            limits: Some(format!("{limits}; {deadlines}")),
         }))?;
     }
 

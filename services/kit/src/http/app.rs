@@ -114,6 +114,8 @@ pub trait AppHandle: Send + Sync + 'static {
 /// metrics go and when it started. Made by [`App::call`]; [`Call::run`] wraps the handler's future.
 pub(super) struct Call {
     trace: TraceContext,
+    /// The caller's budget, if it sent one.
+    budget: Option<std::time::Duration>,
     method: Method,
     path: &'static str,
     metrics: Option<(Arc<Metrics>, usize)>,
@@ -121,10 +123,12 @@ pub(super) struct Call {
 }
 
 impl Call {
-    /// Runs `fut` as the request: inside its trace context and span, counted in flight, then its
-    /// answer and latency recorded and, at debug level, its log line written.
+    /// Runs `fut` as the request: inside its trace context, its caller's budget and its span,
+    /// counted in flight, then its answer and latency recorded and, at debug level, its log line
+    /// written.
     pub(super) async fn run(self, fut: impl Future<Output = Reply>) -> Reply {
         let _in_flight = self.metrics.as_ref().map(|(m, _)| m.enter());
+        let fut = crate::deadline::scope(self.budget, fut);
         // The span only carries the debug log's fields: with debug off it is disabled anyway, and
         // not wrapping the future in it saves every request its enter/exit and drop.
         let reply = if tracing::enabled!(tracing::Level::DEBUG) {
@@ -341,6 +345,10 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
         crate::handicap::burn();
         let call = Call {
             trace: TraceContext::from_header(request.traceparent.as_deref()),
+            budget: request
+                .budget
+                .as_deref()
+                .and_then(crate::deadline::parse_budget),
             method: r.method,
             path: r.path,
             metrics: metrics.map(|m| (m.clone(), route)),

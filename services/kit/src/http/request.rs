@@ -20,6 +20,9 @@ pub struct Request {
     /// The W3C `traceparent` header, if any: the request joins that trace (see
     /// [`crate::observe::trace`]).
     pub traceparent: Option<String>,
+    /// The `x-brigade-budget-ms` header, if any: how long the caller still waits for the answer,
+    /// which bounds the request's store operations and peer calls (see [`crate::deadline`]).
+    pub budget: Option<String>,
 }
 
 impl Request {

@@ -208,3 +208,31 @@ fn a_traceparent_is_the_handlers_current_trace() {
     let fresh = call(&app, 0, Request::default());
     assert_eq!(fresh.body.len(), 32);
 }
+
+#[test]
+fn a_callers_budget_is_the_handlers_deadline_and_a_bad_one_is_ignored() {
+    let t = RouteTable::new().get("/t", |_: Arc<()>, _| async {
+        let left = crate::deadline::remaining().map(|d| d.as_millis());
+        Ok(Reply::text(format!("{left:?}")))
+    });
+    let app = App::new("t", t, Arc::new(()));
+    let with = |budget: &str| Request {
+        budget: Some(budget.into()),
+        ..Default::default()
+    };
+    let told = call(&app, 0, with("750"));
+    let text = String::from_utf8_lossy(&told.body).to_string();
+    let left: u128 = text
+        .trim_start_matches("Some(")
+        .trim_end_matches(')')
+        .parse()
+        .unwrap_or_else(|_| panic!("{text}"));
+    assert!(left <= 750, "{text}");
+    for ignored in [None, Some("soon")] {
+        let req = Request {
+            budget: ignored.map(str::to_string),
+            ..Default::default()
+        };
+        assert_eq!(&call(&app, 0, req).body[..], b"None");
+    }
+}

@@ -30,6 +30,7 @@ use crate::http::ApiError;
 
 mod query;
 
+pub mod admission;
 pub mod conformance;
 pub mod keys;
 pub mod memory;
@@ -239,8 +240,15 @@ pub struct StoreConfig {
     pub data_dir: std::path::PathBuf,
     /// For `mongo`: the connection string.
     pub mongodb_uri: Option<String>,
-    /// For `mongo`: the operation and server-selection timeout.
+    /// For `mongo`: the deadline of one operation, its wait for a turn and server selection
+    /// included (zero: the backend's default).
     pub timeout: std::time::Duration,
+    /// For `mongo`: how many reads are on the wire at once; the others wait in line, within
+    /// their deadline (zero: the backend's default).
+    pub concurrency: usize,
+    /// For `mongo`: how many writes are on the wire at once, in a line of their own (zero: the
+    /// backend's default).
+    pub writers: usize,
     /// A cap on the store's own cache, bytes (`embedded`: redb's cache; `None`: the backend's
     /// default). The storage study sets it so that its data outgrows the cache, not the machine.
     pub cache_bytes: Option<u64>,
@@ -268,8 +276,13 @@ pub async fn open(
             let uri = config.mongodb_uri.as_deref().ok_or_else(|| {
                 StoreError::Internal("--store mongo needs --mongodb-uri or MONGODB_URI".into())
             })?;
+            let limits = mongo::MongoLimits {
+                timeout: config.timeout,
+                concurrency: config.concurrency,
+                writers: config.writers,
+            };
             Ok(Arc::new(
-                mongo::MongoStore::connect(uri, database, collections, config.timeout).await?,
+                mongo::MongoStore::connect_with(uri, database, collections, limits).await?,
             ))
         }
         #[allow(unreachable_patterns)]

@@ -132,6 +132,16 @@ impl Page {
     pub(crate) fn wants(&self, n: u64, held: usize) -> bool {
         n >= self.offset && (held as u64) < self.limit
     }
+
+    /// The listing's total when this page, holding `items` matches, already tells it, so a backend
+    /// that counts separately (MongoDB's `countDocuments`) need not: a short page is the last one,
+    /// so the total is the offset plus what it holds — unless it is empty past the start, which
+    /// says only that the matches end somewhere before the offset. `None`: count.
+    pub fn total_from(&self, items: usize) -> Option<u64> {
+        let items = items as u64;
+        let short = items < self.limit;
+        (short && (self.offset == 0 || items > 0)).then(|| self.offset.saturating_add(items))
+    }
 }
 
 /// A page of documents and how many match in all.
@@ -237,6 +247,24 @@ mod tests {
             total: 0,
         };
         assert_eq!(empty.body(), b"{\"items\":[],\"total\":0}");
+    }
+
+    #[test]
+    fn a_short_page_tells_the_total_and_a_full_or_empty_later_one_does_not() {
+        let page = |offset, limit| Page { offset, limit };
+        // From the start: fewer than the limit is everything, none is zero.
+        assert_eq!(page(0, 20).total_from(7), Some(7));
+        assert_eq!(page(0, 20).total_from(0), Some(0));
+        // A full page may have more behind it.
+        assert_eq!(page(0, 20).total_from(20), None);
+        assert_eq!(page(40, 20).total_from(20), None);
+        // Later on, a short page that holds something is the last one.
+        assert_eq!(page(40, 20).total_from(3), Some(43));
+        // An empty page past the start says nothing about how many came before it.
+        assert_eq!(page(40, 20).total_from(0), None);
+        // A zero limit answers no items, so only a count can say.
+        assert_eq!(page(0, 0).total_from(0), None);
+        assert_eq!(page(u64::MAX, 5).total_from(1), Some(u64::MAX));
     }
 
     #[test]

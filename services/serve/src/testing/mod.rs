@@ -111,6 +111,8 @@ impl Deployment {
                 mongodb_uri,
                 timeout: Duration::from_secs(5),
                 cache_bytes: None,
+                concurrency: 0,
+                writers: 0,
             },
             database_prefix: format!("t{}_", &brigade_kit::store::new_id()[20..]),
             peers: urls.clone(),

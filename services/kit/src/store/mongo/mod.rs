@@ -15,9 +15,26 @@
 //!   sharing one FerretDB database would not be protected. On MongoDB no lock is taken.
 //! - Writes use the write concern `{j: true}` (unless the URI sets one): on a single node the write is
 //!   in the journal before it is acknowledged. Replica sets should set `w=majority` in the URI.
-//! - Every call is bounded by the configured timeout (server selection and the operation together);
-//!   an unreachable server or a timeout is [`StoreError::Unavailable`], which the API answers 503.
-//!   The driver keeps monitoring the server, so the store recovers by itself once it is back.
+//! - Every call waits its turn in a bounded first-come-first-served line ([`Admission`]: at most
+//!   `concurrency` operations on the wire, [`DEFAULT_CONCURRENCY`] unless configured) and is
+//!   bounded by the configured deadline, the wait in line, server selection and the operation
+//!   together, shortened to the caller's budget when the request carries one
+//!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
+//!   answers 503. The driver keeps monitoring the server, so the store recovers by itself once it
+//!   is back.
+//! - The driver lives on a thread of its own (a current-thread runtime, `DriverThread`): its
+//!   connection pool's worker, its sockets and every operation run there, and a request hands its
+//!   operation over once and gets the answer back once. Left on the runtime that opened the store
+//!   (serve's support runtime), every operation crossed threads four or five times (a connection
+//!   asked of the pool's worker, granted, each socket readiness relayed from the other runtime's
+//!   reactor, the connection given back), and those wake-ups were most of Brigade's CPU per
+//!   request on this store. An operation whose caller stopped waiting finishes there, in its slot,
+//!   so its connection goes back to the pool instead of being closed mid-answer.
+//! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
+//!   straight into the JSON the API answers, a write encoded from JSON straight into the bytes sent.
+//! - A list counts only when its page cannot tell the total ([`Page::total_from`]): a short page
+//!   is the last one, so `countDocuments` runs only behind a full page or an empty one past the
+//!   start.
 //! - Documents keep the API's JSON shapes: `id` is stored as the string `_id`, integers stay integers
 //!   (stored as 64-bit), and values read back are plain JSON (no BSON types leak out).
 //! - Each indexed field gets a compound index `{field: 1, _id: 1}`: it finds a value's documents
@@ -25,15 +42,18 @@
 //!   on the field is answered from the index (on MongoDB; see docs/stores.md for FerretDB).
 
 use std::collections::hash_map::DefaultHasher;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Document, RawDocument, RawDocumentBuf};
 use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection, Database, IndexModel};
+use tokio::sync::OwnedMutexGuard;
 
+use super::admission::Admission;
 use super::*;
 
 mod convert;
@@ -43,70 +63,234 @@ pub mod server;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-use convert::{from_document, to_bson, to_document, to_query, to_update};
+use convert::{raw_to_doc, to_bson, to_query, to_raw, to_update, write_json};
 use errors::{classify, duplicate_of, failed_index, Written};
 
-/// The timeout used when the configuration gives none.
+/// The deadline used when the configuration gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The connection pool's size per service unless the URI sets `maxPoolSize`: enough for the
-/// load tests' concurrent users without queueing on the driver's default of 10.
-pub const DEFAULT_MAX_POOL_SIZE: u32 = 64;
+/// How many reads a service has on the wire at once unless configured (`--store-concurrency`):
+/// what FerretDB on SQLite answers fastest with on a small machine (measured in docs/stores.md;
+/// more only makes every operation wait on the others inside the server); the rest wait in line,
+/// within their deadline.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// How many writes a service has on the wire at once on FerretDB unless configured
+/// (`--store-writers`): SQLite writes one transaction at a time per database file, and a writer
+/// that finds the file locked sleeps and retries (its busy handler), so later writers can pass
+/// earlier ones and the unlucky ones wait for seconds. One writer at a time, the others in line in
+/// Brigade, keeps the order fair. On MongoDB writes take as many places as reads.
+pub const DEFAULT_FERRETDB_WRITERS: usize = 1;
 
 /// How many locks conditional writes to the same document are striped over (FerretDB only).
 const WRITE_LOCK_STRIPES: usize = 256;
+
+/// How a [`MongoStore`] bounds its calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MongoLimits {
+    /// The deadline of one call: the wait in line, server selection and the operation together
+    /// (zero: [`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// Reads on the wire at once; the others wait in line (zero: [`DEFAULT_CONCURRENCY`]).
+    pub concurrency: usize,
+    /// Writes on the wire at once, in a line of their own (zero: [`DEFAULT_FERRETDB_WRITERS`] on
+    /// FerretDB, `concurrency` on MongoDB). The connection pool is sized to both lines (unless
+    /// the URI sets `maxPoolSize`) and kept warm (`minPoolSize`), so no operation waits for a
+    /// connection to be made.
+    pub writers: usize,
+}
+
+impl MongoLimits {
+    /// `timeout`, and the default lines.
+    pub fn with_timeout(timeout: Duration) -> MongoLimits {
+        MongoLimits {
+            timeout,
+            concurrency: 0,
+            writers: 0,
+        }
+    }
+
+    /// The limits with the defaults filled in (but the writers', which depend on the server).
+    pub fn resolved(self) -> MongoLimits {
+        MongoLimits {
+            timeout: if self.timeout.is_zero() {
+                DEFAULT_TIMEOUT
+            } else {
+                self.timeout
+            },
+            concurrency: if self.concurrency == 0 {
+                DEFAULT_CONCURRENCY
+            } else {
+                self.concurrency
+            },
+            writers: self.writers,
+        }
+    }
+
+    /// The writers' line on a server that is (or is not) FerretDB.
+    pub fn writers_on(&self, ferretdb: bool) -> usize {
+        match self.writers {
+            0 if ferretdb => DEFAULT_FERRETDB_WRITERS,
+            0 => self.resolved().concurrency,
+            n => n,
+        }
+    }
+}
+
+/// The thread the driver lives on: a current-thread tokio runtime that the client is made on, so
+/// its background tasks (the pool's worker, the server monitor) and its sockets are driven there,
+/// and every operation is spawned there. Stopped when the store is dropped.
+struct DriverThread {
+    handle: tokio::runtime::Handle,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl DriverThread {
+    fn start() -> Result<DriverThread, StoreError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("brigade-mongo".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+                // The runtime drops here, outside `block_on`, with whatever it still runs.
+            })
+            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
+        Ok(DriverThread {
+            handle,
+            _stop: stop,
+        })
+    }
+
+    /// Runs `op` on the driver's thread and waits for it until `until`; past it the caller gets
+    /// `late`, and `op` runs on to its end there (its slot and lock held until then).
+    async fn run<T: Send + 'static>(
+        &self,
+        until: tokio::time::Instant,
+        late: StoreError,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let job = self.handle.spawn(op);
+        match tokio::time::timeout_at(until, job).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => Err(StoreError::Internal(format!(
+                "a MongoDB operation failed in the driver's thread: {e}"
+            ))),
+            Err(_) => Err(late),
+        }
+    }
+}
 
 /// The MongoDB store of one service.
 pub struct MongoStore {
     client: Client,
     db: Database,
     specs: Vec<CollectionSpec>,
+    /// One handle per spec, made once (a handle clones the database's options when made).
+    collections: Vec<Collection<RawDocumentBuf>>,
     timeout: Duration,
+    /// The line reads wait in.
+    reads: Admission,
+    /// The line writes wait in.
+    writes: Admission,
     /// Per-document write locks, only for servers whose `findAndModify` is not atomic (FerretDB v1).
-    write_locks: Option<Vec<tokio::sync::Mutex<()>>>,
+    write_locks: Option<Vec<Arc<tokio::sync::Mutex<()>>>>,
+    driver: DriverThread,
+}
+
+/// What a write waits for before its turn: on FerretDB, the document's lock.
+type Held = Option<OwnedMutexGuard<()>>;
+
+/// A stored document as the JSON text the API answers.
+fn json_bytes(raw: &RawDocument) -> Result<Bytes, StoreError> {
+    // The JSON is about as long as the BSON (field names and strings alike, numbers shorter).
+    let mut out = Vec::with_capacity(raw.as_bytes().len() + 16);
+    write_json(raw, &mut out)?;
+    Ok(Bytes::from(out))
 }
 
 impl MongoStore {
     /// Connects to `uri`, uses the database `database` (unless the URI names one) and creates the
     /// collections' indexes. Fails with [`StoreError::Unavailable`] if the server cannot be reached
-    /// within `timeout` (zero means [`DEFAULT_TIMEOUT`]).
+    /// within `timeout` (zero means [`DEFAULT_TIMEOUT`]); the default lines.
     pub async fn connect(
         uri: &str,
         database: &str,
         collections: &[CollectionSpec],
         timeout: Duration,
     ) -> Result<MongoStore, StoreError> {
-        let timeout = if timeout.is_zero() {
-            DEFAULT_TIMEOUT
-        } else {
-            timeout
-        };
-        let mut options = ClientOptions::parse(uri)
+        Self::connect_with(
+            uri,
+            database,
+            collections,
+            MongoLimits::with_timeout(timeout),
+        )
+        .await
+    }
+
+    /// [`MongoStore::connect`] with its deadline and lines set by `limits`.
+    pub async fn connect_with(
+        uri: &str,
+        database: &str,
+        collections: &[CollectionSpec],
+        limits: MongoLimits,
+    ) -> Result<MongoStore, StoreError> {
+        let limits = limits.resolved();
+        let timeout = limits.timeout;
+        let driver = DriverThread::start()?;
+        let uri = uri.to_string();
+        // Parsing may resolve SRV records and the client starts its tasks where it is made: both
+        // on the driver's thread.
+        let client = driver
+            .handle
+            .spawn(async move {
+                let mut options = ClientOptions::parse(&uri)
+                    .await
+                    .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
+                options
+                    .app_name
+                    .get_or_insert_with(|| "brigade".to_string());
+                options.server_selection_timeout = Some(timeout);
+                options.connect_timeout = Some(timeout);
+                // One connection per place in the lines (the writers' line is known only once the
+                // server has said what it is; the larger is taken), made in the background and
+                // kept: no operation waits for a connection, none is made and dropped as the load
+                // comes and goes.
+                let places =
+                    limits.concurrency + limits.writers_on(false).max(limits.writers_on(true));
+                let pool = u32::try_from(places).unwrap_or(u32::MAX);
+                let max_pool = *options.max_pool_size.get_or_insert(pool);
+                options.min_pool_size.get_or_insert(pool.min(max_pool));
+                // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
+                options
+                    .write_concern
+                    .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
+                let database = options.default_database.clone();
+                let client = Client::with_options(options)
+                    .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
+                Ok::<_, StoreError>((client, database))
+            })
             .await
-            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
-        options
-            .app_name
-            .get_or_insert_with(|| "brigade".to_string());
-        options.server_selection_timeout = Some(timeout);
-        options.connect_timeout = Some(timeout);
-        options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
-        // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
-        options
-            .write_concern
-            .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
-        let database = options
-            .default_database
-            .clone()
-            .unwrap_or_else(|| database.to_string());
-        let client = Client::with_options(options)
-            .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
+            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
+        let (client, named) = client?;
+        let database = named.unwrap_or_else(|| database.to_string());
         let db = client.database(&database);
         let mut store = MongoStore {
+            collections: collections.iter().map(|c| db.collection(c.name)).collect(),
             client,
             db,
             specs: collections.to_vec(),
             timeout,
+            reads: Admission::new(limits.concurrency, "MongoDB"),
+            writes: Admission::new(limits.writers_on(false), "MongoDB"),
             write_locks: None,
+            driver,
         };
         let ferretdb = store.ferretdb_version().await?;
         if let Some(version) = &ferretdb {
@@ -117,9 +301,10 @@ impl MongoStore {
             );
             store.write_locks = Some(
                 (0..WRITE_LOCK_STRIPES)
-                    .map(|_| tokio::sync::Mutex::new(()))
+                    .map(|_| Arc::new(tokio::sync::Mutex::new(())))
                     .collect(),
             );
+            store.writes = Admission::new(limits.writers_on(true), "MongoDB");
         }
         store.create_indexes().await?;
         tracing::debug!(database = %database, ferretdb = ?ferretdb, "MongoDB store ready");
@@ -131,12 +316,17 @@ impl MongoStore {
         self.write_locks.is_some()
     }
 
+    /// How many reads and how many writes this store has on the wire at once at most.
+    pub fn concurrency(&self) -> (usize, usize) {
+        (self.reads.size(), self.writes.size())
+    }
+
     /// FerretDB's version if the server is FerretDB (it adds `ferretdbVersion` to `buildInfo`).
     async fn ferretdb_version(&self) -> Result<Option<String>, StoreError> {
+        let db = self.db.clone();
         let info = self
-            .bounded(async {
-                self.db
-                    .run_command(doc! { "buildInfo": 1 })
+            .read(async move {
+                db.run_command(doc! { "buildInfo": 1 })
                     .await
                     .map_err(|e| classify(e, None))
             })
@@ -145,19 +335,12 @@ impl MongoStore {
     }
 
     /// The lock for document `id` of `collection`, where the server needs one.
-    async fn lock_document(
-        &self,
-        collection: &str,
-        id: &str,
-    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    async fn lock_document(&self, collection: &str, id: &str) -> Held {
         let locks = self.write_locks.as_ref()?;
         let mut h = DefaultHasher::new();
         (collection, id).hash(&mut h);
-        Some(
-            locks[(h.finish() % locks.len() as u64) as usize]
-                .lock()
-                .await,
-        )
+        let lock = locks[(h.finish() % locks.len() as u64) as usize].clone();
+        Some(lock.lock_owned().await)
     }
 
     /// The name of the database this store uses.
@@ -167,31 +350,29 @@ impl MongoStore {
 
     /// Drops this store's database (tests use it to clean up after themselves).
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        self.bounded(async { self.db.drop().await.map_err(|e| classify(e, None)) })
-            .await
+        let db = self.db.clone();
+        self.write(None, async move {
+            db.drop().await.map_err(|e| classify(e, None))
+        })
+        .await
     }
 
     async fn create_indexes(&self) -> Result<(), StoreError> {
-        for spec in &self.specs {
-            let coll = self.coll(spec.name);
-            for field in spec.unique {
-                let model = IndexModel::builder()
+        for (spec, coll) in self.specs.iter().zip(&self.collections) {
+            let unique = spec.unique.iter().map(|field| {
+                IndexModel::builder()
                     .keys(doc! { *field: 1 })
                     .options(IndexOptions::builder().unique(true).build())
-                    .build();
-                self.bounded(async {
-                    coll.create_index(model)
-                        .await
-                        .map(drop)
-                        .map_err(|e| classify(e, None))
-                })
-                .await?;
-            }
-            for field in spec.indexed {
-                let model = IndexModel::builder()
+                    .build()
+            });
+            let indexed = spec.indexed.iter().map(|field| {
+                IndexModel::builder()
                     .keys(doc! { *field: 1, "_id": 1 })
-                    .build();
-                self.bounded(async {
+                    .build()
+            });
+            for model in unique.chain(indexed) {
+                let coll = coll.clone();
+                self.write(None, async move {
                     coll.create_index(model)
                         .await
                         .map(drop)
@@ -203,93 +384,182 @@ impl MongoStore {
         Ok(())
     }
 
-    fn spec(&self, collection: &str) -> Result<&CollectionSpec, StoreError> {
+    /// The spec of `collection` and its handle.
+    fn spec(
+        &self,
+        collection: &str,
+    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>), StoreError> {
         self.specs
             .iter()
-            .find(|s| s.name == collection)
+            .position(|s| s.name == collection)
+            .map(|i| (self.specs[i], self.collections[i].clone()))
             .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))
     }
 
-    fn coll(&self, name: &str) -> Collection<Document> {
-        self.db.collection(name)
-    }
-
-    /// Runs `op` within the store's timeout; running out of time is [`StoreError::Unavailable`].
-    async fn bounded<T>(
+    /// Runs the read `op` on the driver's thread in its turn, within the store's deadline (the
+    /// wait included) or the caller's budget if it has less left; running out of time is
+    /// [`StoreError::Unavailable`].
+    async fn read<T: Send + 'static>(
         &self,
-        op: impl std::future::Future<Output = Result<T, StoreError>>,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeout, op).await {
-            Ok(result) => result,
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "MongoDB did not answer within {:?}",
-                self.timeout
-            ))),
-        }
+        self.on_driver(&self.reads, self.timeout, None, op).await
     }
 
-    /// Fills in the field of a duplicate the server did not name (FerretDB's insert errors name no
-    /// index): the id if an insert's id is taken, else the first of the written unique fields held
-    /// by another document than `id`. Any other error passes through.
-    async fn name_duplicate(
+    /// [`MongoStore::read`] for the write `op`, in the writers' line, holding `held` (the
+    /// document's lock, where there is one) until it is done.
+    async fn write<T: Send + 'static>(
         &self,
-        coll: &Collection<Document>,
-        spec: &CollectionSpec,
-        id: &str,
-        written: &Doc,
-        error: StoreError,
-    ) -> StoreError {
-        if !matches!(&error, StoreError::Duplicate { field, .. } if field.is_empty()) {
-            return error;
-        }
-        // An insert writes the id; an update does not (its own id exists, of course).
-        if written.contains_key("id")
-            && matches!(coll.find_one(doc! { "_id": id }).await, Ok(Some(_)))
-        {
-            return StoreError::Duplicate {
-                field: "id".into(),
-                value: Value::from(id).to_string(),
-            };
-        }
-        for field in spec
-            .unique
-            .iter()
-            .filter(|f| written.get(**f).is_some_and(|v| !v.is_null()))
-        {
-            let holder =
-                doc! { *field: { "$eq": to_bson(&written[*field]) }, "_id": { "$ne": id } };
-            if matches!(coll.find_one(holder).await, Ok(Some(_))) {
-                return duplicate_of(field, written);
-            }
-        }
-        let field = spec
-            .unique
-            .iter()
-            .find(|f| written.contains_key(**f))
-            .or(spec.unique.first());
-        match field {
-            Some(f) => duplicate_of(f, written),
-            None => StoreError::Duplicate {
-                field: "id".into(),
-                value: Value::from(id).to_string(),
-            },
-        }
+        held: Held,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.on_driver(&self.writes, self.timeout, held, op).await
     }
 
-    /// After a conditional operation matched nothing: `Missing` or `Refused` with the document as it is.
-    async fn missing_or_refused(
+    async fn on_driver<T: Send + 'static>(
         &self,
-        coll: &Collection<Document>,
-        id: &str,
-    ) -> Result<Outcome, StoreError> {
-        match coll
-            .find_one(doc! { "_id": id })
+        line: &Admission,
+        limit: Duration,
+        held: Held,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let turn = line.turn(limit).await?;
+        let (until, late) = (turn.until, turn.late());
+        let slot = turn.into_slot();
+        self.driver
+            .run(until, late, async move {
+                let result = op.await;
+                drop((slot, held));
+                result
+            })
             .await
-            .map_err(|e| classify(e, None))?
-        {
-            Some(found) => Ok(Outcome::Refused(from_document(found))),
-            None => Ok(Outcome::Missing),
+    }
+
+    /// [`MongoStore::write`] for a conditional write to document `id`: on FerretDB it first waits
+    /// for the document's lock (within the same deadline), then for its turn, so a write queued
+    /// behind another one to the same document holds no place on the wire meanwhile.
+    async fn locked_write<T: Send + 'static>(
+        &self,
+        collection: &str,
+        id: &str,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if self.write_locks.is_none() {
+            return self.write(None, op).await;
         }
+        let limit = crate::deadline::bounded(self.timeout);
+        let started = tokio::time::Instant::now();
+        let held = tokio::time::timeout(limit, self.lock_document(collection, id))
+            .await
+            .map_err(|_| {
+                StoreError::Unavailable(format!(
+                    "another write to the same document held it past {} ms",
+                    limit.as_millis()
+                ))
+            })?;
+        let left = limit.saturating_sub(started.elapsed());
+        self.on_driver(&self.writes, left, held, op).await
+    }
+}
+
+/// The page of `coll` matching `query`, each document made by `each`, and the total: counted only
+/// when the page cannot tell it ([`Page::total_from`]).
+async fn page<T>(
+    coll: Collection<RawDocumentBuf>,
+    query: Document,
+    page: Page,
+    each: fn(&RawDocument) -> Result<T, StoreError>,
+) -> Result<(Vec<T>, u64), StoreError> {
+    let mut items = Vec::new();
+    if page.limit > 0 {
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let mut cursor = coll
+            .find(query.clone())
+            .sort(doc! { "_id": 1 })
+            .skip(page.offset)
+            .limit(limit)
+            .await
+            .map_err(|e| classify(e, None))?;
+        while cursor.advance().await.map_err(|e| classify(e, None))? {
+            items.push(each(cursor.current())?);
+        }
+    }
+    let total = match page.total_from(items.len()) {
+        Some(total) => total,
+        None => {
+            let counted = coll
+                .count_documents(query)
+                .await
+                .map_err(|e| classify(e, None))?;
+            // Documents inserted between the page and the count move it, never below the page.
+            let seen = if items.is_empty() {
+                0
+            } else {
+                page.offset.saturating_add(items.len() as u64)
+            };
+            counted.max(seen)
+        }
+    };
+    Ok((items, total))
+}
+
+/// Fills in the field of a duplicate the server did not name (FerretDB's insert errors name no
+/// index): the id if an insert's id is taken, else the first of the written unique fields held by
+/// another document than `id`. Any other error passes through.
+async fn name_duplicate(
+    coll: &Collection<RawDocumentBuf>,
+    spec: &CollectionSpec,
+    id: &str,
+    written: &Doc,
+    error: StoreError,
+) -> StoreError {
+    if !matches!(&error, StoreError::Duplicate { field, .. } if field.is_empty()) {
+        return error;
+    }
+    // An insert writes the id; an update does not (its own id exists, of course).
+    if written.contains_key("id") && matches!(coll.find_one(doc! { "_id": id }).await, Ok(Some(_)))
+    {
+        return StoreError::Duplicate {
+            field: "id".into(),
+            value: Value::from(id).to_string(),
+        };
+    }
+    for field in spec
+        .unique
+        .iter()
+        .filter(|f| written.get(**f).is_some_and(|v| !v.is_null()))
+    {
+        let holder = doc! { *field: { "$eq": to_bson(&written[*field]) }, "_id": { "$ne": id } };
+        if matches!(coll.find_one(holder).await, Ok(Some(_))) {
+            return duplicate_of(field, written);
+        }
+    }
+    let field = spec
+        .unique
+        .iter()
+        .find(|f| written.contains_key(**f))
+        .or(spec.unique.first());
+    match field {
+        Some(f) => duplicate_of(f, written),
+        None => StoreError::Duplicate {
+            field: "id".into(),
+            value: Value::from(id).to_string(),
+        },
+    }
+}
+
+/// After a conditional operation matched nothing: `Missing` or `Refused` with the document as it is.
+async fn missing_or_refused(
+    coll: &Collection<RawDocumentBuf>,
+    id: &str,
+) -> Result<Outcome, StoreError> {
+    match coll
+        .find_one(doc! { "_id": id })
+        .await
+        .map_err(|e| classify(e, None))?
+    {
+        Some(found) => Ok(Outcome::Refused(raw_to_doc(&found)?)),
+        None => Ok(Outcome::Missing),
     }
 }
 
@@ -300,20 +570,23 @@ impl Store for MongoStore {
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
-        let spec = self.spec(collection)?;
+        let (spec, coll) = self.spec(collection)?;
         if doc_id(&doc).is_empty() {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
-        let coll = self.coll(collection);
-        let document = to_document(&doc);
-        self.bounded(async {
+        let document = to_raw(&doc)?;
+        self.write(None, async move {
             match coll.insert_one(document).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
-                    let error = classify(e, Some(Written { spec, doc: &doc }));
-                    Err(self
-                        .name_duplicate(&coll, spec, doc_id(&doc), &doc, error)
-                        .await)
+                    let error = classify(
+                        e,
+                        Some(Written {
+                            spec: &spec,
+                            doc: &doc,
+                        }),
+                    );
+                    Err(name_duplicate(&coll, &spec, doc_id(&doc), &doc, error).await)
                 }
             }
         })
@@ -322,49 +595,56 @@ impl Store for MongoStore {
 
     /// One ordered `insertMany` (so a failure leaves a prefix stored, as the trait allows).
     async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        let spec = self.spec(collection)?;
+        let (spec, coll) = self.spec(collection)?;
         if docs.iter().any(|d| doc_id(d).is_empty()) {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
         if docs.is_empty() {
             return Ok(());
         }
-        let coll = self.coll(collection);
-        let documents: Vec<Document> = docs.iter().map(to_document).collect();
+        let documents: Vec<RawDocumentBuf> = docs.iter().map(to_raw).collect::<Result<_, _>>()?;
         // A bulk load may take longer than one operation's timeout: allow a second per 1,000.
         let allowance = self.timeout + Duration::from_millis(docs.len() as u64);
-        let op = async {
+        let count = docs.len();
+        let op = async move {
             match coll.insert_many(documents).ordered(true).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
                     // The first failed document is the one to name; ordered, it is the last tried.
                     let index = failed_index(&e).unwrap_or(0).min(docs.len() - 1);
                     let doc = &docs[index];
-                    let error = classify(e, Some(Written { spec, doc }));
-                    Err(self
-                        .name_duplicate(&coll, spec, doc_id(doc), doc, error)
-                        .await)
+                    let error = classify(e, Some(Written { spec: &spec, doc }));
+                    Err(name_duplicate(&coll, &spec, doc_id(doc), doc, error).await)
                 }
             }
         };
-        match tokio::time::timeout(allowance, op).await {
-            Ok(result) => result,
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "MongoDB did not store {} documents within {allowance:?}",
-                docs.len()
-            ))),
-        }
+        self.on_driver(&self.writes, allowance, None, op)
+            .await
+            .map_err(|e| match e {
+                StoreError::Unavailable(why) => StoreError::Unavailable(format!(
+                    "MongoDB did not store {count} documents: {why}"
+                )),
+                other => other,
+            })
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
-        self.spec(collection)?;
-        let coll = self.coll(collection);
-        self.bounded(async {
-            let found = coll
-                .find_one(doc! { "_id": id })
-                .await
-                .map_err(|e| classify(e, None))?;
-            Ok(found.map(from_document))
+        let (_, coll) = self.spec(collection)?;
+        let filter = doc! { "_id": id };
+        self.read(async move {
+            let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
+            found.as_deref().map(raw_to_doc).transpose()
+        })
+        .await
+    }
+
+    /// The stored BSON written straight into the answer's JSON.
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
+        let (_, coll) = self.spec(collection)?;
+        let filter = doc! { "_id": id };
+        self.read(async move {
+            let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
+            found.as_deref().map(json_bytes).transpose()
         })
         .await
     }
@@ -375,34 +655,23 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError> {
-        self.spec(collection)?;
-        let coll = self.coll(collection);
+        let (_, coll) = self.spec(collection)?;
         let query = to_query(None, filter);
-        self.bounded(async {
-            let total = coll
-                .count_documents(query.clone())
-                .await
-                .map_err(|e| classify(e, None))?;
-            let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-            let items: Vec<Document> = if limit == 0 {
-                Vec::new()
-            } else {
-                coll.find(query)
-                    .sort(doc! { "_id": 1 })
-                    .skip(page.offset)
-                    .limit(limit)
-                    .await
-                    .map_err(|e| classify(e, None))?
-                    .try_collect()
-                    .await
-                    .map_err(|e| classify(e, None))?
-            };
-            Ok(Listing {
-                items: items.into_iter().map(from_document).collect(),
-                total,
-            })
-        })
-        .await
+        let (items, total) = self.read(self::page(coll, query, page, raw_to_doc)).await?;
+        Ok(Listing { items, total })
+    }
+
+    /// The page's stored BSON written straight into each item's JSON.
+    async fn list_json(
+        &self,
+        collection: &str,
+        filter: &Filter,
+        page: Page,
+    ) -> Result<JsonListing, StoreError> {
+        let (_, coll) = self.spec(collection)?;
+        let query = to_query(None, filter);
+        let (items, total) = self.read(self::page(coll, query, page, json_bytes)).await?;
+        Ok(JsonListing { items, total })
     }
 
     async fn update(
@@ -412,27 +681,26 @@ impl Store for MongoStore {
         expect: &Filter,
         change: &Change,
     ) -> Result<Outcome, StoreError> {
-        let spec = self.spec(collection)?;
+        let (spec, coll) = self.spec(collection)?;
         if change.set.iter().any(|(k, _)| k == "id") {
             return Err(StoreError::Internal("a document's id cannot change".into()));
         }
-        let coll = self.coll(collection);
         let query = to_query(Some(id), expect);
+        let owned_id = id.to_string();
         if change.set.is_empty() && change.push.is_empty() {
             // Nothing to change: the outcome is whether the condition holds now.
             return self
-                .bounded(async {
+                .read(async move {
                     match coll.find_one(query).await.map_err(|e| classify(e, None))? {
-                        Some(found) => Ok(Outcome::Done(from_document(found))),
-                        None => self.missing_or_refused(&coll, id).await,
+                        Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
+                        None => missing_or_refused(&coll, &owned_id).await,
                     }
                 })
                 .await;
         }
         let update = to_update(change);
-        let written: Doc = change.set.iter().cloned().collect();
-        self.bounded(async {
-            let _guard = self.lock_document(collection, id).await;
+        let set = change.set.clone();
+        self.locked_write(collection, id, async move {
             let after = match coll
                 .find_one_and_update(query, update)
                 .return_document(ReturnDocument::After)
@@ -440,19 +708,20 @@ impl Store for MongoStore {
             {
                 Ok(after) => after,
                 Err(e) => {
+                    let written: Doc = set.into_iter().collect();
                     let error = classify(
                         e,
                         Some(Written {
-                            spec,
+                            spec: &spec,
                             doc: &written,
                         }),
                     );
-                    return Err(self.name_duplicate(&coll, spec, id, &written, error).await);
+                    return Err(name_duplicate(&coll, &spec, &owned_id, &written, error).await);
                 }
             };
             match after {
-                Some(found) => Ok(Outcome::Done(from_document(found))),
-                None => self.missing_or_refused(&coll, id).await,
+                Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
+                None => missing_or_refused(&coll, &owned_id).await,
             }
         })
         .await
@@ -464,27 +733,26 @@ impl Store for MongoStore {
         id: &str,
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
-        self.spec(collection)?;
-        let coll = self.coll(collection);
+        let (_, coll) = self.spec(collection)?;
         let query = to_query(Some(id), expect);
-        self.bounded(async {
-            let _guard = self.lock_document(collection, id).await;
+        let owned_id = id.to_string();
+        self.locked_write(collection, id, async move {
             match coll
                 .find_one_and_delete(query)
                 .await
                 .map_err(|e| classify(e, None))?
             {
-                Some(gone) => Ok(Outcome::Done(from_document(gone))),
-                None => self.missing_or_refused(&coll, id).await,
+                Some(gone) => Ok(Outcome::Done(raw_to_doc(&gone)?)),
+                None => missing_or_refused(&coll, &owned_id).await,
             }
         })
         .await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        self.bounded(async {
-            self.db
-                .run_command(doc! { "ping": 1 })
+        let db = self.db.clone();
+        self.read(async move {
+            db.run_command(doc! { "ping": 1 })
                 .await
                 .map(drop)
                 .map_err(|e| classify(e, None))
@@ -496,10 +764,10 @@ impl Store for MongoStore {
     /// take in the storage engine (MongoDB's WiredTiger; FerretDB reports its SQLite tables' sizes
     /// under the same names).
     async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
+        let db = self.db.clone();
         let stats = self
-            .bounded(async {
-                self.db
-                    .run_command(doc! { "dbStats": 1, "scale": 1 })
+            .read(async move {
+                db.run_command(doc! { "dbStats": 1, "scale": 1 })
                     .await
                     .map_err(|e| classify(e, None))
             })
@@ -518,7 +786,15 @@ impl Store for MongoStore {
 
     async fn close(&self) -> Result<(), StoreError> {
         // `immediate`: don't wait for handles held elsewhere (in-flight requests of other clones).
-        let _ = tokio::time::timeout(self.timeout, self.client.clone().shutdown().immediate(true))
+        let client = self.client.clone();
+        let until = tokio::time::Instant::now() + self.timeout;
+        let late = StoreError::Unavailable("MongoDB client did not shut down in time".into());
+        let _ = self
+            .driver
+            .run(until, late, async move {
+                client.shutdown().immediate(true).await;
+                Ok(())
+            })
             .await;
         Ok(())
     }
