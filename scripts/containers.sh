@@ -13,6 +13,7 @@
 #                                                  # one report: every runtime's stack up at once, compare --external
 #                                                  # with each service container's cgroup (side by side); --loopback:
 #                                                  # a second report, each stack beside the same services at loopback
+#   bash scripts/containers.sh compare-check       # a short side-by-side comparison of two stacks (embedded), checked
 #   bash scripts/containers.sh clean               # remove every container, volume and network this script made
 #   bash scripts/containers.sh ci                  # what .ci/run runs: setup, images, stack axum and actix, testcontainers
 #
@@ -509,6 +510,7 @@ case "${1:-}" in
     stack)
         [[ "${3:-}" == --store ]] && STORE="${4:?--store mongo|embedded}"
         stack "${2:?runtime}" ;;
+    compare-check) compare_check ;;
     compare) shift; compare_containers "${1:?runtimes, e.g. axum,actix}" "${@:2}" ;;
     setup) setup ;;
     base-image) base_image ;;
