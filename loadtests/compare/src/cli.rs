@@ -559,7 +559,10 @@ fn mongo_server(_uri: Option<&str>) -> String {
 /// `compare --stores`: a whole comparison per store, then the stores report over them.
 fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
-    let started_at = time::OffsetDateTime::now_utc()
+    let now = time::OffsetDateTime::now_utc();
+    let started_at = now
+        .replace_nanosecond(0)
+        .unwrap_or(now)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let out = args.out.clone().unwrap_or_else(default_out);

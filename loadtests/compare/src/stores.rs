@@ -197,7 +197,7 @@ pub fn report(
         text.extend(
             markdown::summary(report)
                 .lines()
-                .filter(|l| l.starts_with("- ") || l.starts_with("* "))
+                .filter_map(|l| l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")))
                 .map(str::to_owned),
         );
         sections.push(Section {
