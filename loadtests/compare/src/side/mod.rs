@@ -9,7 +9,8 @@
 //!
 //! One cell (scenario × users × preload) in order:
 //! 1. one fresh server per runtime (its own fresh store state, as an isolated run's), all pinned
-//!    to the server CPUs;
+//!    to the server CPUs; a runtime on servers compare did not start (`--external` with
+//!    `--external-cgroup`: containers) is taken as it runs, its CPU read from its cgroups;
 //! 2. per load level: each server's fixtures made on its own store with the one seed (the setup
 //!    steps send the same requests, so every store holds the same data); then one open-loop
 //!    generator per server, all started at one agreed instant (the engine's `start_at`), each at
