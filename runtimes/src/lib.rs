@@ -401,7 +401,8 @@ fn request_from(
 
 /// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once.
 #[cfg(feature = "hyper-loop")]
-const BUDGET: http::HeaderName = http::HeaderName::from_static("x-brigade-budget-ms");
+const BUDGET: http::HeaderName =
+    http::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 #[cfg(feature = "hyper-loop")]

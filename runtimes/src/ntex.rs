@@ -48,7 +48,8 @@ content_type_values!(HeaderValue);
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
 const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
 /// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]).
-const BUDGET: header::HeaderName = header::HeaderName::from_static("x-brigade-budget-ms");
+const BUDGET: header::HeaderName =
+    header::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
 
 /// The one place a [`Reply`] becomes an ntex response.
 fn respond(reply: Reply) -> HttpResponse {

@@ -33,20 +33,6 @@ pub struct StoreRun {
     pub folder: String,
 }
 
-/// The median of `values` (NaN-free), or `None` when empty.
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    })
-}
-
 /// One row of a store's table: a runtime's figures in one cell.
 #[derive(Debug, Clone, Copy)]
 struct Figures {
@@ -83,9 +69,17 @@ pub fn slowdown(memory: &[Row], store: &[Row]) -> Option<(f64, f64, f64, usize)>
         .filter_map(|(key, f)| Some(base.get(key)?.hits_per_s / f.hits_per_s))
         .filter(|r| r.is_finite())
         .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
     let cells = ratios.len();
-    let mid = median(&mut ratios)?;
-    Some((mid, ratios[0], ratios[cells - 1], cells))
+    Some((
+        brigade_stats::median(&ratios),
+        ratios[0],
+        ratios[cells - 1],
+        cells,
+    ))
 }
 
 /// The sentence a store's slowdown makes.
