@@ -144,15 +144,21 @@ pub fn source_words(
             missing.join(", ")
         ));
     }
-    if !companions.is_empty() {
-        let names: Vec<&str> = companions.iter().map(|(n, _)| n.as_str()).collect();
-        out.push_str(&format!(
-            "; companions on the server CPUs, from their cgroups (cpuacct/cpu.stat), counted as \
-             the server side's own use, not in the server columns: {}",
-            names.join(", ")
-        ));
-    }
+    out.push_str(&companion_words(companions));
     out
+}
+
+/// The sentence on the companions (databases) read from their cgroups, if there are any.
+fn companion_words(companions: &[(String, String)]) -> String {
+    if companions.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = companions.iter().map(|(n, _)| n.as_str()).collect();
+    format!(
+        "; companions on the server CPUs, from their cgroups (cpuacct/cpu.stat), counted as the \
+         server side's own use, not in the server columns: {}",
+        names.join(", ")
+    )
 }
 
 /// Where an external server's figures came from when its cgroups were given, in words.
@@ -164,14 +170,7 @@ pub fn cgroup_words(cgroups: &[(String, String)], companions: &[(String, String)
         names.join(", "),
         cgroups.len()
     );
-    if !companions.is_empty() {
-        let names: Vec<&str> = companions.iter().map(|(n, _)| n.as_str()).collect();
-        out.push_str(&format!(
-            "; companions on the server CPUs, counted as the server side's own use, not in the \
-             server columns: {}",
-            names.join(", ")
-        ));
-    }
+    out.push_str(&companion_words(companions));
     out
 }
 
