@@ -7,6 +7,14 @@
 //! 96 headers and 128 KiB head buffer, which the kit's limits stay under); the kit checks the head's
 //! count and size itself in every handler, and the connection limit is the kit's gate, applied as
 //! each connection opens (`on_connect`): past it the socket is shut at once.
+//!
+//! Protocols through actix-web's own support: HTTP/1.1 (`listen`), HTTP/1.1 and h2c on one port
+//! (`listen_auto_h2c`, also for `--protocol h2c`: actix-web has no HTTP/2-only plaintext listener,
+//! so there it answers HTTP/1.1 too), and TLS with the kit's rustls configuration
+//! (`listen_rustls_0_23`, ALPN `h2, http/1.1`, its handshake timeout at the head limit). Of the
+//! HTTP/2 settings actix-web lets the two windows be set; its stream count (h2's default, no limit
+//! but the client's) and header list (h2's 16 MiB) are its own; its TLS gate runs after the
+//! handshake (`on_connect` sees the connection then).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,7 +25,7 @@ use actix_web::http::{header, ConnectionType};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use brigade_kit::http::Endpoint;
-use brigade_kit::limits::{read_body, ConnectionGate, ServerLimits};
+use brigade_kit::limits::{read_body, ConnectionGate, ServeProtocol, ServerLimits};
 use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
@@ -61,7 +69,7 @@ fn method(m: Method) -> actix_web::http::Method {
     }
 }
 
-house_rules!(actix_web::http::Version::HTTP_10);
+house_rules!(actix_web::http::Version::HTTP_10, actix_web::http::Version::HTTP_2);
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
 async fn body(
@@ -214,7 +222,7 @@ pub(crate) fn serve(
 /// baseline uses it too).
 pub(crate) fn run_config(
     routes: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -227,7 +235,7 @@ pub(crate) fn run_config(
     // The listening socket itself (a second handle on it), to stop listening when the drain
     // begins: the runtime's own stop only stops accepting, and the kernel would go on completing
     // handshakes that no one answers.
-    let listening = listener.try_clone()?;
+    let listening = listener.socket.try_clone()?;
     let open = gate.clone();
     actix_web::rt::System::new().block_on(async move {
         let server = actix_web::HttpServer::new(move || {
@@ -261,14 +269,23 @@ pub(crate) fn run_config(
             }
             None => {
                 // Past the connection limit: shut at once, before any byte is read.
-                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                if let Some(tcp) = tcp_of(conn) {
                     let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
                 }
             }
         })
+        .h2_initial_window_size(limits.http2.initial_stream_window)
+        .h2_initial_connection_window_size(limits.http2.initial_connection_window)
+        .tls_handshake_timeout(limits.header_read_timeout)
         .disable_signals()
-        .shutdown_timeout(GRACE.as_secs())
-        .listen(listener)?
+        .shutdown_timeout(GRACE.as_secs());
+        let server = match (listener.tls, limits.protocol) {
+            (Some(tls), _) => server.listen_rustls_0_23(listener.socket, (*tls).clone())?,
+            (None, ServeProtocol::H1) => server.listen(listener.socket)?,
+            (None, ServeProtocol::H2c | ServeProtocol::Auto) => {
+                server.listen_auto_h2c(listener.socket)?
+            }
+        }
         .run();
         let handle = server.handle();
         actix_web::rt::spawn(async move {
@@ -285,9 +302,18 @@ pub(crate) fn run_config(
     })
 }
 
+/// The TCP socket under a connection actix-web hands `on_connect`: plaintext or TLS.
+fn tcp_of(conn: &dyn std::any::Any) -> Option<&actix_web::rt::net::TcpStream> {
+    use actix_tls::accept::rustls_0_23::TlsStream;
+    conn.downcast_ref::<actix_web::rt::net::TcpStream>().or_else(|| {
+        conn.downcast_ref::<TlsStream<actix_web::rt::net::TcpStream>>()
+            .map(|tls| tls.get_ref().0)
+    })
+}
+
 /// The hand-written hello ([`crate::baseline`]): one route, actix-web's plainest idiom.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,

@@ -1,7 +1,7 @@
 //! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; path parameters come through
 //! axum's `RawPathParams` extractor and the body stream through the kit's reader under the
-//! endpoint's limit. The router is served as a service by the shared HTTP/1.1 loop
-//! ([`crate::http1`]), not `axum::serve`, which exposes no hyper builder to set limits on.
+//! endpoint's limit. The router is served as a service by the shared hyper loop
+//! ([`crate::hyper_loop`]), not `axum::serve`, which exposes no hyper builder to set limits on.
 
 use std::sync::Arc;
 
@@ -121,22 +121,22 @@ pub(crate) fn serve(
     )
 }
 
-/// Serves any axum `Router` with Brigade's HTTP/1.1 loop, limits, threading and shutdown (the
+/// Serves any axum `Router` with Brigade's hyper loop, limits, threading and shutdown (the
 /// baseline uses it too).
 pub(crate) fn run_router(
     router: Router,
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let service = TowerToHyperService::new(router);
-    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
+    crate::hyper_loop::serve(move || service.clone(), listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one route, axum's plainest idiom.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -152,5 +152,5 @@ fn hello(
 /// The request path over in-memory connections (fuzzing).
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let service = TowerToHyperService::new(router(app, limits));
-    crate::http1::memory_server(move || service.clone(), limits)
+    crate::hyper_loop::memory_server(move || service.clone(), limits)
 }

@@ -1,5 +1,5 @@
-//! hyper: no framework. hyper 1's HTTP/1.1 connection per accepted socket (the shared
-//! [`crate::http1`] loop), the application's own matcher (the `matchit` router axum also uses) for
+//! hyper: no framework. hyper 1's own connection (HTTP/1.1 or HTTP/2) per accepted socket (the shared
+//! [`crate::hyper_loop`] loop), the application's own matcher (the `matchit` router axum also uses) for
 //! routing, and the kit's body reader under the endpoint's limit.
 
 use std::convert::Infallible;
@@ -85,7 +85,7 @@ pub(crate) fn serve(
 /// baseline uses it too).
 pub(crate) fn run_service<H, F>(
     handler: H,
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -95,12 +95,12 @@ where
     F: std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
 {
     let service = service_fn(handler);
-    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
+    crate::hyper_loop::serve(move || service.clone(), listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello ([`crate::baseline`]): a `service_fn` that checks the path.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -125,5 +125,5 @@ fn hello(
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let copied = *limits;
     let service = service_fn(move |req| handle(app.clone(), copied, req));
-    crate::http1::memory_server(move || service.clone(), limits)
+    crate::hyper_loop::memory_server(move || service.clone(), limits)
 }

@@ -12,10 +12,13 @@
 //! own model). Listeners are bound the same way for all ([`bind`]): `SO_REUSEADDR`, backlog 1024,
 //! `TCP_NODELAY` (inherited by accepted sockets on Linux).
 //!
-//! Limits are the same for all ([`ServerLimits`], from the kit): every adapter serves HTTP/1.1 only
-//! and applies the kit's head, body, timeout and connection limits; axum, hyper and warp share one
-//! HTTP/1.1 loop on hyper's own builder (`http1`), actix-web sets its own knobs from the same
-//! values. Every runtime answers `HEAD` for every `GET` route, without the body.
+//! Limits are the same for all ([`ServerLimits`], from the kit): every adapter serves the protocols
+//! the limits name (HTTP/1.1 by default; h2c, both, or TLS with ALPN `h2, http/1.1` when asked) and
+//! applies the kit's head, body, timeout, connection and HTTP/2 limits; axum, hyper, warp, salvo
+//! and poem share one loop on hyper's own builders and one tokio-rustls acceptor (`hyper_loop`),
+//! actix-web and ntex set their own knobs from the same values and take the same rustls
+//! configuration ([`brigade_kit::tls`]). Every runtime answers `HEAD` for every `GET` route,
+//! without the body.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,11 +30,11 @@ use brigade_kit::AppHandle;
 
 /// Defines the house rules' glue for a runtime with its own HTTP stack (actix-web, ntex), over its
 /// own `HttpRequest`, `HttpResponse` and `ConnectionType` (in scope where it is used; `$http10`
-/// is its `Version::HTTP_10`): `admit`, `closing`, `answer`, `refusal` and `unmatched`. One macro because
+/// and `$http2` are its `Version::HTTP_10` and `Version::HTTP_2`): `admit`, `closing`, `answer`, `refusal` and `unmatched`. One macro because
 /// the two stacks' types are their own, their methods the same.
 #[allow(unused_macros)] // a build without actix-web and ntex
 macro_rules! house_rules {
-    ($http10:expr) => {
+    ($http10:expr, $http2:expr) => {
         /// The kit's house rules ([`brigade_kit::rules`]) on a request.
         fn admit(req: &HttpRequest, limits: &ServerLimits) -> Result<Admitted, Refused> {
             let target = req.uri().path_and_query().map_or("", |p| p.as_str());
@@ -40,11 +43,7 @@ macro_rules! house_rules {
                     .iter()
                     .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
             };
-            let version = if req.version() <= $http10 {
-                rules::Version::Http10
-            } else {
-                rules::Version::Http11
-            };
+            let version = rules::Version::of(req.version() <= $http10, req.version() >= $http2);
             rules::admit(limits, req.method().as_str(), target, version, headers)
         }
 
@@ -102,7 +101,7 @@ macro_rules! content_type_values {
 }
 
 #[cfg(feature = "hyper-loop")]
-mod http1;
+mod hyper_loop;
 
 pub mod baseline;
 mod dispatch;
@@ -125,10 +124,28 @@ async fn drain(open: impl Fn() -> usize) {
     }
 }
 
+/// A server's TLS configuration (the kit's, [`brigade_kit::tls::TlsSettings::server_config`]).
+pub type TlsConfig = Arc<rustls::ServerConfig>;
+
+/// Where a server accepts connections: a bound socket, and TLS on it or not.
+pub struct Listener {
+    /// The socket, already bound (see [`bind`]).
+    pub socket: std::net::TcpListener,
+    /// TLS on every connection, or plaintext.
+    pub tls: Option<TlsConfig>,
+}
+
+impl From<std::net::TcpListener> for Listener {
+    /// A plaintext listener.
+    fn from(socket: std::net::TcpListener) -> Listener {
+        Listener { socket, tls: None }
+    }
+}
+
 /// A service to serve: its bound listener and the application.
 pub struct Mount {
     /// The listener, already bound (see [`bind`]).
-    pub listener: std::net::TcpListener,
+    pub listener: Listener,
     /// The application.
     pub app: Arc<dyn AppHandle>,
 }
@@ -139,7 +156,7 @@ impl std::fmt::Debug for Mount {
             f,
             "Mount({} on {:?})",
             self.app.name(),
-            self.listener.local_addr().ok()
+            self.listener.socket.local_addr().ok()
         )
     }
 }
@@ -190,7 +207,7 @@ pub struct Runtime {
     crates: &'static [&'static str],
     serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's own hand-written hello ([`baseline`]).
-    hello: fn(std::net::TcpListener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
+    hello: fn(Listener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's request path over in-memory connections, where it can serve one (the
     /// hyper-based runtimes; actix-web and ntex serve sockets only).
     memory: Option<MakeMemoryServer>,

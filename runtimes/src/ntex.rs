@@ -10,19 +10,28 @@
 //! and size itself in every handler, and the connection limit is the kit's gate, applied to each
 //! accepted connection before ntex's HTTP service sees it ([`Gate`]): past it the socket is closed at
 //! once. ntex's timers count whole seconds, so a limit is rounded up to the next second.
+//!
+//! Protocols through ntex's own support: `HttpService::h1` for h1, `HttpService::h2` for h2c,
+//! `HttpService::new` (HTTP/1.1 and h2c told apart by the first bytes) for auto, and
+//! `HttpService::new(..).rustls(..)` under TLS with the kit's rustls configuration (ntex sets the
+//! ALPN list `h2, http/1.1` itself) and its handshake timeout at the head limit; the gate stands
+//! in front of the TLS handshake. Every HTTP/2 setting of the kit is set on ntex-h2's
+//! configuration.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use brigade_kit::limits::{
-    read_body_draining_here, ConnectionGate, ServerLimits, RUNTIME_MAX_HEADERS,
+    read_body_draining_here, ConnectionGate, ServeProtocol, ServerLimits, RUNTIME_MAX_HEADERS,
     RUNTIME_MAX_HEADER_BYTES,
 };
 use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 use futures::StreamExt;
 use ntex::http::header::{self, HeaderValue};
+use ntex::http::h2::Http2ServiceConfig;
 use ntex::http::{ConnectionType, HttpService, HttpServiceConfig, StatusCode};
+use ntex::tls::TlsConfig;
 use ntex::io::Io;
 use ntex::service::{
     chain_factory, IntoServiceFactory, Middleware, Service, ServiceCtx, ServiceFactory,
@@ -77,7 +86,7 @@ fn text(req: &HttpRequest, name: impl header::AsName) -> Option<String> {
         .map(str::to_string)
 }
 
-house_rules!(ntex::http::Version::HTTP_10);
+house_rules!(ntex::http::Version::HTTP_10, ntex::http::Version::HTTP_2);
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
 async fn body(
@@ -279,11 +288,23 @@ fn http_config(limits: &ServerLimits) -> HttpServiceConfig {
         .set_max_buf_size(RUNTIME_MAX_HEADER_BYTES)
 }
 
+/// ntex-h2's knobs from the kit's HTTP/2 settings.
+fn http2_config(limits: &ServerLimits) -> Http2ServiceConfig {
+    let h2 = &limits.http2;
+    // The windows are at most 2^31 - 1 (checked by `ServerLimits::validate`).
+    let window = |w: u32| i32::try_from(w).unwrap_or(i32::MAX);
+    Http2ServiceConfig::new()
+        .set_max_concurrent_streams(h2.max_concurrent_streams)
+        .set_initial_window_size(window(h2.initial_stream_window))
+        .set_initial_connection_window_size(window(h2.initial_connection_window))
+        .set_max_header_list_size(h2.max_header_list_bytes)
+}
+
 /// Serves the `App` that `make` builds (once per worker) with Brigade's threading, limits and
 /// shutdown (the baseline uses it too).
 fn run_app<F, A, S, B>(
     make: F,
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -305,27 +326,53 @@ where
     // The listening socket itself (a second handle on it), to stop listening when the drain
     // begins: the runtime's own stop only stops accepting, and the kernel would go on completing
     // handshakes that no one answers.
-    let listening = listener.try_clone()?;
+    let listening = listener.socket.try_clone()?;
     let open = gate.clone();
+    let config = move || {
+        ntex::SharedCfg::new("brigade")
+            .add(http_config(&limits))
+            .add(http2_config(&limits))
+            .add(TlsConfig::new().set_handshake_timeout(seconds(limits.header_read_timeout)))
+    };
+    // The answers' last step: `Connection: close` on every answer once the drain begins.
+    let answers = move || {
+        let draining = draining.clone();
+        chain_factory(make()).map(move |res: S::Response| {
+            let mut res: ntex::http::Response<B> = res.into();
+            if draining.load(Ordering::Relaxed) {
+                res.head_mut().set_connection_type(ConnectionType::Close);
+            }
+            res
+        })
+    };
     ntex::rt::System::new("brigade-ntex", ntex::rt::DefaultRuntime).block_on(async move {
-        let server = ntex::server::build()
+        let builder = ntex::server::build()
             .workers(workers)
             .backlog(1024)
             .disable_signals()
-            .shutdown_timeout(ntex::time::Millis::from(GRACE))
-            .listen("brigade", listener, async move |r| {
-                r.config(ntex::SharedCfg::new("brigade").add(http_config(&limits)));
-                let draining = draining.clone();
-                let answers = chain_factory(make()).map(move |res: S::Response| {
-                    let mut res: ntex::http::Response<B> = res.into();
-                    if draining.load(Ordering::Relaxed) {
-                        res.head_mut().set_connection_type(ConnectionType::Close);
-                    }
-                    res
-                });
-                chain_factory(HttpService::h1(answers)).apply(gate.clone())
-            })?
-            .run();
+            .shutdown_timeout(ntex::time::Millis::from(GRACE));
+        // One `listen` per protocol: each stack is its own type.
+        let (socket, gate) = (listener.socket, gate.clone());
+        let builder = match (listener.tls, limits.protocol) {
+            (Some(tls), _) => builder.listen("brigade", socket, async move |r| {
+                r.config(config());
+                let tls = (*tls).clone();
+                chain_factory(HttpService::new(answers()).rustls(tls)).apply(gate.clone())
+            }),
+            (None, ServeProtocol::H1) => builder.listen("brigade", socket, async move |r| {
+                r.config(config());
+                chain_factory(HttpService::h1(answers())).apply(gate.clone())
+            }),
+            (None, ServeProtocol::H2c) => builder.listen("brigade", socket, async move |r| {
+                r.config(config());
+                chain_factory(HttpService::h2(answers())).apply(gate.clone())
+            }),
+            (None, ServeProtocol::Auto) => builder.listen("brigade", socket, async move |r| {
+                r.config(config());
+                chain_factory(HttpService::new(answers())).apply(gate.clone())
+            }),
+        };
+        let server = builder?.run();
         let handle = server.clone();
         ntex::rt::spawn(async move {
             shutdown.wait().await;
@@ -343,7 +390,7 @@ where
 
 /// The hand-written hello ([`crate::baseline`]): one route, ntex's plainest idiom.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,

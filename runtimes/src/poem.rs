@@ -3,7 +3,7 @@
 //! `raw_path_param` and the body through the kit's reader under the endpoint's limit. What the
 //! `Route` refuses (poem's `NotFoundError` or `MethodNotAllowedError`) becomes the kit's JSON 404 or
 //! 405. The route is served as poem's server serves it, a hyper `service_fn` per request, by the
-//! shared HTTP/1.1 loop ([`crate::http1`]) with the kit's limits set on hyper's builder.
+//! shared loop ([`crate::hyper_loop`]) with the kit's limits set on hyper's builder.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -175,12 +175,12 @@ fn serve(
     )
 }
 
-/// Serves any poem endpoint with Brigade's HTTP/1.1 loop, limits, threading and shutdown (the
+/// Serves any poem endpoint with Brigade's hyper loop, limits, threading and shutdown (the
 /// baseline uses it too), each request turned into poem's own as poem's server does. Brigade reads
 /// neither of the connection's addresses, so the listener's stands in for both.
 fn run_endpoint<E: IntoEndpoint>(
     ep: E,
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -188,20 +188,20 @@ fn run_endpoint<E: IntoEndpoint>(
 where
     E::Endpoint: 'static,
 {
-    let service = as_service!(ep, Addr::SocketAddr(listener.local_addr()?));
-    crate::http1::serve_http1(move || service.clone(), listener, workers, limits, shutdown)
+    let service = as_service!(ep, Addr::SocketAddr(listener.socket.local_addr()?));
+    crate::hyper_loop::serve(move || service.clone(), listener, workers, limits, shutdown)
 }
 
 /// The request path over in-memory connections (fuzzing).
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let addr = Addr::SocketAddr(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
     let service = as_service!(self::app(app, limits), addr);
-    crate::http1::memory_server(move || service.clone(), limits)
+    crate::hyper_loop::memory_server(move || service.clone(), limits)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `#[handler]` at one path.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,

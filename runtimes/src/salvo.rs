@@ -2,7 +2,7 @@
 //! syntax) with one method child per route, its goal a [`Handler`] that reads the path parameters
 //! from salvo's `PathParams` and the body through the kit's reader under the endpoint's limit; a
 //! last `{**rest}` router answers the JSON 404 or 405 of whatever the endpoints did not take. The
-//! `Service` is served as hyper service by the shared HTTP/1.1 loop ([`crate::http1`]), as salvo's
+//! `Service` is served as hyper service by the shared loop ([`crate::hyper_loop`]), as salvo's
 //! own `Server` serves it, with the kit's limits set on hyper's builder.
 
 use std::sync::Arc;
@@ -168,29 +168,29 @@ fn serve(
     )
 }
 
-/// Serves a salvo `Service` with Brigade's HTTP/1.1 loop, limits, threading and shutdown (the
+/// Serves a salvo `Service` with Brigade's hyper loop, limits, threading and shutdown (the
 /// baseline uses it too), one salvo connection handler per connection as salvo's own `Server` makes
 /// them. Brigade reads neither of the connection's addresses, so the listener's stands in for both.
 fn run_service(
     service: Service,
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let make = handlers!(service, listener.local_addr()?);
-    crate::http1::serve_http1(make, listener, workers, limits, shutdown)
+    let make = handlers!(service, listener.socket.local_addr()?);
+    crate::hyper_loop::serve(make, listener, workers, limits, shutdown)
 }
 
 /// The request path over in-memory connections (fuzzing).
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    crate::http1::memory_server(handlers!(service(app, limits), addr), limits)
+    crate::hyper_loop::memory_server(handlers!(service(app, limits), addr), limits)
 }
 
 /// The hand-written hello ([`crate::baseline`]): one `#[handler]` on one router.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,

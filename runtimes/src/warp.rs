@@ -2,7 +2,7 @@
 //! `path::full()`, the raw query, the headers, `body::stream()`) and
 //! hands it to the table's dispatch, the application's matcher as on hyper ([`crate::dispatch`]);
 //! the body goes through the kit's reader under the endpoint's limit. The filter is served as a
-//! service by the shared HTTP/1.1 loop ([`crate::http1`]), not `warp::serve`, which exposes no hyper
+//! service by the shared loop ([`crate::hyper_loop`]), not `warp::serve`, which exposes no hyper
 //! builder to set limits on.
 //!
 //! Why not one warp path filter per endpoint, as a hand-written warp app nests them: warp's `or`
@@ -31,7 +31,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     memory: Some(memory),
 };
 
-/// A warp filter as the service the shared HTTP/1.1 loop serves (a macro, not a function: the
+/// A warp filter as the service the shared hyper loop serves (a macro, not a function: the
 /// bound warp puts on a filter's error names a trait it does not export). The hello uses it too.
 macro_rules! as_service {
     ($filter:expr) => {
@@ -112,7 +112,7 @@ pub(crate) fn serve(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let service = as_service!(filter(mount.app, limits));
-    crate::http1::serve_http1(
+    crate::hyper_loop::serve(
         move || service.clone(),
         mount.listener,
         workers,
@@ -123,7 +123,7 @@ pub(crate) fn serve(
 
 /// The hand-written hello ([`crate::baseline`]): one `path!` filter, warp's plainest idiom.
 fn hello(
-    listener: std::net::TcpListener,
+    listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -132,11 +132,11 @@ fn hello(
         .and(warp::get())
         .map(|| warp::reply::with_header(crate::baseline::HELLO, "content-type", HELLO_TYPE));
     let service = as_service!(routes);
-    crate::http1::serve_http1(move || service, listener, workers, limits, shutdown)
+    crate::hyper_loop::serve(move || service, listener, workers, limits, shutdown)
 }
 
 /// The request path over in-memory connections (fuzzing).
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let service = as_service!(filter(app, limits));
-    crate::http1::memory_server(move || service.clone(), limits)
+    crate::hyper_loop::memory_server(move || service.clone(), limits)
 }

@@ -43,6 +43,7 @@ pub mod service;
 pub mod skip;
 pub mod standard;
 pub mod store;
+pub mod tls;
 
 pub use http::{
     ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteSpec, RouteTable,

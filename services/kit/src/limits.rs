@@ -20,6 +20,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::tls::TlsMode;
 use crate::ApiError;
 
 /// The limits a server runs under, the same on every runtime.
@@ -40,6 +41,98 @@ pub struct ServerLimits {
     pub max_body_bytes: usize,
     /// The most connections open at once, per service; past it a new one is closed at once.
     pub max_connections: usize,
+    /// The protocols spoken on the plaintext listener (under TLS, ALPN chooses).
+    #[serde(default)]
+    pub protocol: ServeProtocol,
+    /// Whether connections are TLS, and how the certificate came.
+    #[serde(default)]
+    pub tls: TlsMode,
+    /// The HTTP/2 settings, where HTTP/2 is spoken.
+    #[serde(default)]
+    pub http2: Http2Settings,
+}
+
+/// The protocols a server speaks on a plaintext listener.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServeProtocol {
+    /// HTTP/1.1 only (the default: every comparison before TLS and HTTP/2 was this).
+    #[default]
+    H1,
+    /// HTTP/2 only, by prior knowledge (no upgrade from HTTP/1.1).
+    H2c,
+    /// HTTP/1.1 and HTTP/2 by prior knowledge on one port, told apart by the connection's first
+    /// bytes; under TLS, the ALPN list ([`crate::tls::ALPN`]) chooses.
+    Auto,
+}
+
+impl ServeProtocol {
+    /// Every protocol setting, as `--protocol` names them.
+    pub const ALL: [ServeProtocol; 3] = [ServeProtocol::H1, ServeProtocol::H2c, ServeProtocol::Auto];
+
+    /// Its name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServeProtocol::H1 => "h1",
+            ServeProtocol::H2c => "h2c",
+            ServeProtocol::Auto => "auto",
+        }
+    }
+
+    /// Whether HTTP/1.1 is spoken.
+    pub fn http1(self) -> bool {
+        self != ServeProtocol::H2c
+    }
+
+    /// Whether HTTP/2 is spoken.
+    pub fn http2(self) -> bool {
+        self != ServeProtocol::H1
+    }
+}
+
+impl fmt::Display for ServeProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ServeProtocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        ServeProtocol::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| format!("{s:?} is not a protocol: h1, h2c or auto"))
+    }
+}
+
+/// The HTTP/2 settings every runtime that lets them be set is given (SETTINGS frame values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Http2Settings {
+    /// Streams a client may have open at once on one connection.
+    pub max_concurrent_streams: u32,
+    /// The flow-control window each stream starts with, bytes.
+    pub initial_stream_window: u32,
+    /// The connection's flow-control window, bytes.
+    pub initial_connection_window: u32,
+    /// The largest header list (decoded) a request may send: a backstop at actix-web's head
+    /// buffer, as on HTTP/1.1 (the kit's own head limits answer a JSON 431 below it).
+    pub max_header_list_bytes: u32,
+}
+
+impl Default for Http2Settings {
+    /// actix-web's windows (1 MiB a stream, 2 MiB a connection, which it lets be set) and hyper's
+    /// stream count (200); actix-web cannot set the stream count or the header list (docs/
+    /// reliability.md).
+    fn default() -> Http2Settings {
+        Http2Settings {
+            max_concurrent_streams: 200,
+            initial_stream_window: 1024 * 1024,
+            initial_connection_window: 2 * 1024 * 1024,
+            max_header_list_bytes: RUNTIME_MAX_HEADER_BYTES as u32,
+        }
+    }
 }
 
 /// actix-web's hard-coded ceiling on headers per request: the kit's limit stays at or under it.
@@ -57,6 +150,9 @@ impl Default for ServerLimits {
             max_headers: 64,
             max_body_bytes: crate::http::BENCH_BODY_LIMIT,
             max_connections: 16_384,
+            protocol: ServeProtocol::H1,
+            tls: TlsMode::Off,
+            http2: Http2Settings::default(),
         }
     }
 }
@@ -77,6 +173,14 @@ impl ServerLimits {
             ("max header bytes", self.max_header_bytes == 0),
             ("max body bytes", self.max_body_bytes == 0),
             ("max connections", self.max_connections == 0),
+            (
+                "HTTP/2 max concurrent streams",
+                self.http2.max_concurrent_streams == 0,
+            ),
+            (
+                "HTTP/2 initial stream window",
+                self.http2.initial_stream_window == 0,
+            ),
         ];
         if let Some((name, _)) = zero.iter().find(|(_, z)| *z) {
             return Err(LimitsError(format!("{name} must be more than 0")));
@@ -92,6 +196,20 @@ impl ServerLimits {
                 "max header bytes {} is over actix-web's fixed {RUNTIME_MAX_HEADER_BYTES}",
                 self.max_header_bytes
             )));
+        }
+        // RFC 9113 §6.5.2: a window over 2^31 - 1 is a protocol error.
+        let window_max = (1u32 << 31) - 1;
+        if self.http2.initial_stream_window > window_max
+            || self.http2.initial_connection_window > window_max
+        {
+            return Err(LimitsError(format!(
+                "an HTTP/2 window is at most {window_max} bytes (RFC 9113 §6.5.2)"
+            )));
+        }
+        if (self.http2.initial_connection_window as usize) < 65_535 {
+            return Err(LimitsError(
+                "the HTTP/2 connection window is at least 65535 bytes (RFC 9113 §6.9.2)".into(),
+            ));
         }
         Ok(())
     }
@@ -147,9 +265,10 @@ pub fn head_bytes<'a>(
 impl fmt::Display for ServerLimits {
     /// One line for start-up logs and reports.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_protocols(f)?;
         write!(
             f,
-            "HTTP/1.1; header read {}; keep-alive {}; body read {}; at most {} headers and {} \
+            "; header read {}; keep-alive {}; body read {}; at most {} headers and {} \
              header bytes; body at most {} bytes (routes' own limits under it); at most {} \
              connections per service, more closed at once",
             secs(self.header_read_timeout),
@@ -160,6 +279,42 @@ impl fmt::Display for ServerLimits {
             self.max_body_bytes,
             self.max_connections
         )
+    }
+}
+
+impl ServerLimits {
+    /// The protocol part of the one line: what is spoken, TLS, and the HTTP/2 settings.
+    fn write_protocols(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h2 = &self.http2;
+        let http2 = format!(
+            "HTTP/2: at most {} streams a connection, windows {} a stream and {} a connection, \
+             header list at most {} bytes",
+            h2.max_concurrent_streams,
+            h2.initial_stream_window,
+            h2.initial_connection_window,
+            h2.max_header_list_bytes
+        );
+        if self.tls.on() {
+            let cert = match self.tls {
+                TlsMode::Files | TlsMode::FilesMutual => "certificate from files",
+                _ => "self-signed ECDSA P-256 certificate",
+            };
+            let mutual = if matches!(self.tls, TlsMode::SelfSignedMutual | TlsMode::FilesMutual) {
+                ", client certificates required"
+            } else {
+                ""
+            };
+            return write!(
+                f,
+                "TLS 1.3/1.2 (rustls, ring), {cert}{mutual}, ALPN h2 then http/1.1; \
+                 handshake within the header read limit; {http2}"
+            );
+        }
+        match self.protocol {
+            ServeProtocol::H1 => f.write_str("HTTP/1.1"),
+            ServeProtocol::H2c => write!(f, "h2c (HTTP/2 by prior knowledge); {http2}"),
+            ServeProtocol::Auto => write!(f, "HTTP/1.1 and h2c on one port; {http2}"),
+        }
     }
 }
 

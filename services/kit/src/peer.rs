@@ -5,6 +5,9 @@
 //! ([`crate::deadline`]), and the call tells the peer how long it waits (`x-brigade-budget-ms`), so
 //! timeouts do not stack from service to service. Every call carries the W3C `traceparent` of the
 //! request it is made for, and, when the service is built with metrics, is timed and counted.
+//! A peer at an `https://` URL is called over TLS (HTTP/1.1 by ALPN) with the client configuration
+//! the service was given ([`crate::tls::ServerTls::peer_config`]: a server on TLS trusts its own
+//! certificate's chain, the way services behind one certificate call each other).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
@@ -53,7 +57,7 @@ pub struct PeerReply {
 /// Named peers (`waiter` → `http://127.0.0.1:8081`) and a pooled client to reach them.
 #[derive(Clone)]
 pub struct PeerClient {
-    client: Client<HttpConnector, Empty<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
     peers: HashMap<String, String>,
     timeouts: PeerTimeouts,
     metrics: Option<Arc<Metrics>>,
@@ -69,11 +73,28 @@ impl std::fmt::Debug for PeerClient {
 }
 
 impl PeerClient {
-    /// A client for `peers` (name → base URL).
+    /// A client for `peers` (name → base URL), over plaintext only.
     pub fn new(peers: HashMap<String, String>, timeouts: PeerTimeouts) -> PeerClient {
+        PeerClient::with_tls(peers, timeouts, None)
+    }
+
+    /// A client for `peers` (name → base URL): `http://` peers over plaintext, `https://` ones over
+    /// TLS with `tls` (without it, an `https://` peer cannot be called: a 503).
+    pub fn with_tls(
+        peers: HashMap<String, String>,
+        timeouts: PeerTimeouts,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> PeerClient {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(timeouts.connect));
         connector.set_nodelay(true);
+        connector.enforce_http(false);
+        let tls = tls.map_or_else(crate::tls::refusing_client, |c| (*c).clone());
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_max_idle_per_host(256)

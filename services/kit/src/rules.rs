@@ -31,8 +31,24 @@ use crate::limits::ServerLimits;
 pub enum Version {
     /// HTTP/1.0 (and 0.9, where a parser lets one through).
     Http10,
-    /// HTTP/1.1 and later.
+    /// HTTP/1.1.
     Http11,
+    /// HTTP/2: the authority is a pseudo-header, a connection is never closed for one request
+    /// (connection-specific headers are refused by every HTTP/2 stack before the kit sees them).
+    Http2,
+}
+
+impl Version {
+    /// The kit's version of an `http` crate version (every runtime's types know these).
+    pub fn of(is_http10_or_older: bool, is_http2_or_newer: bool) -> Version {
+        if is_http2_or_newer {
+            Version::Http2
+        } else if is_http10_or_older {
+            Version::Http10
+        } else {
+            Version::Http11
+        }
+    }
 }
 
 /// What the rules say of an admitted request.
@@ -143,6 +159,7 @@ where
         }
     }
     if version == Version::Http11 && hosts != 1 {
+        // (HTTP/2 carries the authority as `:authority`, which no runtime shows as a header.)
         return Err(Refused::closing(ApiError::bad_request(format!(
             "an HTTP/1.1 request carries exactly one Host header, not {hosts} (RFC 9112 §3.2)"
         ))));
@@ -162,6 +179,13 @@ where
         return Err(Refused::closing(ApiError::bad_request(format!(
             "{what}: the body's length cannot be trusted (RFC 9112 §6.3)"
         ))));
+    }
+    if version == Version::Http2 {
+        // No connection closes for one stream's sake: the answer ends the stream, not the
+        // connection (a `Connection` header cannot even be sent, RFC 9113 §8.2.2).
+        // (Nor after a 404/405/413 to a body: HTTP/2 frames each stream's body, so an unread one
+        // cannot be taken for the next request.)
+        return Ok(Admitted::default());
     }
     Ok(Admitted {
         close: close || (version == Version::Http10 && !keep_alive),
@@ -216,6 +240,14 @@ mod tests {
         let a = check("GET", "/health", Version::Http11, &[("Host", "h")]).unwrap();
         assert_eq!(a, Admitted::default());
         assert!(!a.closes_after(200) && !a.closes_after(404));
+    }
+
+    #[test]
+    fn http2_needs_no_host_and_never_closes_for_one_stream() {
+        let a = check("POST", "/nowhere", Version::Http2, &[("content-length", "3")]).unwrap();
+        assert!(!a.closes_after(404) && !a.closes_after(413));
+        let refused = check("GET", "nowhere", Version::Http2, &[]).unwrap_err();
+        assert_eq!(refused.error.to_reply().status, 400);
     }
 
     #[test]

@@ -84,6 +84,8 @@ pub struct ServiceConfig {
     pub peers: HashMap<String, String>,
     /// Timeouts for peer calls.
     pub peer_timeouts: PeerTimeouts,
+    /// TLS for peers at `https://` URLs (a server on TLS: [`crate::tls::ServerTls::peer_config`]).
+    pub peer_tls: Option<Arc<rustls::ClientConfig>>,
     /// Whether the service records metrics and serves them on `/metrics` (`--no-metrics` turns
     /// them off: no timing, no counting, `/metrics` answers 404).
     pub metrics: bool,
@@ -128,7 +130,7 @@ pub async fn build(service: &dyn Service, config: &ServiceConfig) -> Result<Buil
         .into_iter()
         .filter_map(|p| config.peers.get(p).map(|url| (p.to_string(), url.clone())))
         .collect();
-    let mut peers = PeerClient::new(peers, config.peer_timeouts);
+    let mut peers = PeerClient::with_tls(peers, config.peer_timeouts, config.peer_tls.clone());
     let metrics = config.metrics.then(|| {
         let collections: Vec<&'static str> = service.collections().iter().map(|c| c.name).collect();
         Arc::new(Metrics::new(&collections, &service.peers()))
@@ -221,6 +223,7 @@ mod tests {
             ]),
             peer_timeouts: PeerTimeouts::default(),
             metrics: true,
+            peer_tls: None,
         };
         assert_eq!(config.database(&Notes), "t1_notes");
         let built = build(&Notes, &config).await.unwrap();

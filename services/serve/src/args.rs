@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use brigade_kit::limits::ServerLimits;
+use brigade_kit::limits::{Http2Settings, ServeProtocol, ServerLimits};
 use brigade_kit::store::StoreKind;
 use clap::Args;
 
@@ -82,6 +82,39 @@ pub struct ServeArgs {
     /// The server limits, the same on every runtime.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// TLS, the same on every runtime.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// The TLS flags (`brigade_kit::tls`: rustls on ring, ALPN h2 then http/1.1, on every runtime).
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "TLS (the same on every runtime)")]
+pub struct TlsArgs {
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key", conflicts_with = "tls_self_signed")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve TLS with an ECDSA P-256 certificate made at start for localhost and 127.0.0.1
+    /// (clients need `--tls-insecure`).
+    #[arg(long)]
+    pub tls_self_signed: bool,
+    /// Mutual TLS: require a client certificate signed by a CA in this PEM file.
+    #[arg(long, value_name = "PEM")]
+    pub tls_client_ca: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The kit's TLS settings these flags ask for.
+    pub fn settings(&self) -> brigade_kit::tls::TlsSettings {
+        brigade_kit::tls::TlsSettings {
+            cert_and_key: self.tls_cert.clone().zip(self.tls_key.clone()),
+            self_signed: self.tls_self_signed,
+            client_ca: self.tls_client_ca.clone(),
+        }
+    }
 }
 
 /// The server limits' flags; each one left out takes the kit's default ([`ServerLimits`]).
@@ -109,6 +142,24 @@ pub struct LimitArgs {
     /// Most connections open at once per service; one more is closed at once [default: 16384]
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Protocols on a plaintext listener: h1 (HTTP/1.1), h2c (HTTP/2 by prior knowledge) or auto
+    /// (both on one port); under TLS only auto, as ALPN chooses (h2, http/1.1) [default: h1;
+    /// auto under TLS]
+    #[arg(long, value_name = "PROTOCOL")]
+    pub protocol: Option<ServeProtocol>,
+    /// HTTP/2: streams a client may have open at once on a connection [default: 200]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub h2_max_concurrent_streams: Option<u32>,
+    /// HTTP/2: each stream's initial flow-control window, bytes [default: 1048576]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=2_147_483_647))]
+    pub h2_initial_stream_window: Option<u32>,
+    /// HTTP/2: the connection's flow-control window, bytes [default: 2097152]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(65_535..=2_147_483_647))]
+    pub h2_initial_connection_window: Option<u32>,
+    /// HTTP/2: the largest header list a request may send, bytes (a backstop above
+    /// --max-header-bytes) [default: 131072]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..))]
+    pub h2_max_header_list_bytes: Option<u32>,
 }
 
 impl LimitArgs {
@@ -123,7 +174,44 @@ impl LimitArgs {
             max_headers: self.max_headers.unwrap_or(d.max_headers),
             max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
             max_connections: self.max_connections.unwrap_or(d.max_connections),
+            protocol: self.protocol.unwrap_or(d.protocol),
+            tls: d.tls,
+            http2: Http2Settings {
+                max_concurrent_streams: self
+                    .h2_max_concurrent_streams
+                    .unwrap_or(d.http2.max_concurrent_streams),
+                initial_stream_window: self
+                    .h2_initial_stream_window
+                    .unwrap_or(d.http2.initial_stream_window),
+                initial_connection_window: self
+                    .h2_initial_connection_window
+                    .unwrap_or(d.http2.initial_connection_window),
+                max_header_list_bytes: self
+                    .h2_max_header_list_bytes
+                    .unwrap_or(d.http2.max_header_list_bytes),
+            },
         }
+    }
+
+    /// The limits for a server whose TLS is `tls`: under TLS the protocol is `auto` (ALPN
+    /// chooses); `h1` or `h2c` asked for beside TLS is refused, as no runtime can keep to it
+    /// (actix-web and ntex always offer h2 and http/1.1).
+    pub fn limits_under(&self, tls: brigade_kit::tls::TlsMode) -> Result<ServerLimits, String> {
+        let mut limits = self.limits();
+        limits.tls = tls;
+        if tls.on() {
+            match self.protocol {
+                None | Some(ServeProtocol::Auto) => limits.protocol = ServeProtocol::Auto,
+                Some(p) => {
+                    return Err(format!(
+                        "--protocol {p} under TLS: ALPN chooses between h2 and http/1.1 on \
+                         every runtime, so the protocol is auto (a client that offers only \
+                         http/1.1 gets HTTP/1.1)"
+                    ))
+                }
+            }
+        }
+        Ok(limits)
     }
 }
 
@@ -228,6 +316,22 @@ mod tests {
             ServerLimits::default().keep_alive_timeout
         );
         assert!(parse(&["--keep-alive-timeout", "soon"]).is_err());
+    }
+
+    #[test]
+    fn protocols_and_tls_flags_make_limits_and_h1_beside_tls_is_refused() {
+        use brigade_kit::tls::TlsMode;
+        let a = parse(&["--protocol", "h2c", "--h2-max-concurrent-streams", "7"]).unwrap();
+        let l = a.limits.limits_under(TlsMode::Off).unwrap();
+        assert_eq!((l.protocol, l.http2.max_concurrent_streams), (ServeProtocol::H2c, 7));
+        assert!(a.limits.limits_under(TlsMode::SelfSigned).is_err());
+        let t = parse(&["--tls-self-signed"]).unwrap();
+        assert_eq!(t.tls.settings().mode(), TlsMode::SelfSigned);
+        let l = t.limits.limits_under(TlsMode::SelfSigned).unwrap();
+        assert_eq!((l.protocol, l.tls), (ServeProtocol::Auto, TlsMode::SelfSigned));
+        assert!(parse(&["--protocol", "h3"]).is_err());
+        assert!(parse(&["--tls-cert", "c.pem"]).is_err());
+        assert!(parse(&["--h2-initial-connection-window", "100"]).is_err());
     }
 
     #[test]

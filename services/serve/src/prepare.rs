@@ -45,6 +45,14 @@ pub fn listen_addr(
 }
 
 /// The URL a client on this machine reaches `addr` by (an unspecified address becomes loopback).
+/// `url` (an `http://` one) as `https://` when `tls`.
+pub(crate) fn scheme_url(url: String, tls: bool) -> String {
+    match url.strip_prefix("http://") {
+        Some(rest) if tls => format!("https://{rest}"),
+        _ => url,
+    }
+}
+
 pub(crate) fn local_url(addr: SocketAddr) -> String {
     let ip = match addr.ip() {
         ip if !ip.is_unspecified() => ip,
@@ -106,6 +114,8 @@ pub struct Prepared {
     /// The limits every service is served under (the kit's defaults unless changed before
     /// [`Prepared::run`]).
     pub limits: ServerLimits,
+    /// TLS on every service's listener (plaintext unless set before [`Prepared::run`]).
+    pub tls: Option<brigade_runtimes::TlsConfig>,
     services: Vec<Arc<dyn Service>>,
     mounts: Vec<Mount>,
     stores: Vec<Arc<dyn Store>>,
@@ -134,7 +144,9 @@ pub fn prepare(
     let mut here: HashMap<String, String> = HashMap::new();
     let mut addrs = Vec::new();
     for b in &bound {
-        here.insert(b.service.name().to_string(), b.url()?);
+        // Services bound here are called as they serve: over TLS when the server is.
+        let url = scheme_url(b.url()?, config.peer_tls.is_some());
+        here.insert(b.service.name().to_string(), url);
         addrs.push((b.service.name().to_string(), b.addr()?));
     }
     let mut peers = HashMap::new();
@@ -176,7 +188,7 @@ pub fn prepare(
             })?;
         stores.push(built.store);
         mounts.push(Mount {
-            listener: b.listener,
+            listener: b.listener.into(),
             app: built.app,
         });
         services.push(b.service);
@@ -186,6 +198,7 @@ pub fn prepare(
         workers: workers.max(1),
         addrs,
         limits: ServerLimits::default(),
+        tls: None,
         services,
         mounts,
         stores,
@@ -233,7 +246,10 @@ impl Prepared {
     }
 
     /// Serves until `shutdown`, then closes the stores. Blocks.
-    pub fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
+    pub fn run(mut self, shutdown: Shutdown) -> anyhow::Result<()> {
+        for m in &mut self.mounts {
+            m.listener.tls = self.tls.clone();
+        }
         let served =
             self.runtime
                 .serve_with_limits(self.mounts, self.workers, &self.limits, shutdown);

@@ -13,7 +13,7 @@ use brigade_kit::store::StoreConfig;
 use brigade_runtimes::Runtime;
 
 use crate::args::LogFormat;
-use crate::prepare::{bind, local_url, prepare};
+use crate::prepare::{bind, local_url, prepare, scheme_url};
 use crate::{ServeArgs, Services};
 
 /// Sets up logging once: to stderr (stdout carries only the announcements), at `RUST_LOG` or
@@ -188,6 +188,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             );
         }
     }
+    let tls = args.tls.settings().load()?;
     let workers = args
         .workers
         .unwrap_or_else(brigade_runtimes::available_cores)
@@ -210,6 +211,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             request: Duration::from_millis(args.peer_timeout_ms),
         },
         metrics: !args.no_metrics,
+        peer_tls: tls.as_ref().map(|t| t.peer_config()).transpose()?,
     };
     let store = config.store;
     let deadlines = deadlines_text(&args);
@@ -221,7 +223,10 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             "calibration handicap on: every request burns extra CPU before its handler"
         );
     }
-    let mut limits = args.limits.limits();
+    let mut limits = args
+        .limits
+        .limits_under(args.tls.settings().mode())
+        .map_err(anyhow::Error::msg)?;
     limits.validate()?;
     limits.max_connections = crate::files::fit_connections(
         limits.max_connections,
@@ -233,6 +238,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     let bound = bind(&chosen, args.listen)?;
     let mut prepared = prepare(runtime, services, bound, workers, config)?;
     prepared.limits = limits;
+    prepared.tls = tls.map(|t| t.config);
     if args.preload > 0 {
         // Before the listening lines: whoever waits for them gets a store already filled.
         for (service, filled) in prepared.preload(args.preload)? {
@@ -275,7 +281,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     for (name, addr) in &prepared.addrs {
         announce(&Announcement::Listening(Listening {
             service: name.clone(),
-            url: local_url(*addr),
+            url: scheme_url(local_url(*addr), limits.tls.on()),
             runtime: runtime.name.to_string(),
             store: store.as_str().to_string(),
             workers,

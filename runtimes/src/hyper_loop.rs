@@ -1,14 +1,23 @@
-//! The HTTP/1.1 server the hyper-based adapters (axum, hyper, warp) share: one accept loop with the
-//! connection limit, hyper's own `http1::Builder` set from the [`ServerLimits`], and a thin guard in
-//! front of the runtime's service that applies the kit's head limits and answers `HEAD` as `GET`.
+//! The server the hyper-based adapters (axum, hyper, warp, salvo, poem) share: one accept loop
+//! with the connection limit, TLS through one tokio-rustls acceptor (the kit's configuration,
+//! [`brigade_kit::tls`]), hyper-util's auto builder set from the [`ServerLimits`] for HTTP/1.1,
+//! HTTP/2 or both, and a thin guard in front of the runtime's service that applies the kit's
+//! house rules and head limits and answers `HEAD` as `GET`.
 //!
-//! `axum::serve` and `warp::serve` expose no hyper builder (and serve through hyper-util's auto
-//! HTTP/1 + HTTP/2 builder), so their adapters hand their router or filter, as a service, to this
-//! loop, as the hyper adapter does: the protocol stack and every limit are then the same code.
-//! What hyper does itself: the head timer (`header_read_timeout`, which also bounds the wait for
-//! the next request on a kept-alive connection, so it is set to the smaller of the head and
-//! keep-alive limits) and a backstop on a head's bytes at actix-web's fixed 128 KiB (its own bare
-//! 431 past it); hyper answers a `HEAD` without the body it would send a `GET`.
+//! `axum::serve` and `warp::serve` expose no hyper builder, so their adapters hand their router or
+//! filter, as a service, to this loop, as the hyper adapter does: the protocol stack and every
+//! limit are then the same code. What hyper does itself: the HTTP/1.1 head timer
+//! (`header_read_timeout`, which also bounds the wait for the next request on a kept-alive
+//! connection, so it is set to the smaller of the head and keep-alive limits), a backstop on a
+//! head's bytes at actix-web's fixed 128 KiB (its own bare 431 past it), the HTTP/2 settings
+//! ([`brigade_kit::limits::Http2Settings`]: streams, windows, header list; adaptive windows off,
+//! as on actix-web), and `HEAD` answers without the body a `GET` would get.
+//!
+//! Which protocol a connection speaks: on plaintext, `--protocol` (h1: HTTP/1.1 only; h2c: HTTP/2
+//! only, by prior knowledge; auto: hyper-util tells them apart by the connection's first bytes);
+//! under TLS, what ALPN chose (`h2` → HTTP/2, anything else → HTTP/1.1). A TLS handshake must end
+//! within the header read limit, as a request head must, so a client that stalls its handshake
+//! (slowloris on TLS) holds its connection no longer than one that stalls its head.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,10 +33,13 @@ use http::{header, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::{Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper::service::Service;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 
-use crate::{run_on_tokio, Shutdown};
+use brigade_kit::limits::ServeProtocol;
+
+use crate::{run_on_tokio, Listener, Shutdown};
 
 /// A response of the guarded service: the runtime's own, or the guard's error.
 type Guarded<B> = Response<Either<B, Full<Bytes>>>;
@@ -65,6 +77,9 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         admitted: Admitted,
+        // A `HEAD` over HTTP/2, served as a `GET`: the answer goes without its body (hyper's
+        // HTTP/2 server, unlike its HTTP/1.1 one, would send the body of the `GET` it saw).
+        bodiless: bool,
     }
 }
 
@@ -76,10 +91,20 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let admitted = *this.admitted;
+        let (admitted, bodiless) = (*this.admitted, *this.bodiless);
         this.inner.poll(cx).map(|r| {
             r.map(|resp| {
-                let mut resp = resp.map(Either::Left);
+                let mut resp = if bodiless {
+                    // The length the `GET` would have had, as a `HEAD` answer tells it.
+                    let length = resp.body().size_hint().exact();
+                    let mut resp = resp.map(|_| Either::Right(Full::new(Bytes::new())));
+                    if let Some(n) = length.filter(|_| !resp.headers().contains_key(header::CONTENT_LENGTH)) {
+                        resp.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+                    }
+                    resp
+                } else {
+                    resp.map(Either::Left)
+                };
                 if admitted.closes_after(resp.status().as_u16()) {
                     resp.headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -105,11 +130,8 @@ where
                 .iter()
                 .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
         };
-        let version = if req.version() <= Version::HTTP_10 {
-            rules::Version::Http10
-        } else {
-            rules::Version::Http11
-        };
+        let http2 = req.version() >= Version::HTTP_2;
+        let version = rules::Version::of(req.version() <= Version::HTTP_10, http2);
         let admitted = match rules::admit(
             &self.limits,
             req.method().as_str(),
@@ -117,7 +139,10 @@ where
             version,
             headers,
         ) {
-            Ok(a) if self.draining.load(Ordering::Relaxed) => Admitted { close: true, ..a },
+            // (An HTTP/2 connection is drained by its GOAWAY, which the graceful shutdown sends.)
+            Ok(a) if !http2 && self.draining.load(Ordering::Relaxed) => {
+                Admitted { close: true, ..a }
+            }
             Ok(a) => a,
             Err(refused) => {
                 return EitherFuture::Left(futures::future::ready(Ok(error_response(refused))))
@@ -130,14 +155,16 @@ where
                 *req.uri_mut() = uri;
             }
         }
-        if req.method() == Method::HEAD {
-            // RFC 9110: HEAD is answered for every GET route; hyper leaves the body out because
-            // the request it parsed was a HEAD.
+        let head = req.method() == Method::HEAD;
+        if head {
+            // RFC 9110: HEAD is answered for every GET route; over HTTP/1.1 hyper leaves the body
+            // out because the request it parsed was a HEAD, over HTTP/2 the answer drops it.
             *req.method_mut() = Method::GET;
         }
         EitherFuture::Right(Answer {
             inner: self.inner.call(req),
             admitted,
+            bodiless: head && http2,
         })
     }
 }
@@ -152,7 +179,7 @@ fn next_pause(pause: std::time::Duration) -> std::time::Duration {
     (pause * 2).min(ACCEPT_PAUSE_MAX)
 }
 
-/// hyper's HTTP/1.1 connection builder, set from `limits`.
+/// hyper's HTTP/1.1 connection builder, set from `limits` (the in-memory server's).
 fn builder(limits: &ServerLimits) -> hyper::server::conn::http1::Builder {
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -194,13 +221,104 @@ where
     }
 }
 
-/// Serves over HTTP/1.1 under `limits` with Brigade's threading and shutdown, each connection with
-/// the service `make` gives it (a clone of one service, or salvo's handler that carries the
-/// connection's own state): at most `limits.max_connections` connections at once (one more is
-/// accepted and closed at once).
-pub(crate) fn serve_http1<M, S, B>(
+/// The connection builders a server needs, set from its limits: hyper's own for HTTP/1.1 and for
+/// HTTP/2, and hyper-util's auto builder (which tells them apart by the first bytes) with both.
+struct Builders {
+    h1: hyper::server::conn::http1::Builder,
+    h2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    auto: auto::Builder<TokioExecutor>,
+}
+
+/// Which builder serves a connection.
+#[derive(Clone, Copy)]
+enum Speaks {
+    Http1,
+    Http2,
+    Either,
+}
+
+impl Builders {
+    fn new(limits: &ServerLimits) -> Builders {
+        let h2 = &limits.http2;
+        let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        http2
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(h2.max_concurrent_streams)
+            .initial_stream_window_size(h2.initial_stream_window)
+            .initial_connection_window_size(h2.initial_connection_window)
+            .adaptive_window(false)
+            .max_header_list_size(h2.max_header_list_bytes);
+        let mut auto = auto::Builder::new(TokioExecutor::new());
+        auto.http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout.min(limits.keep_alive_timeout))
+            .max_buf_size(RUNTIME_MAX_HEADER_BYTES);
+        auto.http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(h2.max_concurrent_streams)
+            .initial_stream_window_size(h2.initial_stream_window)
+            .initial_connection_window_size(h2.initial_connection_window)
+            .adaptive_window(false)
+            .max_header_list_size(h2.max_header_list_bytes);
+        Builders {
+            h1: builder(limits),
+            h2: http2,
+            auto,
+        }
+    }
+
+    /// Serves one connection on `io` as `speaks` says, watched by the graceful shutdown.
+    async fn serve<I, S, B>(
+        &self,
+        speaks: Speaks,
+        io: I,
+        guard: Guard<S>,
+        watcher: hyper_util::server::graceful::Watcher,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+        S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let io = TokioIo::new(io);
+        match speaks {
+            Speaks::Http1 => Ok(watcher.watch(self.h1.serve_connection(io, guard)).await?),
+            Speaks::Http2 => Ok(watcher.watch(self.h2.serve_connection(io, guard)).await?),
+            Speaks::Either => watcher.watch(self.auto.serve_connection(io, guard)).await,
+        }
+    }
+}
+
+impl Speaks {
+    /// What a plaintext connection speaks under `protocol`.
+    fn plain(protocol: ServeProtocol) -> Speaks {
+        match protocol {
+            ServeProtocol::H1 => Speaks::Http1,
+            ServeProtocol::H2c => Speaks::Http2,
+            ServeProtocol::Auto => Speaks::Either,
+        }
+    }
+
+    /// What a TLS connection whose ALPN chose `alpn` speaks.
+    fn negotiated(alpn: Option<&[u8]>) -> Speaks {
+        if alpn == Some(b"h2") {
+            Speaks::Http2
+        } else {
+            Speaks::Http1
+        }
+    }
+}
+
+/// Serves under `limits` with Brigade's threading and shutdown, on plaintext or TLS as `listener`
+/// says, each connection with the service `make` gives it (a clone of one service, or salvo's
+/// handler that carries the connection's own state): at most `limits.max_connections`
+/// connections at once (one more is accepted and closed at once, before any TLS).
+pub(crate) fn serve<M, S, B>(
     make: M,
-    listener: std::net::TcpListener,
+    listener: Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
@@ -214,9 +332,11 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let limits = *limits;
+    let Listener { socket, tls } = listener;
     run_on_tokio(workers, shutdown.clone(), async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        let builder = builder(&limits);
+        let listener = tokio::net::TcpListener::from_std(socket)?;
+        let builders = Arc::new(Builders::new(&limits));
+        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         let gate = ConnectionGate::new(limits.max_connections);
         let graceful = GracefulShutdown::new();
         let draining = Arc::new(AtomicBool::new(false));
@@ -257,18 +377,37 @@ where
                 limits,
                 draining: draining.clone(),
             };
-            let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), guard));
+            let (builders, acceptor, watcher) =
+                (builders.clone(), acceptor.clone(), graceful.watcher());
             tokio::spawn(async move {
-                if let Err(e) = conn.await {
+                let served = match acceptor {
+                    None => {
+                        let speaks = Speaks::plain(limits.protocol);
+                        builders.serve(speaks, stream, guard, watcher).await
+                    }
+                    Some(acceptor) => {
+                        let handshake = acceptor.accept(stream);
+                        let Ok(Ok(tls)) =
+                            tokio::time::timeout(limits.header_read_timeout, handshake).await
+                        else {
+                            // A handshake that failed or did not end in time: nothing to answer.
+                            return;
+                        };
+                        let speaks = Speaks::negotiated(tls.get_ref().1.alpn_protocol());
+                        builders.serve(speaks, tls, guard, watcher).await
+                    }
+                };
+                if let Err(e) = served {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 drop(permit);
             });
         }
         // The drain (docs/reliability.md): no new connection from here on; for a short window
-        // every answer carries `Connection: close`, so a client that honours it closes each
-        // connection after the answer to a request it has sent, and none is closed under a
-        // request it is writing; then what is left (idle, or still running) is shut gracefully.
+        // every HTTP/1.1 answer carries `Connection: close`, so a client that honours it closes
+        // each connection after the answer to a request it has sent, and none is closed under a
+        // request it is writing; then what is left (idle, or still running) is shut gracefully
+        // (HTTP/2 connections get their GOAWAY then).
         drop(listener);
         draining.store(true, Ordering::Relaxed);
         crate::drain(|| gate.open()).await;
