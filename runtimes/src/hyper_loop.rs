@@ -83,7 +83,7 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F, B, E> Future for Answer<F>
+impl<F, B: Body, E> Future for Answer<F>
 where
     F: Future<Output = Result<Response<B>, E>>,
 {
@@ -118,6 +118,7 @@ where
 impl<S, B> Service<Request<Incoming>> for Guard<S>
 where
     S: Service<Request<Incoming>, Response = Response<B>>,
+    B: Body,
 {
     type Response = Guarded<B>;
     type Error = S::Error;

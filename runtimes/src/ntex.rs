@@ -11,12 +11,12 @@
 //! accepted connection before ntex's HTTP service sees it ([`Gate`]): past it the socket is closed at
 //! once. ntex's timers count whole seconds, so a limit is rounded up to the next second.
 //!
-//! Protocols through ntex's own support: `HttpService::h1` for h1, `HttpService::h2` for h2c,
-//! `HttpService::new` (HTTP/1.1 and h2c told apart by the first bytes) for auto, and
+//! Protocols through ntex's own support: `HttpService::h1` for h1, `HttpService::h2` for h2c, and
 //! `HttpService::new(..).rustls(..)` under TLS with the kit's rustls configuration (ntex sets the
 //! ALPN list `h2, http/1.1` itself) and its handshake timeout at the head limit; the gate stands
 //! in front of the TLS handshake. Every HTTP/2 setting of the kit is set on ntex-h2's
-//! configuration.
+//! configuration. `--protocol auto` on plaintext is refused at start: ntex's HTTP service tells
+//! HTTP/2 from HTTP/1.1 only by ALPN, so on one plaintext port it would answer h2c with nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -367,10 +367,12 @@ where
                 r.config(config());
                 chain_factory(HttpService::h2(answers())).apply(gate.clone())
             }),
-            (None, ServeProtocol::Auto) => builder.listen("brigade", socket, async move |r| {
-                r.config(config());
-                chain_factory(HttpService::new(answers())).apply(gate.clone())
-            }),
+            (None, ServeProtocol::Auto) => {
+                anyhow::bail!(
+                    "ntex cannot serve HTTP/1.1 and h2c on one plaintext port (its HTTP service \
+                     tells HTTP/2 only by ALPN): use --protocol h1 or h2c, or TLS"
+                )
+            }
         };
         let server = builder?.run();
         let handle = server.clone();
