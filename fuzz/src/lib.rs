@@ -55,7 +55,7 @@ fn apps() -> &'static Vec<Arc<dyn AppHandle>> {
             },
             database_prefix: "fuzz_".into(),
             metrics: true,
-            peer_tls: None,
+            peer_transport: Default::default(),
             peers: HashMap::from([
                 ("waiter".to_string(), "http://127.0.0.1:9".to_string()),
                 ("tables".to_string(), "http://127.0.0.1:9".to_string()),

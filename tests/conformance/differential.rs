@@ -523,7 +523,7 @@ fn in_memory_connections_answer_as_sockets_do() {
         peers: Default::default(),
         peer_timeouts: Default::default(),
         metrics: true,
-        peer_tls: None,
+        peer_transport: Default::default(),
     };
     let app = rt
         .block_on(brigade_kit::service::build(&*waiter, &config))

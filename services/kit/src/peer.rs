@@ -63,6 +63,16 @@ pub struct PeerClient {
     metrics: Option<Arc<Metrics>>,
 }
 
+/// How a service speaks to its peers: what its own server speaks, so services behind the same
+/// flags reach each other (`serve --protocol h2c` calls its peers by h2c, a TLS server over TLS).
+#[derive(Debug, Clone, Default)]
+pub struct PeerTransport {
+    /// TLS for `https://` peers ([`crate::tls::ServerTls::peer_config`]).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// HTTP/2 (by prior knowledge on `http://`, by ALPN on `https://`) instead of HTTP/1.1.
+    pub http2: bool,
+}
+
 impl std::fmt::Debug for PeerClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PeerClient")
@@ -73,31 +83,39 @@ impl std::fmt::Debug for PeerClient {
 }
 
 impl PeerClient {
-    /// A client for `peers` (name → base URL), over plaintext only.
+    /// A client for `peers` (name → base URL), over plaintext HTTP/1.1.
     pub fn new(peers: HashMap<String, String>, timeouts: PeerTimeouts) -> PeerClient {
-        PeerClient::with_tls(peers, timeouts, None)
+        PeerClient::over(peers, timeouts, &PeerTransport::default())
     }
 
     /// A client for `peers` (name → base URL): `http://` peers over plaintext, `https://` ones over
-    /// TLS with `tls` (without it, an `https://` peer cannot be called: a 503).
-    pub fn with_tls(
+    /// TLS with the transport's configuration (without one, an `https://` peer cannot be called:
+    /// a 503), HTTP/2 by prior knowledge or ALPN when the transport says so.
+    pub fn over(
         peers: HashMap<String, String>,
         timeouts: PeerTimeouts,
-        tls: Option<Arc<rustls::ClientConfig>>,
+        transport: &PeerTransport,
     ) -> PeerClient {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(timeouts.connect));
         connector.set_nodelay(true);
         connector.enforce_http(false);
-        let tls = tls.map_or_else(crate::tls::refusing_client, |c| (*c).clone());
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        let tls = transport
+            .tls
+            .as_ref()
+            .map_or_else(crate::tls::refusing_client, |c| (**c).clone());
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(connector);
+            .https_or_http();
+        let connector = if transport.http2 {
+            builder.enable_http2().wrap_connector(connector)
+        } else {
+            builder.enable_http1().wrap_connector(connector)
+        };
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_max_idle_per_host(256)
+            .http2_only(transport.http2)
             .build(connector);
         let peers = peers
             .into_iter()

@@ -12,6 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::observe::{MeteredStore, Metrics};
+use crate::peer::PeerTransport;
 use crate::peer::{PeerClient, PeerTimeouts};
 use crate::preload::Preload;
 use crate::store::{self, CollectionSpec, Store, StoreConfig, StoreError, StoreKind};
@@ -84,8 +85,8 @@ pub struct ServiceConfig {
     pub peers: HashMap<String, String>,
     /// Timeouts for peer calls.
     pub peer_timeouts: PeerTimeouts,
-    /// TLS for peers at `https://` URLs (a server on TLS: [`crate::tls::ServerTls::peer_config`]).
-    pub peer_tls: Option<Arc<rustls::ClientConfig>>,
+    /// How peers are spoken to: TLS for `https://` ones, HTTP/2 or HTTP/1.1.
+    pub peer_transport: PeerTransport,
     /// Whether the service records metrics and serves them on `/metrics` (`--no-metrics` turns
     /// them off: no timing, no counting, `/metrics` answers 404).
     pub metrics: bool,
@@ -130,7 +131,7 @@ pub async fn build(service: &dyn Service, config: &ServiceConfig) -> Result<Buil
         .into_iter()
         .filter_map(|p| config.peers.get(p).map(|url| (p.to_string(), url.clone())))
         .collect();
-    let mut peers = PeerClient::with_tls(peers, config.peer_timeouts, config.peer_tls.clone());
+    let mut peers = PeerClient::over(peers, config.peer_timeouts, &config.peer_transport);
     let metrics = config.metrics.then(|| {
         let collections: Vec<&'static str> = service.collections().iter().map(|c| c.name).collect();
         Arc::new(Metrics::new(&collections, &service.peers()))
@@ -223,7 +224,7 @@ mod tests {
             ]),
             peer_timeouts: PeerTimeouts::default(),
             metrics: true,
-            peer_tls: None,
+            peer_transport: Default::default(),
         };
         assert_eq!(config.database(&Notes), "t1_notes");
         let built = build(&Notes, &config).await.unwrap();

@@ -170,7 +170,7 @@ fn config(store: StoreKind, dir: &std::path::Path, mongodb_uri: Option<String>) 
         },
         database_prefix: format!("fz{}_", &brigade_kit::store::new_id()[24..]),
         metrics: true,
-        peer_tls: None,
+        peer_transport: Default::default(),
         // Peers that refuse: every call to one is a 503, never a 500.
         peers: HashMap::from([
             ("waiter".to_string(), "http://127.0.0.1:9".to_string()),

@@ -48,7 +48,7 @@ async fn tables_with_waiter_at(url: String) -> Arc<dyn AppHandle> {
             request: Duration::from_millis(400),
         },
         metrics: true,
-        peer_tls: None,
+        peer_transport: Default::default(),
     };
     build(&ServiceName::Tables, &config).await.unwrap().app
 }

@@ -145,7 +145,7 @@ pub fn prepare(
     let mut addrs = Vec::new();
     for b in &bound {
         // Services bound here are called as they serve: over TLS when the server is.
-        let url = scheme_url(b.url()?, config.peer_tls.is_some());
+        let url = scheme_url(b.url()?, config.peer_transport.tls.is_some());
         here.insert(b.service.name().to_string(), url);
         addrs.push((b.service.name().to_string(), b.addr()?));
     }

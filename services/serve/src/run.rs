@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use brigade_kit::announce::{Announcement, Listening, Preloaded};
-use brigade_kit::peer::PeerTimeouts;
+use brigade_kit::limits::ServeProtocol;
+use brigade_kit::peer::{PeerTimeouts, PeerTransport};
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
 use brigade_runtimes::Runtime;
@@ -211,7 +212,10 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             request: Duration::from_millis(args.peer_timeout_ms),
         },
         metrics: !args.no_metrics,
-        peer_tls: tls.as_ref().map(|t| t.peer_config()).transpose()?,
+        peer_transport: PeerTransport {
+            tls: tls.as_ref().map(|t| t.peer_config()).transpose()?,
+            http2: args.limits.protocol == Some(ServeProtocol::H2c),
+        },
     };
     let store = config.store;
     let deadlines = deadlines_text(&args);

@@ -1,13 +1,55 @@
 //! A small black-box HTTP client for conformance checks: keep-alive connections, a timeout per
-//! request, and answers whose error bodies can be asserted in one call ([`Answer::expect`]).
+//! request, and answers whose error bodies can be asserted in one call ([`Answer::expect`]). It
+//! speaks any of the four protocols ([`Wire`]), so the same checks run over each.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
+
+/// The protocol a test client speaks: the generator's four, by the same names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Wire {
+    /// HTTP/1.1 in plaintext.
+    #[default]
+    H1,
+    /// HTTP/2 in plaintext, by prior knowledge.
+    H2c,
+    /// HTTP/1.1 over TLS (ALPN `http/1.1`).
+    H1Tls,
+    /// HTTP/2 over TLS (ALPN `h2`).
+    H2Tls,
+}
+
+impl Wire {
+    /// All four, plaintext HTTP/1.1 first.
+    pub const ALL: [Wire; 4] = [Wire::H1, Wire::H2c, Wire::H1Tls, Wire::H2Tls];
+
+    /// Its name (`h1`, `h2c`, `h1-tls`, `h2-tls`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wire::H1 => "h1",
+            Wire::H2c => "h2c",
+            Wire::H1Tls => "h1-tls",
+            Wire::H2Tls => "h2-tls",
+        }
+    }
+
+    /// Whether it runs over TLS.
+    pub fn tls(self) -> bool {
+        matches!(self, Wire::H1Tls | Wire::H2Tls)
+    }
+
+    /// Whether it is HTTP/2.
+    pub fn http2(self) -> bool {
+        matches!(self, Wire::H2c | Wire::H2Tls)
+    }
+}
 
 /// How long [`TestClient::send`] waits for an answer before calling it a hang.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,7 +127,7 @@ impl Answer {
 /// A small HTTP client for the checks: keep-alive, a timeout per request.
 #[derive(Clone)]
 pub struct TestClient {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl std::fmt::Debug for TestClient {
@@ -95,10 +137,32 @@ impl std::fmt::Debug for TestClient {
 }
 
 impl Default for TestClient {
+    /// A plaintext HTTP/1.1 client.
     fn default() -> Self {
-        TestClient {
-            client: Client::builder(TokioExecutor::new()).build_http(),
-        }
+        TestClient::speaking(Wire::H1, None)
+    }
+}
+
+impl TestClient {
+    /// A client that speaks `wire`; over TLS it trusts what `tls` trusts (a deployment's own
+    /// certificate: [`crate::tls::ServerTls::peer_config`]), and with no `tls` no server at all.
+    pub fn speaking(wire: Wire, tls: Option<Arc<rustls::ClientConfig>>) -> TestClient {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        let tls = tls.map_or_else(crate::tls::refusing_client, |c| (*c).clone());
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http();
+        // ALPN offers what the wire speaks, nothing else.
+        let connector = if wire.http2() {
+            builder.enable_http2().wrap_connector(http)
+        } else {
+            builder.enable_http1().wrap_connector(http)
+        };
+        let client = Client::builder(TokioExecutor::new())
+            .http2_only(wire.http2())
+            .build(connector);
+        TestClient { client }
     }
 }
 

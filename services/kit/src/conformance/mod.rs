@@ -18,7 +18,7 @@ pub mod observe;
 mod races;
 pub mod standard;
 
-pub use client::{Answer, TestClient, ANSWER_TIMEOUT};
+pub use client::{Answer, TestClient, Wire, ANSWER_TIMEOUT};
 pub use races::exactly_one_wins;
 
 use crate::http::RouteSpec;
@@ -39,6 +39,10 @@ pub trait Deployment: Send + Sync {
     /// Stops service `service`; the others keep running (to check how a peer that is down is
     /// answered).
     fn stop(&self, service: &str);
+    /// A client that speaks the deployment's protocol (plaintext HTTP/1.1 unless it says else).
+    fn client(&self) -> TestClient {
+        TestClient::default()
+    }
 }
 
 /// Runs the checks every service passes, on every service of `d`: health and readiness, the error

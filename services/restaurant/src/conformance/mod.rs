@@ -52,7 +52,7 @@ impl Target {
 
 /// Runs every check, then stops the waiter and checks the peer-down behaviour.
 pub async fn run_suite(d: &dyn Deployment) {
-    let c = TestClient::default();
+    let c = d.client();
     run_standard_checks(&c, d).await;
     let t = Target::of(d);
     waiter_crud(&c, &t).await;

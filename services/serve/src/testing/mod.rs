@@ -121,7 +121,7 @@ impl Deployment {
                 request: Duration::from_secs(2),
             },
             metrics: true,
-            peer_tls: None,
+            peer_transport: Default::default(),
         };
         let mut running = Vec::new();
         let mut servers = HashMap::new();

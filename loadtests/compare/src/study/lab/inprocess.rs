@@ -43,7 +43,7 @@ pub async fn build(service: &dyn Service) -> Result<InProcess> {
         peer_timeouts: PeerTimeouts::default(),
         // As `serve` builds it by default, so both sides pay for the same recording.
         metrics: true,
-        peer_tls: None,
+        peer_transport: Default::default(),
     };
     let built = service::build(service, &config)
         .await
