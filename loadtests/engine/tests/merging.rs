@@ -52,6 +52,8 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
             think_ms: 0,
             seed: None,
             shard: None,
+            protocol: Default::default(),
+            streams: 1,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -62,6 +64,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         seconds: Vec::new(),
         window: None,
         shards: Vec::new(),
+        tls: None,
     }
 }
 
