@@ -5,6 +5,8 @@
 //! busy 2-core CI box may send ten requests where a quiet one sends ten thousand, and only a lower
 //! bound on a latency the server itself imposes (a stall, a timeout) is asserted.
 
+#[path = "generator/protocols.rs"]
+mod protocols;
 mod support;
 
 use std::collections::{BTreeMap, HashSet};

@@ -1,11 +1,15 @@
 //! A small HTTP/1.1 server for the generator's tests: it runs on its own thread and runtime, listens
-//! on 127.0.0.1 (a free port), and answers with whatever the test's async handler says.
+//! on 127.0.0.1 (a free port), and answers with whatever the test's async handler says. With
+//! [`ServerOptions`] it also speaks HTTP/2 (hyper-util's auto builder: HTTP/1.1 or HTTP/2 by
+//! prior knowledge) and TLS (a self-signed ECDSA P-256 certificate made by rcgen, the ALPN
+//! protocols the test chooses), and counts connections and requests in flight per connection.
 
 #![allow(dead_code, unreachable_pub)]
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -19,6 +23,8 @@ pub struct Req {
     pub method: String,
     pub path: String,
     pub body: Bytes,
+    /// `HTTP/1.1` or `HTTP/2.0`.
+    pub version: String,
 }
 
 /// What the handler answers.
@@ -35,12 +41,38 @@ type Handler = Arc<dyn Fn(Req) -> Pin<Box<dyn Future<Output = Answer> + Send>> +
 /// A running test server.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Whether it speaks TLS.
+    pub tls: bool,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicU64>,
+    /// The most requests one connection had in flight at once.
+    pub max_in_flight: Arc<AtomicU64>,
 }
 
 impl TestServer {
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT`, or `https://` for a TLS server.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+}
+
+/// How a test server speaks.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// HTTP/1.1 and HTTP/2 (by prior knowledge or ALPN) instead of HTTP/1.1 alone.
+    pub http2: bool,
+    /// TLS with a self-signed certificate, choosing among these ALPN protocols.
+    pub tls_alpn: Option<Vec<&'static str>>,
+}
+
+impl ServerOptions {
+    /// HTTP/1.1 and HTTP/2, plaintext or (with `tls`) over TLS offering both by ALPN.
+    pub fn both(tls: bool) -> ServerOptions {
+        ServerOptions {
+            http2: true,
+            tls_alpn: tls.then(|| vec!["h2", "http/1.1"]),
+        }
     }
 }
 
@@ -50,10 +82,42 @@ where
     F: Fn(Req) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Answer> + Send + 'static,
 {
+    serve_with(ServerOptions::default(), handler)
+}
+
+/// A rustls server config with a fresh self-signed ECDSA P-256 certificate for 127.0.0.1.
+fn tls_acceptor(alpn: &[&str]) -> tokio_rustls::TlsAcceptor {
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![made.cert.der().clone()], key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// Starts a server speaking as `options` say; it lives until the test process ends.
+pub fn serve_with<F, Fut>(options: ServerOptions, handler: F) -> TestServer
+where
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Answer> + Send + 'static,
+{
     let handler: Handler = Arc::new(move |r| Box::pin(handler(r)));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
+    let acceptor = options.tls_alpn.as_deref().map(tls_acceptor);
+    let server = TestServer {
+        addr,
+        tls: acceptor.is_some(),
+        connections: Arc::default(),
+        max_in_flight: Arc::default(),
+    };
+    let (connections, max_in_flight) = (server.connections.clone(), server.max_in_flight.clone());
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -65,11 +129,19 @@ where
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                connections.fetch_add(1, Ordering::Relaxed);
                 let handler = handler.clone();
+                let (acceptor, max_in_flight) = (acceptor.clone(), max_in_flight.clone());
+                let http2 = options.http2;
                 tokio::spawn(async move {
+                    let in_flight = Arc::new(AtomicU64::new(0));
                     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                         let handler = handler.clone();
+                        let (in_flight, max_in_flight) = (in_flight.clone(), max_in_flight.clone());
                         async move {
+                            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                            max_in_flight.fetch_max(now, Ordering::SeqCst);
+                            let version = format!("{:?}", req.version());
                             let method = req.method().to_string();
                             let path = req
                                 .uri()
@@ -82,7 +154,15 @@ where
                                 .await
                                 .map(|c| c.to_bytes())
                                 .unwrap_or_default();
-                            match handler(Req { method, path, body }).await {
+                            let answer = handler(Req {
+                                method,
+                                path,
+                                body,
+                                version,
+                            })
+                            .await;
+                            in_flight.fetch_sub(1, Ordering::SeqCst);
+                            match answer {
                                 Answer::Reply(status, body) => Ok(hyper::Response::builder()
                                     .status(status)
                                     .body(Full::new(Bytes::from(body)))
@@ -91,14 +171,43 @@ where
                             }
                         }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    match acceptor {
+                        Some(acceptor) => {
+                            let Ok(tls) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            serve_connection(TokioIo::new(tls), svc, http2).await;
+                        }
+                        None => serve_connection(TokioIo::new(stream), svc, http2).await,
+                    }
                 });
             }
         });
     });
-    TestServer { addr }
+    server
+}
+
+/// Serves one connection: HTTP/1.1 alone, or HTTP/1.1 and HTTP/2 (`http2`).
+async fn serve_connection<I, S>(io: I, svc: S, http2: bool)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<Full<Bytes>>,
+            Error = std::io::Error,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    if http2 {
+        let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .serve_connection(io, svc)
+            .await;
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(io, svc)
+            .await;
+    }
 }
 
 /// A server answering every request with 200 `Hello, World!`.

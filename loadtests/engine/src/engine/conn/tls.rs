@@ -324,8 +324,11 @@ pub(crate) async fn probe(
     {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => {
-            let hint = if e.to_string().contains("certificate") {
+            let text = e.to_string();
+            let hint = if text.contains("certificate") || text.contains("Certificate") {
                 " (a self-signed server needs --tls-insecure, or --tls-ca with its certificate)"
+            } else if text.contains("NoApplicationProtocol") {
+                " (the server speaks none of the ALPN protocols offered: try the other TLS protocol)"
             } else {
                 ""
             };
