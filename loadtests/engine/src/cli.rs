@@ -515,4 +515,44 @@ mod tests {
         let targets = args.config(&registry).unwrap().targets;
         assert_eq!(targets.len(), 1, "{targets:?}");
     }
+
+    #[test]
+    fn protocol_and_tls_flags_make_the_config_and_https_means_h1_tls() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let config = |argv: &[&str]| {
+            let args = Cli::parse_from(["load"].iter().chain(argv)).load;
+            args.config(&Registry::new()).unwrap()
+        };
+        let plain = config(&["--target", "http://h:1"]);
+        assert_eq!((plain.protocol, plain.streams), (engine::Protocol::H1, 1));
+        assert_eq!(plain.tls, engine::TlsClient::default());
+        assert_eq!(
+            config(&["--target", "https://h:1"]).protocol,
+            engine::Protocol::H1Tls
+        );
+        let h2 = config(&[
+            "--target",
+            "https://h:1",
+            "--protocol",
+            "h2-tls",
+            "--streams",
+            "8",
+            "--tls-insecure",
+            "--no-tls-resumption",
+            "--tls-ca",
+            "ca.pem",
+        ]);
+        assert_eq!((h2.protocol, h2.streams), (engine::Protocol::H2Tls, 8));
+        assert!(h2.tls.insecure && !h2.tls.resumption);
+        assert_eq!(h2.tls.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
+        let refused = Cli::try_parse_from(["load", "--protocol", "h3"]);
+        assert!(refused.is_err());
+        let half = Cli::try_parse_from(["load", "--tls-client-cert", "c.pem"]);
+        assert!(half.is_err(), "a client certificate needs its key");
+    }
 }
