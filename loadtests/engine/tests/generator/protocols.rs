@@ -40,6 +40,7 @@ fn versioned_server(protocol: Protocol) -> (support::TestServer, Arc<Mutex<Vec<S
 
 #[test]
 fn every_protocol_completes_closed_and_open_loop_runs_with_exact_counts() {
+    let mut plain_h1_bytes = 0;
     for protocol in Protocol::ALL {
         let (server, versions) = versioned_server(protocol);
         let closed = engine::run(&counted(&server.url(), protocol, 40), &one_route("/p")).unwrap();
@@ -47,6 +48,12 @@ fn every_protocol_completes_closed_and_open_loop_runs_with_exact_counts() {
         assert_eq!((t.requests, t.ok), (40, 40), "{protocol}: {:?}", t.errors);
         assert_eq!(t.errors.total(), 0, "{protocol}");
         assert!(t.bytes_sent > 0 && t.bytes_received > 0, "{protocol}");
+        match protocol {
+            Protocol::H1 => plain_h1_bytes = t.bytes_sent + t.bytes_received,
+            // The same requests and answers, in TLS records and after handshakes: more bytes.
+            Protocol::H1Tls => assert!(t.bytes_sent + t.bytes_received > plain_h1_bytes),
+            _ => {}
+        }
         assert_eq!(closed.settings.protocol, protocol);
         let want = if protocol.http2() {
             "HTTP/2.0"
@@ -146,6 +153,12 @@ fn without_keepalive_tls_sessions_are_resumed_unless_resumption_is_off() {
         };
         let result = engine::run(&cfg, &one_route("/")).unwrap();
         assert_eq!(result.total.ok, 20, "{protocol}: {:?}", result.total.errors);
+        let summary = brigade_load::table::render(&result);
+        assert!(summary.contains("TLS handshakes: "), "{summary}");
+        assert!(
+            summary.contains(&format!("protocol: {protocol}")),
+            "{summary}"
+        );
         let tls = result.tls.expect("a TLS run has a TLS section");
         assert_eq!(
             tls.full.count + tls.resumed.count,
