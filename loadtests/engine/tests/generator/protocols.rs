@@ -189,6 +189,7 @@ fn h2_over_tls_against_an_http1_only_server_fails_saying_why() {
         ServerOptions {
             http2: false,
             tls_alpn: Some(vec!["http/1.1"]),
+            issued_by_ca: false,
         },
         |_| async { Answer::Reply(200, "ok".into()) },
     );
@@ -215,6 +216,36 @@ fn a_self_signed_certificate_is_refused_unless_insecure() {
         text.contains("certificate") && text.contains("--tls-insecure"),
         "{text}"
     );
+}
+
+#[test]
+fn a_certificate_from_a_trusted_ca_is_accepted_without_insecure() {
+    let server = support::serve_with(
+        ServerOptions {
+            issued_by_ca: true,
+            ..ServerOptions::both(true)
+        },
+        |_| async { Answer::Reply(200, "ok".into()) },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, server.ca_pem.as_deref().unwrap()).unwrap();
+    let trusting = LoadConfig {
+        tls: TlsClient {
+            ca: Some(ca),
+            ..TlsClient::default()
+        },
+        ..counted(&server.url(), Protocol::H2Tls, 5)
+    };
+    let result = engine::run(&trusting, &one_route("/")).unwrap();
+    assert_eq!(result.total.ok, 5, "{:?}", result.total.errors);
+    // The web's roots alone do not trust it.
+    let web = LoadConfig {
+        tls: TlsClient::default(),
+        ..trusting
+    };
+    let text = format!("{:#}", engine::run(&web, &one_route("/")).unwrap_err());
+    assert!(text.contains("certificate"), "{text}");
 }
 
 #[test]

@@ -47,6 +47,8 @@ pub struct TestServer {
     pub connections: Arc<AtomicU64>,
     /// The most requests one connection had in flight at once.
     pub max_in_flight: Arc<AtomicU64>,
+    /// The PEM of the CA that issued its certificate (with [`ServerOptions::issued_by_ca`]).
+    pub ca_pem: Option<String>,
 }
 
 impl TestServer {
@@ -64,6 +66,9 @@ pub struct ServerOptions {
     pub http2: bool,
     /// TLS with a self-signed certificate, choosing among these ALPN protocols.
     pub tls_alpn: Option<Vec<&'static str>>,
+    /// TLS: a certificate issued by a test CA (see [`TestServer::ca_pem`]) instead of a
+    /// self-signed one.
+    pub issued_by_ca: bool,
 }
 
 impl ServerOptions {
@@ -72,6 +77,7 @@ impl ServerOptions {
         ServerOptions {
             http2: true,
             tls_alpn: tls.then(|| vec!["h2", "http/1.1"]),
+            issued_by_ca: false,
         }
     }
 }
@@ -85,19 +91,42 @@ where
     serve_with(ServerOptions::default(), handler)
 }
 
-/// A rustls server config with a fresh self-signed ECDSA P-256 certificate for 127.0.0.1.
-fn tls_acceptor(alpn: &[&str]) -> tokio_rustls::TlsAcceptor {
-    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
+/// A fresh ECDSA P-256 certificate for 127.0.0.1 and its key: self-signed, or issued by a new
+/// test CA whose PEM comes with it.
+fn certificate(
+    by_ca: bool,
+) -> (
+    rustls::pki_types::CertificateDer<'static>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+    Option<String>,
+) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let (cert, ca_pem) = if by_ca {
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+        (params.signed_by(&key, &ca).unwrap(), Some(ca.pem()))
+    } else {
+        (params.self_signed(&key).unwrap(), None)
+    };
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    (cert.der().clone(), key, ca_pem)
+}
+
+/// A rustls server config with a fresh certificate ([`certificate`]) and these ALPN protocols.
+fn tls_acceptor(alpn: &[&str], by_ca: bool) -> (tokio_rustls::TlsAcceptor, Option<String>) {
+    let (cert, key, ca_pem) = certificate(by_ca);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
-        .with_single_cert(vec![made.cert.der().clone()], key)
+        .with_single_cert(vec![cert], key)
         .unwrap();
     config.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
-    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca_pem)
 }
 
 /// Starts a server speaking as `options` say; it lives until the test process ends.
@@ -110,12 +139,19 @@ where
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
-    let acceptor = options.tls_alpn.as_deref().map(tls_acceptor);
+    let (acceptor, ca_pem) = match options.tls_alpn.as_deref() {
+        Some(alpn) => {
+            let (acceptor, ca_pem) = tls_acceptor(alpn, options.issued_by_ca);
+            (Some(acceptor), ca_pem)
+        }
+        None => (None, None),
+    };
     let server = TestServer {
         addr,
         tls: acceptor.is_some(),
         connections: Arc::default(),
         max_in_flight: Arc::default(),
+        ca_pem,
     };
     let (connections, max_in_flight) = (server.connections.clone(), server.max_in_flight.clone());
     std::thread::spawn(move || {
