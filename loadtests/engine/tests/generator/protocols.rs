@@ -3,6 +3,7 @@
 //! HTTP/2 bodies, TLS session resumption, and the runs TLS must refuse (no protocol in common, a
 //! certificate not trusted).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use brigade_load::engine::{self, LoadConfig, Protocol, TlsClient};
 
 use super::support::{self, Answer, ServerOptions};
-use super::{config, one_route};
+use super::{captures_feed_later_requests, config, one_route, things_server_with};
 
 /// A closed-loop run of exactly `requests` requests over `protocol`, no warm-up.
 fn counted(url: &str, protocol: Protocol, requests: u64) -> LoadConfig {
@@ -246,6 +247,47 @@ fn a_certificate_from_a_trusted_ca_is_accepted_without_insecure() {
     };
     let text = format!("{:#}", engine::run(&web, &one_route("/")).unwrap_err());
     assert!(text.contains("certificate"), "{text}");
+}
+
+#[test]
+fn setup_steps_and_captures_work_over_http2_with_streams() {
+    let (server, things, wrong) = things_server_with(ServerOptions::both(true));
+    let cfg = LoadConfig {
+        targets: BTreeMap::from([("api".to_string(), server.url())]),
+        users: Some(4),
+        streams: 2,
+        ..counted("unused", Protocol::H2Tls, 400)
+    };
+    captures_feed_later_requests(&cfg, &things, &wrong);
+}
+
+#[test]
+fn http2_streams_the_server_resets_are_resets_and_slow_ones_time_out() {
+    let server = support::serve_with(ServerOptions::both(false), |req| async move {
+        if req.path == "/slow" {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        Answer::Hangup
+    });
+    let reset = engine::run(&counted(&server.url(), Protocol::H2c, 10), &one_route("/")).unwrap();
+    assert_eq!(reset.total.errors.reset, 10, "{:?}", reset.total.errors);
+    let before = server.connections.load(Ordering::SeqCst);
+    let slow = LoadConfig {
+        timeout: Duration::from_millis(200),
+        users: Some(1),
+        streams: 2,
+        ..counted(&server.url(), Protocol::H2c, 4)
+    };
+    let timed_out = engine::run(&slow, &one_route("/slow")).unwrap();
+    assert_eq!(
+        timed_out.total.errors.timeout, 4,
+        "{:?}",
+        timed_out.total.errors
+    );
+    // The latency a timeout reached is at least the timeout (a lower bound the run imposes).
+    assert!(timed_out.total.latency.p50_ms >= 200.0);
+    // The cancelled streams were reset, not the connection: one connection carried them all.
+    assert_eq!(server.connections.load(Ordering::SeqCst) - before, 1);
 }
 
 #[test]
