@@ -190,7 +190,7 @@ fn h2_over_tls_against_an_http1_only_server_fails_saying_why() {
         ServerOptions {
             http2: false,
             tls_alpn: Some(vec!["http/1.1"]),
-            issued_by_ca: false,
+            ..ServerOptions::default()
         },
         |_| async { Answer::Reply(200, "ok".into()) },
     );
@@ -288,6 +288,51 @@ fn http2_streams_the_server_resets_are_resets_and_slow_ones_time_out() {
     assert!(timed_out.total.latency.p50_ms >= 200.0);
     // The cancelled streams were reset, not the connection: one connection carried them all.
     assert_eq!(server.connections.load(Ordering::SeqCst) - before, 1);
+}
+
+#[test]
+fn mutual_tls_presents_the_client_certificate() {
+    let server = support::serve_with(
+        ServerOptions {
+            client_auth: true,
+            ..ServerOptions::both(true)
+        },
+        |_| async { Answer::Reply(200, "ok".into()) },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (cert, key) = server.client_pem.clone().unwrap();
+    for protocol in [Protocol::H1Tls, Protocol::H2Tls] {
+        let cfg = LoadConfig {
+            tls: TlsClient {
+                ca: Some(write("ca.pem", server.ca_pem.as_deref().unwrap())),
+                client_cert: Some(write("client.pem", &cert)),
+                client_key: Some(write("client.key", &key)),
+                ..TlsClient::default()
+            },
+            ..counted(&server.url(), protocol, 6)
+        };
+        let result = engine::run(&cfg, &one_route("/")).unwrap();
+        assert_eq!(result.total.ok, 6, "{protocol}: {:?}", result.total.errors);
+        // Without the client certificate the server refuses every connection.
+        let anonymous = LoadConfig {
+            tls: TlsClient {
+                client_cert: None,
+                client_key: None,
+                ..cfg.tls.clone()
+            },
+            ..cfg
+        };
+        let refused = engine::run(&anonymous, &one_route("/"));
+        assert!(
+            refused.as_ref().map_or(true, |r| r.total.ok == 0),
+            "{protocol}: {refused:?}"
+        );
+    }
 }
 
 #[test]

@@ -49,6 +49,8 @@ pub struct TestServer {
     pub max_in_flight: Arc<AtomicU64>,
     /// The PEM of the CA that issued its certificate (with [`ServerOptions::issued_by_ca`]).
     pub ca_pem: Option<String>,
+    /// A client certificate and its key (PEM) the CA issued, for mutual TLS.
+    pub client_pem: Option<(String, String)>,
 }
 
 impl TestServer {
@@ -69,6 +71,9 @@ pub struct ServerOptions {
     /// TLS: a certificate issued by a test CA (see [`TestServer::ca_pem`]) instead of a
     /// self-signed one.
     pub issued_by_ca: bool,
+    /// TLS: require a client certificate issued by the test CA (mutual TLS; implies
+    /// `issued_by_ca`).
+    pub client_auth: bool,
 }
 
 impl ServerOptions {
@@ -78,6 +83,7 @@ impl ServerOptions {
             http2: true,
             tls_alpn: tls.then(|| vec!["h2", "http/1.1"]),
             issued_by_ca: false,
+            client_auth: false,
         }
     }
 }
@@ -91,42 +97,71 @@ where
     serve_with(ServerOptions::default(), handler)
 }
 
-/// A fresh ECDSA P-256 certificate for 127.0.0.1 and its key: self-signed, or issued by a new
-/// test CA whose PEM comes with it.
-fn certificate(
-    by_ca: bool,
-) -> (
-    rustls::pki_types::CertificateDer<'static>,
-    rustls::pki_types::PrivateKeyDer<'static>,
-    Option<String>,
-) {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    let (cert, ca_pem) = if by_ca {
-        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca =
-            rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
-        (params.signed_by(&key, &ca).unwrap(), Some(ca.pem()))
-    } else {
-        (params.self_signed(&key).unwrap(), None)
-    };
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    (cert.der().clone(), key, ca_pem)
+/// A TLS server's certificates: its own, and when issued by a test CA, the CA and a client
+/// certificate the CA issued (for mutual TLS).
+struct Pki {
+    cert: rustls::pki_types::CertificateDer<'static>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+    ca: Option<rustls::pki_types::CertificateDer<'static>>,
+    ca_pem: Option<String>,
+    client_pem: Option<(String, String)>,
 }
 
-/// A rustls server config with a fresh certificate ([`certificate`]) and these ALPN protocols.
-fn tls_acceptor(alpn: &[&str], by_ca: bool) -> (tokio_rustls::TlsAcceptor, Option<String>) {
-    let (cert, key, ca_pem) = certificate(by_ca);
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+fn pkcs8(key: &rcgen::KeyPair) -> rustls::pki_types::PrivateKeyDer<'static> {
+    rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into())
+}
+
+/// Fresh ECDSA P-256 certificates for 127.0.0.1: self-signed, or issued by a new test CA.
+fn pki(by_ca: bool) -> Pki {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    if !by_ca {
+        return Pki {
+            cert: params.self_signed(&key).unwrap().der().clone(),
+            key: pkcs8(&key),
+            ca: None,
+            ca_pem: None,
+            client_pem: None,
+        };
+    }
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let client = rcgen::CertificateParams::new(vec!["client.test".to_string()])
         .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
+        .signed_by(&client_key, &ca)
         .unwrap();
+    Pki {
+        cert: params.signed_by(&key, &ca).unwrap().der().clone(),
+        key: pkcs8(&key),
+        ca: Some(ca.der().clone()),
+        ca_pem: Some(ca.pem()),
+        client_pem: Some((client.pem(), client_key.serialize_pem())),
+    }
+}
+
+/// A rustls server config with fresh certificates ([`pki`]) and these ALPN protocols; with
+/// `client_auth`, it requires a client certificate issued by its CA.
+fn tls_acceptor(alpn: &[&str], pki: Pki, client_auth: bool) -> tokio_rustls::TlsAcceptor {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(pki.ca.clone().unwrap()).unwrap();
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .unwrap();
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let mut config = builder.with_single_cert(vec![pki.cert], pki.key).unwrap();
     config.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
-    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca_pem)
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
 }
 
 /// Starts a server speaking as `options` say; it lives until the test process ends.
@@ -139,12 +174,14 @@ where
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
-    let (acceptor, ca_pem) = match options.tls_alpn.as_deref() {
+    let (acceptor, ca_pem, client_pem) = match options.tls_alpn.as_deref() {
         Some(alpn) => {
-            let (acceptor, ca_pem) = tls_acceptor(alpn, options.issued_by_ca);
-            (Some(acceptor), ca_pem)
+            let pki = pki(options.issued_by_ca || options.client_auth);
+            let (ca_pem, client_pem) = (pki.ca_pem.clone(), pki.client_pem.clone());
+            let acceptor = tls_acceptor(alpn, pki, options.client_auth);
+            (Some(acceptor), ca_pem, client_pem)
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     let server = TestServer {
         addr,
@@ -152,6 +189,7 @@ where
         connections: Arc::default(),
         max_in_flight: Arc::default(),
         ca_pem,
+        client_pem,
     };
     let (connections, max_in_flight) = (server.connections.clone(), server.max_in_flight.clone());
     std::thread::spawn(move || {
