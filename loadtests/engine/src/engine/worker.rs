@@ -489,13 +489,7 @@ impl Local {
         let request: &[u8] = match &shared.encoded[i] {
             Some(bytes) => bytes,
             None => {
-                let rendered = spec.render(&mut RenderContext {
-                    rng,
-                    pools: &mut self.pools.borrow_mut(),
-                    seq: &shared.seq,
-                    spacing: shared.spacing,
-                });
-                let Ok(rendered) = rendered else {
+                let Some(rendered) = self.render(rng, i) else {
                     return (Exchange::failed(Failure::Other, None), count);
                 };
                 encode(scratch, target, &rendered, shared.keepalive);
