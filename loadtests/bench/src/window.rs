@@ -269,6 +269,7 @@ pub fn measure(plan: &WindowPlan<'_>, servers: &[WindowServer]) -> anyhow::Resul
             cpus: plan.cpus.generator_mask().map(<[usize]>::to_vec),
             progress: false,
             seed: Some(plan.seed),
+            ..LoadConfig::default()
         };
         let fixtures = engine::make_fixtures(&config, scenario)
             .with_context(|| format!("{}: fixtures", server.label))?;

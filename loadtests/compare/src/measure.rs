@@ -196,6 +196,7 @@ impl Bench<'_> {
             cpus: cpus.generator_mask().map(<[usize]>::to_vec),
             progress: settings.progress,
             seed: Some(self.seed(planned)),
+            ..LoadConfig::default()
         }
     }
 

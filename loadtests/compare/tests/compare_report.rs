@@ -54,6 +54,8 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             think_ms: 0,
             seed: None,
             shard: None,
+            protocol: Default::default(),
+            streams: 1,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -77,6 +79,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             .collect(),
         window: None,
         shards: Vec::new(),
+        tls: None,
     }
 }
 

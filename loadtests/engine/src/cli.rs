@@ -1,6 +1,10 @@
 //! The command line `brigade load` delegates to: its clap `Args` struct, the function that runs it,
 //! and the parsers of its values (durations, CPU lists, targets). A binary mounts it as a subcommand
 //! and hands it the [`Registry`] of the scenarios and default targets it knows.
+//!
+//! Protocols: `--protocol h1|h2c|h1-tls|h2-tls` (default `h1`); without `--protocol`, a run whose
+//! targets include an `https://` URL speaks `h1-tls` (HTTP/1.1 over TLS, the protocol every
+//! HTTPS server speaks); an `https://` target with an explicit plaintext protocol is an error.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -103,6 +107,30 @@ pub struct LoadArgs {
     /// Send the scenario's setup steps once, write the fixtures they made to --fixtures, and exit
     #[arg(long, requires = "fixtures")]
     pub setup_only: bool,
+    /// The wire protocol: h1 (plaintext HTTP/1.1), h2c (plaintext HTTP/2, prior knowledge),
+    /// h1-tls or h2-tls (over TLS, ALPN offering only http/1.1 resp. h2) [default: h1, or h1-tls
+    /// when a target is https://]
+    #[arg(long, value_name = "h1|h2c|h1-tls|h2-tls")]
+    pub protocol: Option<engine::Protocol>,
+    /// HTTP/2: requests in flight per connection (closed loop: per user; open loop: the schedule
+    /// is spread over connections × streams senders)
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub streams: u32,
+    /// TLS: accept any server certificate (self-signed servers)
+    #[arg(long)]
+    pub tls_insecure: bool,
+    /// TLS: no session resumption, a full handshake on every connection
+    #[arg(long)]
+    pub no_tls_resumption: bool,
+    /// TLS: trust the certificates in this PEM file instead of the web's roots
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+    /// TLS: present this client certificate chain (PEM; mutual TLS, with --tls-client-key)
+    #[arg(long, value_name = "PEM", requires = "tls_client_key")]
+    pub tls_client_cert: Option<PathBuf>,
+    /// TLS: the client certificate's private key (PEM)
+    #[arg(long, value_name = "PEM", requires = "tls_client_cert")]
+    pub tls_client_key: Option<PathBuf>,
     /// Capacity at an SLO: with `--slo`, the rates are the search's own (`--rate` is refused);
     /// each step is a `--warmup` and a `--duration` window (default 2s) on `--connections`
     #[command(flatten)]
@@ -139,6 +167,11 @@ impl LoadArgs {
         } else {
             parse_targets(&self.targets)?
         };
+        let protocol = self.protocol.unwrap_or(if targets_https(&targets) {
+            engine::Protocol::H1Tls
+        } else {
+            engine::Protocol::H1
+        });
         let connections = self.connections.or(if self.rate.is_some() {
             self.users
         } else {
@@ -166,8 +199,24 @@ impl LoadArgs {
             cpus: self.cpus.as_deref().map(parse_cpu_list).transpose()?,
             progress: !self.no_progress,
             seed: self.seed,
+            protocol,
+            streams: self.streams,
+            tls: engine::TlsClient {
+                insecure: self.tls_insecure,
+                resumption: !self.no_tls_resumption,
+                ca: self.tls_ca.clone(),
+                client_cert: self.tls_client_cert.clone(),
+                client_key: self.tls_client_key.clone(),
+            },
         })
     }
+}
+
+/// Whether any target is an `https://` URL.
+fn targets_https(targets: &BTreeMap<String, String>) -> bool {
+    targets
+        .values()
+        .any(|url| url.trim().to_ascii_lowercase().starts_with("https://"))
 }
 
 /// Runs `brigade load` with the scenarios and default targets in `registry`: prints the table to
@@ -465,5 +514,45 @@ mod tests {
         let args = Cli::parse_from(["load", "--target", "http://h:9"]).load;
         let targets = args.config(&registry).unwrap().targets;
         assert_eq!(targets.len(), 1, "{targets:?}");
+    }
+
+    #[test]
+    fn protocol_and_tls_flags_make_the_config_and_https_means_h1_tls() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let config = |argv: &[&str]| {
+            let args = Cli::parse_from(["load"].iter().chain(argv)).load;
+            args.config(&Registry::new()).unwrap()
+        };
+        let plain = config(&["--target", "http://h:1"]);
+        assert_eq!((plain.protocol, plain.streams), (engine::Protocol::H1, 1));
+        assert_eq!(plain.tls, engine::TlsClient::default());
+        assert_eq!(
+            config(&["--target", "https://h:1"]).protocol,
+            engine::Protocol::H1Tls
+        );
+        let h2 = config(&[
+            "--target",
+            "https://h:1",
+            "--protocol",
+            "h2-tls",
+            "--streams",
+            "8",
+            "--tls-insecure",
+            "--no-tls-resumption",
+            "--tls-ca",
+            "ca.pem",
+        ]);
+        assert_eq!((h2.protocol, h2.streams), (engine::Protocol::H2Tls, 8));
+        assert!(h2.tls.insecure && !h2.tls.resumption);
+        assert_eq!(h2.tls.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
+        let refused = Cli::try_parse_from(["load", "--protocol", "h3"]);
+        assert!(refused.is_err());
+        let half = Cli::try_parse_from(["load", "--tls-client-cert", "c.pem"]);
+        assert!(half.is_err(), "a client certificate needs its key");
     }
 }

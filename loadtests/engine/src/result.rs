@@ -39,6 +39,16 @@ pub struct LoadSettings {
     /// merged result's are their sums.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::Shard>,
+    /// The wire protocol (`h1` in results written before there was a choice).
+    #[serde(default)]
+    pub protocol: crate::engine::Protocol,
+    /// HTTP/2 requests in flight per connection (1 for HTTP/1.1).
+    #[serde(default = "one_stream")]
+    pub streams: u32,
+}
+
+fn one_stream() -> u32 {
+    1
 }
 
 /// Latency figures in milliseconds (open loop: from the intended send time).
@@ -153,6 +163,88 @@ pub struct LoadResult {
     /// A merged result's parts ([`merge_shards`]): each shard's window and count, in shard order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardPart>,
+    /// A TLS run's handshakes (absent for plaintext runs and older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsResult>,
+}
+
+/// The TLS handshakes of a run's measured window: every connection's, full and resumed apart,
+/// each timed from the TCP connection made (TCP connect excluded) to the handshake complete.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsResult {
+    /// The application protocol the server chose by ALPN (`h2`, `http/1.1`; none if it ignored ALPN).
+    pub alpn: Option<String>,
+    /// Full handshakes (certificate sent and checked; after a HelloRetryRequest too).
+    pub full: HandshakeResult,
+    /// Resumed handshakes (a session ticket or id accepted).
+    pub resumed: HandshakeResult,
+    /// Handshakes of both kinds per second over the measured window.
+    pub handshakes_per_s: f64,
+}
+
+/// The count and latency of one kind of TLS handshake.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandshakeResult {
+    /// How many.
+    pub count: u64,
+    /// Mean latency, ms.
+    pub mean_ms: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 99th percentile latency, ms.
+    pub p99_ms: f64,
+    /// Largest latency, ms.
+    pub max_ms: f64,
+    /// The latency histogram (microseconds), encoded as [`RouteResult::histogram`] is.
+    pub histogram: String,
+}
+
+impl HandshakeResult {
+    /// The count and latency summary of `h`.
+    pub fn from_histogram(h: &crate::histogram::LatencyHistogram) -> HandshakeResult {
+        let l = h.latency();
+        HandshakeResult {
+            count: h.len(),
+            mean_ms: l.mean_ms,
+            p50_ms: l.p50_ms,
+            p99_ms: l.p99_ms,
+            max_ms: l.max_ms,
+            histogram: h.encode(),
+        }
+    }
+
+    /// Adds `other`'s handshakes (histograms merged, figures recomputed).
+    pub fn absorb(&mut self, other: &HandshakeResult) -> anyhow::Result<()> {
+        let mut h = crate::histogram::LatencyHistogram::decode(&self.histogram)?;
+        h.merge(&crate::histogram::LatencyHistogram::decode(
+            &other.histogram,
+        )?);
+        *self = HandshakeResult::from_histogram(&h);
+        Ok(())
+    }
+}
+
+impl TlsResult {
+    /// Adds `other`'s handshakes and puts the rate over `elapsed_s`.
+    pub fn absorb(&mut self, other: &TlsResult, elapsed_s: f64) -> anyhow::Result<()> {
+        self.full.absorb(&other.full)?;
+        self.resumed.absorb(&other.resumed)?;
+        if self.alpn.is_none() {
+            self.alpn.clone_from(&other.alpn);
+        }
+        self.rescale(elapsed_s);
+        Ok(())
+    }
+
+    /// Recomputes handshakes/s for `elapsed_s` measured seconds.
+    pub fn rescale(&mut self, elapsed_s: f64) {
+        let n = self.full.count + self.resumed.count;
+        self.handshakes_per_s = if elapsed_s > 0.0 {
+            n as f64 / elapsed_s
+        } else {
+            0.0
+        };
+    }
 }
 
 /// A measured window in wall-clock time, seconds since the UNIX epoch.
@@ -276,7 +368,19 @@ fn add_counts(out: &mut LoadResult, rest: &[LoadResult], elapsed_s: f64) -> anyh
     for r in &mut out.routes {
         r.rescale(elapsed_s);
     }
+    if let Some(tls) = out.tls.as_mut() {
+        tls.rescale(elapsed_s);
+    }
     for run in rest {
+        match (out.tls.as_mut(), &run.tls) {
+            (Some(mine), Some(theirs)) => mine.absorb(theirs, elapsed_s)?,
+            (None, Some(theirs)) => {
+                let mut added = theirs.clone();
+                added.rescale(elapsed_s);
+                out.tls = Some(added);
+            }
+            (_, None) => {}
+        }
         out.total.absorb(&run.total, elapsed_s)?;
         for route in &run.routes {
             match out.routes.iter_mut().find(|r| r.name == route.name) {

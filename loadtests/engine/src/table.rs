@@ -18,6 +18,43 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+/// The protocol line (for any protocol but plaintext HTTP/1.1) and, for a TLS run, its
+/// handshakes.
+fn write_protocol(out: &mut String, result: &LoadResult) {
+    let s = &result.settings;
+    if s.protocol != crate::engine::Protocol::H1 {
+        let streams = if s.protocol.http2() {
+            format!(", {} stream(s) per connection", s.streams)
+        } else {
+            String::new()
+        };
+        let alpn = match result.tls.as_ref().and_then(|t| t.alpn.as_deref()) {
+            Some(alpn) => format!(" (ALPN {alpn})"),
+            None => String::new(),
+        };
+        let _ = writeln!(out, "protocol: {}{alpn}{streams}", s.protocol);
+    }
+    if let Some(tls) = &result.tls {
+        let kind = |name: &str, h: &crate::result::HandshakeResult| {
+            format!(
+                "{} {name} (mean {:.2} ms, p50 {:.2}, p99 {:.2}, max {:.2})",
+                grouped(h.count),
+                h.mean_ms,
+                h.p50_ms,
+                h.p99_ms,
+                h.max_ms
+            )
+        };
+        let _ = writeln!(
+            out,
+            "TLS handshakes: {}, {}; {:.1}/s (TLS only, after the TCP connect)",
+            kind("full", &tls.full),
+            kind("resumed", &tls.resumed),
+            tls.handshakes_per_s
+        );
+    }
+}
+
 /// Renders `result` as a plain-text table.
 pub fn render(result: &LoadResult) -> String {
     let s = &result.settings;
@@ -47,6 +84,7 @@ pub fn render(result: &LoadResult) -> String {
             "seed: {seed} (--seed {seed} sends the same requests again)"
         );
     }
+    write_protocol(&mut out, result);
     out.push('\n');
 
     let header = [

@@ -5,6 +5,8 @@
 //! busy 2-core CI box may send ten requests where a quiet one sends ten thousand, and only a lower
 //! bound on a latency the server itself imposes (a stall, a timeout) is asserted.
 
+#[path = "generator/protocols.rs"]
+mod protocols;
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
@@ -17,7 +19,7 @@ use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use support::{Answer, Req};
 
-fn config(url: &str) -> LoadConfig {
+pub(crate) fn config(url: &str) -> LoadConfig {
     LoadConfig {
         targets: BTreeMap::from([("*".to_string(), url.to_string())]),
         users: Some(2),
@@ -29,7 +31,7 @@ fn config(url: &str) -> LoadConfig {
     }
 }
 
-fn one_route(path: &str) -> Scenario {
+pub(crate) fn one_route(path: &str) -> Scenario {
     Scenario::parse(
         &format!("name = \"t\"\n[[request]]\npath = \"{path}\"\n"),
         "t",
@@ -311,11 +313,22 @@ fn things_server() -> (
     Arc<Mutex<HashSet<String>>>,
     Arc<AtomicU64>,
 ) {
+    things_server_with(support::ServerOptions::default())
+}
+
+/// [`things_server`] speaking as `options` say.
+pub(crate) fn things_server_with(
+    options: support::ServerOptions,
+) -> (
+    support::TestServer,
+    Arc<Mutex<HashSet<String>>>,
+    Arc<AtomicU64>,
+) {
     let things = Arc::new(Mutex::new(HashSet::new()));
     let wrong = Arc::new(AtomicU64::new(0));
     let next = Arc::new(AtomicU64::new(0));
     let (t, w) = (things.clone(), wrong.clone());
-    let server = support::serve(move |r: Req| {
+    let server = support::serve_with(options, move |r: Req| {
         let (things, wrong, next) = (t.clone(), w.clone(), next.clone());
         async move {
             let id = r.path.strip_prefix("/things/").map(str::to_string);
@@ -343,7 +356,7 @@ fn things_server() -> (
     (server, things, wrong)
 }
 
-const THINGS: &str = r#"
+pub(crate) const THINGS: &str = r#"
 name = "things"
 service = "api"
 
@@ -385,8 +398,6 @@ expect = [204]
 #[test]
 fn setup_fixtures_and_captured_ids_feed_later_requests_without_collisions() {
     let (server, things, wrong) = things_server();
-    let scenario = Scenario::parse(THINGS, "things").unwrap();
-    assert_eq!(scenario.services(), vec!["api".to_string()]);
     let cfg = LoadConfig {
         targets: BTreeMap::from([("api".to_string(), server.url())]),
         users: Some(8),
@@ -394,7 +405,19 @@ fn setup_fixtures_and_captured_ids_feed_later_requests_without_collisions() {
         requests: Some(400),
         ..config("unused")
     };
-    let result = engine::run(&cfg, &scenario).unwrap();
+    captures_feed_later_requests(&cfg, &things, &wrong);
+}
+
+/// Runs [`THINGS`] with `cfg` (400 requests) and checks that setup fixtures and captured ids fed
+/// the later requests, none aimed at an id the server does not hold.
+pub(crate) fn captures_feed_later_requests(
+    cfg: &LoadConfig,
+    things: &Mutex<HashSet<String>>,
+    wrong: &AtomicU64,
+) {
+    let scenario = Scenario::parse(THINGS, "things").unwrap();
+    assert_eq!(scenario.services(), vec!["api".to_string()]);
+    let result = engine::run(cfg, &scenario).unwrap();
     assert_eq!(result.total.requests, 400);
     let route = |name: &str| {
         result

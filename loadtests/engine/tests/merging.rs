@@ -52,6 +52,8 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
             think_ms: 0,
             seed: None,
             shard: None,
+            protocol: Default::default(),
+            streams: 1,
         },
         machine: Machine::default(),
         started_at: "2025-01-01T00:00:00Z".into(),
@@ -62,6 +64,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         seconds: Vec::new(),
         window: None,
         shards: Vec::new(),
+        tls: None,
     }
 }
 
@@ -220,4 +223,58 @@ fn merging_refuses_a_missing_or_doubled_shard_and_results_without_a_window() {
     let old = result::merge_shards(&[run(1, 10, 1.0, None)]);
     assert!(old.unwrap_err().to_string().contains("window"));
     assert!(result::merge_shards(&[]).is_err());
+}
+
+/// A TLS section of `full` and `resumed` handshakes taking `ms` each.
+fn tls_section(full: u64, resumed: u64, ms: u64) -> result::TlsResult {
+    let histogram = |n: u64| {
+        let mut h = LatencyHistogram::new();
+        for _ in 0..n {
+            h.record(Duration::from_millis(ms));
+        }
+        result::HandshakeResult::from_histogram(&h)
+    };
+    result::TlsResult {
+        alpn: Some("h2".into()),
+        full: histogram(full),
+        resumed: histogram(resumed),
+        handshakes_per_s: 0.0,
+    }
+}
+
+#[test]
+fn shards_with_tls_sections_add_their_handshakes() {
+    let mut parts = [
+        shard(0, 2, 1000.0, 1, 100, 10.0),
+        shard(1, 2, 1000.0, 1, 100, 10.0),
+    ];
+    parts[0].tls = Some(tls_section(3, 40, 2));
+    parts[1].tls = Some(tls_section(5, 60, 10));
+    let merged = result::merge_shards(&parts).unwrap();
+    let tls = merged
+        .tls
+        .expect("the merged run has the parts' TLS section");
+    assert_eq!((tls.full.count, tls.resumed.count), (8, 100));
+    assert!((tls.handshakes_per_s - 10.8).abs() < 1e-9, "{tls:?}");
+    assert!(
+        (tls.full.max_ms - 10.0).abs() < 0.01,
+        "from the merged histogram: {tls:?}"
+    );
+    assert_eq!(tls.alpn.as_deref(), Some("h2"));
+    // One after the other, as one long run.
+    let serial = result::merge(&parts).unwrap().tls.unwrap();
+    assert_eq!(serial.full.count + serial.resumed.count, 108);
+    assert!((serial.handshakes_per_s - 5.4).abs() < 1e-9);
+}
+
+#[test]
+fn a_result_from_before_protocols_reads_as_plaintext_http1() {
+    let mut json = serde_json::to_value(run(1, 10, 1.0, None)).unwrap();
+    let settings = json["settings"].as_object_mut().unwrap();
+    settings.remove("protocol");
+    settings.remove("streams");
+    json.as_object_mut().unwrap().remove("tls");
+    let old: LoadResult = serde_json::from_value(json).unwrap();
+    assert_eq!(old.settings.protocol, brigade_load::engine::Protocol::H1);
+    assert_eq!((old.settings.streams, old.tls), (1, None));
 }

@@ -124,6 +124,7 @@ fn pass(
         cpus: bench.cpus.generator_mask().map(<[usize]>::to_vec),
         progress: false,
         seed: Some(settings.seed),
+        ..LoadConfig::default()
     };
     let result = engine::run(&config, scenario);
     let stop = server.stop(Duration::from_secs(60));

@@ -15,14 +15,24 @@
 //!   latency is measured from the send's *intended* time, so a stalled server's backlog shows in the
 //!   percentiles instead of silently lowering the send rate (coordinated omission, corrected the way
 //!   wrk2 does it).
+//! - Protocols ([`Protocol`]): plaintext HTTP/1.1 (`h1`, the default), HTTP/1.1 over TLS
+//!   (`h1-tls`) on the same connection code, and HTTP/2 plaintext or over TLS (`h2c`, `h2-tls`)
+//!   through the `h2` crate. With HTTP/2 each closed-loop user is one connection with `streams`
+//!   request loops on it (users × streams requests in flight), and the open-loop schedule is
+//!   spread over connections × streams paced senders, `streams` of them on each connection.
+//!   A TLS run checks one handshake per target before it starts (a certificate not trusted or a
+//!   protocol the server does not speak stops it with the reason) and measures every handshake
+//!   of the measured window, full and resumed apart (`result::TlsResult`).
 //! - Requests started during `warmup` are sent but not counted. A request counts if it started (open
 //!   loop: was due) inside the measured window; one still in flight when the window closes is waited
 //!   for (at most the timeout) and counted.
 
 mod conn;
+mod protocol;
 mod seconds;
 
 pub use conn::read_answer;
+pub use protocol::{Protocol, TlsClient};
 pub mod session;
 mod stats;
 mod worker;
@@ -92,6 +102,13 @@ pub struct LoadConfig {
     /// each user the same requests in the same order. `None`: a random seed, recorded in the
     /// result's settings so the run can be replayed.
     pub seed: Option<u64>,
+    /// The wire protocol (default plaintext HTTP/1.1).
+    pub protocol: Protocol,
+    /// HTTP/2: requests in flight per connection (per closed-loop user; per paced connection,
+    /// each stream a paced sender of its own). 1 for HTTP/1.1.
+    pub streams: u32,
+    /// The TLS client's settings (used by `h1-tls` and `h2-tls`).
+    pub tls: TlsClient,
 }
 
 impl Default for LoadConfig {
@@ -111,6 +128,9 @@ impl Default for LoadConfig {
             cpus: None,
             progress: false,
             seed: None,
+            protocol: Protocol::H1,
+            streams: 1,
+            tls: TlsClient::default(),
         }
     }
 }
@@ -147,10 +167,12 @@ pub fn run_shard(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> 
 /// Sends the scenario's setup steps once, as a run would, and returns the fixtures they made, for
 /// the shards of a run to share (`brigade load --setup-only --fixtures FILE`).
 pub fn make_fixtures(config: &LoadConfig, scenario: &Scenario) -> Result<Fixtures> {
-    let (targets, _) = resolve_targets(scenario, &config.targets)?;
+    let (targets, _) = resolve_targets(scenario, &config.targets, config.protocol)?;
+    let tls = check_tls(config, &targets)?;
     let seq = AtomicU64::new(0);
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
-    let pools = send_setup(scenario, targets, config.timeout, &seq, seed)
+    let dialer = conn::Dialer::new(config.protocol, tls.as_deref(), config.tls.resumption);
+    let pools = send_setup(scenario, targets, &dialer, config.timeout, &seq, seed)
         .context("scenario setup (fixtures) failed")?;
     Ok(Fixtures::from_pools(
         scenario,
@@ -174,6 +196,16 @@ fn run_planned(
     if config.timeout.is_zero() {
         bail!("the timeout must be more than zero");
     }
+    if config.streams == 0 {
+        bail!("--streams must be at least 1");
+    }
+    if config.streams > 1 && !config.protocol.http2() {
+        bail!(
+            "--streams {} needs HTTP/2 (--protocol h2c or h2-tls): an HTTP/1.1 connection carries one request at a time",
+            config.streams
+        );
+    }
+    let streams = config.streams;
     let open = match config.rate {
         Some(r) if !(r.is_finite() && r > 0.0) => {
             bail!("the rate must be a positive number of requests per second")
@@ -222,19 +254,10 @@ fn run_planned(
     };
     let threads = wanted_threads.clamp(1, mine.len());
 
-    let (targets, target_names) = resolve_targets(scenario, &config.targets)?;
+    let (targets, target_names) = resolve_targets(scenario, &config.targets, config.protocol)?;
+    let tls = check_tls(config, &targets)?;
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
-    let encoded = scenario
-        .requests()
-        .iter()
-        .map(|spec| {
-            spec.literal().map(|req| {
-                let mut bytes = Vec::new();
-                conn::encode(&mut bytes, &targets[spec.service], &req, config.keepalive);
-                bytes
-            })
-        })
-        .collect();
+    let (encoded, prebuilt) = prepare_requests(config, scenario, &targets);
 
     let shared = Arc::new(Shared {
         scenario: scenario.clone(),
@@ -250,6 +273,11 @@ fn run_planned(
         spacing: shard.spacing(plan.fixtures.as_ref().map_or(0, |f| f.seq_used)),
         seed,
         encoded,
+        prebuilt,
+        protocol: config.protocol,
+        streams,
+        tls,
+        resumption: config.tls.resumption,
         start: OnceLock::new(),
     });
 
@@ -280,13 +308,20 @@ fn run_planned(
                 .collect()
         }
         Some(rate) => {
-            let mut v: Vec<Vec<Pace>> = vec![Vec::new(); threads];
+            // Connection `c`'s streams are the schedule's slots `c * streams ..`: sends spread
+            // evenly over connections × streams paced senders.
+            let mut v: Vec<Vec<Vec<Pace>>> = vec![Vec::new(); threads];
+            let slots = u64::from(tasks) * u64::from(streams);
             for (i, &c) in mine.iter().enumerate() {
-                v[i % threads].push(Pace {
-                    first: u64::from(c),
-                    stride: u64::from(tasks),
-                    rate,
-                });
+                v[i % threads].push(
+                    (0..u64::from(streams))
+                        .map(|s| Pace {
+                            first: u64::from(c) * u64::from(streams) + s,
+                            stride: slots,
+                            rate,
+                        })
+                        .collect(),
+                );
             }
             v.into_iter()
                 .map(|connections| Share::Open { connections })
@@ -351,6 +386,7 @@ fn run_planned(
     let mut routes = vec![RouteStats::default(); scenario.routes().len()];
     let mut seconds = seconds::SecondSeries::default();
     let mut thread_cpu = Vec::new();
+    let mut handshakes = stats::HandshakeStats::default();
     for h in handles {
         let out = h
             .join()
@@ -358,6 +394,7 @@ fn run_planned(
         for (acc, r) in routes.iter_mut().zip(&out.routes) {
             acc.merge(r);
         }
+        handshakes.merge(&out.handshakes);
         seconds.merge(&out.seconds);
         thread_cpu.push(if out.wall_s > 0.0 {
             100.0 * out.cpu_s / out.wall_s
@@ -409,6 +446,8 @@ fn run_planned(
             think_ms: config.think.as_millis() as u64,
             seed: Some(seed),
             shard: (!shard.is_whole()).then_some(shard),
+            protocol: config.protocol,
+            streams,
         },
         machine: crate::machine::describe(),
         started_at,
@@ -422,13 +461,76 @@ fn run_planned(
             end_unix_s: window_start + elapsed_s,
         }),
         shards: Vec::new(),
+        tls: config
+            .protocol
+            .tls()
+            .then(|| handshakes.into_result(elapsed_s)),
     })
+}
+
+/// Each request's bytes encoded once for HTTP/1.1, or its HTTP/2 request built once, when its
+/// templates have no holes (by request index; `None` where it must be rendered per send).
+#[allow(clippy::type_complexity)]
+fn prepare_requests(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    targets: &[Target],
+) -> (
+    Vec<Option<Vec<u8>>>,
+    Vec<Option<(http::Request<()>, bytes::Bytes)>>,
+) {
+    let literal = scenario
+        .requests()
+        .iter()
+        .map(|spec| (spec, spec.literal()));
+    if config.protocol.http2() {
+        let built = literal
+            .map(|(spec, req)| {
+                let req = req?;
+                let built = conn::http2::build(&targets[spec.service], &req, config.protocol.tls());
+                built.ok().map(|b| (b, req.body))
+            })
+            .collect();
+        (vec![None; scenario.requests().len()], built)
+    } else {
+        let encoded = literal
+            .map(|(spec, req)| {
+                req.map(|req| {
+                    let mut bytes = Vec::new();
+                    conn::encode(&mut bytes, &targets[spec.service], &req, config.keepalive);
+                    bytes
+                })
+            })
+            .collect();
+        (encoded, vec![None; scenario.requests().len()])
+    }
+}
+
+/// For a TLS protocol: the run's checked TLS client config, after one handshake with each
+/// target succeeded (or found it not listening). `None` for plaintext.
+fn check_tls(config: &LoadConfig, targets: &[Target]) -> Result<Option<Arc<rustls::ClientConfig>>> {
+    if !config.protocol.tls() {
+        return Ok(None);
+    }
+    let tls = conn::tls::client_config(config.protocol, &config.tls)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("Failed to build the TLS check's runtime")?;
+    for target in targets {
+        if target.server_name.is_none() {
+            conn::tls::server_name(target)?;
+        }
+        runtime.block_on(conn::tls::probe(&tls, config.protocol, target))?;
+    }
+    Ok(Some(tls))
 }
 
 /// Resolves the scenario's services to targets (by service index) and names them `service=url`.
 fn resolve_targets(
     scenario: &Scenario,
     given: &BTreeMap<String, String>,
+    protocol: Protocol,
 ) -> Result<(Vec<Target>, Vec<String>)> {
     let mut targets = Vec::new();
     let mut names = Vec::new();
@@ -443,7 +545,13 @@ fn resolve_targets(
                     scenario.services().join(", ")
                 )
             })?;
-        targets.push(Target::parse(url)?);
+        let target = Target::parse(url)?;
+        if target.https && !protocol.tls() {
+            bail!(
+                "{url} is https://, but --protocol {protocol} is plaintext: pass --protocol h1-tls or --protocol h2-tls"
+            );
+        }
+        targets.push(target);
         names.push(format!("{service}={url}"));
     }
     Ok((targets, names))
@@ -454,6 +562,7 @@ fn run_setup(shared: &Shared) -> Result<Pools> {
     send_setup(
         &shared.scenario,
         shared.targets.clone(),
+        &shared.dialer(),
         shared.timeout,
         &shared.seq,
         shared.seed,
@@ -464,6 +573,7 @@ fn run_setup(shared: &Shared) -> Result<Pools> {
 fn send_setup(
     scenario: &Scenario,
     targets: Vec<Target>,
+    dialer: &conn::Dialer,
     timeout: Duration,
     seq: &AtomicU64,
     seed: u64,
@@ -475,7 +585,8 @@ fn send_setup(
         .enable_all()
         .build()
         .context("Failed to build the setup runtime")?;
-    let mut session = session::Session::with_targets(scenario, targets, timeout, seq, Some(seed));
+    let mut session = session::Session::with_targets(scenario, targets, timeout, seq, Some(seed))
+        .dialing(dialer.clone());
     runtime.block_on(session.fixtures())
 }
 

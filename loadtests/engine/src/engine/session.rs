@@ -6,7 +6,7 @@
 //! drives it request by request with [`Session::send`].
 //!
 //! It uses the generator's own connection code, so a study's HTTP figures come from the same client
-//! as a load run's. Its futures are not `Send` (a connection lives on one thread): run them on a
+//! as a load run's, and the run's protocol (HTTP/1.1 or HTTP/2, plain or TLS) for the setup steps. Its futures are not `Send` (a connection lives on one thread): run them on a
 //! current-thread tokio runtime.
 
 use std::collections::BTreeMap;
@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 
-use super::conn::{encode, exchange, Connection, Exchange, Failure, Target, WireCount};
+use super::conn::http2::{self, Http2Stream};
+use super::conn::{
+    abandon, encode, exchange, Connection, Dialer, Exchange, Failure, Target, WireCount,
+};
 use crate::scenario::{Pools, RenderContext, RequestSpec, Scenario};
 
 /// A sequential client for one scenario's services.
@@ -24,6 +27,9 @@ pub struct Session<'a> {
     scenario: &'a Scenario,
     targets: Vec<Target>,
     conns: Vec<Option<Connection>>,
+    /// HTTP/2: a connection per service.
+    http2: Vec<Http2Stream>,
+    dialer: Dialer,
     timeout: Duration,
     seq: &'a AtomicU64,
     rng: fastrand::Rng,
@@ -67,7 +73,7 @@ impl<'a> Session<'a> {
         timeout: Duration,
         seq: &'a AtomicU64,
     ) -> Result<Session<'a>> {
-        let (targets, _) = super::resolve_targets(scenario, targets)?;
+        let (targets, _) = super::resolve_targets(scenario, targets, Dialer::plain().protocol)?;
         Ok(Session::with_targets(scenario, targets, timeout, seq, None))
     }
 
@@ -90,6 +96,10 @@ impl<'a> Session<'a> {
         Session {
             scenario,
             conns: (0..targets.len()).map(|_| None).collect(),
+            http2: (0..targets.len())
+                .map(|_| Http2Stream::new(Default::default()))
+                .collect(),
+            dialer: Dialer::plain(),
             targets,
             timeout,
             seq,
@@ -99,6 +109,12 @@ impl<'a> Session<'a> {
             },
             scratch: Vec::new(),
         }
+    }
+
+    /// Speaks the protocol `dialer` dials (plaintext HTTP/1.1 by default).
+    pub(crate) fn dialing(mut self, dialer: Dialer) -> Session<'a> {
+        self.dialer = dialer;
+        self
     }
 
     /// Sends every `[[setup]]` step of the scenario, `times` times each, one after the other, and
@@ -131,36 +147,14 @@ impl<'a> Session<'a> {
             seq: self.seq,
             spacing: Default::default(),
         })?;
-        let target = &self.targets[spec.service];
-        let slot = &mut self.conns[spec.service];
-        encode(&mut self.scratch, target, &req, true);
-        let mut count = WireCount::default();
         let started = Instant::now();
-        let head_request = req.method == http::Method::HEAD;
-        let ex = match tokio::time::timeout(
-            self.timeout,
-            exchange(
-                slot,
-                target,
-                &self.scratch,
-                head_request,
-                true,
-                true,
-                &mut count,
-            ),
-        )
-        .await
-        {
-            Ok(ex) => ex,
-            Err(_) => {
-                *slot = None;
-                Exchange {
-                    result: Err(Failure::Timeout),
-                    body: None,
-                }
-            }
+        let ex = if self.dialer.protocol.http2() {
+            self.exchange_http2(spec.service, &req).await?
+        } else {
+            self.exchange_http1(spec.service, &req).await
         };
         let elapsed = started.elapsed();
+        let target = &self.targets[spec.service];
         let body = ex.body.unwrap_or_default();
         match ex.result {
             Ok(status) if spec.expects(status) => {
@@ -185,5 +179,66 @@ impl<'a> Session<'a> {
                 target.url
             ),
         }
+    }
+
+    /// `req` to service `service` over HTTP/1.1, within the timeout.
+    async fn exchange_http1(
+        &mut self,
+        service: usize,
+        req: &crate::scenario::RenderedRequest,
+    ) -> Exchange {
+        let target = &self.targets[service];
+        let slot = &mut self.conns[service];
+        encode(&mut self.scratch, target, req, true);
+        let mut count = WireCount::default();
+        let head_request = req.method == http::Method::HEAD;
+        let exchanged = tokio::time::timeout(
+            self.timeout,
+            exchange(
+                slot,
+                &self.dialer,
+                target,
+                &self.scratch,
+                head_request,
+                true,
+                true,
+                &mut count,
+            ),
+        )
+        .await;
+        exchanged.unwrap_or_else(|_| {
+            abandon(slot, &mut count);
+            Exchange::failed(Failure::Timeout, None)
+        })
+    }
+
+    /// `req` to service `service` over HTTP/2, within the timeout.
+    async fn exchange_http2(
+        &mut self,
+        service: usize,
+        req: &crate::scenario::RenderedRequest,
+    ) -> Result<Exchange> {
+        let target = &self.targets[service];
+        let request = http2::build(target, req, self.dialer.protocol.tls())?;
+        let stream = &mut self.http2[service];
+        let mut count = WireCount::default();
+        let exchanged = tokio::time::timeout(
+            self.timeout,
+            http2::exchange(
+                stream,
+                &self.dialer,
+                target,
+                &request,
+                &req.body,
+                true,
+                true,
+                &mut count,
+            ),
+        )
+        .await;
+        Ok(exchanged.unwrap_or_else(|_| {
+            stream.abandon(&mut count);
+            Exchange::failed(Failure::Timeout, None)
+        }))
     }
 }

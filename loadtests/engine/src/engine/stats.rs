@@ -2,8 +2,9 @@
 //! counts become the run's [`RouteResult`]s. A thread owns its counters (no locks, no shared cache
 //! lines); they are merged once, at the end.
 
+use super::conn::tls::{Handshake, HandshakeKind};
 use crate::histogram::LatencyHistogram;
-use crate::result::{Errors, RouteResult};
+use crate::result::{Errors, HandshakeResult, RouteResult, TlsResult};
 
 /// Counts and latencies for one route on one thread.
 #[derive(Debug, Clone, Default)]
@@ -59,4 +60,43 @@ pub(crate) fn add_errors(a: &mut Errors, b: &Errors) {
     a.status_4xx += b.status_4xx;
     a.status_5xx += b.status_5xx;
     a.other += b.other;
+}
+
+/// One thread's TLS handshakes in the measured window, full and resumed apart.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HandshakeStats {
+    full: LatencyHistogram,
+    resumed: LatencyHistogram,
+    /// The ALPN protocol the server chose (the first handshake's; every one is checked).
+    alpn: Option<&'static str>,
+}
+
+impl HandshakeStats {
+    /// Counts one handshake.
+    pub(crate) fn record(&mut self, handshake: &Handshake) {
+        match handshake.kind {
+            HandshakeKind::Full => self.full.record(handshake.took),
+            HandshakeKind::Resumed => self.resumed.record(handshake.took),
+        }
+        self.alpn = self.alpn.or(handshake.alpn);
+    }
+
+    /// Adds another thread's handshakes.
+    pub(crate) fn merge(&mut self, other: &HandshakeStats) {
+        self.full.merge(&other.full);
+        self.resumed.merge(&other.resumed);
+        self.alpn = self.alpn.or(other.alpn);
+    }
+
+    /// The run's TLS section over `elapsed_s` measured seconds.
+    pub(crate) fn into_result(self, elapsed_s: f64) -> TlsResult {
+        let mut tls = TlsResult {
+            alpn: self.alpn.map(str::to_string),
+            full: HandshakeResult::from_histogram(&self.full),
+            resumed: HandshakeResult::from_histogram(&self.resumed),
+            handshakes_per_s: 0.0,
+        };
+        tls.rescale(elapsed_s);
+        tls
+    }
 }

@@ -1,6 +1,8 @@
 //! One generator thread: a single-threaded tokio runtime running its share of the users (closed
 //! loop) or paced connections (open loop), each with its own connection per service, counting into
-//! the thread's own statistics.
+//! the thread's own statistics. With HTTP/2 a user (paced connection) is one connection per
+//! service shared by `streams` request loops (paced senders), each with its own random draws and
+//! timeout, counting as a closed-loop user (a paced connection) of its own.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -11,9 +13,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::conn::{encode, exchange, Connection, Exchange, Failure, Target, WireCount};
+use super::conn::http2::{self, Http2Stream, SharedConnection};
+use super::conn::{
+    abandon, encode, exchange, Connection, Dialer, Exchange, Failure, Target, WireCount,
+};
+use super::protocol::Protocol;
 use super::seconds::SecondSeries;
-use super::stats::RouteStats;
+use super::stats::{HandshakeStats, RouteStats};
 use crate::scenario::{Pools, RenderContext, Scenario};
 
 /// How late a paced send may leave without being charged to the server: the timer's granularity.
@@ -45,6 +51,16 @@ pub(crate) struct Shared {
     pub(crate) seed: u64,
     /// By request index: the request's bytes, encoded once, when its templates have no holes.
     pub(crate) encoded: Vec<Option<Vec<u8>>>,
+    /// HTTP/2, by request index: the request and its body, built once, when it has no holes.
+    pub(crate) prebuilt: Vec<Option<(http::Request<()>, bytes::Bytes)>>,
+    /// The wire protocol.
+    pub(crate) protocol: Protocol,
+    /// HTTP/2 request loops per connection (1 for HTTP/1.1).
+    pub(crate) streams: u32,
+    /// The TLS client config every thread clones (TLS protocols only).
+    pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
+    /// Whether threads keep a TLS session cache.
+    pub(crate) resumption: bool,
     /// When the run (warm-up included) starts; set once every thread is ready.
     pub(crate) start: OnceLock<Instant>,
 }
@@ -63,6 +79,11 @@ impl Shared {
 
     pub(crate) fn measure_end(&self) -> Option<Instant> {
         self.duration.map(|d| self.measure_start() + d)
+    }
+
+    /// A dialer for one thread (TLS: with a session cache of its own).
+    pub(crate) fn dialer(&self) -> Dialer {
+        Dialer::new(self.protocol, self.tls.as_deref(), self.resumption)
     }
 
     /// Takes one measured request from the `--requests` budget; false once it is spent.
@@ -86,8 +107,8 @@ pub(crate) struct Progress {
 pub(crate) enum Share {
     /// Closed loop: this many users, numbered from `first` in the whole run.
     Closed { users: u32, first: u32 },
-    /// Open loop: paced connections.
-    Open { connections: Vec<Pace> },
+    /// Open loop: paced connections, each its streams' shares of the schedule.
+    Open { connections: Vec<Vec<Pace>> },
 }
 
 /// One paced connection's share of the open-loop schedule: the run's sends are numbered 0, 1, 2, ...
@@ -119,10 +140,14 @@ pub(crate) struct ThreadOutput {
     pub(crate) cpu_s: f64,
     /// Wall seconds from the measured window's start to this thread's end.
     pub(crate) wall_s: f64,
+    /// Its TLS handshakes in the measured window.
+    pub(crate) handshakes: HandshakeStats,
 }
 
 struct Local {
     shared: Arc<Shared>,
+    dialer: Dialer,
+    handshakes: RefCell<HandshakeStats>,
     pools: RefCell<Pools>,
     stats: RefCell<Vec<RouteStats>>,
     seconds: RefCell<SecondSeries>,
@@ -133,20 +158,33 @@ struct Local {
 /// the buffer its templated requests are encoded into.
 pub(crate) struct Client {
     conns: Vec<Option<Connection>>,
+    /// HTTP/2: this stream loop's handles on its user's connections, by service.
+    http2: Vec<Http2Stream>,
     deadline: Deadline,
     rng: fastrand::Rng,
     scratch: Vec<u8>,
 }
 
 impl Client {
-    fn new(shared: &Shared, number: u64) -> Client {
+    /// Stream loop `stream` of user (paced connection) `number`, on `shared` HTTP/2 connections
+    /// (empty for HTTP/1.1). Stream 0 draws what an HTTP/1.1 user of that number draws.
+    fn new(shared: &Shared, number: u64, stream: u32, http2: &[Arc<SharedConnection>]) -> Client {
         Client {
             conns: (0..shared.targets.len()).map(|_| None).collect(),
+            http2: http2.iter().cloned().map(Http2Stream::new).collect(),
             deadline: Deadline::new(shared.timeout),
-            rng: seeded_rng(shared.seed, number),
+            rng: seeded_rng(shared.seed, number ^ (u64::from(stream) << 32)),
             scratch: Vec::new(),
         }
     }
+}
+
+/// A user's (paced connection's) HTTP/2 connections, one per service (none for HTTP/1.1).
+fn shared_connections(shared: &Shared) -> Vec<Arc<SharedConnection>> {
+    if !shared.protocol.http2() {
+        return Vec::new();
+    }
+    (0..shared.targets.len()).map(|_| Arc::default()).collect()
 }
 
 /// The random draws of user (or paced connection) `number`, derived from the run's seed.
@@ -176,6 +214,8 @@ pub(crate) fn thread_main(
     let runtime = runtime.context("Failed to build a generator runtime")?;
     let routes = shared.scenario.routes().len();
     let local = Rc::new(Local {
+        dialer: shared.dialer(),
+        handshakes: RefCell::new(HandshakeStats::default()),
         shared: shared.clone(),
         pools: RefCell::new(pools),
         stats: RefCell::new(vec![RouteStats::default(); routes]),
@@ -205,10 +245,10 @@ pub(crate) fn thread_main(
                 }
             }
             Share::Open { connections } => {
-                for pace in connections {
+                for paces in connections {
                     tasks.push(tokio::task::spawn_local(paced_connection(
                         local.clone(),
-                        pace,
+                        paces,
                     )));
                 }
             }
@@ -226,11 +266,13 @@ pub(crate) fn thread_main(
     drop(set);
     let routes = std::mem::take(&mut *local.stats.borrow_mut());
     let seconds = std::mem::take(&mut *local.seconds.borrow_mut());
+    let handshakes = std::mem::take(&mut *local.handshakes.borrow_mut());
     Ok(ThreadOutput {
         routes,
         seconds,
         cpu_s,
         wall_s,
+        handshakes,
     })
 }
 
@@ -337,13 +379,102 @@ impl Local {
     }
 
     /// Sends request `i` and judges the answer. Returns the verdict, the bytes on the wire and
-    /// whether the request has a latency (answered or timed out; a refused connection has none).
+    /// whether the request has a latency (answered or timed out; a refused connection has none);
+    /// a TLS handshake it made is counted (when `measured`).
     async fn send(
         &self,
         client: &mut Client,
         start: Instant,
         i: usize,
+        measured: bool,
     ) -> (Verdict, WireCount, bool) {
+        let (ex, count) = if self.shared.protocol.http2() {
+            self.exchange_http2(client, start, i).await
+        } else {
+            self.exchange_http1(client, start, i).await
+        };
+        if let (true, Some(handshake)) = (measured, ex.handshake) {
+            self.handshakes.borrow_mut().record(&handshake);
+        }
+        let (verdict, timed) = self.judge(i, ex);
+        (verdict, count, timed)
+    }
+
+    /// Renders request `i` when it was not prepared once for the run (None if it cannot be).
+    fn render(
+        &self,
+        rng: &mut fastrand::Rng,
+        i: usize,
+    ) -> Option<crate::scenario::RenderedRequest> {
+        let shared = &self.shared;
+        shared.scenario.requests()[i]
+            .render(&mut RenderContext {
+                rng,
+                pools: &mut self.pools.borrow_mut(),
+                seq: &shared.seq,
+                spacing: shared.spacing,
+            })
+            .ok()
+    }
+
+    /// Request `i` over HTTP/2, within the deadline from `start`.
+    async fn exchange_http2(
+        &self,
+        client: &mut Client,
+        start: Instant,
+        i: usize,
+    ) -> (Exchange, WireCount) {
+        let shared = &self.shared;
+        let spec = &shared.scenario.requests()[i];
+        let target = &shared.targets[spec.service];
+        let mut count = WireCount::default();
+        let built;
+        let (request, body) = match &shared.prebuilt[i] {
+            Some((request, body)) => (request, body),
+            None => {
+                let Some(rendered) = self.render(&mut client.rng, i) else {
+                    return (Exchange::failed(Failure::Other, None), count);
+                };
+                match http2::build(target, &rendered, shared.protocol.tls()) {
+                    Ok(request) => built = (request, rendered.body),
+                    Err(_) => return (Exchange::failed(Failure::Other, None), count),
+                }
+                (&built.0, &built.1)
+            }
+        };
+        let stream = &mut client.http2[spec.service];
+        let exchanged = client
+            .deadline
+            .run(
+                start,
+                http2::exchange(
+                    stream,
+                    &self.dialer,
+                    target,
+                    request,
+                    body,
+                    shared.keepalive,
+                    spec.captures_anything(),
+                    &mut count,
+                ),
+            )
+            .await;
+        match exchanged {
+            Some(ex) => (ex, count),
+            None => {
+                stream.abandon(&mut count);
+                (Exchange::failed(Failure::Timeout, None), count)
+            }
+        }
+    }
+
+    /// Request `i` over HTTP/1.1 (plain or TLS), within the deadline from `start`.
+    async fn exchange_http1(
+        &self,
+        client: &mut Client,
+        start: Instant,
+        i: usize,
+    ) -> (Exchange, WireCount) {
         let shared = &self.shared;
         let spec = &shared.scenario.requests()[i];
         let target = &shared.targets[spec.service];
@@ -353,18 +484,13 @@ impl Local {
             deadline,
             rng,
             scratch,
+            ..
         } = client;
         let request: &[u8] = match &shared.encoded[i] {
             Some(bytes) => bytes,
             None => {
-                let rendered = spec.render(&mut RenderContext {
-                    rng,
-                    pools: &mut self.pools.borrow_mut(),
-                    seq: &shared.seq,
-                    spacing: shared.spacing,
-                });
-                let Ok(rendered) = rendered else {
-                    return (Verdict::Failed(ErrorKind::Other), count, false);
+                let Some(rendered) = self.render(rng, i) else {
+                    return (Exchange::failed(Failure::Other, None), count);
                 };
                 encode(scratch, target, &rendered, shared.keepalive);
                 scratch.as_slice()
@@ -377,6 +503,7 @@ impl Local {
                 start,
                 exchange(
                     slot,
+                    &self.dialer,
                     target,
                     request,
                     spec.method == http::Method::HEAD,
@@ -390,13 +517,18 @@ impl Local {
             Some(ex) => ex,
             None => {
                 // The connection is mid-request: it cannot be reused.
-                *slot = None;
-                Exchange {
-                    result: Err(Failure::Timeout),
-                    body: None,
-                }
+                abandon(slot, &mut count);
+                Exchange::failed(Failure::Timeout, None)
             }
         };
+        (ex, count)
+    }
+
+    /// The verdict on request `i`'s exchange, and whether it has a latency (answered or timed
+    /// out; a refused connection has none). A 2xx answer's captures go into the pools.
+    fn judge(&self, i: usize, ex: Exchange) -> (Verdict, bool) {
+        let spec = &self.shared.scenario.requests()[i];
+        let want_body = spec.captures_anything();
         let verdict = match ex.result {
             Ok(status) if spec.expects(status) => {
                 if (200..300).contains(&status) && want_body {
@@ -415,7 +547,7 @@ impl Local {
             Err(f) => Verdict::Failed(f.into()),
         };
         let timed = matches!(ex.result, Ok(_) | Err(Failure::Timeout));
-        (verdict, count, timed)
+        (verdict, timed)
     }
 
     /// Counts one request: always for the progress bar, in the statistics when `measured`.
@@ -470,12 +602,34 @@ impl Local {
     }
 }
 
-/// A closed-loop user: sends, waits for the whole answer, thinks, sends again.
+/// A closed-loop user: one connection per service, and `streams` request loops on it (one for
+/// HTTP/1.1).
 async fn closed_user(local: Rc<Local>, number: u64) {
+    let http2 = shared_connections(&local.shared);
+    let streams = local.shared.streams;
+    if streams == 1 {
+        return closed_stream(local, number, 0, http2).await;
+    }
+    let loops: Vec<_> = (0..streams)
+        .map(|s| tokio::task::spawn_local(closed_stream(local.clone(), number, s, http2.clone())))
+        .collect();
+    for l in loops {
+        let _ = l.await;
+    }
+}
+
+/// One request loop of a closed-loop user: sends, waits for the whole answer, thinks, sends
+/// again.
+async fn closed_stream(
+    local: Rc<Local>,
+    number: u64,
+    stream: u32,
+    http2: Vec<Arc<SharedConnection>>,
+) {
     let shared = local.shared.clone();
     let measure_start = shared.measure_start();
     let measure_end = shared.measure_end();
-    let mut client = Client::new(&shared, number);
+    let mut client = Client::new(&shared, number, stream, &http2);
     // The run starts at t0, just after every thread is ready: a request sent before it would be
     // neither warm-up nor measured.
     tokio::time::sleep_until(shared.t0().into()).await;
@@ -500,7 +654,7 @@ async fn closed_user(local: Rc<Local>, number: u64) {
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut client, start, i).await;
+        let (verdict, count, timed) = local.send(&mut client, start, i, measured).await;
         let latency = start.elapsed();
         backoff = match verdict {
             Verdict::Failed(ErrorKind::Connect) => Duration::from_millis(10),
@@ -519,10 +673,26 @@ async fn closed_user(local: Rc<Local>, number: u64) {
     }
 }
 
-/// An open-loop connection: sends on a fixed schedule (see [`Pace`]) and measures
+/// An open-loop connection: one connection per service, and a paced sender for each of its
+/// streams' shares of the schedule (one for HTTP/1.1).
+async fn paced_connection(local: Rc<Local>, paces: Vec<Pace>) {
+    let http2 = shared_connections(&local.shared);
+    if let [pace] = paces[..] {
+        return paced_stream(local, pace, http2).await;
+    }
+    let senders: Vec<_> = paces
+        .into_iter()
+        .map(|pace| tokio::task::spawn_local(paced_stream(local.clone(), pace, http2.clone())))
+        .collect();
+    for s in senders {
+        let _ = s.await;
+    }
+}
+
+/// An open-loop sender: sends on a fixed schedule (see [`Pace`]) and measures
 /// each latency from the send's intended time, so time a stalled server keeps requests waiting is
 /// counted, not hidden (coordinated omission, corrected as in wrk2).
-async fn paced_connection(local: Rc<Local>, pace: Pace) {
+async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnection>>) {
     let shared = local.shared.clone();
     let t0 = shared.start.get().copied().expect("start set");
     let measure_start = shared.measure_start();
@@ -530,7 +700,7 @@ async fn paced_connection(local: Rc<Local>, pace: Pace) {
     // In a timed run, sends still due when the window closed get one timeout to drain.
     let hard_end = measure_end.map(|end| end + shared.timeout);
     let intended_at = |k: u64| t0 + pace.due(k);
-    let mut client = Client::new(&shared, pace.first);
+    let mut client = Client::new(&shared, pace.first, 0, &http2);
     let mut k = 0u64;
     loop {
         let intended = intended_at(k);
@@ -581,7 +751,7 @@ async fn paced_connection(local: Rc<Local>, pace: Pace) {
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut client, start, i).await;
+        let (verdict, count, timed) = local.send(&mut client, start, i, measured).await;
         let latency = from.elapsed();
         local.record(
             Some(route),

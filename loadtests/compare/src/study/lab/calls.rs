@@ -93,6 +93,8 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
             // Timed calls draw nothing at random.
             seed: None,
             shard: None,
+            protocol: Default::default(),
+            streams: 1,
         },
         machine: brigade_load::machine::describe(),
         started_at: crate::study::now_rfc3339(),
@@ -104,6 +106,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
         seconds: Vec::new(),
         window: None,
         shards: Vec::new(),
+        tls: None,
     }
 }
 

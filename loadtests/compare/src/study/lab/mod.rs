@@ -562,6 +562,7 @@ impl Lab {
             progress: false,
             // One fixed seed: every runtime and repeat is sent the same request stream.
             seed: Some(STUDY_SEED),
+            ..LoadConfig::default()
         }
     }
 

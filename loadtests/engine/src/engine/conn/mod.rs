@@ -7,6 +7,11 @@
 //! hands over. Every byte written and read is counted, so bandwidth is what crossed the wire:
 //! request and status lines, headers and bodies.
 //!
+//! The same connection runs over TLS ([`tls`]) for `h1-tls`: the stream is an enum of a plain
+//! socket and a TLS one, so the plaintext path pays one match per read and write and nothing
+//! else; under TLS the bytes are counted below rustls, on the socket, so TLS records count.
+//! HTTP/2 (`h2c`, `h2-tls`) is in [`http2`].
+//!
 //! Hyper's client did the same work with more machinery (a request and a response object per
 //! exchange, a dispatcher between them, header maps): on `GET /bench/hello` that cost about a
 //! quarter more generator CPU per request than wrk (`scripts/bench-generator.sh`), so every light
@@ -17,6 +22,8 @@
 mod chunked;
 mod encode;
 mod head;
+pub(crate) mod http2;
+pub(crate) mod tls;
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -24,8 +31,13 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use http::header::HeaderValue;
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use super::protocol::Protocol;
+use tls::{Handshake, TlsWire};
 
 use chunked::Chunked;
 pub(crate) use encode::encode;
@@ -45,28 +57,36 @@ pub(crate) struct Target {
     pub(crate) host: HeaderValue,
     /// A path prefix from the URL (`http://h:1/api` → `/api`), empty for none.
     pub(crate) prefix: String,
+    /// Whether the URL is `https://`.
+    pub(crate) https: bool,
+    /// The URL's host, without brackets or port.
+    pub(crate) hostname: String,
+    /// The host as a TLS server name (SNI), when it is one.
+    pub(crate) server_name: Option<ServerName<'static>>,
 }
 
 impl Target {
-    /// Parses and resolves `http://host:port[/prefix]`.
+    /// Parses and resolves `http[s]://host:port[/prefix]`.
     pub(crate) fn parse(url: &str) -> Result<Target> {
         let uri: http::Uri = url
             .parse()
             .with_context(|| format!("{url:?} is not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some(other) => bail!("{url}: only http:// targets are supported, not {other}://"),
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(other) => {
+                bail!("{url}: only http:// and https:// targets are supported, not {other}://")
+            }
             None => bail!("{url}: the URL needs a scheme (http://host:port)"),
-        }
+        };
         let authority = uri.authority().ok_or_else(|| anyhow!("{url}: no host"))?;
-        let port = authority.port_u16().unwrap_or(80);
-        let addr = (
-            authority
-                .host()
-                .trim_start_matches('[')
-                .trim_end_matches(']'),
-            port,
-        )
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let hostname = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let addr = (hostname.as_str(), port)
             .to_socket_addrs()
             .with_context(|| format!("Failed to resolve {url}"))?
             .next()
@@ -77,7 +97,81 @@ impl Target {
             addr,
             host: HeaderValue::from_str(authority.as_str())?,
             prefix,
+            https,
+            server_name: ServerName::try_from(hostname.clone()).ok(),
+            hostname,
         })
+    }
+}
+
+/// How a generator thread opens connections: the protocol, and for TLS the thread's connector
+/// (its own session cache).
+#[derive(Clone)]
+pub(crate) struct Dialer {
+    /// The run's protocol.
+    pub(crate) protocol: Protocol,
+    pub(crate) tls: Option<TlsConnector>,
+}
+
+impl std::fmt::Debug for Dialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dialer")
+            .field("protocol", &self.protocol)
+            .finish()
+    }
+}
+
+impl Dialer {
+    /// Plaintext HTTP/1.1.
+    pub(crate) fn plain() -> Dialer {
+        Dialer {
+            protocol: Protocol::H1,
+            tls: None,
+        }
+    }
+
+    /// A dialer for `protocol`; `tls` (the run's checked config, needed by TLS protocols) is
+    /// cloned with a session cache of this dialer's own when `resume`.
+    pub(crate) fn new(
+        protocol: Protocol,
+        tls: Option<&rustls::ClientConfig>,
+        resume: bool,
+    ) -> Dialer {
+        Dialer {
+            protocol,
+            tls: tls
+                .filter(|_| protocol.tls())
+                .map(|c| tls::thread_connector(c, resume)),
+        }
+    }
+
+    /// Opens a TCP connection, no delay.
+    pub(crate) async fn tcp(&self, target: &Target) -> Result<TcpStream, Failure> {
+        let stream = TcpStream::connect(target.addr)
+            .await
+            .map_err(|_| Failure::Connect)?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+
+    /// Opens a TCP connection and, for a TLS protocol, makes the TLS handshake over it (bytes
+    /// counted into `counter`): the stream and the handshake.
+    async fn wire(
+        &self,
+        target: &Target,
+        counter: &std::sync::Arc<tls::WireCounter>,
+    ) -> Result<(Stream, Option<Handshake>), Failure> {
+        let tcp = self.tcp(target).await?;
+        match &self.tls {
+            None => Ok((Stream::Plain(tcp), None)),
+            Some(connector) => {
+                let tcp = tls::Counted::new(tcp, counter.clone());
+                let (wire, handshake) = tls::handshake(connector, self.protocol, target, tcp)
+                    .await
+                    .map_err(|e| tls::classify_handshake(&e))?;
+                Ok((Stream::Tls(Box::new(wire)), Some(handshake)))
+            }
+        }
     }
 }
 
@@ -94,9 +188,17 @@ pub(crate) enum Failure {
     Other,
 }
 
+/// A connection's byte stream: a plain socket, or TLS over a counted one.
+pub(crate) enum Stream {
+    /// Plaintext: reads and writes counted by the connection.
+    Plain(TcpStream),
+    /// TLS: bytes counted on the socket, below rustls.
+    Tls(Box<TlsWire>),
+}
+
 /// One open connection and its read buffer.
 pub(crate) struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     /// What the last read brought; emptied before each answer is read.
     buf: Vec<u8>,
 }
@@ -114,7 +216,29 @@ impl Connection {
     /// idle. Cheap: tokio knows the socket has nothing to read without asking the kernel.
     fn usable(&mut self) -> bool {
         let mut probe = [0u8; 1];
-        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        match &mut self.stream {
+            Stream::Plain(tcp) => {
+                matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            // rustls may have records to take in while idle (TLS 1.3 session tickets) that carry
+            // no data: poll it once, without waiting; only "nothing to read" is usable.
+            Stream::Tls(tls) => {
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                let mut buf = tokio::io::ReadBuf::new(&mut probe);
+                tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut **tls), &mut cx, &mut buf)
+                    .is_pending()
+            }
+        }
+    }
+
+    /// Adds the bytes a TLS connection's socket carried since the last call to `count` (a plain
+    /// connection counts as it goes).
+    pub(crate) fn take_count(&self, count: &mut WireCount) {
+        if let Stream::Tls(tls) = &self.stream {
+            let (sent, received) = tls.get_ref().0.counter().take();
+            count.sent += sent;
+            count.received += received;
+        }
     }
 
     /// Reads what the socket has into the buffer: the count, 0 at the connection's end.
@@ -122,12 +246,18 @@ impl Connection {
         if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
             self.buf.reserve(READ_CHUNK);
         }
-        match self.stream.read_buf(&mut self.buf).await {
-            Ok(n) => {
-                count.received += n as u64;
-                Ok(n)
-            }
-            Err(e) => Err(classify_io(&e)),
+        match &mut self.stream {
+            Stream::Plain(tcp) => match tcp.read_buf(&mut self.buf).await {
+                Ok(n) => {
+                    count.received += n as u64;
+                    Ok(n)
+                }
+                Err(e) => Err(classify_io(&e)),
+            },
+            Stream::Tls(tls) => tls
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| classify_io(&e)),
         }
     }
 
@@ -147,15 +277,24 @@ impl Connection {
         want_body: bool,
         count: &mut WireCount,
     ) -> Result<Answered, Failure> {
-        let mut written = 0;
-        while written < request.len() {
-            match self.stream.write(&request[written..]).await {
-                Ok(0) => return Err(Failure::Reset),
-                Ok(n) => {
-                    written += n;
-                    count.sent += n as u64;
+        match &mut self.stream {
+            Stream::Plain(tcp) => {
+                let mut written = 0;
+                while written < request.len() {
+                    match tcp.write(&request[written..]).await {
+                        Ok(0) => return Err(Failure::Reset),
+                        Ok(n) => {
+                            written += n;
+                            count.sent += n as u64;
+                        }
+                        Err(e) => return Err(classify_io(&e)),
+                    }
                 }
-                Err(e) => return Err(classify_io(&e)),
+            }
+            // rustls takes the whole request into its buffer; flush sends its records.
+            Stream::Tls(tls) => {
+                tls.write_all(request).await.map_err(|e| classify_io(&e))?;
+                tls.flush().await.map_err(|e| classify_io(&e))?;
             }
         }
 
@@ -243,18 +382,43 @@ pub(crate) struct Exchange {
     pub(crate) result: Result<u16, Failure>,
     /// The body, when asked for and answered.
     pub(crate) body: Option<Bytes>,
+    /// The TLS handshake this exchange made, when it opened a TLS connection.
+    pub(crate) handshake: Option<Handshake>,
 }
 
-/// Opens a connection.
-pub(crate) async fn connect(target: &Target) -> Result<Connection, Failure> {
-    let stream = TcpStream::connect(target.addr)
-        .await
-        .map_err(|_| Failure::Connect)?;
-    let _ = stream.set_nodelay(true);
-    Ok(Connection {
-        stream,
-        buf: Vec::with_capacity(READ_CHUNK / 4),
-    })
+impl Exchange {
+    /// An exchange that failed, with the handshake it made, if any.
+    pub(crate) fn failed(failure: Failure, handshake: Option<Handshake>) -> Exchange {
+        Exchange {
+            result: Err(failure),
+            body: None,
+            handshake,
+        }
+    }
+}
+
+/// Opens a connection (HTTP/1.1, plain or TLS as `dialer` says) and the handshake it made.
+pub(crate) async fn connect(
+    dialer: &Dialer,
+    target: &Target,
+) -> Result<(Connection, Option<Handshake>), Failure> {
+    let counter = std::sync::Arc::default();
+    let (stream, handshake) = dialer.wire(target, &counter).await?;
+    Ok((
+        Connection {
+            stream,
+            buf: Vec::with_capacity(READ_CHUNK / 4),
+        },
+        handshake,
+    ))
+}
+
+/// Empties a slot whose connection is in an unknown state (a timeout cancelled its exchange),
+/// first adding the bytes its TLS socket carried to `count`.
+pub(crate) fn abandon(slot: &mut Option<Connection>, count: &mut WireCount) {
+    if let Some(conn) = slot.take() {
+        conn.take_count(count);
+    }
 }
 
 /// The bytes counted on a connection slot so far; a counter pair survives reconnects via `carry`.
@@ -273,8 +437,10 @@ pub(crate) struct WireCount {
 /// cannot be reused: after a failure, after an answer that ends it, or always when `keepalive` is
 /// off. Cancelling the future (a timeout) leaves the slot holding a connection in an unknown state:
 /// the caller must empty it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange(
     slot: &mut Option<Connection>,
+    dialer: &Dialer,
     target: &Target,
     request: &[u8],
     head_request: bool,
@@ -282,25 +448,26 @@ pub(crate) async fn exchange(
     want_body: bool,
     count: &mut WireCount,
 ) -> Exchange {
-    let fail = |f: Failure| Exchange {
-        result: Err(f),
-        body: None,
-    };
     // A kept-alive connection the server has since closed is replaced silently, as any client would.
     if slot.as_mut().is_some_and(|conn| !conn.usable()) {
-        *slot = None;
+        abandon(slot, count);
     }
+    let mut handshake = None;
     if slot.is_none() {
-        match connect(target).await {
-            Ok(c) => *slot = Some(c),
-            Err(f) => return fail(f),
+        match connect(dialer, target).await {
+            Ok((c, made)) => {
+                *slot = Some(c);
+                handshake = made;
+            }
+            Err(f) => return Exchange::failed(f, None),
         }
     }
     let conn = slot.as_mut().expect("connected above");
-    match conn
+    let answered = conn
         .round_trip(request, head_request, want_body, count)
-        .await
-    {
+        .await;
+    conn.take_count(count);
+    match answered {
         Ok(answered) => {
             if !keepalive || !answered.reusable {
                 *slot = None;
@@ -308,17 +475,18 @@ pub(crate) async fn exchange(
             Exchange {
                 result: Ok(answered.status),
                 body: answered.body,
+                handshake,
             }
         }
         Err(f) => {
             *slot = None;
-            fail(f)
+            Exchange::failed(f, handshake)
         }
     }
 }
 
 /// Sorts an I/O error into a failure kind.
-fn classify_io(e: &io::Error) -> Failure {
+pub(crate) fn classify_io(e: &io::Error) -> Failure {
     use io::ErrorKind::*;
     match e.kind() {
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | NotConnected => {

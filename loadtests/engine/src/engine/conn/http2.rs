@@ -1,0 +1,346 @@
+//! HTTP/2 for `h2c` (plaintext, by prior knowledge) and `h2-tls` (ALPN `h2`), through the `h2`
+//! crate: its client is the HTTP/2 framing, HPACK, flow control and stream state machine alone,
+//! with no pool, retry or body abstraction above it, so the generator keeps control of every
+//! connection (and counts its bytes) as it does for HTTP/1.1. Writing HTTP/2 by hand as HTTP/1.1
+//! is would be a second protocol stack to get right; hyper's client would add its dispatcher and
+//! pool, the machinery the HTTP/1.1 connection was written to avoid.
+//!
+//! - A connection is a `SendRequest` handle plus its `Connection` future, spawned as a task on the
+//!   generator thread's current-thread runtime; the task ends when the last handle is dropped or
+//!   the server closes. Its socket is wrapped in [`Counted`], so bytes are what crossed the TCP
+//!   socket (frames, HPACK, TLS records); each request takes what was counted since the last one
+//!   took, so the totals are exact although frames of concurrent streams interleave.
+//! - Streams: the handles a user's (or a paced connection's) stream loops hold ([`Http2Stream`])
+//!   share one [`SharedConnection`] per service: `streams` loops, each a closed-loop user or a
+//!   paced sender of its own, put up to `streams` requests in flight on one connection. When it
+//!   breaks, the first loop to notice opens the next one (the others wait for it and use it).
+//! - Flow control: the client advertises a 1 MiB stream window and a 4 MiB connection window (the
+//!   protocol's 64 KiB default would throttle big answers to a window per round trip), and
+//!   releases capacity as each body chunk is read, so big bodies do not stall.
+//! - Requests: `:authority` is the scenario's `host` header if it has one, else the URL's; the
+//!   headers HTTP/2 forbids (`connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`,
+//!   `upgrade`, `te` other than `trailers`) are dropped. A request without template holes is built
+//!   once per run and cloned per send. Without keep-alive every request gets its own connection.
+//! - Errors: a RST_STREAM (REFUSED_STREAM included) or a GOAWAY is a reset, an I/O error as for
+//!   HTTP/1.1, anything else (a protocol error) other.
+
+use std::future::poll_fn;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::header::{self, HeaderName, HeaderValue};
+use http::Method;
+
+use super::tls::{self, Counted, Handshake, WireCounter};
+use super::{classify_io, Dialer, Exchange, Failure, Target, WireCount};
+use crate::scenario::RenderedRequest;
+
+/// The window each stream advertises: 1 MiB.
+pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
+/// The window the whole connection advertises: 4 MiB.
+pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
+
+/// An open HTTP/2 connection: a handle to send on and the counter of its socket.
+#[derive(Clone)]
+struct Http2Conn {
+    /// Which connection of its [`SharedConnection`] this is.
+    generation: u64,
+    send: SendRequest<Bytes>,
+    counter: Arc<WireCounter>,
+}
+
+/// The HTTP/2 connection the streams of one user (or paced connection) share for one service.
+#[derive(Default)]
+pub(crate) struct SharedConnection {
+    current: tokio::sync::Mutex<Option<Http2Conn>>,
+    generations: AtomicU64,
+}
+
+/// One stream loop's handle on its [`SharedConnection`].
+pub(crate) struct Http2Stream {
+    shared: Arc<SharedConnection>,
+    cached: Option<Http2Conn>,
+}
+
+impl Http2Stream {
+    /// A handle on `shared` (nothing is connected until the first request).
+    pub(crate) fn new(shared: Arc<SharedConnection>) -> Http2Stream {
+        Http2Stream {
+            shared,
+            cached: None,
+        }
+    }
+
+    /// Makes sure this handle has a connection: the shared one, or a new one it opens (and
+    /// shares when `keepalive`). Returns the handshake, if it made one.
+    async fn acquire(
+        &mut self,
+        dialer: &Dialer,
+        target: &Target,
+        keepalive: bool,
+    ) -> Result<Option<Handshake>, Failure> {
+        if self.cached.is_some() {
+            return Ok(None);
+        }
+        if !keepalive {
+            let (conn, handshake) = open(dialer, target, 0).await?;
+            self.cached = Some(conn);
+            return Ok(handshake);
+        }
+        let mut current = self.shared.current.lock().await;
+        if let Some(conn) = current.as_ref() {
+            self.cached = Some(conn.clone());
+            return Ok(None);
+        }
+        let generation = self.shared.generations.fetch_add(1, Ordering::Relaxed);
+        let (conn, handshake) = open(dialer, target, generation).await?;
+        *current = Some(conn.clone());
+        self.cached = Some(conn);
+        Ok(handshake)
+    }
+
+    /// Drops this handle's connection, and the shared one if it is the same (it is broken).
+    async fn retire(&mut self) {
+        if let Some(conn) = self.cached.take() {
+            let mut current = self.shared.current.lock().await;
+            if current
+                .as_ref()
+                .is_some_and(|c| c.generation == conn.generation)
+            {
+                *current = None;
+            }
+        }
+    }
+
+    /// Adds the bytes counted on this handle's connection since the last take to `count`.
+    fn take_count(&self, count: &mut WireCount) {
+        if let Some(conn) = &self.cached {
+            let (sent, received) = conn.counter.take();
+            count.sent += sent;
+            count.received += received;
+        }
+    }
+
+    /// Empties the handle after a cancelled exchange (a timeout), its bytes added to `count`;
+    /// the connection stays shared (h2 resets the cancelled stream).
+    pub(crate) fn abandon(&mut self, count: &mut WireCount) {
+        self.take_count(count);
+        self.cached = None;
+    }
+}
+
+/// Opens a connection: TCP, TLS when the dialer has it, the HTTP/2 preface and settings, and the
+/// spawned task that drives it.
+async fn open(
+    dialer: &Dialer,
+    target: &Target,
+    generation: u64,
+) -> Result<(Http2Conn, Option<Handshake>), Failure> {
+    let counter = Arc::new(WireCounter::default());
+    let tcp = Counted::new(dialer.tcp(target).await?, counter.clone());
+    let mut builder = h2::client::Builder::new();
+    builder
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW);
+    let (send, handshake) = match &dialer.tls {
+        None => {
+            let (send, conn) = builder.handshake(tcp).await.map_err(|e| classify(&e))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            (send, None)
+        }
+        Some(connector) => {
+            let (wire, handshake) = tls::handshake(connector, dialer.protocol, target, tcp)
+                .await
+                .map_err(|e| tls::classify_handshake(&e))?;
+            let (send, conn) = builder.handshake(wire).await.map_err(|e| classify(&e))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            (send, Some(handshake))
+        }
+    };
+    Ok((
+        Http2Conn {
+            generation,
+            send,
+            counter,
+        },
+        handshake,
+    ))
+}
+
+/// Sends `request` with `body` on `stream`'s connection (opening one if it has none, replacing
+/// a broken one once) and reads the whole answer, releasing flow-control capacity as it reads;
+/// the body is kept when `want_body`. Bytes are added to `count`. Cancelling the future (a
+/// timeout) resets the stream; the caller must then [`Http2Stream::abandon`] the handle.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn exchange(
+    stream: &mut Http2Stream,
+    dialer: &Dialer,
+    target: &Target,
+    request: &http::Request<()>,
+    body: &Bytes,
+    keepalive: bool,
+    want_body: bool,
+    count: &mut WireCount,
+) -> Exchange {
+    let mut handshake = None;
+    let mut retried = false;
+    let answered = loop {
+        match stream.acquire(dialer, target, keepalive).await {
+            Ok(made) => handshake = handshake.or(made),
+            Err(f) => return Exchange::failed(f, handshake),
+        }
+        let conn = stream.cached.as_mut().expect("acquired above");
+        match poll_fn(|cx| conn.send.poll_ready(cx)).await {
+            Ok(()) => break round_trip(&mut conn.send, request, body, want_body).await,
+            // A kept connection the server has since closed is replaced once, silently.
+            Err(e) => {
+                stream.take_count(count);
+                stream.retire().await;
+                if retried || !keepalive {
+                    return Exchange::failed(classify(&e), handshake);
+                }
+                retried = true;
+            }
+        }
+    };
+    stream.take_count(count);
+    if !keepalive {
+        stream.cached = None;
+    }
+    match answered {
+        Ok((status, body)) => Exchange {
+            result: Ok(status),
+            body,
+            handshake,
+        },
+        Err(e) => {
+            let failure = classify(&e);
+            // A reset stream leaves the connection usable; anything else ends it.
+            if !e.is_reset() {
+                stream.retire().await;
+            }
+            Exchange::failed(failure, handshake)
+        }
+    }
+}
+
+/// One request and its whole answer on a ready connection: the status and, when asked, the body.
+async fn round_trip(
+    send: &mut SendRequest<Bytes>,
+    request: &http::Request<()>,
+    body: &Bytes,
+    want_body: bool,
+) -> Result<(u16, Option<Bytes>), h2::Error> {
+    let (response, mut outgoing) = send.send_request(request.clone(), body.is_empty())?;
+    if !body.is_empty() {
+        outgoing.send_data(body.clone(), true)?;
+    }
+    let response = response.await?;
+    let status = response.status().as_u16();
+    let mut incoming = response.into_body();
+    let mut kept = want_body.then(Vec::new);
+    while let Some(chunk) = incoming.data().await {
+        let chunk = chunk?;
+        let _ = incoming.flow_control().release_capacity(chunk.len());
+        if let Some(kept) = kept.as_mut() {
+            kept.extend_from_slice(&chunk);
+        }
+    }
+    Ok((status, kept.map(Bytes::from)))
+}
+
+/// Sorts an HTTP/2 error into a failure kind.
+fn classify(e: &h2::Error) -> Failure {
+    match e.get_io() {
+        Some(io) => classify_io(io),
+        None if e.is_reset() || e.is_go_away() => Failure::Reset,
+        None => Failure::Other,
+    }
+}
+
+/// Whether HTTP/2 forbids sending header `name` with `value` (RFC 9113 §8.2.2).
+fn connection_specific(name: &HeaderName, value: &HeaderValue) -> bool {
+    name == header::CONNECTION
+        || name == header::TRANSFER_ENCODING
+        || name == header::UPGRADE
+        || name == "keep-alive"
+        || name == "proxy-connection"
+        || (name == header::TE && value != "trailers")
+}
+
+/// Builds the HTTP/2 request for `req` to `target` (`https` scheme when `tls`): the URL's
+/// prefix and the path, `:authority` from a `host` header or the URL, the other headers but the
+/// connection-specific ones, and the body's type and length as HTTP/1.1 sends them.
+pub(crate) fn build(
+    target: &Target,
+    req: &RenderedRequest,
+    tls: bool,
+) -> Result<http::Request<()>> {
+    let authority = req
+        .headers
+        .iter()
+        .find(|(name, _)| name == header::HOST)
+        .map_or(&target.host, |(_, value)| value);
+    let uri = format!(
+        "{}://{}{}{}",
+        if tls { "https" } else { "http" },
+        authority.to_str().context("the host header is not text")?,
+        target.prefix,
+        req.path
+    );
+    let mut builder = http::Request::builder().method(req.method.clone()).uri(uri);
+    let mut has_content_type = false;
+    for (name, value) in &req.headers {
+        if name == header::HOST || connection_specific(name, value) {
+            continue;
+        }
+        has_content_type |= name == header::CONTENT_TYPE;
+        builder = builder.header(name, value);
+    }
+    if req.has_body && !has_content_type {
+        builder = builder.header(header::CONTENT_TYPE, "application/json");
+    }
+    if req.has_body || [Method::POST, Method::PUT, Method::PATCH].contains(&req.method) {
+        builder = builder.header(header::CONTENT_LENGTH, req.body.len());
+    }
+    builder
+        .body(())
+        .context("the request does not make an HTTP/2 request")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http2_request_takes_its_authority_from_host_and_drops_connection_headers() {
+        let target = Target::parse("http://127.0.0.1:9/api").unwrap();
+        let req = RenderedRequest {
+            method: Method::POST,
+            path: "/p?q=1".into(),
+            headers: vec![
+                (header::HOST, HeaderValue::from_static("example.test")),
+                (header::CONNECTION, HeaderValue::from_static("keep-alive")),
+                (header::TE, HeaderValue::from_static("gzip")),
+                (
+                    HeaderName::from_static("x-a"),
+                    HeaderValue::from_static("1"),
+                ),
+            ],
+            body: Bytes::from_static(b"[1]"),
+            has_body: true,
+        };
+        let built = build(&target, &req, true).unwrap();
+        assert_eq!(built.uri(), "https://example.test/api/p?q=1");
+        let names: Vec<&str> = built.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["x-a", "content-type", "content-length"]);
+        assert_eq!(built.headers()[header::CONTENT_LENGTH], "3");
+    }
+}

@@ -1,0 +1,132 @@
+//! What the generator speaks to a target: the [`Protocol`] (HTTP/1.1 or HTTP/2, plaintext or over
+//! TLS) and the [`TlsClient`] settings of the TLS ones (which certificates to trust, a client
+//! certificate for mutual TLS, session resumption). Both travel in [`super::LoadConfig`]; the
+//! connections themselves are built in `conn` (HTTP/1.1, TLS) and `conn::http2`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The wire protocol of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Protocol {
+    /// Plaintext HTTP/1.1 on the generator's own connection (the default).
+    #[default]
+    #[serde(rename = "h1")]
+    H1,
+    /// Plaintext HTTP/2 by prior knowledge (no upgrade).
+    #[serde(rename = "h2c")]
+    H2c,
+    /// HTTP/1.1 over TLS, ALPN offering only `http/1.1`.
+    #[serde(rename = "h1-tls")]
+    H1Tls,
+    /// HTTP/2 over TLS, ALPN offering only `h2`.
+    #[serde(rename = "h2-tls")]
+    H2Tls,
+}
+
+impl Protocol {
+    /// Every protocol, in the order the CLI lists them.
+    pub const ALL: [Protocol; 4] = [
+        Protocol::H1,
+        Protocol::H2c,
+        Protocol::H1Tls,
+        Protocol::H2Tls,
+    ];
+
+    /// Whether it runs over TLS.
+    pub fn tls(self) -> bool {
+        matches!(self, Protocol::H1Tls | Protocol::H2Tls)
+    }
+
+    /// Whether it speaks HTTP/2.
+    pub fn http2(self) -> bool {
+        matches!(self, Protocol::H2c | Protocol::H2Tls)
+    }
+
+    /// Its name on the command line and in results: `h1`, `h2c`, `h1-tls`, `h2-tls`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2c => "h2c",
+            Protocol::H1Tls => "h1-tls",
+            Protocol::H2Tls => "h2-tls",
+        }
+    }
+
+    /// The one ALPN protocol a TLS protocol offers (`None` for plaintext).
+    pub fn alpn(self) -> Option<&'static [u8]> {
+        match self {
+            Protocol::H1Tls => Some(b"http/1.1"),
+            Protocol::H2Tls => Some(b"h2"),
+            Protocol::H1 | Protocol::H2c => None,
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Protocol, String> {
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.name() == text.trim())
+            .ok_or_else(|| format!("{text:?} is not a protocol (h1, h2c, h1-tls, h2-tls)"))
+    }
+}
+
+/// How the generator's TLS client checks the server and presents itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsClient {
+    /// Accept any server certificate (for self-signed test servers); the handshake is still real.
+    pub insecure: bool,
+    /// Resume TLS sessions (tickets, rustls' in-memory client session cache; one cache per
+    /// generator thread). Off: every connection makes a full handshake.
+    pub resumption: bool,
+    /// Trust the certificates in this PEM file instead of the built-in web roots (`webpki-roots`).
+    pub ca: Option<PathBuf>,
+    /// Mutual TLS: the client certificate chain (PEM) to present.
+    pub client_cert: Option<PathBuf>,
+    /// Mutual TLS: the client certificate's private key (PEM).
+    pub client_key: Option<PathBuf>,
+}
+
+impl Default for TlsClient {
+    fn default() -> Self {
+        TlsClient {
+            insecure: false,
+            resumption: true,
+            ca: None,
+            client_cert: None,
+            client_key: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_read_and_print_by_their_names() {
+        for p in Protocol::ALL {
+            assert_eq!(p.to_string().parse::<Protocol>(), Ok(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{p}\""));
+            assert_eq!(serde_json::from_str::<Protocol>(&json).unwrap(), p);
+        }
+        assert_eq!(Protocol::default(), Protocol::H1);
+        assert!(Protocol::H2Tls.tls() && Protocol::H2Tls.http2());
+        assert!(!Protocol::H2c.tls() && Protocol::H2c.http2());
+        assert!(Protocol::H1Tls.tls() && !Protocol::H1Tls.http2());
+        assert!("h3".parse::<Protocol>().is_err());
+    }
+}
