@@ -5,7 +5,9 @@
 //! MongoDB runs when `MONGODB_URI` is set or a Docker engine is reachable (a `mongo:7` container);
 //! otherwise its tests say loudly why they skip, and fail under `BRIGADE_REQUIRE_MONGO=1`.
 //!
-//! Also here: the server limits on every runtime over raw sockets ([`limits`]).
+//! Each runtime's suite also runs over h2c, h1-tls and h2-tls on the memory store (the matrix's
+//! `passes_over_*` tests). Also here: the server limits on every runtime over raw sockets
+//! ([`limits`]), and over HTTP/2 and TLS ([`protocols`]).
 
 use brigade_serve::testing::Deployment;
 use brigade_serve::Services;
@@ -25,6 +27,8 @@ brigade_serve::conformance_matrix!(restaurant(), suite);
 mod corpus;
 #[path = "conformance/differential.rs"]
 mod differential;
+#[path = "conformance/protocols.rs"]
+mod protocols;
 
 /// The server limits, the same on every runtime (`brigade_kit::limits`), checked over raw sockets
 /// with the engine's abusive clients while a normal load runs: slow heads, idle keep-alive
@@ -174,6 +178,7 @@ mod limits {
             max_header_bytes: 2048,
             max_body_bytes: 1 << 20,
             max_connections: 200,
+            ..ServerLimits::default()
         };
         let (d, url, addr) = start(runtime, limits);
         let load = normal_load(&url, 4, Duration::from_secs(5));

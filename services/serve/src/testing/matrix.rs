@@ -57,6 +57,41 @@ macro_rules! __matrix_runtime {
                 }
             }
 
+            // The other three protocols, on the memory store: the same suite, every answer the
+            // same, whatever the wire.
+            #[test]
+            fn passes_over_h2c() {
+                $crate::testing::run_case_over(
+                    $services,
+                    stringify!($runtime),
+                    $crate::testing::StoreKind::Memory,
+                    $crate::testing::Wire::H2c,
+                    $suite,
+                );
+            }
+
+            #[test]
+            fn passes_over_h1_tls() {
+                $crate::testing::run_case_over(
+                    $services,
+                    stringify!($runtime),
+                    $crate::testing::StoreKind::Memory,
+                    $crate::testing::Wire::H1Tls,
+                    $suite,
+                );
+            }
+
+            #[test]
+            fn passes_over_h2_tls() {
+                $crate::testing::run_case_over(
+                    $services,
+                    stringify!($runtime),
+                    $crate::testing::StoreKind::Memory,
+                    $crate::testing::Wire::H2Tls,
+                    $suite,
+                );
+            }
+
             #[test]
             fn passes_on_the_mongo_store() {
                 $crate::testing::run_case(

@@ -16,13 +16,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use brigade_kit::http::RouteSpec;
-use brigade_kit::peer::PeerTimeouts;
+use brigade_kit::limits::ServeProtocol;
+use brigade_kit::peer::{PeerTimeouts, PeerTransport};
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
 use brigade_runtimes::{Runtime, ServerLimits, ShutdownTrigger};
 
 pub use brigade_kit::conformance::{
-    exactly_one_wins, run_standard_checks, Answer, Deployment as Target, TestClient,
+    exactly_one_wins, run_standard_checks, Answer, Deployment as Target, TestClient, Wire,
 };
 pub use brigade_kit::store::StoreKind;
 
@@ -63,6 +64,10 @@ struct Inner {
     store: StoreKind,
     services: Vec<Running>,
     servers: Mutex<HashMap<String, Server>>,
+    /// A client that speaks what the servers speak.
+    client: TestClient,
+    /// The TLS client configuration that trusts the servers' certificate, on TLS.
+    tls_client: Option<Arc<rustls::ClientConfig>>,
     drop: Option<(Services, ServiceConfig)>,
     _dir: tempfile::TempDir,
 }
@@ -93,6 +98,38 @@ impl Deployment {
         mongodb_uri: Option<String>,
         limits: ServerLimits,
     ) -> anyhow::Result<Deployment> {
+        Deployment::start_over(services, runtime, store, mongodb_uri, limits, Wire::H1)
+    }
+
+    /// [`Deployment::start_with_limits`], every service speaking `wire`: h2c by `--protocol h2c`,
+    /// either TLS form on a self-signed certificate (ALPN chooses); its [`Target::client`] speaks
+    /// the same and trusts that certificate, and the services call each other the same way.
+    pub fn start_over(
+        services: &Services,
+        runtime: &str,
+        store: StoreKind,
+        mongodb_uri: Option<String>,
+        mut limits: ServerLimits,
+        wire: Wire,
+    ) -> anyhow::Result<Deployment> {
+        let tls = if wire.tls() {
+            let settings = brigade_kit::tls::TlsSettings {
+                self_signed: true,
+                ..Default::default()
+            };
+            limits.tls = settings.mode();
+            limits.protocol = ServeProtocol::Auto;
+            settings.load()?
+        } else {
+            if wire == Wire::H2c {
+                limits.protocol = ServeProtocol::H2c;
+            }
+            None
+        };
+        let peer_transport = PeerTransport {
+            tls: tls.as_ref().map(|t| t.peer_config()).transpose()?,
+            http2: wire == Wire::H2c,
+        };
         let rt = brigade_runtimes::find(runtime)
             .with_context(|| format!("runtime {runtime} is not compiled in"))?;
         let dir = tempfile::tempdir()?;
@@ -101,7 +138,8 @@ impl Deployment {
         let bound = bind(&all, any)?;
         let mut urls = HashMap::new();
         for b in &bound {
-            urls.insert(b.service.name().to_string(), b.url()?);
+            let url = crate::prepare::scheme_url(b.url()?, wire.tls());
+            urls.insert(b.service.name().to_string(), url);
         }
         let config = ServiceConfig {
             runtime: rt.name.to_string(),
@@ -121,7 +159,7 @@ impl Deployment {
                 request: Duration::from_secs(2),
             },
             metrics: true,
-            peer_transport: Default::default(),
+            peer_transport,
         };
         let mut running = Vec::new();
         let mut servers = HashMap::new();
@@ -129,6 +167,7 @@ impl Deployment {
             let name = b.service.name().to_string();
             let mut prepared = prepare(rt, services, vec![b], 2, config.clone())?;
             prepared.limits = limits;
+            prepared.tls = tls.as_ref().map(|t| t.config.clone());
             let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
             let routes = prepared_routes(&prepared);
             let thread = std::thread::Builder::new()
@@ -141,6 +180,8 @@ impl Deployment {
             });
             servers.insert(name, (trigger, thread));
         }
+        let tls_client = config.peer_transport.tls.clone();
+        let client = TestClient::speaking(wire, tls_client.clone());
         let drop = (store == StoreKind::Mongo).then(|| (services.clone(), config));
         Ok(Deployment {
             inner: Arc::new(Inner {
@@ -148,6 +189,8 @@ impl Deployment {
                 store,
                 services: running,
                 servers: Mutex::new(servers),
+                client,
+                tls_client,
                 drop,
                 _dir: dir,
             }),
@@ -169,6 +212,12 @@ impl Deployment {
                 ));
             }
         }
+    }
+
+    /// A TLS client configuration that trusts the deployment's certificate (None on plaintext);
+    /// it offers no ALPN protocol of its own.
+    pub fn tls_client(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.inner.tls_client.clone()
     }
 
     fn running(&self, service: &str) -> &Running {
@@ -221,6 +270,9 @@ impl Target for Deployment {
         self.running(service);
         self.stop_server(service);
     }
+    fn client(&self) -> TestClient {
+        self.inner.client.clone()
+    }
 }
 
 impl Drop for Inner {
@@ -250,6 +302,20 @@ where
     F: FnOnce(Deployment) -> Fut,
     Fut: Future<Output = ()>,
 {
+    run_case_over(services, runtime, store, Wire::H1, suite)
+}
+
+/// [`run_case`] with every service and the suite's client speaking `wire`.
+pub fn run_case_over<F, Fut>(
+    services: Services,
+    runtime: &str,
+    store: StoreKind,
+    wire: Wire,
+    suite: F,
+) where
+    F: FnOnce(Deployment) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let client = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -264,8 +330,20 @@ where
         }
         _ => None,
     };
-    let deployment = Deployment::start(&services, runtime, store, uri)
-        .unwrap_or_else(|e| panic!("starting {services:?} on {runtime} with {store}: {e:#}"));
+    let deployment = Deployment::start_over(
+        &services,
+        runtime,
+        store,
+        uri,
+        ServerLimits::default(),
+        wire,
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "starting {services:?} on {runtime} with {store} over {}: {e:#}",
+            wire.as_str()
+        )
+    });
     client.block_on(suite(deployment.clone()));
     deployment.shutdown();
 }

@@ -1,0 +1,295 @@
+//! The server limits over HTTP/2 and TLS on every runtime (memory store), the way [`super::limits`]
+//! checks them over HTTP/1.1: while a normal load over the same protocol runs (and must end with
+//! zero errors), a stalled TLS handshake is closed by the head timer (slowloris on handshakes);
+//! over h2c and h2-tls, raw `h2` streams get the kit's JSON 431 for a head over the count, a JSON
+//! 413 for an announced oversized body, `HEAD` without a body, a 408 (or the stream reset) for a
+//! body that stops half way (slowloris on a stream), and a client that opens every stream it may
+//! and never reads its answers holds only its own connection: a fresh one is still answered. Counts
+//! and outcomes, not timings: every wait is a watch several times the limit it checks.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use brigade_kit::conformance::Wire;
+use brigade_load::abuse::{self, Abuse, AbuseConfig};
+use brigade_load::engine::{self, LoadConfig, Protocol, TlsClient};
+use brigade_runtimes::ServerLimits;
+use brigade_serve::testing::{Deployment, StoreKind, Target};
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+
+/// The limits the checks run under: short timers, few headers, a 1 MiB body.
+fn limits() -> ServerLimits {
+    let second = Duration::from_secs(1);
+    ServerLimits {
+        header_read_timeout: second,
+        keep_alive_timeout: second,
+        body_read_timeout: second,
+        max_headers: 8,
+        max_header_bytes: 2048,
+        max_body_bytes: 1 << 20,
+        max_connections: 200,
+        ..ServerLimits::default()
+    }
+}
+
+fn start(runtime: &str, wire: Wire) -> (Deployment, String, SocketAddr) {
+    let first = brigade_services::services().into_iter().next().unwrap();
+    let services = brigade_serve::Services::from(vec![first]);
+    let d = Deployment::start_over(&services, runtime, StoreKind::Memory, None, limits(), wire)
+        .unwrap_or_else(|e| panic!("starting {runtime} over {}: {e:#}", wire.as_str()));
+    let url = d.url(&d.services()[0]);
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .parse()
+        .unwrap();
+    (d, url, addr)
+}
+
+/// The generator's protocol of the same name.
+fn protocol(wire: Wire) -> Protocol {
+    wire.as_str().parse().unwrap()
+}
+
+/// The engine's `hello` scenario over `wire` for a few seconds, on a thread.
+fn normal_load(url: &str, wire: Wire) -> std::thread::JoinHandle<brigade_load::result::LoadResult> {
+    let scenario = brigade_load::Registry::new().load("hello").unwrap();
+    let config = LoadConfig {
+        targets: [("*".to_owned(), url.to_owned())].into(),
+        users: Some(4),
+        duration: Some(Duration::from_secs(4)),
+        warmup: Duration::ZERO,
+        threads: 1,
+        timeout: Duration::from_secs(10),
+        protocol: protocol(wire),
+        tls: TlsClient {
+            insecure: true,
+            ..TlsClient::default()
+        },
+        ..LoadConfig::default()
+    };
+    std::thread::spawn(move || engine::run(&config, &scenario).expect("the normal load runs"))
+}
+
+/// A client configuration that accepts the deployment's self-signed certificate, offering `h2`.
+fn h2_tls_config(d: &Deployment) -> Arc<rustls::ClientConfig> {
+    let mut config = (*d.tls_client().expect("a TLS deployment")).clone();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Arc::new(config)
+}
+
+/// An HTTP/2 connection to the deployment, over TLS or not as `wire` says.
+async fn h2_connect(
+    d: &Deployment,
+    addr: SocketAddr,
+    wire: Wire,
+) -> h2::client::SendRequest<Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    if wire.tls() {
+        let connector = tokio_rustls::TlsConnector::from(h2_tls_config(d));
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = connector.connect(name, tcp).await.unwrap();
+        let (send, conn) = h2::client::handshake(tls).await.unwrap();
+        tokio::spawn(conn);
+        send
+    } else {
+        let (send, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(conn);
+        send
+    }
+}
+
+/// An answer over HTTP/2: its status and its whole body (or the stream's error).
+async fn h2_answer(
+    send: &mut h2::client::SendRequest<Bytes>,
+    req: Request<()>,
+    body: Option<Bytes>,
+) -> Result<(StatusCode, Bytes), h2::Error> {
+    let mut ready = send.clone().ready().await?;
+    let (answer, mut stream) = ready.send_request(req, body.is_none())?;
+    if let Some(b) = body {
+        stream.send_data(b, true)?;
+    }
+    let resp = answer.await?;
+    let status = resp.status();
+    let mut body = resp.into_body();
+    let mut all = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        all.extend_from_slice(&chunk);
+    }
+    Ok((status, Bytes::from(all)))
+}
+
+fn request(method: Method, url: &str, path: &str) -> http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(format!("{url}{path}"))
+}
+
+/// The HTTP/2 checks on one connection (see the module documentation).
+async fn h2_checks(d: &Deployment, url: &str, addr: SocketAddr, wire: Wire, what: &str) {
+    let mut send = h2_connect(d, addr, wire).await;
+    let watch = Duration::from_secs(10);
+
+    let mut many = request(Method::GET, url, "/health");
+    for i in 0..9 {
+        many = many.header(format!("x-h{i}"), "v");
+    }
+    let (status, body) = h2_answer(&mut send, many.body(()).unwrap(), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 431, "{what}: 9 headers over 8");
+    assert!(
+        String::from_utf8_lossy(&body).contains("header_fields_too_large"),
+        "{what}: a JSON 431: {body:?}"
+    );
+
+    let head = request(Method::HEAD, url, "/bench/hello").body(()).unwrap();
+    let (status, body) = h2_answer(&mut send, head, None).await.unwrap();
+    assert_eq!(
+        (status.as_u16(), body.len()),
+        (200, 0),
+        "{what}: HEAD has no body"
+    );
+
+    let over = request(Method::POST, url, "/bench/bytes")
+        .header("content-type", "application/octet-stream")
+        .header("content-length", (1 << 20) + 1)
+        .body(())
+        .unwrap();
+    let mut ready = send.clone().ready().await.unwrap();
+    let (answer, _stream) = ready.send_request(over, false).unwrap();
+    let resp = tokio::time::timeout(watch, answer)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer to an oversized body"))
+        .unwrap();
+    assert_eq!(
+        resp.status(),
+        413,
+        "{what}: refused from content-length, before the body"
+    );
+
+    // Slowloris on a stream: a tenth of an announced body, then nothing. The stream ends, with
+    // the kit's 408 or a reset, within the watch; the connection still answers others.
+    let stalled = request(Method::POST, url, "/bench/bytes")
+        .header("content-type", "application/octet-stream")
+        .header("content-length", 1000)
+        .body(())
+        .unwrap();
+    let mut ready = send.clone().ready().await.unwrap();
+    let (answer, mut stream) = ready.send_request(stalled, false).unwrap();
+    stream
+        .send_data(Bytes::from(vec![b'x'; 100]), false)
+        .unwrap();
+    let ended = tokio::time::timeout(watch, answer)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: a stalled body held its stream past the watch"));
+    if let Ok(resp) = ended {
+        assert_eq!(resp.status(), 408, "{what}: a stalled body is a 408");
+    }
+    let health = request(Method::GET, url, "/health").body(()).unwrap();
+    let (status, _) = h2_answer(&mut send, health, None).await.unwrap();
+    assert_eq!(
+        status, 200,
+        "{what}: the connection answers after a stalled stream"
+    );
+
+    // A client that opens streams and never reads them: each asks for 512 KiB and releases no
+    // window, so the server's sends stall; another connection is answered all the same.
+    let greedy = h2_connect(d, addr, wire).await;
+    let mut unread = Vec::new();
+    for _ in 0..32 {
+        let Ok(mut ready) = greedy.clone().ready().await else {
+            break;
+        };
+        let req = request(Method::GET, url, "/bench/bytes/524288")
+            .body(())
+            .unwrap();
+        match ready.send_request(req, true) {
+            Ok((answer, _)) => unread.push(answer),
+            Err(_) => break,
+        }
+    }
+    assert!(
+        !unread.is_empty(),
+        "{what}: the greedy client opened streams"
+    );
+    let mut fresh = h2_connect(d, addr, wire).await;
+    let health = request(Method::GET, url, "/health").body(()).unwrap();
+    let (status, _) = tokio::time::timeout(watch, h2_answer(&mut fresh, health, None))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: a fresh connection waited on a greedy one"))
+        .unwrap();
+    assert_eq!(
+        status, 200,
+        "{what}: a fresh connection is answered beside unread streams"
+    );
+    drop(unread);
+}
+
+fn check(runtime: &str, wire: Wire) {
+    assert!(abuse::raise_open_file_limit(4096) >= 512);
+    let what = format!("{runtime} over {}", wire.as_str());
+    let (d, url, addr) = start(runtime, wire);
+    let load = normal_load(&url, wire);
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    client.block_on(async {
+        if wire.tls() {
+            // Slowloris on the handshake: connect and send nothing; the head timer closes them.
+            let mut c = AbuseConfig::new(Abuse::Flood, 20, addr);
+            c.watch = Duration::from_secs(8);
+            let o = abuse::run(&c).await;
+            assert_eq!(o.refused, 0, "{what}: refused at connect: {o:?}");
+            assert_eq!(
+                (o.closed, o.still_open),
+                (20, 0),
+                "{what}: stalled handshakes closed within the watch: {o:?}"
+            );
+        }
+        if wire.http2() {
+            h2_checks(&d, &url, addr, wire, &what).await;
+        }
+    });
+    let load = load.join().unwrap();
+    assert!(load.total.requests > 0, "{what}: the normal load ran");
+    assert_eq!(
+        load.total.errors.total(),
+        0,
+        "{what}: the normal load had errors: {:?}",
+        load.total.errors
+    );
+    d.shutdown();
+}
+
+macro_rules! one_runtime {
+    ($runtime:ident,) => {
+        mod $runtime {
+            use super::*;
+
+            #[test]
+            fn limits_hold_over_h2c() {
+                check(stringify!($runtime), Wire::H2c);
+            }
+
+            #[test]
+            fn limits_hold_over_h1_tls() {
+                check(stringify!($runtime), Wire::H1Tls);
+            }
+
+            #[test]
+            fn limits_hold_over_h2_tls() {
+                check(stringify!($runtime), Wire::H2Tls);
+            }
+        }
+    };
+}
+
+brigade_runtimes::for_each_runtime!(one_runtime!());
