@@ -14,6 +14,13 @@
 #   2. The sweep's hardest step: 316 clients without keep-alive for SWEEP_DURATION seconds; the
 #      generator's own CPU share is reported, and whether it was the limit (>= 90% of its CPU).
 #   3. Memory: 316 kept-alive connections for MEM_DURATION seconds; the generator's peak RSS.
+#   4. The other protocols (issue 23), the same way, each against a server of its own on the same
+#      SERVER_CPU (hyper runtime, one worker): h2c and h2-tls against h2load (nghttp2's, one thread,
+#      H2_CONNS connections with STREAMS streams each: `--streams` for Brigade, `-m` for h2load),
+#      h1-tls against wrk (CONNS kept-alive connections over TLS, resumption irrelevant there).
+#      Targets: the generator's CPU per request no more than the peer's, and where the generator is
+#      the limit its req/s at least 1.0x the peer's (median of the alternating rounds).
+#      PROTOCOLS=h2c,h2-tls,h1-tls picks which (PROTOCOLS= skips step 4; ONLY_PROTOCOLS=1 skips 1-3).
 #
 # Usage: scripts/bench-generator.sh            (defaults: 64 connections, 5 rounds of 5 s per mode)
 #   CONNS=100 DURATION=10 ROUNDS=7 MEM_DURATION=600 scripts/bench-generator.sh
@@ -21,7 +28,7 @@
 #   BIN=target/debug/brigade LOAD=target/release/examples/load scripts/bench-generator.sh
 #       (no release build of the whole binary: a debug server, the generator alone built with
 #       `cargo build --release -p brigade-load --example load`; LOAD is the command before its flags)
-# Installs wrk (Debian package) when it is missing. Needs 2+ CPUs to separate server and generator.
+# Installs wrk and h2load (Debian packages wrk, nghttp2-client) when they are missing. Needs 2+ CPUs to separate server and generator.
 # Writes every round's output and a summary into OUT (default target/bench-generator).
 set -euo pipefail
 
@@ -44,9 +51,12 @@ OUT=${OUT:-target/bench-generator}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 mkdir -p "$OUT"
 
-if ! command -v wrk >/dev/null; then
-    echo "installing wrk" >&2
-    apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+PROTOCOLS=${PROTOCOLS-h2c,h2-tls,h1-tls}
+H2_CONNS=${H2_CONNS:-16}
+STREAMS=${STREAMS:-8}
+if ! command -v wrk >/dev/null || { [ -n "$PROTOCOLS" ] && ! command -v h2load >/dev/null; }; then
+    echo "installing wrk and h2load" >&2
+    apt-get update -qq && apt-get install -y -qq wrk nghttp2-client >/dev/null
 fi
 
 if [ -z "${BIN:-}" ]; then
@@ -138,6 +148,7 @@ print(f"{sys.argv[2]}: median over {len(rows)} rounds: brigade load at {ratio:.1
 PY
 }
 
+if [ -z "${ONLY_PROTOCOLS:-}" ]; then
 run_mode 1
 run_mode 0
 
@@ -169,5 +180,94 @@ done
 wait $GEN
 echo "  generator peak RSS with $MEM_CONNS connections over ${MEM_DURATION}s: $((peak / 1024)) MiB ($peak KiB)" \
     | tee -a "$OUT/summary.txt"
+fi
+
+# Step 4: one server per protocol, the same runtime, worker count and CPU as above.
+start_server() {
+    local port=$1
+    shift
+    taskset -c "$SERVER_CPU" "$BIN" serve --runtime hyper --service waiter --workers 1 --store memory \
+        --listen "127.0.0.1:$port" "$@" >"$OUT/server-$port.log" 2>&1 &
+    echo $!
+}
+
+# Runs one protocol's alternating rounds: $1 the protocol, $2 its URL, $3 the peer (h2load, wrk).
+run_protocol() {
+    local proto=$1 url=$2 peer=$3 peer_cmd load_extra
+    if [ "$peer" = h2load ]; then
+        peer_cmd=(h2load -t1 -c"$H2_CONNS" -m"$STREAMS" -D"$DURATION" "$url/bench/hello")
+        load_extra=(--users "$H2_CONNS" --streams "$STREAMS")
+    else
+        peer_cmd=(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$url/bench/hello")
+        load_extra=(--users "$CONNS")
+    fi
+    echo | tee -a "$OUT/summary.txt"
+    echo "== $proto: brigade load against $peer (${peer_cmd[*]}) ==" | tee -a "$OUT/summary.txt"
+    printf "%-6s %12s %12s %12s %12s %8s\n" round "$peer req/s" "$peer us/req" "load req/s" "load us/req" ratio
+    : >"$OUT/rounds-$proto.tsv"
+    for round in $(seq "$ROUNDS"); do
+        local order=(peer load) peer_cpu=0 load_cpu=0
+        [ $((round % 2)) = 0 ] && order=(load peer)
+        for tool in "${order[@]}"; do
+            if [ "$tool" = peer ]; then
+                peer_cpu=$(cpu_of "$OUT/$peer-$proto-$round.txt" taskset -c "$GEN_CPU" "${peer_cmd[@]}")
+            else
+                load_cpu=$(cpu_of /dev/null "${LOAD_CMD[@]}" --target "$url" --scenario hello \
+                    --protocol "$proto" --tls-insecure "${load_extra[@]}" --threads 1 --cpus "$GEN_CPU" \
+                    --warmup 0s --duration "${DURATION}s" --no-progress \
+                    --json "$OUT/brigade-$proto-$round.json")
+            fi
+        done
+        python3 - "$round" "$peer" "$OUT/$peer-$proto-$round.txt" "$peer_cpu" \
+            "$OUT/brigade-$proto-$round.json" "$load_cpu" <<'PY' | tee -a "$OUT/rounds-$proto.tsv"
+import json, re, sys
+r, peer, peer_file, pc, load_file, lc = sys.argv[1:]
+text = open(peer_file).read()
+if peer == "h2load":
+    pr = float(re.search(r"finished in [\d.]+s, ([\d.]+) req/s", text).group(1))
+    m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored", text)
+    pn, bad = int(m.group(1)), int(m.group(2)) + int(m.group(3))
+else:
+    pr = float(re.search(r"Requests/sec:\s*([\d.]+)", text).group(1))
+    pn = int(re.search(r"(\d+) requests in", text).group(1))
+    e = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    bad = int(e.group(1)) if e else 0
+t = json.load(open(load_file))["total"]
+lr, ln = t["hits_per_s"], t["requests"]
+print(f"{r:<6} {pr:12.0f} {1e6*float(pc)/pn:12.2f} {lr:12.0f} {1e6*float(lc)/ln:12.2f} {100*lr/pr:7.1f}%"
+      + (f"  ({peer}: {bad} failed)" if bad else "")
+      + (f"  (load: {t['errors']})" if sum(t['errors'].values()) else ""))
+PY
+    done
+    python3 - "$OUT/rounds-$proto.tsv" "$proto" "$peer" <<'PY' | tee -a "$OUT/summary.txt"
+import statistics, sys
+path, proto, peer = sys.argv[1:]
+rows = [l.split() for l in open(path) if l.strip()]
+ratio = statistics.median(float(r[5].rstrip('%')) for r in rows)
+pus = statistics.median(float(r[2]) for r in rows)
+lus = statistics.median(float(r[4]) for r in rows)
+met = lambda ok: "met" if ok else "NOT met"
+print(f"{proto}: median over {len(rows)} rounds: brigade load at {ratio:.1f}% of {peer}'s req/s "
+      f"(target >= 100% where the generator is the limit: {met(ratio >= 100)}); CPU per request "
+      f"{peer} {pus:.2f} us, brigade load {lus:.2f} us (target <= {peer}'s: {met(lus <= pus)})")
+PY
+}
+
+IFS=, read -r -a WANTED <<<"$PROTOCOLS"
+for proto in "${WANTED[@]}"; do
+    case "$proto" in
+    h2c) pport=$((PORT + 1)); pid=$(start_server "$pport" --protocol h2c); scheme=http; peer=h2load ;;
+    h2-tls) pport=$((PORT + 2)); pid=$(start_server "$pport" --tls-self-signed); scheme=https; peer=h2load ;;
+    h1-tls) pport=$((PORT + 3)); pid=$(start_server "$pport" --tls-self-signed); scheme=https; peer=wrk ;;
+    *) echo "unknown protocol $proto (h2c, h2-tls, h1-tls)" >&2; exit 2 ;;
+    esac
+    for _ in $(seq 100); do
+        grep -q '"listening"' "$OUT/server-$pport.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    run_protocol "$proto" "$scheme://127.0.0.1:$pport" "$peer"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+done
 echo
 echo "summary: $OUT/summary.txt"
