@@ -69,7 +69,10 @@ fn method(m: Method) -> actix_web::http::Method {
     }
 }
 
-house_rules!(actix_web::http::Version::HTTP_10, actix_web::http::Version::HTTP_2);
+house_rules!(
+    actix_web::http::Version::HTTP_10,
+    actix_web::http::Version::HTTP_2
+);
 
 /// The body of `req` through the kit's reader, `limit` bytes at most.
 async fn body(
@@ -305,10 +308,11 @@ pub(crate) fn run_config(
 /// The TCP socket under a connection actix-web hands `on_connect`: plaintext or TLS.
 fn tcp_of(conn: &dyn std::any::Any) -> Option<&actix_web::rt::net::TcpStream> {
     use actix_tls::accept::rustls_0_23::TlsStream;
-    conn.downcast_ref::<actix_web::rt::net::TcpStream>().or_else(|| {
-        conn.downcast_ref::<TlsStream<actix_web::rt::net::TcpStream>>()
-            .map(|tls| tls.get_ref().0)
-    })
+    conn.downcast_ref::<actix_web::rt::net::TcpStream>()
+        .or_else(|| {
+            conn.downcast_ref::<TlsStream<actix_web::rt::net::TcpStream>>()
+                .map(|tls| tls.get_ref().0)
+        })
 }
 
 /// The hand-written hello ([`crate::baseline`]): one route, actix-web's plainest idiom.

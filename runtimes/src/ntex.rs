@@ -28,15 +28,15 @@ use brigade_kit::limits::{
 use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 use futures::StreamExt;
-use ntex::http::header::{self, HeaderValue};
 use ntex::http::h2::Http2ServiceConfig;
+use ntex::http::header::{self, HeaderValue};
 use ntex::http::{ConnectionType, HttpService, HttpServiceConfig, StatusCode};
-use ntex::tls::TlsConfig;
 use ntex::io::Io;
 use ntex::service::{
     chain_factory, IntoServiceFactory, Middleware, Service, ServiceCtx, ServiceFactory,
 };
 use ntex::time::Seconds;
+use ntex::tls::TlsConfig;
 use ntex::web::{self, App, HttpRequest, HttpResponse};
 
 use crate::baseline::HELLO_TYPE;
