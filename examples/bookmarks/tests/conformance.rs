@@ -9,7 +9,8 @@ use brigade_serve::testing::{
 use serde_json::{json, Value};
 
 async fn suite(d: Deployment) {
-    let c = TestClient::default();
+    // The deployment's own client: it speaks the protocol the matrix case serves.
+    let c = d.client();
     run_standard_checks(&c, &d).await;
     let base = d.url("bookmarks");
     create_read_delete(&c, &base).await;

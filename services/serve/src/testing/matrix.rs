@@ -8,12 +8,15 @@
 
 /// Generates, in the calling module, one module per runtime compiled into `brigade-serve` (named as
 /// the runtime: `axum`, `hyper`, ...), each with one test per store (`passes_on_the_memory_store`,
-/// `passes_on_the_embedded_store`, `passes_on_the_mongo_store`) that runs
-/// `suite(deployment)` on a fresh [`Deployment`](crate::testing::Deployment) of `services`:
+/// `passes_on_the_embedded_store`, `passes_on_the_mongo_store`) and one per other protocol on the
+/// memory store (`passes_over_h2c`, `passes_over_h1_tls`, `passes_over_h2_tls`) that runs
+/// `suite(deployment)` on a fresh [`Deployment`](crate::testing::Deployment) of `services`; the
+/// suite talks through the deployment's own client, which speaks its protocol:
 ///
 /// ```ignore
 /// async fn suite(d: brigade_serve::testing::Deployment) {
-///     let c = brigade_serve::testing::TestClient::default();
+///     use brigade_serve::testing::Target;
+///     let c = d.client();
 ///     brigade_serve::testing::run_standard_checks(&c, &d).await;
 ///     // ... the service's own checks
 /// }
