@@ -1554,3 +1554,90 @@ fn compare_stores_sets_every_store_against_memory_in_one_report() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("store-embedded/report.md"), "{md}");
 }
+
+/// `compare --protocols h1,h2-tls`: a whole comparison per protocol in its own folder (servers
+/// started over TLS for h2-tls, every load speaking it, side-by-side verdicts in each), then one
+/// report setting every runtime's figures over each protocol against h1.
+#[test]
+fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("protocols");
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args([
+            "compare",
+            "--protocols",
+            "h1,h2-tls",
+            "--runtimes",
+            "axum,hyper",
+            "--scenarios",
+            "waiter",
+            "--users",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--side-by-side-rates",
+            "60",
+            "--windows",
+            "2",
+            "--count-seconds",
+            "0",
+            "--budget",
+            "0s",
+            "--store",
+            "memory",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for protocol in ["h1", "h2-tls"] {
+        let one = json::read(&out.join(format!("protocol-{protocol}/report.json"))).unwrap();
+        assert_eq!(one.settings.protocol.name(), protocol);
+        assert_eq!(one.runs.len(), 2, "one isolated run per runtime");
+        for run in &one.runs {
+            clean(run);
+            let result = finished(run);
+            assert_eq!(result.settings.protocol.name(), protocol);
+            let alpn = result.tls.as_ref().and_then(|t| t.alpn.as_deref());
+            assert_eq!(alpn, (protocol == "h2-tls").then_some("h2"), "{protocol}");
+        }
+        assert_eq!(one.side_by_side.len(), 1, "{protocol}: one side-by-side level");
+        let level = &one.side_by_side[0];
+        assert_eq!(level.runtimes.len(), 2);
+        assert!(level.runtimes.iter().all(|r| r.requests > 0 && r.errors == 0));
+        let efficiency = one
+            .comparisons
+            .iter()
+            .filter(|c| c.measure == brigade_compare::verdict::Measure::Efficiency)
+            .count();
+        assert_eq!(efficiency, 1, "{protocol}: axum against hyper side by side");
+    }
+    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    let report: brigade_compare::report::study::StudyReport = serde_json::from_str(&text).unwrap();
+    let table = report.sections[0].tables.first().expect("the protocols table");
+    for runtime in ["axum", "hyper"] {
+        for protocol in ["h1", "h2-tls"] {
+            let at = [
+                ("scenario", "waiter"),
+                ("users", "2"),
+                ("runtime", runtime),
+                ("protocol", protocol),
+            ];
+            assert!(table.value(&at, "throughput, isolated").unwrap() > 0.0);
+            let ratio = table.value(&at, "CPU against h1").unwrap();
+            assert!(protocol != "h1" || ratio == 1.0, "{ratio}");
+        }
+    }
+    let titles: Vec<&str> = report.sections.iter().map(|s| s.title.as_str()).collect();
+    assert!(titles.contains(&"Protocol: h1") && titles.contains(&"Protocol: h2-tls"));
+    assert!(report.summary.contains("Over h2-tls the runtimes spend"), "{}", report.summary);
+}
