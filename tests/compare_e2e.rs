@@ -924,7 +924,10 @@ fn study_sweep_tiny_on_two_runtimes() {
         "50ms",
         "--settle",
         "200ms",
+        // --quick for the TLS handshake steps' defaults (2 clients).
+        "--quick",
     ]);
+    check_handshakes(&report);
     let runs = report.table(RUNS_TABLE).unwrap();
     // Clients 1 and 4 with and without keep-alive, sizes 256 and 4096, the bad URL: 7 steps.
     check_runs(runs, 7 * 2);
@@ -994,6 +997,25 @@ fn study_sweep_tiny_on_two_runtimes() {
         "{:?}",
         report.notes
     );
+}
+
+/// The sweep's TLS handshakes table: on both runtimes, resumption off makes only full handshakes
+/// and resumption on resumed ones, each with its CPU per handshake.
+fn check_handshakes(report: &brigade_compare::report::study::StudyReport) {
+    use brigade_compare::study::sweep::handshakes::HANDSHAKES_TABLE;
+    let table = report.table(HANDSHAKES_TABLE).expect("the TLS handshakes table");
+    assert_eq!(table.rows.len(), 2 * 2, "{:?}", table.rows);
+    for runtime in ["hyper", "axum"] {
+        let off = [("runtime", runtime), ("resumption", "off")];
+        let on = [("runtime", runtime), ("resumption", "on")];
+        assert!(table.value(&off, "full handshakes").unwrap() > 0.0, "{off:?}");
+        assert_eq!(table.value(&off, "resumed handshakes"), Some(0.0), "{off:?}");
+        assert!(table.value(&on, "resumed handshakes").unwrap() > 0.0, "{on:?}");
+        for at in [off, on] {
+            assert!(table.value(&at, "handshakes/s").unwrap() > 0.0, "{at:?}");
+            assert!(table.value(&at, "server CPU per handshake").unwrap() > 0.0);
+        }
+    }
 }
 
 /// `brigade study inproc` in a tiny configuration on two runtimes: the loopback answers equal the
@@ -1607,8 +1629,10 @@ fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1()
             clean(run);
             let result = finished(run);
             assert_eq!(result.settings.protocol.name(), protocol);
-            let alpn = result.tls.as_ref().and_then(|t| t.alpn.as_deref());
-            assert_eq!(alpn, (protocol == "h2-tls").then_some("h2"), "{protocol}");
+            // Over TLS the servers were reached at their https:// URLs, with a TLS section.
+            let tls = protocol == "h2-tls";
+            assert_eq!(result.tls.is_some(), tls, "{protocol}");
+            assert!(result.settings.targets.iter().all(|t| t.contains("https://") == tls));
         }
         assert_eq!(one.side_by_side.len(), 1, "{protocol}: one side-by-side level");
         let level = &one.side_by_side[0];
