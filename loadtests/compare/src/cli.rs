@@ -798,6 +798,45 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
 mod tests {
     use super::*;
 
+    /// `compare` with `args`, parsed as the binary parses them.
+    fn parse(args: &[&str]) -> CompareArgs {
+        #[derive(clap::Parser)]
+        struct Command {
+            #[command(flatten)]
+            compare: CompareArgs,
+        }
+        let words = std::iter::once("compare").chain(args.iter().copied());
+        <Command as clap::Parser>::parse_from(words).compare
+    }
+
+    #[test]
+    fn one_protocol_is_one_comparison_over_it_with_its_streams() {
+        let binary = Launch::Binary("brigade".into());
+        assert_eq!(parse(&[]).wire(&binary, false).unwrap(), Wire::default());
+        let wire = parse(&["--protocols", "h2-tls", "--streams", "4"])
+            .wire(&binary, false)
+            .unwrap();
+        assert_eq!(wire, Wire::new(Protocol::H2Tls, 4));
+        let template = Launch::Template {
+            binary: "brigade".into(),
+            template: crate::servers::CommandTemplate::parse("srv --listen {listen}").unwrap(),
+        };
+        let h2c = parse(&["--protocols", "h2c"]);
+        let refused = h2c.wire(&template, false).unwrap_err().to_string();
+        assert!(refused.contains("--protocol h2c"), "{refused}");
+        let refused = h2c.wire(&binary, true).unwrap_err().to_string();
+        assert!(refused.contains("--external"), "{refused}");
+        // Plaintext HTTP/1.1 is what every server speaks unasked: a template or external is fine.
+        assert!(parse(&["--protocols", "h1"]).wire(&template, true).is_ok());
+    }
+
+    #[test]
+    fn several_protocols_on_several_stores_are_refused_with_the_way_out() {
+        let args = parse(&["--protocols", "h1,h2c", "--stores", "memory,embedded"]);
+        let refused = run_compare(args, &Registry::new()).unwrap_err().to_string();
+        assert!(refused.contains("--store S --protocols"), "{refused}");
+    }
+
     #[test]
     fn a_uri_database_is_found_where_there_is_one() {
         assert_eq!(uri_database("mongodb://h:27017/shop?x=1"), Some("shop"));
