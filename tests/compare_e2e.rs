@@ -1003,14 +1003,26 @@ fn study_sweep_tiny_on_two_runtimes() {
 /// and resumption on resumed ones, each with its CPU per handshake.
 fn check_handshakes(report: &brigade_compare::report::study::StudyReport) {
     use brigade_compare::study::sweep::handshakes::HANDSHAKES_TABLE;
-    let table = report.table(HANDSHAKES_TABLE).expect("the TLS handshakes table");
+    let table = report
+        .table(HANDSHAKES_TABLE)
+        .expect("the TLS handshakes table");
     assert_eq!(table.rows.len(), 2 * 2, "{:?}", table.rows);
     for runtime in ["hyper", "axum"] {
         let off = [("runtime", runtime), ("resumption", "off")];
         let on = [("runtime", runtime), ("resumption", "on")];
-        assert!(table.value(&off, "full handshakes").unwrap() > 0.0, "{off:?}");
-        assert_eq!(table.value(&off, "resumed handshakes"), Some(0.0), "{off:?}");
-        assert!(table.value(&on, "resumed handshakes").unwrap() > 0.0, "{on:?}");
+        assert!(
+            table.value(&off, "full handshakes").unwrap() > 0.0,
+            "{off:?}"
+        );
+        assert_eq!(
+            table.value(&off, "resumed handshakes"),
+            Some(0.0),
+            "{off:?}"
+        );
+        assert!(
+            table.value(&on, "resumed handshakes").unwrap() > 0.0,
+            "{on:?}"
+        );
         for at in [off, on] {
             assert!(table.value(&at, "handshakes/s").unwrap() > 0.0, "{at:?}");
             assert!(table.value(&at, "server CPU per handshake").unwrap() > 0.0);
@@ -1632,12 +1644,23 @@ fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1()
             // Over TLS the servers were reached at their https:// URLs, with a TLS section.
             let tls = protocol == "h2-tls";
             assert_eq!(result.tls.is_some(), tls, "{protocol}");
-            assert!(result.settings.targets.iter().all(|t| t.contains("https://") == tls));
+            assert!(result
+                .settings
+                .targets
+                .iter()
+                .all(|t| t.contains("https://") == tls));
         }
-        assert_eq!(one.side_by_side.len(), 1, "{protocol}: one side-by-side level");
+        assert_eq!(
+            one.side_by_side.len(),
+            1,
+            "{protocol}: one side-by-side level"
+        );
         let level = &one.side_by_side[0];
         assert_eq!(level.runtimes.len(), 2);
-        assert!(level.runtimes.iter().all(|r| r.requests > 0 && r.errors == 0));
+        assert!(level
+            .runtimes
+            .iter()
+            .all(|r| r.requests > 0 && r.errors == 0));
         let efficiency = one
             .comparisons
             .iter()
@@ -1647,7 +1670,10 @@ fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1()
     }
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     let report: brigade_compare::report::study::StudyReport = serde_json::from_str(&text).unwrap();
-    let table = report.sections[0].tables.first().expect("the protocols table");
+    let table = report.sections[0]
+        .tables
+        .first()
+        .expect("the protocols table");
     for runtime in ["axum", "hyper"] {
         for protocol in ["h1", "h2-tls"] {
             let at = [
@@ -1663,5 +1689,9 @@ fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1()
     }
     let titles: Vec<&str> = report.sections.iter().map(|s| s.title.as_str()).collect();
     assert!(titles.contains(&"Protocol: h1") && titles.contains(&"Protocol: h2-tls"));
-    assert!(report.summary.contains("Over h2-tls the runtimes spend"), "{}", report.summary);
+    assert!(
+        report.summary.contains("Over h2-tls the runtimes spend"),
+        "{}",
+        report.summary
+    );
 }

@@ -24,5 +24,10 @@ pub fn serve_hello(
     let Some(runtime) = crate::find(name) else {
         anyhow::bail!("no baseline for runtime {name:?} in this binary");
     };
-    (runtime.hello)(listener.into(), workers.max(1), &ServerLimits::default(), shutdown)
+    (runtime.hello)(
+        listener.into(),
+        workers.max(1),
+        &ServerLimits::default(),
+        shutdown,
+    )
 }

@@ -98,8 +98,11 @@ where
                     // The length the `GET` would have had, as a `HEAD` answer tells it.
                     let length = resp.body().size_hint().exact();
                     let mut resp = resp.map(|_| Either::Right(Full::new(Bytes::new())));
-                    if let Some(n) = length.filter(|_| !resp.headers().contains_key(header::CONTENT_LENGTH)) {
-                        resp.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+                    if let Some(n) =
+                        length.filter(|_| !resp.headers().contains_key(header::CONTENT_LENGTH))
+                    {
+                        resp.headers_mut()
+                            .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
                     }
                     resp
                 } else {

@@ -89,7 +89,10 @@ mod tests {
 
     #[test]
     fn a_wire_says_its_streams_only_where_it_has_them() {
-        assert_eq!(Wire::new(Protocol::H2Tls, 4).describe(), "h2-tls, 4 stream(s) per connection");
+        assert_eq!(
+            Wire::new(Protocol::H2Tls, 4).describe(),
+            "h2-tls, 4 stream(s) per connection"
+        );
         assert_eq!(Wire::new(Protocol::H1Tls, 4).describe(), "h1-tls");
     }
 }

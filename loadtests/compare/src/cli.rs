@@ -665,22 +665,20 @@ fn run_protocols(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> 
     }
     let first = &settings_by_protocol[0].1;
     let mut setup = dimension_setup(first);
-    setup
-        .line("Store", first.store.clone())
-        .line(
-            "Protocols",
-            runs.iter()
-                .map(|(r, report)| {
-                    format!(
-                        "{} ({}; its report in {}/)",
-                        r.protocol,
-                        serve_words(r.protocol, report.settings.streams),
-                        r.folder
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
+    setup.line("Store", first.store.clone()).line(
+        "Protocols",
+        runs.iter()
+            .map(|(r, report)| {
+                format!(
+                    "{} ({}; its report in {}/)",
+                    r.protocol,
+                    serve_words(r.protocol, report.settings.streams),
+                    r.folder
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
     let report = crate::protocols::report(&runs, setup, started_at, began.elapsed().as_secs_f64());
     write_dimension_report(&report, &out, "protocol")
 }
@@ -693,7 +691,10 @@ fn serve_words(protocol: Protocol, streams: u32) -> String {
     } else {
         format!("servers with `{flags}`")
     };
-    format!("{serve}, loads over {}", Wire::new(protocol, streams).describe())
+    format!(
+        "{serve}, loads over {}",
+        Wire::new(protocol, streams).describe()
+    )
 }
 
 /// One comparison of a dimension (`store`, `protocol`), `i` of `n`, with its summary printed.

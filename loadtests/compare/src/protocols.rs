@@ -147,7 +147,12 @@ fn protocol_table(all: &[(Protocol, BTreeMap<Key, Figures>)]) -> Table {
         "Every protocol against h1",
         &["scenario", "users", "runtime", "protocol", "efficiency"],
         vec![
-            Metric::new("server CPU per request, side by side", "µs", Better::Lower, 1),
+            Metric::new(
+                "server CPU per request, side by side",
+                "µs",
+                Better::Lower,
+                1,
+            ),
             Metric::new("CPU against h1", "×", Better::Lower, 2),
             Metric::new("throughput, isolated", "hits/s", Better::Higher, 1),
             Metric::new("p99, isolated", "ms", Better::Lower, 2),
@@ -201,7 +206,10 @@ fn protocol_sentence(
     figures: &BTreeMap<Key, Figures>,
     h1: Option<&BTreeMap<Key, Figures>>,
 ) -> String {
-    let errors: f64 = figures.values().filter_map(|f| f.error_pct).fold(0.0, f64::max);
+    let errors: f64 = figures
+        .values()
+        .filter_map(|f| f.error_pct)
+        .fold(0.0, f64::max);
     let errors = if errors > 0.0 {
         format!(" Errors up to {errors:.2}% of requests in a cell.")
     } else {
@@ -237,9 +245,9 @@ fn protocol_sentence(
         None => "no cell has side-by-side CPU per request over both it and h1".to_owned(),
     };
     let throughput = match spread(&hits) {
-        Some((mid, low, high)) => format!(
-            "; closed-loop hits/s are {mid:.2}× h1's ({low:.2}×–{high:.2}×)"
-        ),
+        Some((mid, low, high)) => {
+            format!("; closed-loop hits/s are {mid:.2}× h1's ({low:.2}×–{high:.2}×)")
+        }
         None => String::new(),
     };
     format!("Over {protocol} {cpu}{throughput}.{errors}")
@@ -299,7 +307,10 @@ pub fn report(
         tables: vec![protocol_table(&all)],
         charts: Vec::new(),
     }];
-    sections.extend(runs.iter().map(|(run, report)| protocol_section(run, report)));
+    sections.extend(
+        runs.iter()
+            .map(|(run, report)| protocol_section(run, report)),
+    );
     let names: Vec<&str> = runs.iter().map(|(r, _)| r.protocol.name()).collect();
     StudyReport {
         study: "compare --protocols".to_owned(),

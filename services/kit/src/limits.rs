@@ -68,7 +68,8 @@ pub enum ServeProtocol {
 
 impl ServeProtocol {
     /// Every protocol setting, as `--protocol` names them.
-    pub const ALL: [ServeProtocol; 3] = [ServeProtocol::H1, ServeProtocol::H2c, ServeProtocol::Auto];
+    pub const ALL: [ServeProtocol; 3] =
+        [ServeProtocol::H1, ServeProtocol::H2c, ServeProtocol::Auto];
 
     /// Its name on the command line.
     pub fn as_str(self) -> &'static str {

@@ -244,7 +244,13 @@ mod tests {
 
     #[test]
     fn http2_needs_no_host_and_never_closes_for_one_stream() {
-        let a = check("POST", "/nowhere", Version::Http2, &[("content-length", "3")]).unwrap();
+        let a = check(
+            "POST",
+            "/nowhere",
+            Version::Http2,
+            &[("content-length", "3")],
+        )
+        .unwrap();
         assert!(!a.closes_after(404) && !a.closes_after(413));
         let refused = check("GET", "nowhere", Version::Http2, &[]).unwrap_err();
         assert_eq!(refused.error.to_reply().status, 400);

@@ -246,7 +246,10 @@ mod tests {
         };
         assert_eq!(s.mode(), TlsMode::SelfSigned);
         let config = s.server_config().unwrap().unwrap();
-        assert_eq!(config.alpn_protocols, vec![b"h2".to_vec(), b"http/1.1".to_vec()]);
+        assert_eq!(
+            config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
         assert!(config.ticketer.enabled());
     }
 

@@ -92,7 +92,12 @@ pub struct ServeArgs {
 #[command(next_help_heading = "TLS (the same on every runtime)")]
 pub struct TlsArgs {
     /// Serve TLS with this certificate chain (PEM); needs --tls-key.
-    #[arg(long, value_name = "PEM", requires = "tls_key", conflicts_with = "tls_self_signed")]
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
@@ -323,12 +328,18 @@ mod tests {
         use brigade_kit::tls::TlsMode;
         let a = parse(&["--protocol", "h2c", "--h2-max-concurrent-streams", "7"]).unwrap();
         let l = a.limits.limits_under(TlsMode::Off).unwrap();
-        assert_eq!((l.protocol, l.http2.max_concurrent_streams), (ServeProtocol::H2c, 7));
+        assert_eq!(
+            (l.protocol, l.http2.max_concurrent_streams),
+            (ServeProtocol::H2c, 7)
+        );
         assert!(a.limits.limits_under(TlsMode::SelfSigned).is_err());
         let t = parse(&["--tls-self-signed"]).unwrap();
         assert_eq!(t.tls.settings().mode(), TlsMode::SelfSigned);
         let l = t.limits.limits_under(TlsMode::SelfSigned).unwrap();
-        assert_eq!((l.protocol, l.tls), (ServeProtocol::Auto, TlsMode::SelfSigned));
+        assert_eq!(
+            (l.protocol, l.tls),
+            (ServeProtocol::Auto, TlsMode::SelfSigned)
+        );
         assert!(parse(&["--protocol", "h3"]).is_err());
         assert!(parse(&["--tls-cert", "c.pem"]).is_err());
         assert!(parse(&["--h2-initial-connection-window", "100"]).is_err());

@@ -376,7 +376,11 @@ impl ServerSpec {
             args.push("--handicap-us".to_owned());
             args.push(self.handicap_us.to_string());
         }
-        args.extend(serve_protocol_args(self.protocol).iter().map(|&a| a.to_owned()));
+        args.extend(
+            serve_protocol_args(self.protocol)
+                .iter()
+                .map(|&a| a.to_owned()),
+        );
         args
     }
 }
@@ -442,7 +446,10 @@ mod tests {
             let line = spec.command_line();
             let standard = "srv serve --runtime warp --service all --listen 127.0.0.1:9000 \
                             --store embedded --data-dir /tmp/x --workers 1";
-            line.strip_prefix(standard).unwrap_or(&line).trim().to_owned()
+            line.strip_prefix(standard)
+                .unwrap_or(&line)
+                .trim()
+                .to_owned()
         };
         assert_eq!(flags(Protocol::H1), "");
         assert_eq!(flags(Protocol::H2c), "--protocol h2c");

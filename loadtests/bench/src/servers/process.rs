@@ -126,16 +126,18 @@ impl ServerProcess {
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = server.child.wait().ok();
                     bail!(
-                        "{} exited before announcing its services ({}); see {log_path}",
+                        "{} exited before announcing its services ({}){}; see {log_path}",
                         spec.runtime,
                         status.map_or("unknown status".to_owned(), |s| s.to_string()),
+                        last_words(&spec.log_path),
                     );
                 }
             }
             if let Some(status) = server.child.try_wait()? {
                 bail!(
-                    "{} exited before announcing its services ({status}); see {log_path}",
+                    "{} exited before announcing its services ({status}){}; see {log_path}",
                     spec.runtime,
+                    last_words(&spec.log_path),
                 );
             }
             if Instant::now() >= deadline {
@@ -297,6 +299,18 @@ impl Drop for ServerProcess {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The last line a server that exited wrote to its log, as `: LINE` (the reason it refused to
+/// start, such as a protocol its runtime cannot serve), or nothing.
+fn last_words(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| format!(": {}", l.chars().take(300).collect::<String>()))
+        .unwrap_or_default()
 }
 
 /// Copies the server's stdout into its log, passing each line on for the `listening` lines.
@@ -509,6 +523,22 @@ mod tests {
             }
         });
         base
+    }
+
+    #[test]
+    fn a_server_that_refused_to_start_is_quoted_by_its_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        std::fs::write(
+            &log,
+            "starting\nError: ntex cannot serve --protocol auto\n\n",
+        )
+        .unwrap();
+        assert_eq!(
+            last_words(&log),
+            ": Error: ntex cannot serve --protocol auto"
+        );
+        assert_eq!(last_words(&dir.path().join("none.log")), "");
     }
 
     #[test]

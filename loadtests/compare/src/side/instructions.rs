@@ -103,7 +103,12 @@ fn pass(
         .tempdir()
         .context("Failed to create a data folder")?;
     let spec = ServerSpec {
-        launch: under_callgrind(&settings.launch, &settings.store, settings.wire.protocol, &out)?,
+        launch: under_callgrind(
+            &settings.launch,
+            &settings.store,
+            settings.wire.protocol,
+            &out,
+        )?,
         runtime: crate::settings::runtime_of(label).to_owned(),
         data_dir: data.path().to_path_buf(),
         preload: 0,

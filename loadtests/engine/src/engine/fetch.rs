@@ -25,7 +25,10 @@ pub fn get(
 ) -> Result<(u16, Bytes)> {
     let target = Target::parse(base)?;
     if target.https != protocol.tls() {
-        bail!("{base}: --protocol {protocol} needs an {} URL", scheme(protocol));
+        bail!(
+            "{base}: --protocol {protocol} needs an {} URL",
+            scheme(protocol)
+        );
     }
     let config = protocol
         .tls()
@@ -86,5 +89,8 @@ async fn one_exchange(dialer: &Dialer, target: &Target, req: &RenderedRequest) -
     let mut wire = Vec::new();
     encode(&mut wire, target, req, false);
     let mut slot = None;
-    Ok(exchange(&mut slot, dialer, target, &wire, false, false, true, &mut count).await)
+    Ok(exchange(
+        &mut slot, dialer, target, &wire, false, false, true, &mut count,
+    )
+    .await)
 }

@@ -77,25 +77,6 @@ impl<'a> Session<'a> {
         Ok(Session::with_targets(scenario, targets, timeout, seq, None))
     }
 
-    /// [`Session::new`] speaking `protocol` (its TLS client as `tls` says), as a load run of that
-    /// protocol does, so a study's single requests reach a TLS or h2c-only server.
-    pub fn over(
-        scenario: &'a Scenario,
-        targets: &BTreeMap<String, String>,
-        timeout: Duration,
-        seq: &'a AtomicU64,
-        protocol: super::Protocol,
-        tls: &super::TlsClient,
-    ) -> Result<Session<'a>> {
-        let (targets, _) = super::resolve_targets(scenario, targets, protocol)?;
-        let config = protocol
-            .tls()
-            .then(|| super::conn::tls::client_config(protocol, tls))
-            .transpose()?;
-        let dialer = Dialer::new(protocol, config.as_deref(), tls.resumption);
-        Ok(Session::with_targets(scenario, targets, timeout, seq, None).dialing(dialer))
-    }
-
     /// Draws this session's random template values from `seed`: two sessions with one seed (and
     /// the same answers to capture from) send the same requests.
     pub fn seeded(mut self, seed: u64) -> Session<'a> {

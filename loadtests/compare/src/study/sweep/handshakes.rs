@@ -167,7 +167,10 @@ fn figures(runs: &[&HandshakeRun], resumption: bool) -> Option<Figures> {
 }
 
 /// Every runtime's figures for every step, in the sweep's runtime order.
-fn all_figures(settings: &SweepSettings, results: &SweepResults) -> Vec<(String, HandshakeStep, Figures)> {
+fn all_figures(
+    settings: &SweepSettings,
+    results: &SweepResults,
+) -> Vec<(String, HandshakeStep, Figures)> {
     let mut out = Vec::new();
     for runtime in &settings.lab.runtimes {
         for (i, step) in settings.handshakes.iter().enumerate() {

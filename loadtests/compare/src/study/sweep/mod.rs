@@ -236,9 +236,7 @@ impl SweepArgs {
             clients: self.size_clients,
             keepalive: true,
         });
-        let handshake_clients = self
-            .handshake_clients
-            .unwrap_or(if quick { 2 } else { 10 });
+        let handshake_clients = self.handshake_clients.unwrap_or(if quick { 2 } else { 10 });
         if handshake_clients == 0 {
             bail!("--handshake-clients must be at least 1");
         }
@@ -269,7 +267,9 @@ impl SweepSettings {
         let steps = self.steps.len() + self.handshakes.len();
         let runs = steps * self.lab.runtimes.len() * self.lab.repeat as usize;
         let servers = if self.handshakes.is_empty() { 1.0 } else { 2.0 };
-        runs as f64 * per_step + self.settle.as_secs_f64() + servers * self.lab.runtimes.len() as f64
+        runs as f64 * per_step
+            + self.settle.as_secs_f64()
+            + servers * self.lab.runtimes.len() as f64
     }
 }
 

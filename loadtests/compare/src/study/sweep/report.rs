@@ -522,7 +522,11 @@ fn notes(settings: &SweepSettings, results: &SweepResults) -> Vec<String> {
     notes.extend(lab::flag_notes(results.handshakes.iter().map(|r| {
         let step = settings.handshakes[r.step];
         (
-            format!("{} TLS handshakes at {} client(s)", step.kind(), step.clients),
+            format!(
+                "{} TLS handshakes at {} client(s)",
+                step.kind(),
+                step.clients
+            ),
             &r.run,
         )
     })));
