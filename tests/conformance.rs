@@ -174,6 +174,7 @@ mod limits {
             max_header_bytes: 2048,
             max_body_bytes: 1 << 20,
             max_connections: 200,
+            ..ServerLimits::default()
         };
         let (d, url, addr) = start(runtime, limits);
         let load = normal_load(&url, 4, Duration::from_secs(5));

@@ -409,6 +409,7 @@ fn every_runtime_answers_every_corpus_case_alike() {
         max_header_bytes: limits.max_header_bytes,
         max_body_bytes: limits.max_body_bytes,
         max_connections: 1024,
+        ..ServerLimits::default()
     };
     // Past every timeout above, several times over: a case that takes longer hangs.
     let deadline = Duration::from_secs(20);

@@ -8,7 +8,7 @@
 //! made through the API), `waiter` (CRUD and list rules), `input` (domain rules and hostile ids),
 //! `tables`, `kitchen`, `races`, `peers`.
 
-use brigade_kit::conformance::{run_standard_checks, Deployment, TestClient};
+use brigade_kit::conformance::{run_standard_checks, Deployment};
 
 mod fixtures;
 mod input;
