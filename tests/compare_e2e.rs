@@ -924,7 +924,10 @@ fn study_sweep_tiny_on_two_runtimes() {
         "50ms",
         "--settle",
         "200ms",
+        // --quick for the TLS handshake steps' defaults (2 clients).
+        "--quick",
     ]);
+    check_handshakes(&report);
     let runs = report.table(RUNS_TABLE).unwrap();
     // Clients 1 and 4 with and without keep-alive, sizes 256 and 4096, the bad URL: 7 steps.
     check_runs(runs, 7 * 2);
@@ -994,6 +997,37 @@ fn study_sweep_tiny_on_two_runtimes() {
         "{:?}",
         report.notes
     );
+}
+
+/// The sweep's TLS handshakes table: on both runtimes, resumption off makes only full handshakes
+/// and resumption on resumed ones, each with its CPU per handshake.
+fn check_handshakes(report: &brigade_compare::report::study::StudyReport) {
+    use brigade_compare::study::sweep::handshakes::HANDSHAKES_TABLE;
+    let table = report
+        .table(HANDSHAKES_TABLE)
+        .expect("the TLS handshakes table");
+    assert_eq!(table.rows.len(), 2 * 2, "{:?}", table.rows);
+    for runtime in ["hyper", "axum"] {
+        let off = [("runtime", runtime), ("resumption", "off")];
+        let on = [("runtime", runtime), ("resumption", "on")];
+        assert!(
+            table.value(&off, "full handshakes").unwrap() > 0.0,
+            "{off:?}"
+        );
+        assert_eq!(
+            table.value(&off, "resumed handshakes"),
+            Some(0.0),
+            "{off:?}"
+        );
+        assert!(
+            table.value(&on, "resumed handshakes").unwrap() > 0.0,
+            "{on:?}"
+        );
+        for at in [off, on] {
+            assert!(table.value(&at, "handshakes/s").unwrap() > 0.0, "{at:?}");
+            assert!(table.value(&at, "server CPU per handshake").unwrap() > 0.0);
+        }
+    }
 }
 
 /// `brigade study inproc` in a tiny configuration on two runtimes: the loopback answers equal the
@@ -1553,4 +1587,111 @@ fn compare_stores_sets_every_store_against_memory_in_one_report() {
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("store-embedded/report.md"), "{md}");
+}
+
+/// `compare --protocols h1,h2-tls`: a whole comparison per protocol in its own folder (servers
+/// started over TLS for h2-tls, every load speaking it, side-by-side verdicts in each), then one
+/// report setting every runtime's figures over each protocol against h1.
+#[test]
+fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("protocols");
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args([
+            "compare",
+            "--protocols",
+            "h1,h2-tls",
+            "--runtimes",
+            "axum,hyper",
+            "--scenarios",
+            "waiter",
+            "--users",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--side-by-side-rates",
+            "60",
+            "--windows",
+            "2",
+            "--count-seconds",
+            "0",
+            "--budget",
+            "0s",
+            "--store",
+            "memory",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for protocol in ["h1", "h2-tls"] {
+        let one = json::read(&out.join(format!("protocol-{protocol}/report.json"))).unwrap();
+        assert_eq!(one.settings.protocol.name(), protocol);
+        assert_eq!(one.runs.len(), 2, "one isolated run per runtime");
+        for run in &one.runs {
+            clean(run);
+            let result = finished(run);
+            assert_eq!(result.settings.protocol.name(), protocol);
+            // Over TLS the servers were reached at their https:// URLs, with a TLS section.
+            let tls = protocol == "h2-tls";
+            assert_eq!(result.tls.is_some(), tls, "{protocol}");
+            assert!(result
+                .settings
+                .targets
+                .iter()
+                .all(|t| t.contains("https://") == tls));
+        }
+        assert_eq!(
+            one.side_by_side.len(),
+            1,
+            "{protocol}: one side-by-side level"
+        );
+        let level = &one.side_by_side[0];
+        assert_eq!(level.runtimes.len(), 2);
+        assert!(level
+            .runtimes
+            .iter()
+            .all(|r| r.requests > 0 && r.errors == 0));
+        let efficiency = one
+            .comparisons
+            .iter()
+            .filter(|c| c.measure == brigade_compare::verdict::Measure::Efficiency)
+            .count();
+        assert_eq!(efficiency, 1, "{protocol}: axum against hyper side by side");
+    }
+    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    let report: brigade_compare::report::study::StudyReport = serde_json::from_str(&text).unwrap();
+    let table = report.sections[0]
+        .tables
+        .first()
+        .expect("the protocols table");
+    for runtime in ["axum", "hyper"] {
+        for protocol in ["h1", "h2-tls"] {
+            let at = [
+                ("scenario", "waiter"),
+                ("users", "2"),
+                ("runtime", runtime),
+                ("protocol", protocol),
+            ];
+            assert!(table.value(&at, "throughput, isolated").unwrap() > 0.0);
+            let ratio = table.value(&at, "CPU against h1").unwrap();
+            assert!(protocol != "h1" || ratio == 1.0, "{ratio}");
+        }
+    }
+    let titles: Vec<&str> = report.sections.iter().map(|s| s.title.as_str()).collect();
+    assert!(titles.contains(&"Protocol: h1") && titles.contains(&"Protocol: h2-tls"));
+    assert!(
+        report.summary.contains("Over h2-tls the runtimes spend"),
+        "{}",
+        report.summary
+    );
 }

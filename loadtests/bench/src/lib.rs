@@ -10,6 +10,7 @@
 //! - [`runcpu`]: whether a run shows the servers at all (generator-bound, contended).
 //! - [`isolated`]: one isolated run, sampled around.
 //! - [`window`]: one side-by-side window set over servers already running.
+//! - [`wire`]: the protocol a measurement speaks, the servers' flags and the loads' settings.
 
 pub mod counters;
 pub mod isolated;
@@ -18,3 +19,4 @@ pub mod procstat;
 pub mod runcpu;
 pub mod servers;
 pub mod window;
+pub mod wire;

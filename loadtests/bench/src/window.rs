@@ -64,6 +64,8 @@ pub struct WindowPlan<'a> {
     pub seed: u64,
     /// Where servers and generators run.
     pub cpus: &'a CpuPlan,
+    /// What every generator speaks (the servers were started to speak it).
+    pub wire: crate::wire::Wire,
 }
 
 /// One runtime in one side-by-side level.
@@ -254,7 +256,7 @@ pub fn measure(plan: &WindowPlan<'_>, servers: &[WindowServer]) -> anyhow::Resul
     // Every generator's configuration and fixtures, made before anyone's clock starts.
     let mut loads = Vec::new();
     for server in servers {
-        let config = LoadConfig {
+        let config = plan.wire.apply(LoadConfig {
             targets: server.targets.clone(),
             users: None,
             rate: Some(level.rate_per_s),
@@ -270,7 +272,7 @@ pub fn measure(plan: &WindowPlan<'_>, servers: &[WindowServer]) -> anyhow::Resul
             progress: false,
             seed: Some(plan.seed),
             ..LoadConfig::default()
-        };
+        });
         let fixtures = engine::make_fixtures(&config, scenario)
             .with_context(|| format!("{}: fixtures", server.label))?;
         loads.push((config, fixtures));

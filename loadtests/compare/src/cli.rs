@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use brigade_bench::wire::Wire;
+use brigade_load::engine::Protocol;
 use brigade_load::Registry;
 use clap::Args;
 
@@ -57,6 +59,15 @@ pub struct CompareArgs {
     /// against memory ("with a database the services are N× slower"); replaces --store
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["external", "rejudge"])]
     pub stores: Vec<String>,
+    /// Protocols as a dimension, comma-separated (h1, h2c, h1-tls, h2-tls): a whole comparison per
+    /// protocol (under OUT/protocol-P; servers started with `--protocol h2c` or
+    /// `--tls-self-signed`), then one report setting every runtime's figures over each protocol
+    /// against h1; one protocol: a single comparison over it [default: h1]
+    #[arg(long, value_delimiter = ',', conflicts_with = "rejudge")]
+    pub protocols: Vec<Protocol>,
+    /// HTTP/2 (h2c, h2-tls): requests in flight per connection, per user or paced connection
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub streams: u32,
     /// MongoDB URI for --store mongo
     #[arg(long, env = "MONGODB_URI")]
     pub mongodb_uri: Option<String>,
@@ -449,6 +460,7 @@ impl CompareArgs {
             crate::baseline::read(path)
                 .with_context(|| format!("--baseline {}", path.display()))?;
         }
+        let wire = self.wire(&launch, !external.is_empty())?;
         let out_dir = self.out.clone().unwrap_or_else(default_out);
         Ok(CompareSettings {
             launch,
@@ -476,6 +488,7 @@ impl CompareArgs {
             progress: !self.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             keepalive: !self.no_keepalive,
+            wire,
             rate: self.rate,
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             thresholds,
@@ -484,6 +497,33 @@ impl CompareArgs {
             setup_notes,
             slo,
         })
+    }
+
+    /// What this one comparison speaks: its one `--protocols` entry (h1 when none), `--streams`;
+    /// a protocol other than h1 needs servers compare starts with the standard flags, which it
+    /// gives the serve flags that protocol needs.
+    fn wire(&self, launch: &Launch, external: bool) -> anyhow::Result<Wire> {
+        let protocol = match self.protocols.as_slice() {
+            [] => Protocol::H1,
+            [one] => *one,
+            _ => bail!("--protocols with several protocols runs one comparison per protocol"),
+        };
+        if protocol != Protocol::H1 {
+            if external {
+                bail!(
+                    "--protocols {protocol} needs servers compare starts: it cannot tell --external \
+                     ones which protocol to speak"
+                );
+            }
+            if matches!(launch, Launch::Template { .. }) {
+                bail!(
+                    "--protocols {protocol} needs the standard serve flags, to which compare adds {}: \
+                     drop --server-command",
+                    crate::servers::launch::serve_protocol_args(protocol).join(" ")
+                );
+            }
+        }
+        Ok(Wire::new(protocol, self.streams))
     }
 
     /// The `--slo` search's plan, checked; `None` without `--slo`.
@@ -559,12 +599,7 @@ fn mongo_server(_uri: Option<&str>) -> String {
 /// `compare --stores`: a whole comparison per store, then the stores report over them.
 fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
-    let now = time::OffsetDateTime::now_utc();
-    let started_at = now
-        .replace_nanosecond(0)
-        .unwrap_or(now)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
+    let started_at = crate::study::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut settings_by_store = Vec::new();
     for store in &args.stores {
@@ -579,13 +614,7 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     }
     let mut runs = Vec::new();
     for (i, (store, settings)) in settings_by_store.iter().enumerate() {
-        println!(
-            "\n== store {} of {}: {store} ==",
-            i + 1,
-            settings_by_store.len()
-        );
-        let report = crate::run(settings)?;
-        println!("\n{}", markdown::summary(&report));
+        let report = run_one(settings, "store", store, (i, settings_by_store.len()))?;
         let run = crate::stores::StoreRun {
             store: store.clone(),
             server: store_server(store, args.mongodb_uri.as_deref()),
@@ -593,7 +622,96 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
         };
         runs.push((run, report));
     }
-    let first = &settings_by_store[0].1;
+    let mut setup = dimension_setup(&settings_by_store[0].1);
+    setup.line(
+        "Stores",
+        runs.iter()
+            .map(|(r, _)| format!("{} ({}; its report in {}/)", r.store, r.server, r.folder))
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+    let report = crate::stores::report(&runs, setup, started_at, began.elapsed().as_secs_f64());
+    write_dimension_report(&report, &out, "store")
+}
+
+/// `compare --protocols` with several: a whole comparison per protocol, then the protocols
+/// report over them.
+fn run_protocols(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
+    let began = std::time::Instant::now();
+    let started_at = crate::study::now_rfc3339();
+    let out = args.out.clone().unwrap_or_else(default_out);
+    let mut protocols = args.protocols.clone();
+    let mut seen = std::collections::HashSet::new();
+    protocols.retain(|p| seen.insert(*p));
+    let mut settings_by_protocol = Vec::new();
+    for &protocol in &protocols {
+        let one = CompareArgs {
+            protocols: vec![protocol],
+            out: Some(crate::protocols::folder(&out, protocol)),
+            ..args.clone()
+        };
+        // Every protocol's settings checked before the first run: a typo should cost nothing.
+        settings_by_protocol.push((protocol, one.settings(registry)?));
+    }
+    let mut runs = Vec::new();
+    for (i, (protocol, settings)) in settings_by_protocol.iter().enumerate() {
+        let report = run_one(
+            settings,
+            "protocol",
+            protocol.name(),
+            (i, settings_by_protocol.len()),
+        )?;
+        runs.push((crate::protocols::run_of(*protocol), report));
+    }
+    let first = &settings_by_protocol[0].1;
+    let mut setup = dimension_setup(first);
+    setup.line("Store", first.store.clone()).line(
+        "Protocols",
+        runs.iter()
+            .map(|(r, report)| {
+                format!(
+                    "{} ({}; its report in {}/)",
+                    r.protocol,
+                    serve_words(r.protocol, report.settings.streams),
+                    r.folder
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+    let report = crate::protocols::report(&runs, setup, started_at, began.elapsed().as_secs_f64());
+    write_dimension_report(&report, &out, "protocol")
+}
+
+/// How a protocol's servers were started and loaded, in words.
+fn serve_words(protocol: Protocol, streams: u32) -> String {
+    let flags = crate::servers::launch::serve_protocol_args(protocol).join(" ");
+    let serve = if flags.is_empty() {
+        "servers with the standard flags".to_owned()
+    } else {
+        format!("servers with `{flags}`")
+    };
+    format!(
+        "{serve}, loads over {}",
+        Wire::new(protocol, streams).describe()
+    )
+}
+
+/// One comparison of a dimension (`store`, `protocol`), `i` of `n`, with its summary printed.
+fn run_one(
+    settings: &CompareSettings,
+    dimension: &str,
+    value: &str,
+    (i, n): (usize, usize),
+) -> anyhow::Result<crate::report::Report> {
+    println!("\n== {dimension} {} of {n}: {value} ==", i + 1);
+    let report = crate::run(settings)?;
+    println!("\n{}", markdown::summary(&report));
+    Ok(report)
+}
+
+/// The setup section of a report over a dimension: what every comparison shared.
+fn dimension_setup(first: &CompareSettings) -> crate::report::setup::Setup {
     let mut setup = crate::report::setup::Setup {
         machine: brigade_load::machine::describe(),
         versions: crate::report::setup::build_versions(),
@@ -611,19 +729,20 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
-        )
-        .line(
-            "Stores",
-            runs.iter()
-                .map(|(r, _)| format!("{} ({}; its report in {}/)", r.store, r.server, r.folder))
-                .collect::<Vec<_>>()
-                .join("; "),
         );
-    let report = crate::stores::report(&runs, setup, started_at, began.elapsed().as_secs_f64());
-    crate::report::write_all(&report, &out)?;
+    setup
+}
+
+/// Writes a dimension's report at `out` and says where.
+fn write_dimension_report(
+    report: &crate::report::study::StudyReport,
+    out: &std::path::Path,
+    dimension: &str,
+) -> anyhow::Result<()> {
+    crate::report::write_all(report, out)?;
     println!("\n{}", report.summary);
     println!(
-        "Reports: {} (report.md, report.json, report.html; one folder per store)",
+        "Reports: {} (report.md, report.json, report.html; one folder per {dimension})",
         out.display()
     );
     Ok(())
@@ -632,8 +751,17 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
 /// Runs `brigade compare` with the scenarios in `registry`: the comparison, the three reports, and
 /// the summary on the terminal.
 pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()> {
+    if !args.stores.is_empty() && args.protocols.len() > 1 {
+        bail!(
+            "--stores and --protocols are both dimensions of whole comparisons: give one of them \
+             (one store over several protocols: `--store S --protocols ...`)"
+        );
+    }
     if !args.stores.is_empty() {
         return run_stores(&args, registry);
+    }
+    if args.protocols.len() > 1 {
+        return run_protocols(&args, registry);
     }
     if let Some(dir) = &args.rejudge {
         let report = crate::rejudge(dir, &args.rule()?)?;
@@ -670,6 +798,45 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `compare` with `args`, parsed as the binary parses them.
+    fn parse(args: &[&str]) -> CompareArgs {
+        #[derive(clap::Parser)]
+        struct Command {
+            #[command(flatten)]
+            compare: CompareArgs,
+        }
+        let words = std::iter::once("compare").chain(args.iter().copied());
+        <Command as clap::Parser>::parse_from(words).compare
+    }
+
+    #[test]
+    fn one_protocol_is_one_comparison_over_it_with_its_streams() {
+        let binary = Launch::Binary("brigade".into());
+        assert_eq!(parse(&[]).wire(&binary, false).unwrap(), Wire::default());
+        let wire = parse(&["--protocols", "h2-tls", "--streams", "4"])
+            .wire(&binary, false)
+            .unwrap();
+        assert_eq!(wire, Wire::new(Protocol::H2Tls, 4));
+        let template = Launch::Template {
+            binary: "brigade".into(),
+            template: crate::servers::CommandTemplate::parse("srv --listen {listen}").unwrap(),
+        };
+        let h2c = parse(&["--protocols", "h2c"]);
+        let refused = h2c.wire(&template, false).unwrap_err().to_string();
+        assert!(refused.contains("--protocol h2c"), "{refused}");
+        let refused = h2c.wire(&binary, true).unwrap_err().to_string();
+        assert!(refused.contains("--external"), "{refused}");
+        // Plaintext HTTP/1.1 is what every server speaks unasked: a template or external is fine.
+        assert!(parse(&["--protocols", "h1"]).wire(&template, true).is_ok());
+    }
+
+    #[test]
+    fn several_protocols_on_several_stores_are_refused_with_the_way_out() {
+        let args = parse(&["--protocols", "h1,h2c", "--stores", "memory,embedded"]);
+        let refused = run_compare(args, &Registry::new()).unwrap_err().to_string();
+        assert!(refused.contains("--store S --protocols"), "{refused}");
+    }
 
     #[test]
     fn a_uri_database_is_found_where_there_is_one() {

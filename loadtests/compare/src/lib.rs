@@ -11,6 +11,7 @@ pub mod external;
 pub mod judge;
 pub mod measure;
 pub mod plan;
+pub mod protocols;
 pub mod report;
 pub mod run;
 pub mod settings;

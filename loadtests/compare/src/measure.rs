@@ -69,6 +69,7 @@ impl Bench<'_> {
             log_path: settings.out_dir.join("logs").join("server.log"),
             cpus: self.cpus.server_mask().map(<[usize]>::to_vec),
             handicap_us: 0.0,
+            protocol: settings.wire.protocol,
         }
     }
 
@@ -181,7 +182,7 @@ impl Bench<'_> {
     ) -> LoadConfig {
         let settings = self.settings;
         let cpus = self.cpus;
-        LoadConfig {
+        settings.wire.apply(LoadConfig {
             targets,
             users: Some(planned.users),
             rate: planned.rate.or(settings.rate),
@@ -197,7 +198,7 @@ impl Bench<'_> {
             progress: settings.progress,
             seed: Some(self.seed(planned)),
             ..LoadConfig::default()
-        }
+        })
     }
 
     /// The generator's seed for a run of `planned`: the comparison's seed for every run, since

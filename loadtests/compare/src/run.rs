@@ -358,6 +358,8 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
                 crate::external::server_words(&settings.external, &external_stores)
             },
             keepalive: settings.keepalive,
+            protocol: settings.wire.protocol,
+            streams: settings.wire.effective_streams(),
             rate: settings.rate,
             seed: Some(settings.seed),
             thresholds: settings

@@ -75,6 +75,8 @@ pub struct CompareSettings {
     pub command_line: String,
     /// Keep connections alive (false: a new connection per request, `--no-keepalive`).
     pub keepalive: bool,
+    /// What every server and load speaks (`--protocols`' one protocol, `--streams`).
+    pub wire: brigade_bench::wire::Wire,
     /// Open loop: requests per second offered to every runtime (`--rate`); `users` then counts
     /// the connections sending them.
     pub rate: Option<f64>,
@@ -254,6 +256,7 @@ mod tests {
             progress: false,
             command_line: String::new(),
             keepalive: true,
+            wire: Default::default(),
             rate: None,
             seed: 1,
             thresholds: Vec::new(),

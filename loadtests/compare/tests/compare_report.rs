@@ -214,6 +214,8 @@ fn synthetic() -> Report {
             services: vec!["api".into(), "auth".into()],
             server_command: "srv serve --listen {listen}".into(),
             keepalive: true,
+            protocol: Default::default(),
+            streams: 1,
             rate: None,
             seed: Some(7),
             thresholds: Vec::new(),

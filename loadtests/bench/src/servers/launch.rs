@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use brigade_load::engine::Protocol;
 
 use super::info::ServerInfo;
 
@@ -276,6 +277,20 @@ pub struct ServerSpec {
     pub cpus: Option<Vec<usize>>,
     /// `--handicap-us N`: the calibration knob, a known CPU cost per request, µs (0: off).
     pub handicap_us: f64,
+    /// The protocol it is measured over: it is started with [`serve_protocol_args`] and its
+    /// readiness asked over that protocol.
+    pub protocol: Protocol,
+}
+
+/// The serve flags a server needs to be measured over `protocol`: none for plaintext HTTP/1.1,
+/// `--protocol h2c` for HTTP/2 by prior knowledge, and `--tls-self-signed` for both TLS protocols
+/// (the server offers `h2, http/1.1` by ALPN; the generator's offer picks one).
+pub fn serve_protocol_args(protocol: Protocol) -> &'static [&'static str] {
+    match protocol {
+        Protocol::H1 => &[],
+        Protocol::H2c => &["--protocol", "h2c"],
+        Protocol::H1Tls | Protocol::H2Tls => &["--tls-self-signed"],
+    }
 }
 
 impl ServerSpec {
@@ -361,6 +376,11 @@ impl ServerSpec {
             args.push("--handicap-us".to_owned());
             args.push(self.handicap_us.to_string());
         }
+        args.extend(
+            serve_protocol_args(self.protocol)
+                .iter()
+                .map(|&a| a.to_owned()),
+        );
         args
     }
 }
@@ -387,6 +407,7 @@ mod tests {
             log_path: "/tmp/x.log".into(),
             cpus: None,
             handicap_us: 0.0,
+            protocol: Protocol::H1,
         }
     }
 
@@ -413,6 +434,27 @@ mod tests {
             "{}",
             fresh.command_line()
         );
+    }
+
+    #[test]
+    fn each_protocol_starts_the_server_with_the_flags_it_needs() {
+        let flags = |protocol| {
+            let spec = ServerSpec {
+                protocol,
+                ..spec(Launch::Binary("srv".into()))
+            };
+            let line = spec.command_line();
+            let standard = "srv serve --runtime warp --service all --listen 127.0.0.1:9000 \
+                            --store embedded --data-dir /tmp/x --workers 1";
+            line.strip_prefix(standard)
+                .unwrap_or(&line)
+                .trim()
+                .to_owned()
+        };
+        assert_eq!(flags(Protocol::H1), "");
+        assert_eq!(flags(Protocol::H2c), "--protocol h2c");
+        assert_eq!(flags(Protocol::H1Tls), "--tls-self-signed");
+        assert_eq!(flags(Protocol::H2Tls), "--tls-self-signed");
     }
 
     #[test]

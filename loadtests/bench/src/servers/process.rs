@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use brigade_load::engine::{Protocol, TlsClient};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
@@ -125,16 +126,18 @@ impl ServerProcess {
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = server.child.wait().ok();
                     bail!(
-                        "{} exited before announcing its services ({}); see {log_path}",
+                        "{} exited before announcing its services ({}){}; see {log_path}",
                         spec.runtime,
                         status.map_or("unknown status".to_owned(), |s| s.to_string()),
+                        last_words(&spec.log_path),
                     );
                 }
             }
             if let Some(status) = server.child.try_wait()? {
                 bail!(
-                    "{} exited before announcing its services ({status}); see {log_path}",
+                    "{} exited before announcing its services ({status}){}; see {log_path}",
                     spec.runtime,
+                    last_words(&spec.log_path),
                 );
             }
             if Instant::now() >= deadline {
@@ -162,7 +165,7 @@ impl ServerProcess {
                 // ready, the rest are written; collect them as they are read.
                 let first = server.announced.first_url().unwrap_or_default().to_owned();
                 let left = deadline.saturating_duration_since(Instant::now());
-                wait_ready(&first, left)
+                wait_ready(&first, spec.protocol, left)
                     .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
                 // A server that keeps printing other lines does not hold the start up for long.
                 let settled_by = Instant::now() + SETTLE * 10;
@@ -176,7 +179,7 @@ impl ServerProcess {
         }
         for url in server.announced.urls().values() {
             let left = deadline.saturating_duration_since(Instant::now());
-            wait_ready(url, left)
+            wait_ready(url, spec.protocol, left)
                 .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
         }
         server.started_in = began.elapsed();
@@ -298,6 +301,18 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The last line a server that exited wrote to its log, as `: LINE` (the reason it refused to
+/// start, such as a protocol its runtime cannot serve), or nothing.
+fn last_words(log: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| format!(": {}", l.chars().take(300).collect::<String>()))
+        .unwrap_or_default()
+}
+
 /// Copies the server's stdout into its log, passing each line on for the `listening` lines.
 fn copy_stdout(stdout: impl Read, mut log: File, lines: mpsc::Sender<String>) {
     for line in BufReader::new(stdout).lines() {
@@ -307,11 +322,11 @@ fn copy_stdout(stdout: impl Read, mut log: File, lines: mpsc::Sender<String>) {
         let _ = lines.send(line);
     }
 }
-/// Polls `GET {url}/ready` until it answers 200 or `timeout` passes.
-pub fn wait_ready(url: &str, timeout: Duration) -> anyhow::Result<()> {
+/// Polls `GET {url}/ready` over `protocol` until it answers 200 or `timeout` passes.
+pub fn wait_ready(url: &str, protocol: Protocol, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
-        let last = match get_status(url, "/ready") {
+        let last = match get_status(url, "/ready", protocol) {
             Ok(200) => return Ok(()),
             Ok(status) => format!("answered {status}"),
             Err(err) => format!("{err:#}"),
@@ -323,9 +338,19 @@ pub fn wait_ready(url: &str, timeout: Duration) -> anyhow::Result<()> {
     }
 }
 
-/// A minimal blocking `GET` that returns the status code (for readiness, not for load).
-fn get_status(base: &str, path: &str) -> anyhow::Result<u16> {
-    Ok(http_get(base, path)?.0)
+/// A minimal blocking `GET` that returns the status code (for readiness, not for load): over
+/// plaintext HTTP/1.1 the hand-written [`http_get`]; over h2c or TLS the generator's own client
+/// ([`brigade_load::engine::fetch`]; an h2c-only server answers no HTTP/1.1), trusting the
+/// self-signed certificate compare's servers make for themselves.
+fn get_status(base: &str, path: &str, protocol: Protocol) -> anyhow::Result<u16> {
+    if protocol == Protocol::H1 {
+        return Ok(http_get(base, path)?.0);
+    }
+    let tls = TlsClient {
+        insecure: true,
+        ..TlsClient::default()
+    };
+    Ok(brigade_load::engine::fetch::get(base, path, protocol, &tls, HTTP_GET_DEADLINE)?.0)
 }
 
 /// The whole of one [`http_get`], connection to last byte: a server that trickles its answer is cut
@@ -498,6 +523,22 @@ mod tests {
             }
         });
         base
+    }
+
+    #[test]
+    fn a_server_that_refused_to_start_is_quoted_by_its_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        std::fs::write(
+            &log,
+            "starting\nError: ntex cannot serve --protocol auto\n\n",
+        )
+        .unwrap();
+        assert_eq!(
+            last_words(&log),
+            ": Error: ntex cannot serve --protocol auto"
+        );
+        assert_eq!(last_words(&dir.path().join("none.log")), "");
     }
 
     #[test]

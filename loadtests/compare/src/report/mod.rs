@@ -166,6 +166,12 @@ pub struct Settings {
     /// Whether the generator kept connections alive (false: a connection per request).
     #[serde(default = "kept_alive")]
     pub keepalive: bool,
+    /// The protocol every server and load spoke (`h1` in reports made before protocols).
+    #[serde(default)]
+    pub protocol: brigade_load::engine::Protocol,
+    /// HTTP/2 requests in flight per connection (1 over HTTP/1.1 and in older reports).
+    #[serde(default = "one_stream")]
+    pub streams: u32,
     /// Open loop: the requests per second every runtime was offered (`None`: closed loop).
     #[serde(default)]
     pub rate: Option<f64>,
@@ -928,11 +934,23 @@ impl Report {
     }
 }
 
+/// One stream per connection: the default of reports made before protocols.
+fn one_stream() -> u32 {
+    1
+}
+
 /// How the load was offered, in words: `closed loop, keep-alive` or `open loop at 2,000
-/// requests/s, a connection per request`.
+/// requests/s, a connection per request`, and the protocol when it is not plaintext HTTP/1.1
+/// (`, over h2-tls, 4 stream(s) per connection`).
 pub fn load_words(s: &Settings) -> String {
+    let wire = brigade_bench::wire::Wire::new(s.protocol, s.streams);
+    let over = if s.protocol == brigade_load::engine::Protocol::H1 {
+        String::new()
+    } else {
+        format!(", over {}", wire.describe())
+    };
     format!(
-        "{}, {}",
+        "{}, {}{over}",
         match (s.rate, &s.slo) {
             (Some(rate), _) => format!("open loop at {} requests/s", rate_words(rate)),
             (None, Some(_)) if s.repeat == 0 => "open loop at the search's rates".to_owned(),

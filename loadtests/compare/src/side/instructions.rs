@@ -32,7 +32,12 @@ pub struct Counted {
 }
 
 /// The launch that runs the server under callgrind, its counts written to `out`.
-fn under_callgrind(launch: &Launch, store: &str, out: &Path) -> anyhow::Result<Launch> {
+fn under_callgrind(
+    launch: &Launch,
+    store: &str,
+    protocol: brigade_load::engine::Protocol,
+    out: &Path,
+) -> anyhow::Result<Launch> {
     // Everything is collected, start-up included: it is the same in every pass and cancels in
     // the differences. (`scripts/overhead-callgrind.sh` toggles the metrics clock's calibration
     // off; with three services calibrating at once on several threads, toggles can end off.)
@@ -47,12 +52,16 @@ fn under_callgrind(launch: &Launch, store: &str, out: &Path) -> anyhow::Result<L
             } else {
                 ""
             };
+            let wire: String = crate::servers::launch::serve_protocol_args(protocol)
+                .iter()
+                .map(|flag| format!(" {flag}"))
+                .collect();
             Launch::Template {
                 binary: binary.clone(),
                 template: CommandTemplate::parse(&format!(
                     "{valgrind} {{binary}} serve --runtime {{runtime}} --service all --listen \
                      {{listen}} --store {{store}} --data-dir {{data_dir}} --workers {{workers}} \
-                     --handicap-us {{handicap_us}}{mongo}"
+                     --handicap-us {{handicap_us}}{mongo}{wire}"
                 ))?,
             }
         }
@@ -94,7 +103,12 @@ fn pass(
         .tempdir()
         .context("Failed to create a data folder")?;
     let spec = ServerSpec {
-        launch: under_callgrind(&settings.launch, &settings.store, &out)?,
+        launch: under_callgrind(
+            &settings.launch,
+            &settings.store,
+            settings.wire.protocol,
+            &out,
+        )?,
         runtime: crate::settings::runtime_of(label).to_owned(),
         data_dir: data.path().to_path_buf(),
         preload: 0,
@@ -109,7 +123,7 @@ fn pass(
     let targets = server
         .announced()
         .targets(scenario.label(), &scenario.services())?;
-    let config = LoadConfig {
+    let config = settings.wire.apply(LoadConfig {
         targets,
         users: Some(users),
         rate: None,
@@ -125,7 +139,7 @@ fn pass(
         progress: false,
         seed: Some(settings.seed),
         ..LoadConfig::default()
-    };
+    });
     let result = engine::run(&config, scenario);
     let stop = server.stop(Duration::from_secs(60));
     let result = result?;
@@ -198,6 +212,7 @@ mod tests {
         let launch = under_callgrind(
             &Launch::Binary("/bin/brigade".into()),
             "embedded",
+            brigade_load::engine::Protocol::H1,
             Path::new("/tmp/a b.cg"),
         )
         .unwrap();

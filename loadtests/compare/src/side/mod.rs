@@ -473,6 +473,7 @@ fn measure_level(
         timeout: settings.timeout,
         seed: set_seed(cell_seed(settings, plan.index), set),
         cpus: bench.cpus,
+        wire: settings.wire,
     };
     brigade_bench::window::measure(&window_plan, &window_servers)
 }

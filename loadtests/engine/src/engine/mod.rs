@@ -28,6 +28,7 @@
 //!   for (at most the timeout) and counted.
 
 mod conn;
+pub mod fetch;
 mod protocol;
 mod seconds;
 

@@ -20,7 +20,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_load::engine::LoadConfig;
+use brigade_bench::wire::Wire;
+use brigade_load::engine::{LoadConfig, Protocol};
 use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use clap::Args;
@@ -111,6 +112,8 @@ pub struct Lab {
     pub out_dir: PathBuf,
     /// The command line, for the report.
     pub command_line: String,
+    /// What the servers and loads speak (plaintext HTTP/1.1 unless a study asks otherwise).
+    pub wire: Wire,
 }
 
 impl LabArgs {
@@ -152,6 +155,7 @@ impl LabArgs {
             quick,
             out_dir,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            wire: Wire::default(),
         })
     }
 }
@@ -384,6 +388,14 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 impl Lab {
+    /// This lab with servers started to speak `protocol` and every load speaking it.
+    pub fn over(&self, protocol: Protocol) -> Lab {
+        Lab {
+            wire: Wire::new(protocol, 1),
+            ..self.clone()
+        }
+    }
+
     /// The order of every run: `cells` cells × the runtimes × the repeats, compare's order.
     pub fn order(&self, cells: usize) -> Vec<Planned> {
         plan::plan(self.runtimes.len(), cells, &[1], &[0], self.repeat)
@@ -480,9 +492,10 @@ impl Lab {
             data_dir: data.path().to_path_buf(),
             preload: 0,
             database_prefix: None,
-            log_path: logs.join(format!("{}-{runtime}.log", self.study)),
+            log_path: logs.join(format!("{}-{runtime}{}.log", self.study, self.log_suffix())),
             cpus: self.cpus.server_mask().map(<[usize]>::to_vec),
             handicap_us: 0.0,
+            protocol: self.wire.protocol,
         };
         let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
         let url = process
@@ -546,7 +559,7 @@ impl Lab {
             Window::Time { duration, warmup } => (Some(duration), None, warmup),
             Window::Requests { count, warmup } => (None, Some(count), warmup),
         };
-        LoadConfig {
+        self.wire.apply(LoadConfig {
             targets: served.targets(),
             users: Some(users),
             rate: None,
@@ -563,6 +576,14 @@ impl Lab {
             // One fixed seed: every runtime and repeat is sent the same request stream.
             seed: Some(STUDY_SEED),
             ..LoadConfig::default()
+        })
+    }
+
+    /// `-h1-tls` in the servers' log names when they speak another protocol than h1.
+    fn log_suffix(&self) -> String {
+        match self.wire.protocol {
+            Protocol::H1 => String::new(),
+            other => format!("-{other}"),
         }
     }
 

@@ -288,6 +288,7 @@ fn through_http(
         log_path: logs.join(format!("http-{}-{}.log", http.runtime, store.as_str())),
         cpus: cpus.server_mask().map(<[usize]>::to_vec),
         handicap_us: 0.0,
+        protocol: brigade_load::engine::Protocol::H1,
     };
     let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
     let label = result.label();

@@ -11,11 +11,17 @@
 //! 4. During every step, the probe ([`probe`]) asks `/health` every 100 ms and reports its p99.
 //! 5. **Memory after**: the server's RSS once ready, its peak (`VmHWM`) and its RSS at the end of
 //!    the sweep and again `--settle` (10 s) later; growth that does not come back is flagged.
+//! 6. **TLS handshakes** ([`handshakes`]): on a second server per runtime started with
+//!    `--tls-self-signed`, `GET /bench/hello` over `h1-tls` with a new connection per request, once
+//!    with every handshake full (session resumption off) and once resumed: handshakes/s, their
+//!    p50/p99 from the generator's TLS figures, and the server's CPU per handshake (its CPU per
+//!    request, one request being one connection).
 //!
 //! The steps of every runtime are interleaved as `compare` interleaves its runs (each step made
 //! back to back on every runtime, the first runtime rotating), each measured by the generator
 //! with `/proc` sampled and generator-bound or contended steps flagged.
 
+pub mod handshakes;
 pub mod probe;
 pub mod report;
 
@@ -74,6 +80,13 @@ pub struct SweepArgs {
     /// How long after the sweep the servers' memory is read again [default: 10s; --quick: 2s]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub settle: Option<Duration>,
+    /// Clients of the TLS handshake steps (a new connection per request over h1-tls)
+    /// [default: 10; --quick: 2]
+    #[arg(long)]
+    pub handshake_clients: Option<u32>,
+    /// No TLS handshake steps (and no TLS servers)
+    #[arg(long)]
+    pub no_handshakes: bool,
     /// A CI-sized sweep (3 client counts, 2 sizes, short steps): under a minute
     #[arg(long)]
     pub quick: bool,
@@ -100,6 +113,8 @@ pub struct SweepSettings {
     pub warmup: Duration,
     /// Wait before memory is read again after the sweep.
     pub settle: Duration,
+    /// The TLS handshake steps, in order (empty: `--no-handshakes`).
+    pub handshakes: Vec<handshakes::HandshakeStep>,
 }
 
 /// Which part of the sweep a step belongs to.
@@ -221,8 +236,18 @@ impl SweepArgs {
             clients: self.size_clients,
             keepalive: true,
         });
+        let handshake_clients = self.handshake_clients.unwrap_or(if quick { 2 } else { 10 });
+        if handshake_clients == 0 {
+            bail!("--handshake-clients must be at least 1");
+        }
+        let handshakes = if self.no_handshakes {
+            Vec::new()
+        } else {
+            handshakes::steps(handshake_clients)
+        };
         Ok(SweepSettings {
             lab,
+            handshakes,
             steps,
             clients,
             client_body: self.client_body,
@@ -239,8 +264,12 @@ impl SweepSettings {
     /// A rough wall-clock estimate, seconds.
     pub fn estimate_s(&self) -> f64 {
         let per_step = self.duration.as_secs_f64() + self.warmup.as_secs_f64() + 0.2;
-        let runs = self.steps.len() * self.lab.runtimes.len() * self.lab.repeat as usize;
-        runs as f64 * per_step + self.settle.as_secs_f64() + self.lab.runtimes.len() as f64
+        let steps = self.steps.len() + self.handshakes.len();
+        let runs = steps * self.lab.runtimes.len() * self.lab.repeat as usize;
+        let servers = if self.handshakes.is_empty() { 1.0 } else { 2.0 };
+        runs as f64 * per_step
+            + self.settle.as_secs_f64()
+            + servers * self.lab.runtimes.len() as f64
     }
 }
 
@@ -309,6 +338,8 @@ pub struct SweepResults {
     pub bad_url: Vec<BadUrlAnswer>,
     /// The servers' memory.
     pub memory: Vec<Memory>,
+    /// Every TLS handshake step on every runtime, in the order made.
+    pub handshakes: Vec<handshakes::HandshakeRun>,
 }
 
 /// Runs `brigade study sweep`: the sweep, the three reports, and the report on the terminal.
@@ -406,8 +437,10 @@ pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
             runs,
             bad_url,
             memory,
+            handshakes: Vec::new(),
         })
     })?;
+    let (results, servers) = handshakes::run(settings, results, servers)?;
     let mut study = report::build(settings, &results, &servers, started_at);
     study.wall_s = began.elapsed().as_secs_f64();
     crate::report::write_all(&study, &lab.out_dir)?;

@@ -1,7 +1,8 @@
 //! The sweep's findings as a general [`StudyReport`]: per runtime the peak and where it peaked
 //! with keep-alive on and off, every client count (hits/s, p99, bytes/s, errors, the probe's p99),
 //! the body sizes and the bad URL, the memory after, and every run; charts of hits/s against
-//! clients (log axis; keep-alive on and off side by side) and against body size.
+//! clients (log axis; keep-alive on and off side by side) and against body size; and the TLS
+//! handshakes' table ([`super::handshakes`]).
 
 use super::{Part, SweepResults, SweepRun, SweepSettings};
 use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
@@ -321,7 +322,7 @@ pub fn build(
     }
 
     let [on, off] = by_clients;
-    StudyReport {
+    let mut study = StudyReport {
         study: "sweep".to_owned(),
         title: "Brigade client sweep".to_owned(),
         summary: format!(
@@ -447,7 +448,13 @@ pub fn build(
                 charts: Vec::new(),
             },
         ],
+    };
+    if let Some(section) = super::handshakes::section(settings, results) {
+        // Before "Every run", which stays last.
+        let last = study.sections.len() - 1;
+        study.sections.insert(last, section);
     }
+    study
 }
 
 fn notes(settings: &SweepSettings, results: &SweepResults) -> Vec<String> {
@@ -508,6 +515,17 @@ fn notes(settings: &SweepSettings, results: &SweepResults) -> Vec<String> {
                 step.body(),
                 step.clients,
                 step.keepalive_text()
+            ),
+            &r.run,
+        )
+    })));
+    notes.extend(lab::flag_notes(results.handshakes.iter().map(|r| {
+        let step = settings.handshakes[r.step];
+        (
+            format!(
+                "{} TLS handshakes at {} client(s)",
+                step.kind(),
+                step.clients
             ),
             &r.run,
         )

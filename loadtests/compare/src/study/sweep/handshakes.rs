@@ -1,0 +1,309 @@
+//! The sweep's TLS handshake steps: what a new TLS connection costs each runtime. A keep-alive
+//! load hides the handshake (one per connection, then thousands of requests on it), so these
+//! steps open a new connection for every request (`GET /bench/hello`, the smallest answer there
+//! is), over `h1-tls` on servers started with `--tls-self-signed`: every request is one handshake,
+//! and the server's CPU per request is its CPU per handshake (plus one tiny answer, the same in
+//! both steps). Made twice: with session resumption off (every handshake full: certificate,
+//! signature, key exchange) and on (a session ticket or id accepted after each generator thread's
+//! first). The generator times every handshake from the TCP connection made to the handshake
+//! complete, full and resumed apart (`result::TlsResult`).
+
+use anyhow::Result;
+use brigade_load::engine::Protocol;
+use brigade_load::result::HandshakeResult;
+
+use super::{SweepResults, SweepSettings};
+use crate::report::study::{Better, Metric, Section, Table};
+use crate::study::lab::shapes::Shape;
+use crate::study::lab::{median, StepRun, Window};
+
+/// The TLS handshakes table's title.
+pub const HANDSHAKES_TABLE: &str = "TLS handshakes";
+
+/// The protocol the handshake steps speak.
+pub const PROTOCOL: Protocol = Protocol::H1Tls;
+
+/// One handshake step: a new connection per request over h1-tls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandshakeStep {
+    /// Whether the client resumes TLS sessions.
+    pub resumption: bool,
+    /// Concurrent clients.
+    pub clients: u32,
+}
+
+impl HandshakeStep {
+    /// `full` or `resumed`: the handshakes the step makes.
+    pub fn kind(&self) -> &'static str {
+        if self.resumption {
+            "resumed"
+        } else {
+            "full"
+        }
+    }
+}
+
+/// The steps at `clients` clients: every handshake full, then resumed.
+pub fn steps(clients: u32) -> Vec<HandshakeStep> {
+    [false, true]
+        .into_iter()
+        .map(|resumption| HandshakeStep {
+            resumption,
+            clients,
+        })
+        .collect()
+}
+
+/// One handshake step's run on one runtime.
+#[derive(Debug, Clone)]
+pub struct HandshakeRun {
+    /// Index into the handshake steps.
+    pub step: usize,
+    /// The generator's run (its result's `tls` holds the handshakes).
+    pub run: StepRun,
+}
+
+impl HandshakeRun {
+    /// The server's CPU per request of the run, µs: per handshake, since every request opened a
+    /// connection of its own.
+    pub fn cpu_us_per_handshake(&self) -> Option<f64> {
+        let result = self.run.result.as_ref()?;
+        let requests = result.total.requests;
+        (requests > 0)
+            .then(|| self.run.server_cpu_percent / 100.0 * result.elapsed_s * 1e6 / requests as f64)
+    }
+}
+
+/// Makes the handshake steps on TLS servers of their own (after the plaintext sweep, whose
+/// servers are stopped), adding the runs to `results` and the servers' lines to `servers`.
+pub fn run(
+    settings: &SweepSettings,
+    mut results: SweepResults,
+    mut servers: Vec<(String, String)>,
+) -> Result<(SweepResults, Vec<(String, String)>)> {
+    if settings.handshakes.is_empty() {
+        return Ok((results, servers));
+    }
+    let lab = settings.lab.over(PROTOCOL);
+    let scenario = Shape::hello().scenario()?;
+    let (runs, tls_servers) = lab.with_servers(|served| {
+        let order = lab.order(settings.handshakes.len());
+        let mut runs = Vec::new();
+        for (i, planned) in order.iter().enumerate() {
+            let step = settings.handshakes[planned.scenario];
+            let server = &served[planned.runtime];
+            let mut config = lab.load_config(
+                server,
+                step.clients,
+                false,
+                Window::Time {
+                    duration: settings.duration,
+                    warmup: settings.warmup,
+                },
+            );
+            config.tls.resumption = step.resumption;
+            let run = lab.measure(server, &scenario, &config, planned.repeat);
+            let what = format!("{} TLS handshakes, {} client(s)", step.kind(), step.clients);
+            run.print(&format!("[{}/{}]", i + 1, order.len()), &what);
+            runs.push(HandshakeRun {
+                step: planned.scenario,
+                run,
+            });
+        }
+        Ok(runs)
+    })?;
+    results.handshakes = runs;
+    servers.extend(
+        tls_servers
+            .into_iter()
+            .map(|(runtime, text)| (format!("{runtime}, {PROTOCOL}"), text)),
+    );
+    Ok((results, servers))
+}
+
+/// Medians over the repeats of one runtime's runs of one step.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Figures {
+    per_s: f64,
+    full: f64,
+    resumed: f64,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    cpu_us: Option<f64>,
+}
+
+/// The figures of `runs` (one runtime, one step), of the handshakes the step makes.
+fn figures(runs: &[&HandshakeRun], resumption: bool) -> Option<Figures> {
+    let tls: Vec<(&HandshakeRun, &brigade_load::result::TlsResult)> = runs
+        .iter()
+        .filter_map(|r| Some((*r, r.run.result.as_ref()?.tls.as_ref()?)))
+        .collect();
+    if tls.is_empty() {
+        return None;
+    }
+    let of = |f: &dyn Fn(&brigade_load::result::TlsResult) -> f64| {
+        median(&tls.iter().map(|(_, t)| f(t)).collect::<Vec<_>>())
+    };
+    let kind = |t: &brigade_load::result::TlsResult| -> HandshakeResult {
+        if resumption {
+            t.resumed.clone()
+        } else {
+            t.full.clone()
+        }
+    };
+    let counted = tls.iter().any(|(_, t)| kind(t).count > 0);
+    let cpus: Vec<f64> = tls
+        .iter()
+        .filter_map(|(r, _)| r.cpu_us_per_handshake())
+        .collect();
+    Some(Figures {
+        per_s: of(&|t| t.handshakes_per_s),
+        full: of(&|t| t.full.count as f64),
+        resumed: of(&|t| t.resumed.count as f64),
+        p50_ms: counted.then(|| of(&|t| kind(t).p50_ms)),
+        p99_ms: counted.then(|| of(&|t| kind(t).p99_ms)),
+        cpu_us: (!cpus.is_empty()).then(|| median(&cpus)),
+    })
+}
+
+/// Every runtime's figures for every step, in the sweep's runtime order.
+fn all_figures(
+    settings: &SweepSettings,
+    results: &SweepResults,
+) -> Vec<(String, HandshakeStep, Figures)> {
+    let mut out = Vec::new();
+    for runtime in &settings.lab.runtimes {
+        for (i, step) in settings.handshakes.iter().enumerate() {
+            let runs: Vec<&HandshakeRun> = results
+                .handshakes
+                .iter()
+                .filter(|r| r.step == i && &r.run.runtime == runtime)
+                .collect();
+            if let Some(f) = figures(&runs, step.resumption) {
+                out.push((runtime.clone(), *step, f));
+            }
+        }
+    }
+    out
+}
+
+/// The handshakes table: per runtime and resumption, handshakes/s, the counts of each kind, the
+/// p50/p99 of the kind the step makes, and the server's CPU per handshake.
+fn table(all: &[(String, HandshakeStep, Figures)]) -> Table {
+    let mut table = Table::new(
+        HANDSHAKES_TABLE,
+        &["runtime", "resumption", "clients"],
+        vec![
+            Metric::new("handshakes/s", "", Better::Higher, 0),
+            Metric::new("full handshakes", "", Better::Neither, 0),
+            Metric::new("resumed handshakes", "", Better::Neither, 0),
+            Metric::new("handshake p50", "ms", Better::Lower, 3),
+            Metric::new("handshake p99", "ms", Better::Lower, 3),
+            Metric::new("server CPU per handshake", "µs", Better::Lower, 1),
+        ],
+    );
+    for (runtime, step, f) in all {
+        table.push(
+            vec![
+                runtime.clone(),
+                if step.resumption { "on" } else { "off" }.to_owned(),
+                step.clients.to_string(),
+            ],
+            vec![
+                Some(f.per_s),
+                Some(f.full),
+                Some(f.resumed),
+                f.p50_ms,
+                f.p99_ms,
+                f.cpu_us,
+            ],
+        );
+    }
+    table
+}
+
+/// The sentence the table makes: per runtime, a full handshake's CPU against a resumed one's.
+fn sentence(all: &[(String, HandshakeStep, Figures)]) -> String {
+    let cpu = |runtime: &str, resumption: bool| {
+        all.iter()
+            .find(|(r, s, _)| r == runtime && s.resumption == resumption)
+            .and_then(|(_, _, f)| f.cpu_us)
+    };
+    let mut runtimes: Vec<&str> = all.iter().map(|(r, _, _)| r.as_str()).collect();
+    runtimes.dedup();
+    let parts: Vec<String> = runtimes
+        .iter()
+        .filter_map(|&runtime| {
+            let (full, resumed) = (cpu(runtime, false)?, cpu(runtime, true)?);
+            Some(format!(
+                "{runtime} {full:.0} µs full, {resumed:.0} µs resumed ({:.1}×)",
+                full / resumed.max(1e-9)
+            ))
+        })
+        .collect();
+    if parts.is_empty() {
+        return "No runtime has both a full and a resumed handshake step measured.".to_owned();
+    }
+    format!(
+        "Server CPU per new TLS connection (one request each, over {PROTOCOL}): {}.",
+        parts.join("; ")
+    )
+}
+
+/// The sweep report's TLS handshakes section (`None` without handshake steps).
+pub fn section(settings: &SweepSettings, results: &SweepResults) -> Option<Section> {
+    if settings.handshakes.is_empty() {
+        return None;
+    }
+    let all = all_figures(settings, results);
+    Some(Section {
+        title: "TLS handshakes".to_owned(),
+        text: vec![
+            format!(
+                "GET /bench/hello over {PROTOCOL} with a new connection per request, on servers \
+                 started with --tls-self-signed: every request is one TLS handshake, so the \
+                 server's CPU per request is its CPU per handshake. Session resumption off makes \
+                 every handshake full; on, each generator thread's connections after its first \
+                 resume. Handshake latency is from the TCP connection made to the handshake \
+                 complete, of the kind the step makes."
+            ),
+            sentence(&all),
+        ],
+        tables: vec![table(&all)],
+        charts: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(cpu: f64) -> Figures {
+        Figures {
+            per_s: 1000.0,
+            full: 10.0,
+            resumed: 0.0,
+            p50_ms: Some(1.0),
+            p99_ms: Some(2.0),
+            cpu_us: Some(cpu),
+        }
+    }
+
+    #[test]
+    fn the_sentence_sets_a_full_handshake_against_a_resumed_one_from_the_table() {
+        let [full, resumed] = [steps(4)[0], steps(4)[1]];
+        assert_eq!((full.kind(), resumed.kind()), ("full", "resumed"));
+        let all = vec![
+            ("axum".to_owned(), full, figures(300.0)),
+            ("axum".to_owned(), resumed, figures(100.0)),
+        ];
+        let t = table(&all);
+        let at = [("runtime", "axum"), ("resumption", "off")];
+        assert_eq!(t.value(&at, "server CPU per handshake"), Some(300.0));
+        let text = sentence(&all);
+        assert!(
+            text.contains("axum 300 µs full, 100 µs resumed (3.0×)"),
+            "{text}"
+        );
+    }
+}
