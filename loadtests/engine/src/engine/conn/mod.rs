@@ -154,18 +154,16 @@ impl Dialer {
         Ok(stream)
     }
 
-    /// Opens a TCP connection and, for a TLS protocol, makes the TLS handshake over it (bytes
-    /// counted into `counter`): the stream and the handshake.
-    async fn wire(
-        &self,
-        target: &Target,
-        counter: &std::sync::Arc<tls::WireCounter>,
-    ) -> Result<(Stream, Option<Handshake>), Failure> {
+    /// Opens a TCP connection and, for a TLS protocol, makes the TLS handshake over it (its bytes
+    /// counted on the socket): the stream and the handshake.
+    async fn wire(&self, target: &Target) -> Result<(Stream, Option<Handshake>), Failure> {
         let tcp = self.tcp(target).await?;
         match &self.tls {
+            // Nothing more on plaintext: a connection per request (`--no-keepalive`) is the
+            // generator's hardest path, every allocation here is paid per request.
             None => Ok((Stream::Plain(tcp), None)),
             Some(connector) => {
-                let tcp = tls::Counted::new(tcp, counter.clone());
+                let tcp = tls::Counted::new(tcp, std::sync::Arc::default());
                 let (wire, handshake) = tls::handshake(connector, self.protocol, target, tcp)
                     .await
                     .map_err(|e| tls::classify_handshake(&e))?;
@@ -402,8 +400,7 @@ pub(crate) async fn connect(
     dialer: &Dialer,
     target: &Target,
 ) -> Result<(Connection, Option<Handshake>), Failure> {
-    let counter = std::sync::Arc::default();
-    let (stream, handshake) = dialer.wire(target, &counter).await?;
+    let (stream, handshake) = dialer.wire(target).await?;
     Ok((
         Connection {
             stream,
