@@ -193,7 +193,7 @@ fn builder(limits: &ServerLimits) -> hyper::server::conn::http1::Builder {
     builder
 }
 
-/// The same HTTP/1.1 stack as [`serve_http1`] (builder, house rules, limits) over in-memory
+/// The same HTTP/1.1 stack as [`serve`] (builder, house rules, limits) over in-memory
 /// connections, each with the service `make` gives it.
 pub(crate) fn memory_server<M, S, B>(make: M, limits: &ServerLimits) -> crate::MemoryServer
 where
@@ -243,27 +243,28 @@ enum Speaks {
 
 impl Builders {
     fn new(limits: &ServerLimits) -> Builders {
-        let h2 = &limits.http2;
+        // hyper's HTTP/2 builder and the auto builder's HTTP/2 half are two types with the
+        // same setters: one list of settings for both.
+        macro_rules! http2_settings {
+            ($builder:expr) => {{
+                let h2 = &limits.http2;
+                $builder
+                    .timer(TokioTimer::new())
+                    .max_concurrent_streams(h2.max_concurrent_streams)
+                    .initial_stream_window_size(h2.initial_stream_window)
+                    .initial_connection_window_size(h2.initial_connection_window)
+                    .adaptive_window(false)
+                    .max_header_list_size(h2.max_header_list_bytes);
+            }};
+        }
         let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-        http2
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(h2.max_concurrent_streams)
-            .initial_stream_window_size(h2.initial_stream_window)
-            .initial_connection_window_size(h2.initial_connection_window)
-            .adaptive_window(false)
-            .max_header_list_size(h2.max_header_list_bytes);
+        http2_settings!(http2);
         let mut auto = auto::Builder::new(TokioExecutor::new());
         auto.http1()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout.min(limits.keep_alive_timeout))
             .max_buf_size(RUNTIME_MAX_HEADER_BYTES);
-        auto.http2()
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(h2.max_concurrent_streams)
-            .initial_stream_window_size(h2.initial_stream_window)
-            .initial_connection_window_size(h2.initial_connection_window)
-            .adaptive_window(false)
-            .max_header_list_size(h2.max_header_list_bytes);
+        http2_settings!(auto.http2());
         Builders {
             h1: builder(limits),
             h2: http2,

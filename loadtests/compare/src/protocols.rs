@@ -402,7 +402,7 @@ mod tests {
             reason: String::new(),
         };
         assert_eq!(standing(Some(&tied), "hyper"), "equivalent");
-        assert_eq!(standing(Some(&tied), "warp"), "behind axum≈hyper");
-        assert_eq!(standing(None, "warp"), "not measured");
+        assert_eq!(standing(Some(&tied), "third"), "behind axum≈hyper");
+        assert_eq!(standing(None, "third"), "not measured");
     }
 }
