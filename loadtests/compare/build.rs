@@ -7,7 +7,15 @@ use std::path::PathBuf;
 
 /// The crates whose versions a report prints beside the runtimes' own version lines (which the
 /// runtimes' registry derives from the same lock file).
-const WATCHED: [&str; 5] = ["tokio", "redb", "mongodb", "hdrhistogram", "serde_json"];
+const WATCHED: [&str; 7] = [
+    "tokio",
+    "redb",
+    "mongodb",
+    "hdrhistogram",
+    "serde_json",
+    "rustls",
+    "h2",
+];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
