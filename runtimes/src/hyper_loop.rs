@@ -41,6 +41,35 @@ use brigade_kit::limits::ServeProtocol;
 
 use crate::{run_on_tokio, Listener, Shutdown};
 
+/// The error type hyper's builders hand back.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A runtime's service as the loop serves it: what hyper's builders ask of a service run on a
+/// connection task of its own (its answers' body, its error and its future sendable), named once.
+pub(crate) trait Served:
+    Service<
+        Request<Incoming>,
+        Response = Response<Self::Answer>,
+        Error: Into<BoxError> + Send + 'static,
+        Future: Send + 'static,
+    > + Send
+    + 'static
+{
+    /// The body of its answers.
+    type Answer: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static;
+}
+
+impl<S, B> Served for S
+where
+    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    S::Future: Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Answer = B;
+}
+
 /// A response of the guarded service: the runtime's own, or the guard's error.
 type Guarded<B> = Response<Either<B, Full<Bytes>>>;
 
@@ -195,14 +224,10 @@ fn builder(limits: &ServerLimits) -> hyper::server::conn::http1::Builder {
 
 /// The same HTTP/1.1 stack as [`serve`] (builder, house rules, limits) over in-memory
 /// connections, each with the service `make` gives it.
-pub(crate) fn memory_server<M, S, B>(make: M, limits: &ServerLimits) -> crate::MemoryServer
+pub(crate) fn memory_server<M, S>(make: M, limits: &ServerLimits) -> crate::MemoryServer
 where
     M: Fn() -> S + Send + Sync + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-    S::Future: Send + 'static,
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: Served,
 {
     let limits = *limits;
     let mut builder = builder(&limits);
@@ -273,20 +298,16 @@ impl Builders {
     }
 
     /// Serves one connection on `io` as `speaks` says, watched by the graceful shutdown.
-    async fn serve<I, S, B>(
+    async fn serve<I, S>(
         &self,
         speaks: Speaks,
         io: I,
         guard: Guard<S>,
         watcher: hyper_util::server::graceful::Watcher,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    ) -> Result<(), BoxError>
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-        S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
-        S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-        S::Future: Send + 'static,
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        S: Served,
     {
         let io = TokioIo::new(io);
         match speaks {
@@ -321,7 +342,7 @@ impl Speaks {
 /// says, each connection with the service `make` gives it (a clone of one service, or salvo's
 /// handler that carries the connection's own state): at most `limits.max_connections`
 /// connections at once (one more is accepted and closed at once, before any TLS).
-pub(crate) fn serve<M, S, B>(
+pub(crate) fn serve<M, S>(
     make: M,
     listener: Listener,
     workers: usize,
@@ -330,11 +351,7 @@ pub(crate) fn serve<M, S, B>(
 ) -> anyhow::Result<()>
 where
     M: Fn() -> S + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-    S::Future: Send + 'static,
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: Served,
 {
     let limits = *limits;
     let Listener { socket, tls } = listener;

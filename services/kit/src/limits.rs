@@ -79,16 +79,6 @@ impl ServeProtocol {
             ServeProtocol::Auto => "auto",
         }
     }
-
-    /// Whether HTTP/1.1 is spoken.
-    pub fn http1(self) -> bool {
-        self != ServeProtocol::H2c
-    }
-
-    /// Whether HTTP/2 is spoken.
-    pub fn http2(self) -> bool {
-        self != ServeProtocol::H1
-    }
 }
 
 impl fmt::Display for ServeProtocol {
@@ -213,6 +203,16 @@ impl ServerLimits {
             ));
         }
         Ok(())
+    }
+
+    /// These limits on a server whose TLS is `tls`: under TLS the protocol is `auto`, as ALPN
+    /// chooses between h2 and http/1.1 on every runtime.
+    pub fn under_tls(mut self, tls: TlsMode) -> ServerLimits {
+        self.tls = tls;
+        if tls.on() {
+            self.protocol = ServeProtocol::Auto;
+        }
+        self
     }
 
     /// The body limit of a route that accepts `route_limit` bytes: the smaller of the two.

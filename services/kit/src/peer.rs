@@ -21,6 +21,7 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::deadline;
 use crate::http::ApiError;
+use crate::limits::{ServeProtocol, ServerLimits};
 use crate::observe::{trace, Metrics, Stopwatch};
 
 /// The largest answer body read from a peer: a bigger one is a 502, not a process that keeps
@@ -73,6 +74,20 @@ pub struct PeerTransport {
     pub http2: bool,
 }
 
+impl PeerTransport {
+    /// How the services of a server under `limits` (with `tls`, its TLS) call their peers: over
+    /// TLS trusting its certificate's chain when it serves TLS, by h2c when it serves h2c only.
+    pub fn of_server(
+        limits: &ServerLimits,
+        tls: Option<&crate::tls::ServerTls>,
+    ) -> Result<PeerTransport, crate::tls::TlsError> {
+        Ok(PeerTransport {
+            tls: tls.map(|t| t.peer_config()).transpose()?,
+            http2: !limits.tls.on() && limits.protocol == ServeProtocol::H2c,
+        })
+    }
+}
+
 impl std::fmt::Debug for PeerClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PeerClient")
@@ -99,19 +114,8 @@ impl PeerClient {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(timeouts.connect));
         connector.set_nodelay(true);
-        connector.enforce_http(false);
-        let tls = transport
-            .tls
-            .as_ref()
-            .map_or_else(crate::tls::refusing_client, |c| (**c).clone());
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http();
-        let connector = if transport.http2 {
-            builder.enable_http2().wrap_connector(connector)
-        } else {
-            builder.enable_http1().wrap_connector(connector)
-        };
+        let connector =
+            crate::tls::https_connector(connector, transport.tls.as_ref(), transport.http2);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_max_idle_per_host(256)

@@ -16,6 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
@@ -91,14 +93,9 @@ impl TlsSettings {
         }
     }
 
-    /// The rustls server configuration every runtime serves TLS with, or None for plaintext:
-    /// TLS 1.3 and 1.2, the ring provider, [`ALPN`], session tickets and a session cache (so
-    /// resumed handshakes are possible on every runtime).
-    pub fn server_config(&self) -> Result<Option<Arc<ServerConfig>>, TlsError> {
-        Ok(self.load()?.map(|t| t.config))
-    }
-
-    /// [`Self::server_config`] with the certificate and key it was made from.
+    /// The server's TLS, or None for plaintext: the rustls configuration every runtime serves
+    /// with (TLS 1.3 and 1.2, the ring provider, [`ALPN`], session tickets and a session cache,
+    /// so resumed handshakes are possible on every runtime), and what it was made from.
     pub fn load(&self) -> Result<Option<ServerTls>, TlsError> {
         if !self.enabled() {
             if self.client_ca.is_some() {
@@ -182,9 +179,29 @@ impl ServerTls {
     }
 }
 
+/// A client connector for `http://` and `https://` URLs over `http` (its timeouts set by the
+/// caller): TLS with `tls` (without it, no server is trusted), ALPN offering only `h2` when
+/// `http2`, else only `http/1.1`. The peer client's and the conformance client's.
+pub(crate) fn https_connector(
+    mut http: HttpConnector,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    http2: bool,
+) -> HttpsConnector<HttpConnector> {
+    http.enforce_http(false);
+    let tls = tls.map_or_else(refusing_client, |c| (**c).clone());
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http();
+    if http2 {
+        builder.enable_http2().wrap_connector(http)
+    } else {
+        builder.enable_http1().wrap_connector(http)
+    }
+}
+
 /// A client configuration that trusts no server: what a peer client without TLS settings holds
 /// (an `https://` peer then fails to connect, a 503, rather than being trusted blindly).
-pub fn refusing_client() -> rustls::ClientConfig {
+fn refusing_client() -> rustls::ClientConfig {
     rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")
@@ -210,7 +227,7 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 }
 
 /// A self-signed ECDSA P-256 certificate for the names a local client uses.
-pub fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     let names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     let made = rcgen::generate_simple_self_signed(names).map_err(fail)?;
     let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).map_err(fail)?;
@@ -230,12 +247,12 @@ mod tests {
 
     #[test]
     fn plaintext_has_no_config_and_a_client_ca_alone_is_refused() {
-        assert!(TlsSettings::default().server_config().unwrap().is_none());
+        assert!(TlsSettings::default().load().unwrap().is_none());
         let only_ca = TlsSettings {
             client_ca: Some("ca.pem".into()),
             ..TlsSettings::default()
         };
-        assert!(only_ca.server_config().is_err());
+        assert!(only_ca.load().is_err());
     }
 
     #[test]
@@ -245,7 +262,7 @@ mod tests {
             ..TlsSettings::default()
         };
         assert_eq!(s.mode(), TlsMode::SelfSigned);
-        let config = s.server_config().unwrap().unwrap();
+        let config = s.load().unwrap().unwrap().config;
         assert_eq!(
             config.alpn_protocols,
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]
@@ -274,12 +291,12 @@ mod tests {
             ..TlsSettings::default()
         };
         assert_eq!(good.mode(), TlsMode::FilesMutual);
-        assert!(good.server_config().unwrap().is_some());
+        assert!(good.load().unwrap().is_some());
         let bad = TlsSettings {
             cert_and_key: Some((c, o)),
             ..TlsSettings::default()
         };
-        let e = bad.server_config().unwrap_err().to_string();
+        let e = bad.load().unwrap_err().to_string();
         assert!(e.contains("do not go together"), "{e}");
     }
 }

@@ -202,21 +202,14 @@ impl LimitArgs {
     /// chooses); `h1` or `h2c` asked for beside TLS is refused, as no runtime can keep to it
     /// (actix-web and ntex always offer h2 and http/1.1).
     pub fn limits_under(&self, tls: brigade_kit::tls::TlsMode) -> Result<ServerLimits, String> {
-        let mut limits = self.limits();
-        limits.tls = tls;
-        if tls.on() {
-            match self.protocol {
-                None | Some(ServeProtocol::Auto) => limits.protocol = ServeProtocol::Auto,
-                Some(p) => {
-                    return Err(format!(
-                        "--protocol {p} under TLS: ALPN chooses between h2 and http/1.1 on \
-                         every runtime, so the protocol is auto (a client that offers only \
-                         http/1.1 gets HTTP/1.1)"
-                    ))
-                }
-            }
+        match self.protocol {
+            Some(p @ (ServeProtocol::H1 | ServeProtocol::H2c)) if tls.on() => Err(format!(
+                "--protocol {p} under TLS: ALPN chooses between h2 and http/1.1 on every \
+                 runtime, so the protocol is auto (a client that offers only http/1.1 gets \
+                 HTTP/1.1)"
+            )),
+            _ => Ok(self.limits().under_tls(tls)),
         }
-        Ok(limits)
     }
 }
 

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use brigade_kit::announce::{Announcement, Listening, Preloaded};
-use brigade_kit::limits::ServeProtocol;
 use brigade_kit::peer::{PeerTimeouts, PeerTransport};
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
@@ -189,7 +188,13 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             );
         }
     }
-    let tls = args.tls.settings().load()?;
+    let tls_settings = args.tls.settings();
+    let tls = tls_settings.load()?;
+    let mut limits = args
+        .limits
+        .limits_under(tls_settings.mode())
+        .map_err(anyhow::Error::msg)?;
+    limits.validate()?;
     let workers = args
         .workers
         .unwrap_or_else(brigade_runtimes::available_cores)
@@ -212,10 +217,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             request: Duration::from_millis(args.peer_timeout_ms),
         },
         metrics: !args.no_metrics,
-        peer_transport: PeerTransport {
-            tls: tls.as_ref().map(|t| t.peer_config()).transpose()?,
-            http2: args.limits.protocol == Some(ServeProtocol::H2c),
-        },
+        peer_transport: PeerTransport::of_server(&limits, tls.as_ref())?,
     };
     let store = config.store;
     let deadlines = deadlines_text(&args);
@@ -227,11 +229,6 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             "calibration handicap on: every request burns extra CPU before its handler"
         );
     }
-    let mut limits = args
-        .limits
-        .limits_under(args.tls.settings().mode())
-        .map_err(anyhow::Error::msg)?;
-    limits.validate()?;
     limits.max_connections = crate::files::fit_connections(
         limits.max_connections,
         args.limits.max_connections.is_some(),

@@ -147,18 +147,8 @@ impl TestClient {
     /// A client that speaks `wire`; over TLS it trusts what `tls` trusts (a deployment's own
     /// certificate: [`crate::tls::ServerTls::peer_config`]), and with no `tls` no server at all.
     pub fn speaking(wire: Wire, tls: Option<Arc<rustls::ClientConfig>>) -> TestClient {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        let tls = tls.map_or_else(crate::tls::refusing_client, |c| (*c).clone());
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http();
-        // ALPN offers what the wire speaks, nothing else.
-        let connector = if wire.http2() {
-            builder.enable_http2().wrap_connector(http)
-        } else {
-            builder.enable_http1().wrap_connector(http)
-        };
+        let connector =
+            crate::tls::https_connector(HttpConnector::new(), tls.as_ref(), wire.http2());
         let client = Client::builder(TokioExecutor::new())
             .http2_only(wire.http2())
             .build(connector);

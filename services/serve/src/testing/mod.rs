@@ -112,24 +112,16 @@ impl Deployment {
         mut limits: ServerLimits,
         wire: Wire,
     ) -> anyhow::Result<Deployment> {
-        let tls = if wire.tls() {
-            let settings = brigade_kit::tls::TlsSettings {
-                self_signed: true,
-                ..Default::default()
-            };
-            limits.tls = settings.mode();
-            limits.protocol = ServeProtocol::Auto;
-            settings.load()?
-        } else {
-            if wire == Wire::H2c {
-                limits.protocol = ServeProtocol::H2c;
-            }
-            None
+        let settings = brigade_kit::tls::TlsSettings {
+            self_signed: wire.tls(),
+            ..Default::default()
         };
-        let peer_transport = PeerTransport {
-            tls: tls.as_ref().map(|t| t.peer_config()).transpose()?,
-            http2: wire == Wire::H2c,
-        };
+        if wire == Wire::H2c {
+            limits.protocol = ServeProtocol::H2c;
+        }
+        let limits = limits.under_tls(settings.mode());
+        let tls = settings.load()?;
+        let peer_transport = PeerTransport::of_server(&limits, tls.as_ref())?;
         let rt = brigade_runtimes::find(runtime)
             .with_context(|| format!("runtime {runtime} is not compiled in"))?;
         let dir = tempfile::tempdir()?;
