@@ -351,22 +351,20 @@ where
             .backlog(1024)
             .disable_signals()
             .shutdown_timeout(ntex::time::Millis::from(GRACE));
-        // One `listen` per protocol: each stack is its own type.
+        // One `listen` per protocol, as each stack is its own type; the rest is the same.
         let (socket, gate) = (listener.socket, gate.clone());
+        macro_rules! listen {
+            ($stack:expr) => {
+                builder.listen("brigade", socket, async move |r| {
+                    r.config(config());
+                    chain_factory($stack).apply(gate.clone())
+                })
+            };
+        }
         let builder = match (listener.tls, limits.protocol) {
-            (Some(tls), _) => builder.listen("brigade", socket, async move |r| {
-                r.config(config());
-                let tls = (*tls).clone();
-                chain_factory(HttpService::new(answers()).rustls(tls)).apply(gate.clone())
-            }),
-            (None, ServeProtocol::H1) => builder.listen("brigade", socket, async move |r| {
-                r.config(config());
-                chain_factory(HttpService::h1(answers())).apply(gate.clone())
-            }),
-            (None, ServeProtocol::H2c) => builder.listen("brigade", socket, async move |r| {
-                r.config(config());
-                chain_factory(HttpService::h2(answers())).apply(gate.clone())
-            }),
+            (Some(tls), _) => listen!(HttpService::new(answers()).rustls((*tls).clone())),
+            (None, ServeProtocol::H1) => listen!(HttpService::h1(answers())),
+            (None, ServeProtocol::H2c) => listen!(HttpService::h2(answers())),
             (None, ServeProtocol::Auto) => {
                 anyhow::bail!(
                     "ntex cannot serve HTTP/1.1 and h2c on one plaintext port (its HTTP service \
