@@ -8,6 +8,26 @@ use http::Method;
 use super::Target;
 use crate::scenario::RenderedRequest;
 
+/// The headers a request carries that its scenario does not write, on either HTTP version.
+pub(crate) struct Implied {
+    /// JSON, for a body whose scenario names no type.
+    pub(crate) content_type: Option<&'static str>,
+    /// The body's length always; an empty one where the method carries a body (some servers
+    /// answer a POST without a length with 411).
+    pub(crate) length: Option<usize>,
+}
+
+impl Implied {
+    /// What `req` implies, `has_content_type` telling whether its headers name a type.
+    pub(crate) fn of(req: &RenderedRequest, has_content_type: bool) -> Implied {
+        let carries_body = [Method::POST, Method::PUT, Method::PATCH].contains(&req.method);
+        Implied {
+            content_type: (req.has_body && !has_content_type).then_some("application/json"),
+            length: (req.has_body || carries_body).then_some(req.body.len()),
+        }
+    }
+}
+
 /// Encodes `req` for `target` into `out` (cleared first).
 pub(crate) fn encode(out: &mut Vec<u8>, target: &Target, req: &RenderedRequest, keepalive: bool) {
     out.clear();
@@ -27,14 +47,15 @@ pub(crate) fn encode(out: &mut Vec<u8>, target: &Target, req: &RenderedRequest, 
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if req.has_body && !has_content_type {
-        out.extend_from_slice(b"content-type: application/json\r\n");
+    let implied = Implied::of(req, has_content_type);
+    if let Some(content_type) = implied.content_type {
+        out.extend_from_slice(b"content-type: ");
+        out.extend_from_slice(content_type.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
-    // A body's length always; an empty one where the method carries a body (some servers answer a
-    // POST without a length with 411).
-    if req.has_body || [Method::POST, Method::PUT, Method::PATCH].contains(&req.method) {
+    if let Some(length) = implied.length {
         out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(req.body.len().to_string().as_bytes());
+        out.extend_from_slice(length.to_string().as_bytes());
         out.extend_from_slice(b"\r\n");
     }
     if !keepalive {

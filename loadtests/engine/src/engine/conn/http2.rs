@@ -32,7 +32,6 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use http::header::{self, HeaderName, HeaderValue};
-use http::Method;
 
 use super::tls::{self, Counted, Handshake, WireCounter};
 use super::{classify_io, Dialer, Exchange, Failure, Target, WireCount};
@@ -304,11 +303,12 @@ pub(crate) fn build(
         has_content_type |= name == header::CONTENT_TYPE;
         builder = builder.header(name, value);
     }
-    if req.has_body && !has_content_type {
-        builder = builder.header(header::CONTENT_TYPE, "application/json");
+    let implied = super::encode::Implied::of(req, has_content_type);
+    if let Some(content_type) = implied.content_type {
+        builder = builder.header(header::CONTENT_TYPE, content_type);
     }
-    if req.has_body || [Method::POST, Method::PUT, Method::PATCH].contains(&req.method) {
-        builder = builder.header(header::CONTENT_LENGTH, req.body.len());
+    if let Some(length) = implied.length {
+        builder = builder.header(header::CONTENT_LENGTH, length);
     }
     builder
         .body(())
@@ -318,6 +318,7 @@ pub(crate) fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::Method;
 
     #[test]
     fn an_http2_request_takes_its_authority_from_host_and_drops_connection_headers() {
