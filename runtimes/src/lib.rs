@@ -124,7 +124,7 @@ async fn drain(open: impl Fn() -> usize) {
     }
 }
 
-/// A server's TLS configuration (the kit's, [`brigade_kit::tls::TlsSettings::server_config`]).
+/// A server's TLS configuration (the kit's, [`brigade_kit::tls::TlsSettings::load`]).
 pub type TlsConfig = Arc<rustls::ServerConfig>;
 
 /// Where a server accepts connections: a bound socket, and TLS on it or not.
