@@ -113,7 +113,6 @@ impl PeerClient {
     ) -> PeerClient {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(timeouts.connect));
-        connector.set_nodelay(true);
         let connector =
             crate::tls::https_connector(connector, transport.tls.as_ref(), transport.http2);
         let client = Client::builder(TokioExecutor::new())

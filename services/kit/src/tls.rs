@@ -181,13 +181,17 @@ impl ServerTls {
 
 /// A client connector for `http://` and `https://` URLs over `http` (its timeouts set by the
 /// caller): TLS with `tls` (without it, no server is trusted), ALPN offering only `h2` when
-/// `http2`, else only `http/1.1`. The peer client's and the conformance client's.
+/// `http2`, else only `http/1.1`; `TCP_NODELAY` on. The peer client's and the conformance client's.
 pub(crate) fn https_connector(
     mut http: HttpConnector,
     tls: Option<&Arc<rustls::ClientConfig>>,
     http2: bool,
 ) -> HttpsConnector<HttpConnector> {
     http.enforce_http(false);
+    // HTTP/2 writes a request's HEADERS and DATA frames (and TLS its records) as they come: with
+    // Nagle's algorithm on, the second small write waits for the server's delayed ACK, about 40 ms
+    // a request with a body.
+    http.set_nodelay(true);
     let tls = tls.map_or_else(refusing_client, |c| (**c).clone());
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)

@@ -84,8 +84,10 @@ impl Http2Stream {
         if self.cached.is_some() {
             return Ok(None);
         }
+        // Opening is boxed: its future (TCP, TLS and HTTP/2 handshakes) is kilobytes, and inlined it
+        // would make every exchange's future as big, copied at every request though rarely used.
         if !keepalive {
-            let (conn, handshake) = open(dialer, target, 0).await?;
+            let (conn, handshake) = Box::pin(open(dialer, target, 0)).await?;
             self.cached = Some(conn);
             return Ok(handshake);
         }
@@ -95,7 +97,7 @@ impl Http2Stream {
             return Ok(None);
         }
         let generation = self.shared.generations.fetch_add(1, Ordering::Relaxed);
-        let (conn, handshake) = open(dialer, target, generation).await?;
+        let (conn, handshake) = Box::pin(open(dialer, target, generation)).await?;
         *current = Some(conn.clone());
         self.cached = Some(conn);
         Ok(handshake)

@@ -451,7 +451,9 @@ pub(crate) async fn exchange(
     }
     let mut handshake = None;
     if slot.is_none() {
-        match connect(dialer, target).await {
+        // Boxed: connecting (TCP and a TLS handshake) is a future of kilobytes that, inlined, would
+        // make every exchange's future as big, moved at every request on a kept connection.
+        match Box::pin(connect(dialer, target)).await {
             Ok((c, made)) => {
                 *slot = Some(c);
                 handshake = made;
