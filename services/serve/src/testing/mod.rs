@@ -64,8 +64,10 @@ struct Inner {
     store: StoreKind,
     services: Vec<Running>,
     servers: Mutex<HashMap<String, Server>>,
-    /// A client that speaks what the servers speak.
-    client: TestClient,
+    /// A client that speaks what the servers speak; taken when the deployment shuts down, so its
+    /// pooled idle connections close before the servers drain (a server waits up to
+    /// [`brigade_runtimes::DRAIN`] for connections still open).
+    client: Mutex<Option<TestClient>>,
     /// The TLS client configuration that trusts the servers' certificate, on TLS.
     tls_client: Option<Arc<rustls::ClientConfig>>,
     drop: Option<(Services, ServiceConfig)>,
@@ -181,7 +183,7 @@ impl Deployment {
                 store,
                 services: running,
                 servers: Mutex::new(servers),
-                client,
+                client: Mutex::new(Some(client)),
                 tls_client,
                 drop,
                 _dir: dir,
@@ -192,9 +194,21 @@ impl Deployment {
     /// Stops every service still running, asserting that each stopped cleanly, and drops the
     /// deployment's MongoDB databases.
     pub fn shutdown(&self) {
-        let names: Vec<String> = self.inner.services.iter().map(|s| s.name.clone()).collect();
-        for name in names {
-            self.stop_server(&name);
+        self.inner.release_client();
+        // Every server is told at once: a caller's stop closes its peer connections, so the
+        // services it calls need not wait out their drain for them.
+        let servers: Vec<(String, Server)> = self
+            .inner
+            .servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .collect();
+        for (_, (trigger, _)) in &servers {
+            trigger.fire();
+        }
+        for (service, (_, thread)) in servers {
+            Self::joined(&service, thread);
         }
         if let Some((services, config)) = &self.inner.drop {
             let all: Vec<_> = services.iter().cloned().collect();
@@ -229,11 +243,16 @@ impl Deployment {
             .remove(service);
         if let Some((trigger, thread)) = server {
             trigger.fire();
-            thread
-                .join()
-                .unwrap_or_else(|_| panic!("the {service} server thread panicked"))
-                .unwrap_or_else(|e| panic!("the {service} server did not stop cleanly: {e:#}"));
+            Self::joined(service, thread);
         }
+    }
+
+    /// Waits for `service`'s server thread, asserting that it stopped cleanly.
+    fn joined(service: &str, thread: JoinHandle<anyhow::Result<()>>) {
+        thread
+            .join()
+            .unwrap_or_else(|_| panic!("the {service} server thread panicked"))
+            .unwrap_or_else(|e| panic!("the {service} server did not stop cleanly: {e:#}"));
     }
 }
 
@@ -263,12 +282,26 @@ impl Target for Deployment {
         self.stop_server(service);
     }
     fn client(&self) -> TestClient {
-        self.inner.client.clone()
+        self.inner
+            .client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .expect("the deployment is shut down")
+    }
+}
+
+impl Inner {
+    /// Drops the deployment's client: its idle connections close (the suite's clones are gone
+    /// by then), and the servers need not wait for them.
+    fn release_client(&self) {
+        self.client.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.release_client();
         // A failed suite still stops its servers: fire every trigger, then wait for the threads.
         let servers: Vec<Server> = self
             .servers
