@@ -227,6 +227,11 @@ pub struct CompareArgs {
     /// --equivalence and --confidence, and rewrite its report.json, report.md and report.html
     #[arg(long, value_name = "DIR")]
     pub rejudge: Option<PathBuf>,
+    /// Run nothing: print the checked plan as JSON (the report's settings, the CPU split and
+    /// threads, every isolated run and side-by-side cell, the time it expects); with --stores or
+    /// several --protocols, one plan per comparison
+    #[arg(long, conflicts_with = "rejudge")]
+    pub plan: bool,
 }
 
 impl CompareArgs {
@@ -748,6 +753,45 @@ fn write_dimension_report(
     Ok(())
 }
 
+/// `compare --plan`: every comparison's checked plan as JSON, nothing run.
+fn print_plans(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
+    let out = args.out.clone().unwrap_or_else(default_out);
+    let ones: Vec<CompareArgs> = if !args.stores.is_empty() {
+        args.stores
+            .iter()
+            .map(|store| CompareArgs {
+                store: store.clone(),
+                stores: Vec::new(),
+                out: Some(crate::stores::folder(&out, store)),
+                ..args.clone()
+            })
+            .collect()
+    } else if args.protocols.len() > 1 {
+        args.protocols
+            .iter()
+            .map(|&protocol| CompareArgs {
+                protocols: vec![protocol],
+                out: Some(crate::protocols::folder(&out, protocol)),
+                ..args.clone()
+            })
+            .collect()
+    } else {
+        vec![args.clone()]
+    };
+    let mut plans = Vec::new();
+    for one in &ones {
+        let settings = one.settings(registry)?;
+        plans.push(crate::plan::Plan::check(&settings)?.to_json());
+    }
+    let json = if plans.len() == 1 {
+        plans.remove(0)
+    } else {
+        serde_json::json!({ "comparisons": plans })
+    };
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
+}
+
 /// Runs `brigade compare` with the scenarios in `registry`: the comparison, the three reports, and
 /// the summary on the terminal.
 pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()> {
@@ -756,6 +800,9 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
             "--stores and --protocols are both dimensions of whole comparisons: give one of them \
              (one store over several protocols: `--store S --protocols ...`)"
         );
+    }
+    if args.plan {
+        return print_plans(&args, registry);
     }
     if !args.stores.is_empty() {
         return run_stores(&args, registry);

@@ -1,5 +1,5 @@
-//! The order of runs: every runtime × scenario × users × preload × repeat, each a run of its own on
-//! a fresh server, ordered so that verdicts can pair runs.
+//! The order of isolated runs: every runtime × scenario × users × preload × repeat, each a run of
+//! its own on a fresh server, ordered so that verdicts can pair runs.
 //!
 //! The runs of one cell (scenario × users × preload) within a repeat are made back to back, one per
 //! runtime, so whatever drifts over a comparison (the machine warming, a neighbour's load) moves
@@ -9,7 +9,7 @@
 //! together in time as the runtimes allow, which is what a "flat with data size" reading needs.
 
 /// One measured run to make.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Planned {
     /// Which repeat (0-based).
     pub repeat: u32,
