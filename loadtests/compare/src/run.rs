@@ -2,484 +2,311 @@
 //! runtime wins, by how much, at what CPU cost per request — or that the difference is noise, or
 //! that the generator was the bottleneck.
 //!
-//! The plan, in order:
-//! 1. Split the CPUs between the servers and the generator ([`pin`]); every runtime gets the same
-//!    `--workers` (the number of server CPUs unless told) and the same CPUs.
-//! 2. For the embedded store with `--preload`, fill a data folder once per preload ([`state`]).
-//! 3. Make every run — runtime × scenario × users × preload × repeat — in an order that pairs them
-//!    ([`plan`]): the runs of a cell back to back, the runtime order rotating from cell to cell.
-//!    Each run starts its own server (the binary's standard `serve --service all`, or the
-//!    `--server-command` template) on a fresh, identical store state ([`state`]), pinned, on free
-//!    ports, learns its services from its announcements and waits for `/ready` on each
-//!    ([`servers`]: the contract), loads it, and stops it ([`measure`]). The order of runs therefore cannot move a result, and no idle server
-//!    shares the measured one's CPUs.
-//! 4. While each run is measured, sample the server's and the generator's CPU and memory from
-//!    `/proc` ([`procstat`]); flag runs where the generator, not the server, was saturated.
-//! 5. Judge ([`verdict`]) throughput and efficiency (server CPU µs per request), and write the
-//!    reports.
+//! [`run`] is a list of phases, each a function of what the one before gave it:
+//! 1. **plan** ([`crate::plan`]): the settings checked once — scenarios loaded, the CPUs split
+//!    between the servers and the generator ([`pin`]), every runtime the same `--workers`, the
+//!    isolated runs ordered so that verdicts can pair them (a cell's runs back to back, the
+//!    runtime order rotating from cell to cell).
+//! 2. **launch**: the reports' folder and the fresh state every run starts from ([`crate::state`]:
+//!    for the embedded store with `--preload`, a data folder filled once per preload).
+//! 3. **measure**: every isolated run on its own fresh server, pinned, on free ports, ready on
+//!    every service ([`crate::servers`]: the contract), loaded and stopped ([`crate::measure`]),
+//!    its CPU and memory sampled from `/proc` ([`crate::procstat`]); then side by side
+//!    ([`crate::side`]), instruction counts and capacity searches ([`crate::capacity`]).
+//! 4. **judge** ([`crate::judge`]): throughput, efficiency (server CPU µs per request),
+//!    capacities, thresholds, the baseline, the notes.
+//! 5. **render** ([`crate::report`]): report.md, report.json, report.html.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
-use brigade_load::scenario::Scenario;
-use brigade_load::Registry;
+use anyhow::Context;
 
 use crate::judge::{judge, notes};
-use crate::measure::Bench;
+use crate::measure::{Bench, Served};
 use crate::pin;
+use crate::plan::{check_scenarios, Plan};
 use crate::report::{self, Report, RunRecord, ServerRecord};
 use crate::settings::CompareSettings;
+use crate::side::SideCell;
 use crate::state::FreshState;
-use crate::verdict::CpuShape;
-use crate::{plan, servers};
 
 pub use brigade_bench::servers::STOP_GRACE;
 
-/// How runs are ordered and servers kept, in words, for the report.
-const INTERLEAVING: &str =
-    "isolated runs: a fresh server per run; the runs of each cell (scenario × users × \
-    preload) made back to back, one per runtime, the runtime order rotating by one from cell to \
-    cell and on into the next repeat";
-
-/// The names the report gives the scenarios asked for by `args`: a registered name stays, a file
-/// becomes the `name` it declares (unless two would share a name); `None` when nothing changes.
-fn scenario_labels(
-    args: &[String],
-    scenarios: &[Scenario],
-    registry: &Registry,
-) -> Option<Vec<String>> {
-    let labels: Vec<String> = args
-        .iter()
-        .zip(scenarios)
-        .map(|(arg, scenario)| match registry.toml(arg) {
-            Some(_) => arg.clone(),
-            None => scenario.name().to_owned(),
-        })
-        .collect();
-    let distinct: std::collections::BTreeSet<&String> = labels.iter().collect();
-    (labels != args && distinct.len() == labels.len()).then_some(labels)
-}
-
-/// Runs the whole comparison and writes the reports; returns the report.
+/// Runs the whole comparison and writes the reports; returns the report. The phases in order:
+/// plan → launch → measure → judge → render, each taking what the one before gave it.
 pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let began = Instant::now();
     let started_at = now_rfc3339();
-    if settings.runtimes.is_empty()
-        || settings.scenarios.is_empty()
-        || settings.users.is_empty()
-        || settings.preloads.is_empty()
-    {
-        bail!("nothing to compare: give at least one runtime, scenario, user count and preload");
-    }
-    if settings.repeat == 0 {
-        bail!("--repeat must be at least 1");
-    }
-    let scenarios: Vec<Scenario> = settings
-        .scenarios
-        .iter()
-        .map(|name| {
-            settings
-                .registry
-                .load(name)
-                .with_context(|| format!("Failed to load scenario {name:?}"))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    // A scenario given as a file is reported under the name its file gives it, not its path.
-    let relabeled;
-    let settings = match scenario_labels(&settings.scenarios, &scenarios, &settings.registry) {
-        Some(labels) => {
-            relabeled = CompareSettings {
-                scenarios: labels,
-                ..settings.clone()
-            };
-            &relabeled
-        }
-        None => settings,
-    };
-    // The services come from the server: from its `runtimes --json` now when it says, else from
-    // the first server's announcements; a scenario naming another service is refused either way.
-    let mut services = settings.expected_services();
-    if let Some(known) = &services {
-        check_scenarios(&scenarios, known)?;
-    }
-    // Servers compare did not start: all of them ready and serving the runtime they are listed
-    // under before the first run, and every scenario's services among theirs.
-    let external_stores = crate::external::check_all(&settings.external)?;
-    for external in &settings.external {
-        check_scenarios(&scenarios, &external.services.names())?;
-    }
-    if settings.external.iter().any(|e| e.cgroups.is_empty()) {
-        println!(
-            "Side by side: skipped — an external runtime without --external-cgroup has no CPU \
-             counter fine enough for 1-second windows (its /metrics count 10 ms ticks)"
-        );
-    }
-    let fresh_words = if settings.external.is_empty() {
-        FreshState::describe(&settings.store, &settings.preloads)
-    } else {
-        crate::external::STATE.to_owned()
-    };
-
-    let available = pin::available_cpus();
-    // This thread is pinned to the generator's CPUs below; it gets all of its CPUs back at the end.
+    let plan = Plan::check(settings)?;
+    plan.announce();
+    // This thread is pinned to the generator's CPUs by `launch`; it gets all of its CPUs back at
+    // the end.
     let _unpin = pin::Unpin::remember();
-    let cpus = settings.cpus.plan(&available)?;
-    let workers = settings.workers.unwrap_or(cpus.server.len().max(1) as u32);
-    let threads = settings
-        .threads
-        .unwrap_or(cpus.generator.len().max(1) as u32);
-    let shape = CpuShape {
-        generator_cpus: cpus.generator.len(),
-        server_cpus: cpus.server.len(),
-        pinned: cpus.pinned,
+    let fresh = launch(&plan)?;
+    let bench = Bench {
+        settings: &plan.settings,
+        cpus: &plan.cpus,
+        shape: plan.shape(),
+        workers: plan.workers,
+        threads: plan.threads,
+        state: &fresh,
     };
+    let measured = measure(&plan, &bench)?;
+    let mut report = assemble(&plan, &fresh, measured, started_at);
+    judge_all(&mut report, &plan.settings)?;
+    report.wall_s = began.elapsed().as_secs_f64();
+    report::write_all(&report, &plan.settings.out_dir)?;
+    Ok(report)
+}
 
+/// What the measuring phase gives the report.
+#[derive(Default)]
+struct Measured {
+    /// The isolated runs, in the order made.
+    runs: Vec<RunRecord>,
+    /// The side-by-side cells, with instruction counts where asked for.
+    side_cells: Vec<SideCell>,
+    /// `--slo`'s searches.
+    slo_searches: Vec<brigade_load::slo::SloSearch>,
+    /// Every server started, with what it said.
+    servers: Vec<ServerRecord>,
+    /// The worker count each runtime said it started with.
+    workers_reported: BTreeMap<String, Option<u32>>,
+    /// The server limits each runtime said it runs under.
+    limits_reported: BTreeMap<String, Option<String>>,
+    /// The services the servers announced (or were known to before they started).
+    services: Option<Vec<String>>,
+}
+
+impl Measured {
+    /// Takes in what a server said when it started; the first announcement of services is checked
+    /// against the scenarios. `first_wins`: keep the figures a runtime's earlier servers gave.
+    fn served(&mut self, plan: &Plan<'_>, served: &Served, first_wins: bool) -> anyhow::Result<()> {
+        if self.services.is_none() {
+            check_scenarios(&plan.scenarios, &served.services)?;
+            self.services = Some(served.services.clone());
+        }
+        let runtime = served.record.runtime.clone();
+        if first_wins {
+            self.workers_reported
+                .entry(runtime.clone())
+                .or_insert(served.workers);
+            self.limits_reported
+                .entry(runtime)
+                .or_insert(served.limits.clone());
+        } else {
+            self.workers_reported
+                .insert(runtime.clone(), served.workers);
+            self.limits_reported.insert(runtime, served.limits.clone());
+        }
+        Ok(())
+    }
+}
+
+/// The launching phase: the reports' folder, the fresh state every run starts from (an embedded
+/// store's preloaded folders made once), and this thread moved onto the generator's CPUs.
+fn launch(plan: &Plan<'_>) -> anyhow::Result<FreshState> {
+    let settings = &plan.settings;
     let logs = settings.out_dir.join("logs");
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("Failed to create {}", settings.out_dir.display()))?;
-    let estimate = settings.estimate_s();
-    if settings.isolated || settings.slo.is_none() {
-        println!(
-            "brigade compare: {} runtimes × {} scenarios × {} user counts × {} preload(s) × {} \
-             repeat(s) = {} runs of {} s (+{} s warm-up), each on a fresh server; about {} min {} s",
-            settings.runtimes.len(),
-            settings.scenarios.len(),
-            settings.users.len(),
-            settings.preloads.len(),
-            settings.repeat,
-            settings.run_count(),
-            settings.duration.as_secs_f64(),
-            settings.warmup.as_secs_f64(),
-            estimate as u64 / 60,
-            estimate as u64 % 60
-        );
-    } else {
-        println!(
-            "brigade compare --slo: {} runtimes × {} scenarios × {} user counts × {} preload(s), \
-             one search each; about {} min {} s",
-            settings.runtimes.len(),
-            settings.scenarios.len(),
-            settings.users.len(),
-            settings.preloads.len(),
-            estimate as u64 / 60,
-            estimate as u64 % 60
-        );
-    }
-    if let Some(plan) = &settings.slo {
-        println!(
-            "SLO search at {}: every runtime × scenario × users × preload, steps of {} s (+{} s \
-             warm-up) on a fresh server each, bracket to {}%, {} confirmation(s) of {} windows",
-            plan.args.slo.join(", "),
-            settings.duration.as_secs_f64(),
-            settings.warmup.as_secs_f64(),
-            plan.args.slo_precision,
-            plan.args.slo_repeats,
-            plan.args.slo_confirm
-        );
-    }
-    println!(
-        "CPUs: {}; every runtime --workers {workers}; generator {threads} thread(s)",
-        cpus.note
-    );
-    println!("Fresh state: {fresh_words}");
-    println!("Reports and server logs: {}", settings.out_dir.display());
-
     let mut fresh = FreshState::new(&settings.store);
-    {
-        let bench = Bench {
-            settings,
-            cpus: &cpus,
-            shape,
-            workers,
-            threads,
-            state: &fresh,
-        };
-        let template = bench.server_template();
-        fresh.prepare(&template, &settings.preloads, &logs)?;
+    let template = Bench {
+        settings,
+        cpus: &plan.cpus,
+        shape: plan.shape(),
+        workers: plan.workers,
+        threads: plan.threads,
+        state: &fresh,
     }
-    if let Some(generator) = cpus.generator_mask() {
+    .server_template();
+    fresh.prepare(&template, &settings.preloads, &logs)?;
+    if let Some(generator) = plan.cpus.generator_mask() {
         // Everything this thread starts from now on (the sampler, the generator's helpers, the
         // copies of prepared folders) stays off the servers' CPUs; servers are pinned as they start.
         pin::pin_current_thread(generator)?;
     }
-    let bench = Bench {
-        settings,
-        cpus: &cpus,
-        shape,
-        workers,
-        threads,
-        state: &fresh,
-    };
+    Ok(fresh)
+}
 
-    let mut server_records: Vec<ServerRecord> = Vec::new();
-    let mut workers_reported: BTreeMap<String, Option<u32>> = BTreeMap::new();
-    let mut limits_reported: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut runs: Vec<RunRecord> = Vec::new();
-    let planned = if settings.isolated {
-        plan::plan(
-            settings.runtimes.len(),
-            settings.scenarios.len(),
-            &settings.users,
-            &settings.preloads,
-            settings.repeat,
-        )
-    } else {
-        Vec::new()
+/// The measuring phase: the isolated runs, then side by side (at rates derived from them), the
+/// instruction counts, and the capacity searches.
+fn measure(plan: &Plan<'_>, bench: &Bench<'_>) -> anyhow::Result<Measured> {
+    let settings = &plan.settings;
+    let mut measured = Measured {
+        services: plan.services.clone(),
+        ..Measured::default()
     };
-    let total_runs = planned.len();
-    for planned in &planned {
-        let index = runs.len();
+    measure_isolated(plan, bench, &mut measured)?;
+    if settings.side.enabled {
+        let (cells, records) = side_by_side(plan, bench, &measured.runs);
+        measured.side_cells = cells;
+        measured.servers.extend(records);
+    }
+    if settings.side.instructions && settings.external.is_empty() {
+        count_instructions(plan, bench, &mut measured.side_cells);
+    }
+    if let Some(slo) = &settings.slo {
+        let first = measured.runs.len();
+        let searched =
+            crate::capacity::search_all(bench, slo, &plan.scenarios, &measured.runs, first);
+        for served in &searched.served {
+            measured.served(plan, served, true)?;
+        }
+        measured.slo_searches = searched.searches;
+    }
+    Ok(measured)
+}
+
+/// Every isolated run in the plan's order, each on a fresh server.
+fn measure_isolated(
+    plan: &Plan<'_>,
+    bench: &Bench<'_>,
+    measured: &mut Measured,
+) -> anyhow::Result<()> {
+    let settings = &plan.settings;
+    for planned in &plan.runs {
+        let index = measured.runs.len();
         let progress = format!(
             "[{}/{}] {} {} {} users, preload {} (repeat {})",
             index + 1,
-            total_runs,
+            plan.runs.len(),
             settings.runtimes[planned.runtime],
             settings.scenarios[planned.scenario],
             planned.users,
             planned.preload,
             planned.repeat + 1
         );
-        let (record, served) = bench.run(index, planned, &scenarios[planned.scenario], &progress);
+        let scenario = &plan.scenarios[planned.scenario];
+        let (record, served) = bench.run(index, planned, scenario, &progress);
         if let Some(served) = served {
-            if services.is_none() {
-                check_scenarios(&scenarios, &served.services)?;
-                services = Some(served.services.clone());
-            }
-            // The worker count each runtime said it started with (the same for all its runs).
-            workers_reported.insert(served.record.runtime.clone(), served.workers);
-            limits_reported.insert(served.record.runtime.clone(), served.limits.clone());
-            server_records.push(served.record);
+            measured.served(plan, &served, false)?;
+            measured.servers.push(served.record);
         }
-        runs.push(record);
+        measured.runs.push(record);
         let _ = std::io::stdout().flush();
     }
+    Ok(())
+}
 
-    // Side by side: every runtime at once per cell, at rates derived from its isolated runs.
-    let mut side_cells = Vec::new();
-    if settings.side.enabled {
-        let (cells, records) = side_by_side(&bench, &scenarios, &runs);
-        side_cells = cells;
-        server_records.extend(records);
-    }
-
-    if settings.side.instructions && settings.external.is_empty() {
-        count_instructions(&bench, settings, &scenarios, &mut side_cells);
-    }
-
-    // --slo: every runtime's capacity at the SLOs, searched step by step, interleaved.
-    let mut slo_searches = Vec::new();
-    if let Some(plan) = &settings.slo {
-        let searched = crate::capacity::search_all(&bench, plan, &scenarios, &runs, runs.len());
-        for served in searched.served {
-            if services.is_none() {
-                check_scenarios(&scenarios, &served.services)?;
-                services = Some(served.services.clone());
-            }
-            let runtime = served.record.runtime.clone();
-            workers_reported
-                .entry(runtime.clone())
-                .or_insert(served.workers);
-            limits_reported
-                .entry(runtime)
-                .or_insert(served.limits.clone());
-        }
-        slo_searches = searched.searches;
-    }
-
-    let preloads = &settings.preloads;
+/// The report from the plan and what was measured, not yet judged.
+fn assemble(plan: &Plan<'_>, fresh: &FreshState, measured: Measured, started_at: String) -> Report {
+    let settings = &plan.settings;
     let mut rows = report::rows(
-        &runs,
+        &measured.runs,
         &settings.scenarios,
         &settings.users,
-        preloads,
+        &settings.preloads,
         &settings.runtimes,
     );
-    report::add_breakdown(&mut rows, &side_cells);
-    let mut state = fresh.setup(preloads);
-    state.how = fresh_words;
-    let mut report = Report {
+    report::add_breakdown(&mut rows, &measured.side_cells);
+    let mut state = fresh.setup(&settings.preloads);
+    state.how = plan.fresh_words.clone();
+    Report {
         started_at,
         wall_s: 0.0,
         machine: brigade_load::machine::describe(),
         versions: versions(settings),
         threads: report::ThreadSetup {
-            cpus,
-            server_workers: workers,
-            workers_reported,
-            limits_reported,
-            generator_threads: threads,
+            workers_reported: measured.workers_reported,
+            limits_reported: measured.limits_reported,
+            ..plan.thread_setup()
         },
-        settings: report::Settings {
-            runtimes: settings.runtimes.clone(),
-            store: if settings.external.is_empty() || external_stores.is_empty() {
-                settings.store.clone()
-            } else {
-                external_stores.join(", ")
-            },
-            scenarios: settings.scenarios.clone(),
-            users: settings.users.clone(),
-            preloads: preloads.clone(),
-            duration_s: settings.duration.as_secs_f64(),
-            warmup_s: settings.warmup.as_secs_f64(),
-            repeat: if settings.isolated {
-                settings.repeat
-            } else {
-                0
-            },
-            rule: settings.rule,
-            side_by_side: settings.side.enabled.then(|| report::SideSetup {
-                levels: settings.side.levels.clone(),
-                rates: settings.side.rates.clone(),
-                windows: settings.side.windows,
-                window_s: settings.side.window_s,
-                warmup_s: settings.side.warmup.as_secs_f64(),
-                count_s: settings.side.count_s,
-                budget_s: settings.side.budget.as_secs_f64(),
-            }),
-            handicaps: settings.handicaps.clone(),
-            timeout_ms: settings.timeout.as_millis() as u64,
-            quick: settings.quick,
-            interleaving: if settings.external.is_empty() {
-                INTERLEAVING.to_owned()
-            } else {
-                INTERLEAVING.replacen(
-                    "a fresh server per run",
-                    "the same servers for every run (--external)",
-                    1,
-                )
-            },
-            command_line: settings.command_line.clone(),
-            services: services.unwrap_or_default(),
-            server_command: if settings.external.is_empty() {
-                settings.launch.describe()
-            } else {
-                crate::external::server_words(&settings.external, &external_stores)
-            },
-            keepalive: settings.keepalive,
-            protocol: settings.wire.protocol,
-            streams: settings.wire.effective_streams(),
-            rate: settings.rate,
-            seed: Some(settings.seed),
-            thresholds: settings
-                .thresholds
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            external: !settings.external.is_empty(),
-            slo: crate::capacity::setup(settings),
-            setup_notes: settings
-                .setup_notes
-                .iter()
-                .map(|(label, text)| report::setup::SetupLine {
-                    label: label.clone(),
-                    text: text.clone(),
-                })
-                .collect(),
-        },
+        settings: plan.report_settings(measured.services),
         state,
-        servers: server_records,
-        runs,
+        servers: measured.servers,
+        runs: measured.runs,
         rows,
         cells: Vec::new(),
         scenarios: Vec::new(),
-        side_by_side: side_cells,
+        side_by_side: measured.side_cells,
         comparisons: Vec::new(),
         pairs: Vec::new(),
         notes: Vec::new(),
         threshold_checks: Vec::new(),
         baseline: None,
-        slo_searches,
-    };
-    let judged = judge(
-        &report.runs,
-        &report.side_by_side,
-        &report.settings,
-        &settings.rule,
-    );
+        slo_searches: measured.slo_searches,
+    }
+}
+
+/// The judging phase: verdicts, pairs, capacities, thresholds, the baseline and the notes.
+fn judge_all(report: &mut Report, settings: &CompareSettings) -> anyhow::Result<()> {
+    let rule = &settings.rule;
+    let judged = judge(&report.runs, &report.side_by_side, &report.settings, rule);
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
-    report.pairs =
-        crate::judge::judge_pairs(&report.side_by_side, &report.settings.store, &settings.rule);
-    crate::judge::judge_capacity(&mut report, &settings.rule);
+    report.pairs = crate::judge::judge_pairs(&report.side_by_side, &report.settings.store, rule);
+    crate::judge::judge_capacity(report, rule);
     report.threshold_checks = report::check_thresholds(&report.runs, &settings.thresholds);
     if let Some(path) = &settings.baseline {
         let before = crate::baseline::read(path)
             .with_context(|| format!("--baseline {}", path.display()))?;
-        report.baseline = Some(crate::baseline::compare(
-            &report,
-            &before,
-            path,
-            &settings.rule,
-        ));
+        report.baseline = Some(crate::baseline::compare(report, &before, path, rule));
     }
-    report.notes = notes(&report);
-    report.wall_s = began.elapsed().as_secs_f64();
-    report::write_all(&report, &settings.out_dir)?;
-    Ok(report)
+    report.notes = notes(report);
+    Ok(())
 }
 
 /// Every cell side by side, in the order scenario, preload, users; the budget for undecided levels
 /// shared out as the cells go.
 fn side_by_side(
+    plan: &Plan<'_>,
     bench: &Bench<'_>,
-    scenarios: &[Scenario],
     runs: &[RunRecord],
-) -> (Vec<crate::side::SideCell>, Vec<ServerRecord>) {
-    let settings = bench.settings;
+) -> (Vec<SideCell>, Vec<ServerRecord>) {
+    let settings = &plan.settings;
     let mut budget_left = settings.side.budget;
     let mut cells = Vec::new();
     let mut records = Vec::new();
-    let cell_count = scenarios.len() * settings.preloads.len() * settings.users.len();
-    let mut index = 0;
-    for (scenario, label) in scenarios.iter().zip(&settings.scenarios) {
-        for &preload in &settings.preloads {
-            for &users in &settings.users {
-                index += 1;
-                let server_cpus = bench.cpus.server.len();
-                let levels = side_levels(settings, runs, label, users, preload, server_cpus);
-                if levels.is_empty() {
-                    println!(
-                        "side by side {label} {users} users: skipped, no rate (its isolated runs \
-                         measured nothing; give --side-by-side-rates)"
-                    );
-                    continue;
-                }
-                let plan = crate::side::CellPlan {
-                    scenario,
-                    label,
-                    users,
-                    preload,
-                    levels,
-                    index: index - 1,
-                    cells_left: cell_count + 1 - index,
-                };
-                let store = settings.store.clone();
-                let rule = settings.rule;
-                let decided = move |cell: &crate::side::SideCell| {
-                    crate::judge::level_decided(cell, &store, &rule)
-                };
-                let (more, started) =
-                    crate::side::run_cell(bench, &plan, &mut budget_left, &decided);
-                cells.extend(more);
-                records.extend(started);
-                let _ = std::io::stdout().flush();
-            }
+    let planned = plan.side_cells();
+    for (index, cell) in planned.iter().enumerate() {
+        let (scenario, label) = (
+            &plan.scenarios[cell.scenario],
+            &settings.scenarios[cell.scenario],
+        );
+        let (users, preload) = (cell.users, cell.preload);
+        let levels = side_levels(
+            settings,
+            runs,
+            label,
+            users,
+            preload,
+            plan.cpus.server.len(),
+        );
+        if levels.is_empty() {
+            println!(
+                "side by side {label} {users} users: skipped, no rate (its isolated runs \
+                 measured nothing; give --side-by-side-rates)"
+            );
+            continue;
         }
+        let cell_plan = crate::side::CellPlan {
+            scenario,
+            label,
+            users,
+            preload,
+            levels,
+            index,
+            cells_left: planned.len() - index,
+        };
+        let store = settings.store.clone();
+        let rule = settings.rule;
+        let decided = move |cell: &SideCell| crate::judge::level_decided(cell, &store, &rule);
+        let (more, started) = crate::side::run_cell(bench, &cell_plan, &mut budget_left, &decided);
+        cells.extend(more);
+        records.extend(started);
+        let _ = std::io::stdout().flush();
     }
     (cells, records)
 }
 
 /// `--instructions`: every runtime's instructions per request on every scenario (at the first user
 /// count), written into that scenario's side-by-side rows.
-fn count_instructions(
-    bench: &Bench<'_>,
-    settings: &CompareSettings,
-    scenarios: &[Scenario],
-    side_cells: &mut [crate::side::SideCell],
-) {
+fn count_instructions(plan: &Plan<'_>, bench: &Bench<'_>, side_cells: &mut [SideCell]) {
+    let (settings, scenarios) = (&plan.settings, &plan.scenarios);
     let users = settings.users.first().copied().unwrap_or(1);
     for (label, scenario) in settings.scenarios.iter().zip(scenarios) {
         for runtime in &settings.runtimes {
@@ -563,14 +390,6 @@ fn side_levels(
     crate::side::level_rates(&settings.side.levels, server_cpus, &isolated)
 }
 
-/// Refuses the comparison when a scenario talks to a service the server does not announce.
-fn check_scenarios(scenarios: &[Scenario], services: &[String]) -> anyhow::Result<()> {
-    for scenario in scenarios {
-        servers::announce::refuse_unknown(services, scenario.label(), &scenario.services())?;
-    }
-    Ok(())
-}
-
 /// Versions of everything measured.
 fn versions(settings: &CompareSettings) -> report::Versions {
     let runtimes = settings
@@ -588,7 +407,7 @@ fn versions(settings: &CompareSettings) -> report::Versions {
     report::Versions {
         runtimes,
         server_binary: binary.display().to_string(),
-        server_binary_version: servers::binary_version(binary),
+        server_binary_version: crate::servers::binary_version(binary),
         ..report::setup::build_versions()
     }
 }
@@ -600,39 +419,4 @@ fn now_rfc3339() -> String {
         .unwrap_or(now)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn file(dir: &std::path::Path, stem: &str, name: &str) -> String {
-        let path = dir.join(format!("{stem}.toml"));
-        std::fs::write(
-            &path,
-            format!("name = \"{name}\"\n[[request]]\npath = \"/\"\n"),
-        )
-        .unwrap();
-        path.to_string_lossy().into_owned()
-    }
-
-    #[test]
-    fn a_scenario_file_is_reported_under_its_declared_name_unless_two_would_clash() {
-        let dir = tempfile::tempdir().unwrap();
-        let registry = Registry::new();
-        let load = |args: &[String]| -> Vec<Scenario> {
-            args.iter().map(|a| registry.load(a).unwrap()).collect()
-        };
-        let args = vec!["hello".to_owned(), file(dir.path(), "a", "mine")];
-        assert_eq!(
-            scenario_labels(&args, &load(&args), &registry),
-            Some(vec!["hello".to_owned(), "mine".to_owned()])
-        );
-        // Registered names alone: nothing to change.
-        let args = vec!["hello".to_owned()];
-        assert_eq!(scenario_labels(&args, &load(&args), &registry), None);
-        // Two files declaring one name keep their paths, so their rows stay apart.
-        let args = vec![file(dir.path(), "b", "same"), file(dir.path(), "c", "same")];
-        assert_eq!(scenario_labels(&args, &load(&args), &registry), None);
-    }
 }

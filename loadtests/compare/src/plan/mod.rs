@@ -68,8 +68,7 @@ impl<'s> Plan<'s> {
         check_counts(settings)?;
         let scenarios = load_scenarios(&settings.scenarios, &settings.registry)?;
         // A scenario given as a file is reported under the name its file gives it, not its path.
-        let settings = match scenario_labels(&settings.scenarios, &scenarios, &settings.registry)
-        {
+        let settings = match scenario_labels(&settings.scenarios, &scenarios, &settings.registry) {
             Some(labels) => Cow::Owned(CompareSettings {
                 scenarios: labels,
                 ..settings.clone()
@@ -180,7 +179,11 @@ impl<'s> Plan<'s> {
             preloads: settings.preloads.clone(),
             duration_s: settings.duration.as_secs_f64(),
             warmup_s: settings.warmup.as_secs_f64(),
-            repeat: if settings.isolated { settings.repeat } else { 0 },
+            repeat: if settings.isolated {
+                settings.repeat
+            } else {
+                0
+            },
             rule: settings.rule,
             side_by_side: settings.side.enabled.then(|| report::SideSetup {
                 levels: settings.side.levels.clone(),
@@ -215,7 +218,11 @@ impl<'s> Plan<'s> {
             streams: settings.wire.effective_streams(),
             rate: settings.rate,
             seed: Some(settings.seed),
-            thresholds: settings.thresholds.iter().map(ToString::to_string).collect(),
+            thresholds: settings
+                .thresholds
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             external,
             slo: crate::capacity::setup(settings),
             setup_notes: settings
@@ -377,11 +384,7 @@ fn scenario_labels(
 /// Refuses the comparison when a scenario talks to a service the server does not announce.
 pub fn check_scenarios(scenarios: &[Scenario], services: &[String]) -> anyhow::Result<()> {
     for scenario in scenarios {
-        crate::servers::announce::refuse_unknown(
-            services,
-            scenario.label(),
-            &scenario.services(),
-        )?;
+        crate::servers::announce::refuse_unknown(services, scenario.label(), &scenario.services())?;
     }
     Ok(())
 }
