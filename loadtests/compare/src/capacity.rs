@@ -17,7 +17,7 @@ use brigade_load::scenario::Scenario;
 use brigade_load::slo::{self, Measured, Search, SloSearch};
 
 use crate::measure::{Bench, Served};
-use crate::plan::Planned;
+use crate::plan::order::Planned;
 use crate::report::{self, RunRecord};
 use crate::settings::SloPlan;
 

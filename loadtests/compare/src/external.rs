@@ -10,7 +10,7 @@ use brigade_load::engine;
 use brigade_load::scenario::Scenario;
 
 use crate::measure::{fill, sampled_sources, Bench, Served};
-use crate::plan::Planned;
+use crate::plan::order::Planned;
 use crate::procstat::Source;
 use crate::report::{RunRecord, ServerRecord, StateReset};
 use crate::servers::external::ExternalRuntime;

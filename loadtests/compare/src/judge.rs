@@ -4,7 +4,6 @@
 //! all of them again from a written report.
 
 use brigade_stats::{Interval, Outcome as Three};
-use serde::{Deserialize, Serialize};
 
 use crate::report::{self, CellVerdict, LevelVerdict, Report, RunRecord, ScenarioVerdict};
 use crate::side::SideCell;
@@ -14,77 +13,7 @@ use crate::verdict::{self, CellAt, CpuShape, Measure, Outcome, Rule, Verdict};
 /// gives the same intervals.
 const BOOTSTRAP_SEED: u64 = 0x5EED_B007;
 
-/// What a judged comparison came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ComparisonOutcome {
-    /// The whole interval lies beyond the margin: `a` is better.
-    Win,
-    /// The whole interval lies inside the margin.
-    Equivalent,
-    /// The interval straddles the margin.
-    Undecided,
-    /// No interval could be made or trusted (see `reason`).
-    NotJudged,
-}
-
-/// One judged comparison: the best runtime of a cell (`a`) against another (`b`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    /// What is compared.
-    pub measure: Measure,
-    /// The scenario.
-    pub scenario: String,
-    /// Users (closed loop) or connections per runtime (side by side).
-    pub users: u32,
-    /// Documents preloaded per collection.
-    pub preload: u64,
-    /// The side-by-side load level (`40%`), for efficiency.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<String>,
-    /// The offered rate per runtime at that level, requests/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_per_s: Option<f64>,
-    /// The store every service used.
-    pub store: String,
-    /// The better runtime.
-    pub a: String,
-    /// The other runtime.
-    pub b: String,
-    /// > 1 means `a` is better: b's cost ÷ a's (efficiency), a's rate ÷ b's (throughput).
-    pub ratio: Option<f64>,
-    /// The interval's low end, on the same scale.
-    pub ci_low: Option<f64>,
-    /// The interval's high end.
-    pub ci_high: Option<f64>,
-    /// The confidence level, percent.
-    pub confidence_pct: f64,
-    /// The equivalence margin, percent.
-    pub margin_pct: f64,
-    /// Windows (efficiency) or seconds of isolated runs per runtime (throughput).
-    pub samples: usize,
-    /// The three-way outcome.
-    pub outcome: ComparisonOutcome,
-    /// Why it was not judged, if it was not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// For an undecided comparison, about how many samples in all would likely decide it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub samples_to_decide: Option<usize>,
-    /// The verdict line.
-    pub sentence: String,
-}
-
-impl Comparison {
-    /// Whether this comparison and `other` are of the same cell and runtimes (for `--baseline`).
-    pub fn same_cell(&self, other: &Comparison) -> bool {
-        self.measure == other.measure
-            && self.scenario == other.scenario
-            && self.users == other.users
-            && self.preload == other.preload
-            && self.level == other.level
-    }
-}
+pub use crate::report::comparison::{Comparison, ComparisonOutcome};
 
 /// The cell key of a comparison, as the judge fills it in.
 struct Key<'a> {

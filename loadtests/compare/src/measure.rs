@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::pin::CpuPlan;
-use crate::plan::Planned;
+use crate::plan::order::Planned;
 use crate::procstat::{ProcSeries, ProcUsage};
 use crate::report::{RunRecord, ServerRecord, StateReset};
 use crate::servers::{self, ServerProcess, ServerSpec};

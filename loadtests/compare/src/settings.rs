@@ -54,7 +54,7 @@ pub struct CompareSettings {
     /// Whether to make the isolated runs (closed loop, one runtime alone on its CPUs).
     pub isolated: bool,
     /// The side-by-side efficiency runs.
-    pub side: crate::side::SideSettings,
+    pub side: SideSettings,
     /// `--workers` for the servers (default: the number of server CPUs).
     pub workers: Option<u32>,
     /// Generator threads (default: the number of generator CPUs).
@@ -92,6 +92,51 @@ pub struct CompareSettings {
     pub setup_notes: Vec<(String, String)>,
     /// `--slo`: the capacity search (and its flags), when asked for.
     pub slo: Option<SloPlan>,
+}
+
+/// Side-by-side windows per level by default (`--quick`: 10).
+pub const DEFAULT_WINDOWS: u32 = 16;
+
+/// Seconds counted by `perf stat` after each level's windows by default.
+pub const DEFAULT_COUNT_S: u32 = 1;
+
+/// The side-by-side settings of a comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideSettings {
+    /// Whether to run side by side at all.
+    pub enabled: bool,
+    /// Load levels as shares of the server CPUs in total (0.4, 0.8), when rates are not given.
+    pub levels: Vec<f64>,
+    /// Offered rates per runtime, requests/s (`--side-by-side-rates`), replacing the levels.
+    pub rates: Option<Vec<f64>>,
+    /// Measured windows per level.
+    pub windows: u32,
+    /// Length of one window, whole seconds.
+    pub window_s: u32,
+    /// Warm-up before the first window.
+    pub warmup: Duration,
+    /// Seconds of extra load counted by `perf stat` after the windows (0: no counts).
+    pub count_s: u32,
+    /// Extra time for more windows where a level is undecided.
+    pub budget: Duration,
+    /// Count instructions per request under callgrind (`--instructions`).
+    pub instructions: bool,
+}
+
+impl Default for SideSettings {
+    fn default() -> SideSettings {
+        SideSettings {
+            enabled: true,
+            levels: vec![0.4, 0.8],
+            rates: None,
+            windows: DEFAULT_WINDOWS,
+            window_s: 1,
+            warmup: Duration::from_secs(1),
+            count_s: DEFAULT_COUNT_S,
+            budget: Duration::ZERO,
+            instructions: false,
+        }
+    }
 }
 
 /// What `compare --slo` searches with.
@@ -242,7 +287,7 @@ mod tests {
             warmup: Duration::ZERO,
             repeat,
             isolated: true,
-            side: crate::side::SideSettings {
+            side: SideSettings {
                 enabled: false,
                 ..Default::default()
             },

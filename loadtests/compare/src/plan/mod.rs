@@ -5,7 +5,7 @@
 //! judging and rendering take the plan (or the part they need) and never go back to the flags;
 //! `compare --plan` prints it as JSON and runs nothing.
 
-mod order;
+pub mod order;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use brigade_load::slo::{rate_words, CurvePoint, SloSearch};
 use plotters::prelude::*;
 
-use super::html::{colour, esc, plot_err, significant};
+use super::render::{colour, esc, plot_err, significant};
 
 /// The curve chart's size in pixels: wider than the others, for seven runtimes' knees.
 const CURVE_CHART: (u32, u32) = (880, 460);
@@ -68,7 +68,7 @@ pub fn rules(report: &Report) -> String {
 }
 
 fn trim(v: f64) -> String {
-    super::markdown::trim(v)
+    super::render::trim(v)
 }
 
 /// One search's row of the capacity table.
@@ -182,14 +182,14 @@ pub fn markdown(report: &Report) -> String {
             continue;
         }
         let _ = writeln!(out, "### Scenario `{scenario}`\n");
-        out.push_str(&super::markdown::table(&HEADER, &rows));
+        out.push_str(&super::render::table(&HEADER, &rows));
         out.push('\n');
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
             if let Some(v) = &cell.capacity {
                 let _ = writeln!(
                     out,
                     "- {}: capacity **{}** — {}",
-                    super::markdown::cell_name(report, cell),
+                    super::cell_name(report, cell),
                     v.label(),
                     v.reason
                 );
@@ -231,7 +231,7 @@ pub fn markdown_curves(report: &Report) -> String {
                 points.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
                 rows.extend(points.into_iter().map(|p| curve_row(&s.runtime, p)));
             }
-            out.push_str(&super::markdown::table(&CURVE_HEADER, &rows));
+            out.push_str(&super::render::table(&CURVE_HEADER, &rows));
             out.push('\n');
         }
     }
@@ -260,14 +260,14 @@ pub fn html(report: &Report) -> anyhow::Result<String> {
             .iter()
             .flat_map(|(_, _, searches)| searches.iter().map(|s| row(s)))
             .collect();
-        out.push_str(&super::html::plain_table(&HEADER, &rows));
+        out.push_str(&super::render::plain_table(&HEADER, &rows));
         out.push_str("<ul>\n");
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
             if let Some(v) = &cell.capacity {
                 let _ = writeln!(
                     out,
                     "<li>{}: capacity <b>{}</b> — {}</li>",
-                    esc(&super::markdown::cell_name(report, cell)),
+                    esc(&super::cell_name(report, cell)),
                     esc(&v.label()),
                     esc(&v.reason)
                 );
@@ -324,7 +324,7 @@ fn curve_chart(
         .chain(bounds.iter().map(|(_, ms)| *ms))
         .filter(|v| *v > 0.0 && v.is_finite())
         .collect();
-    let (lo, hi) = super::html::log_range(&latencies);
+    let (lo, hi) = super::render::log_range(&latencies);
     let max_rate = points.iter().map(|p| p.offered_per_s).fold(1.0, f64::max) * 1.05;
     let mut svg = String::new();
     {
@@ -368,7 +368,7 @@ fn curve_chart(
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.mix(0.6)));
         }
         for search in searches {
-            let color = colour(report, &search.runtime);
+            let color = colour(&report.settings.runtimes, &search.runtime);
             let curve = &search.outcome.curve;
             // Every step a dot; the line through the median at each rate tested, so that a rate
             // tested several times (the confirmations) draws one point of the curve.
@@ -383,7 +383,7 @@ fn curve_chart(
                     )
                 }))
                 .map_err(plot_err)?;
-            super::html::draw_line(&mut chart, p99, color, format!("{} p99", search.runtime), 3)?;
+            super::render::draw_line(&mut chart, p99, color, format!("{} p99", search.runtime), 3)?;
             chart
                 .draw_series(LineSeries::new(p50, color.mix(0.5).stroke_width(1)))
                 .map_err(plot_err)?;
@@ -403,7 +403,7 @@ fn curve_chart(
                     .map_err(plot_err)?;
             }
         }
-        super::html::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        super::render::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")

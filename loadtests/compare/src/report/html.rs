@@ -6,37 +6,14 @@
 
 use std::fmt::Write as _;
 
-use anyhow::anyhow;
 use plotters::prelude::*;
 
+use super::render::{
+    colour, draw_legend, draw_line, esc, head, log_range, plain_table, plot_err, preload_words,
+    significant, LineChart, CHART,
+};
 use super::{markdown, Report, Row};
 use crate::verdict::Verdict;
-
-/// Chart size in pixels.
-pub(crate) const CHART: (u32, u32) = (560, 340);
-
-/// One colour per runtime (or series), in the order they were given.
-pub(crate) const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
-/// The runtime's colour in every chart of the report.
-pub(crate) fn colour(report: &Report, runtime: &str) -> RGBColor {
-    let index = report
-        .settings
-        .runtimes
-        .iter()
-        .position(|r| r == runtime)
-        .unwrap_or(0);
-    PALETTE[index % PALETTE.len()]
-}
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> anyhow::Result<String> {
@@ -49,7 +26,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         s.runtimes.len(),
         esc(&s.runtimes.join(", ")),
         esc(&s.store),
-        esc(&markdown::preload_words(&s.preloads)),
+        esc(&preload_words(&s.preloads)),
         esc(&report.started_at),
         report.wall_s
     );
@@ -153,7 +130,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
             let _ = writeln!(
                 out,
                 "<li>{}: throughput <b>{}</b> — {}</li>",
-                esc(&markdown::cell_name(report, cell)),
+                esc(&super::cell_name(report, cell)),
                 esc(&cell.verdict.label()),
                 esc(&cell.verdict.reason),
             );
@@ -161,7 +138,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
                 let _ = writeln!(
                     out,
                     "<li>{} at {} ({}/s each): efficiency <b>{}</b> — {}</li>",
-                    esc(&markdown::cell_name(report, cell)),
+                    esc(&super::cell_name(report, cell)),
                     esc(&level.level),
                     esc(&super::rate_words(level.rate_per_s)),
                     esc(&level.verdict.label()),
@@ -261,30 +238,6 @@ fn baseline(report: &Report) -> String {
     out
 }
 
-/// A table of text cells under `header`, numbers right-aligned (every cell but the first and last).
-pub(crate) fn plain_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = String::from("<table>\n<tr>");
-    for head in header {
-        let _ = write!(out, "<th>{}</th>", esc(head));
-    }
-    out.push_str("</tr>\n");
-    for cells in rows {
-        out.push_str("<tr>");
-        let last = cells.len().saturating_sub(1);
-        for (i, cell) in cells.iter().enumerate() {
-            let class = if i == 0 || i == last {
-                ""
-            } else {
-                " class=\"n\""
-            };
-            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
-    out
-}
-
 fn table(rows: &[&Row]) -> String {
     let cells: Vec<Vec<String>> = rows.iter().map(|row| markdown::row_cells(row)).collect();
     plain_table(&markdown::TABLE_HEADER, &cells)
@@ -334,84 +287,6 @@ fn runs(report: &Report) -> String {
     }
     out.push_str("</table>\n</details>\n");
     out
-}
-
-/// The page's opening up to `<body>`: the title and the one inline style sheet every report uses.
-pub(crate) fn head(title: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>{}</title>\n<style>\n\
-         body{{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}}\n\
-         table{{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}}\n\
-         th,td{{border:1px solid #ccc;padding:.25rem .5rem}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}\n\
-         th{{background:#f3f3f3}}.charts{{display:flex;flex-wrap:wrap;gap:1rem}}\n\
-         .verdict{{font-weight:bold}}.why{{color:#555}}code{{background:#f3f3f3;padding:0 .2rem}}\n\
-         </style>\n</head>\n<body>\n",
-        esc(title)
-    )
-}
-
-/// Escapes text for HTML.
-pub(crate) fn esc(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A chart with `f64` axes drawn as SVG, the kind every line chart here is.
-pub(crate) type LineChart<'a, 'b> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
->;
-
-/// One runtime's line with a dot on each point, and its legend entry.
-pub(crate) fn draw_line(
-    chart: &mut LineChart<'_, '_>,
-    points: Vec<(f64, f64)>,
-    color: RGBColor,
-    label: impl Into<String>,
-    dot: i32,
-) -> anyhow::Result<()> {
-    chart
-        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-        .map_err(plot_err)?
-        .label(label)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
-    chart
-        .draw_series(points.iter().map(|p| Circle::new(*p, dot, color.filled())))
-        .map_err(plot_err)?;
-    Ok(())
-}
-
-/// The legend box at `position`.
-pub(crate) fn draw_legend<'a, 'b: 'a>(
-    chart: &mut LineChart<'a, 'b>,
-    position: SeriesLabelPosition,
-) -> anyhow::Result<()> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_err)
-}
-
-/// A log axis's range for positive `values` (ms): 1.5× beyond the smallest and the largest, or
-/// 0.01–1 when there are none.
-pub(crate) fn log_range(values: &[f64]) -> (f64, f64) {
-    if values.is_empty() {
-        return (0.01, 1.0);
-    }
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(0.0, f64::max);
-    (lo / 1.5, hi * 1.5)
-}
-
-pub(crate) fn plot_err<E: std::fmt::Debug>(err: E) -> anyhow::Error {
-    anyhow!("Failed to draw a chart: {err:?}")
 }
 
 /// The user counts present in `rows`, ascending.
@@ -536,7 +411,7 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
         )?;
         let width = 0.8 / runtimes.len().max(1) as f64;
         for (k, runtime) in runtimes.iter().enumerate() {
-            let color = colour(report, runtime);
+            let color = colour(&report.settings.runtimes, runtime);
             let bars: Vec<(f64, &Row)> = groups
                 .iter()
                 .enumerate()
@@ -577,7 +452,7 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
 /// Stacked bars of the cost breakdown side by side: per cell level, one bar per runtime, user CPU
 /// µs per request below and system above (the whole bar is its CPU per request).
 fn breakdown_bars(report: &Report, scenario: &str) -> anyhow::Result<String> {
-    let cells: Vec<&crate::side::SideCell> = report
+    let cells: Vec<&brigade_bench::window::SideCell> = report
         .side_by_side
         .iter()
         .filter(|c| c.scenario == scenario)
@@ -611,7 +486,7 @@ fn breakdown_bars(report: &Report, scenario: &str) -> anyhow::Result<String> {
         )?;
         let width = 0.8 / runtimes.len().max(1) as f64;
         for (k, runtime) in runtimes.iter().enumerate() {
-            let color = colour(report, runtime);
+            let color = colour(&report.settings.runtimes, runtime);
             let bars: Vec<(f64, f64, f64)> = cells
                 .iter()
                 .enumerate()
@@ -685,7 +560,7 @@ fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
         let several = preloads(rows).len() > 1;
         for preload in preloads(rows) {
             for runtime in &runtimes {
-                let color = colour(report, runtime);
+                let color = colour(&report.settings.runtimes, runtime);
                 let points: Vec<(f64, f64)> = users
                     .iter()
                     .filter_map(|u| {
@@ -704,17 +579,6 @@ fn throughput_by_users(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")
-}
-
-/// A latency for an axis label: two significant digits, no trailing noise.
-pub(crate) fn significant(ms: f64) -> String {
-    if ms <= 0.0 || !ms.is_finite() {
-        return "0".to_owned();
-    }
-    let magnitude = ms.log10().floor() as i32 - 1;
-    let scale = 10f64.powi(magnitude);
-    let rounded = (ms / scale).round() * scale;
-    format!("{rounded:.*}", (-magnitude).max(0) as usize)
 }
 
 /// Lines over p50, p90, p99, p99.9 and max at the highest user count, on a log scale (the values'
@@ -768,7 +632,7 @@ fn latency_percentiles(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow
             .map_err(plot_err)?;
         let several = preloads(&at).len() > 1;
         for row in &at {
-            let color = colour(report, &row.runtime);
+            let color = colour(&report.settings.runtimes, &row.runtime);
             let points: Vec<(f64, f64)> = values(row)
                 .iter()
                 .enumerate()
@@ -839,7 +703,7 @@ fn throughput_by_preload(report: &Report, scenario: &str, rows: &[&Row]) -> anyh
             .draw()
             .map_err(plot_err)?;
         for runtime in runtimes(report, &at) {
-            let color = colour(report, runtime);
+            let color = colour(&report.settings.runtimes, runtime);
             let points: Vec<(f64, f64)> = preloads
                 .iter()
                 .filter_map(|&p| {

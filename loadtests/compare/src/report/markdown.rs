@@ -5,8 +5,10 @@
 
 use std::fmt::Write as _;
 
-use super::{CellVerdict, Report, Row, RunRecord};
-use crate::verdict::{count, Verdict};
+use super::cell_name;
+use super::render::{cell_text, duration_words, preload_words, table, trim};
+use super::{Report, Row, RunRecord};
+use crate::verdict::Verdict;
 
 /// The whole markdown report.
 pub fn render(report: &Report) -> String {
@@ -78,33 +80,6 @@ Each pair measured in the same windows, judged \
     out
 }
 
-/// `, preloaded with 1,000 and 1,000,000 documents per collection` (nothing without a preload).
-pub fn preload_words(preloads: &[u64]) -> String {
-    if preloads.iter().all(|&n| n == 0) {
-        return String::new();
-    }
-    let list: Vec<String> = preloads.iter().map(|&n| count(n)).collect();
-    let list = match list.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => list.join(""),
-    };
-    format!(", preloaded with {list} documents per collection")
-}
-
-/// Whether the report's cells differ by preload (then every cell names its own).
-pub fn preload_varies(report: &Report) -> bool {
-    report.settings.preloads.iter().any(|&n| n != 0)
-}
-
-/// `10 users` or `10 users, preload 1,000`.
-pub fn cell_name(report: &Report, cell: &CellVerdict) -> String {
-    if preload_varies(report) {
-        format!("{} users, preload {}", cell.users, count(cell.preload))
-    } else {
-        format!("{} users", cell.users)
-    }
-}
-
 /// The explanation printed under the verdicts: which verdict is which, and the rules.
 pub fn verdict_rules(rule: &crate::verdict::Rule) -> String {
     use crate::verdict::Measure;
@@ -125,16 +100,6 @@ pub fn verdict_rules(rule: &crate::verdict::Rule) -> String {
         trim(rule.margin_pct(Measure::Efficiency)),
         trim(rule.margin_pct(Measure::Throughput))
     )
-}
-
-/// `1 min 23 s` style.
-pub(crate) fn duration_words(seconds: f64) -> String {
-    let total = seconds.round() as u64;
-    if total >= 60 {
-        format!("{} min {} s", total / 60, total % 60)
-    } else {
-        format!("{seconds:.1} s")
-    }
 }
 
 /// A verdict's label and reason, or a dash where there is none (reports older than it).
@@ -229,12 +194,6 @@ fn baseline(report: &Report) -> String {
         out.push('\n');
     }
     out
-}
-
-/// A number without trailing zeros (`3`, `0.5`), for settings.
-pub(crate) fn trim(value: f64) -> String {
-    let text = format!("{value:.3}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The header shared by every scenario table; the tests read tables by these names.
@@ -535,26 +494,4 @@ fn runs(report: &Report) -> String {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
-}
-
-/// Makes text safe inside a table cell.
-/// A markdown table of text cells under `header`, numbers right-aligned (every column but the
-/// first and the last), each cell escaped.
-pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = format!("| {} |\n", header.join(" | "));
-    let mut rule = vec!["---"];
-    rule.extend(std::iter::repeat_n("---:", header.len().saturating_sub(2)));
-    if header.len() > 1 {
-        rule.push("---");
-    }
-    let _ = writeln!(out, "| {} |", rule.join(" | "));
-    for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| cell_text(c)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
-    out
-}
-
-pub(crate) fn cell_text(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }

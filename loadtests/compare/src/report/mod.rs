@@ -13,16 +13,20 @@
 
 pub mod baseline;
 pub mod capacity;
+pub mod comparison;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod render;
 pub mod setup;
 pub mod study;
+pub mod write;
+
+pub use write::{write_all, ReportDocument, Written};
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::pin::{self, CpuPlan};
@@ -62,15 +66,15 @@ pub struct Report {
     pub scenarios: Vec<ScenarioVerdict>,
     /// Every side-by-side level of every cell, window by window.
     #[serde(default)]
-    pub side_by_side: Vec<crate::side::SideCell>,
+    pub side_by_side: Vec<brigade_bench::window::SideCell>,
     /// Every judged comparison (best runtime of a cell against each other), one shape for every
     /// measure.
     #[serde(default)]
-    pub comparisons: Vec<crate::judge::Comparison>,
+    pub comparisons: Vec<comparison::Comparison>,
     /// Every runtime measured under two labels in a side-by-side level (`hyper` / `hyper#2`,
     /// `axum` / `axum#loopback`), judged against each other ([`crate::judge::judge_pairs`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pairs: Vec<crate::judge::Comparison>,
+    pub pairs: Vec<comparison::Comparison>,
     /// Caveats a reader should know (machine size, shared CPUs, failures).
     pub notes: Vec<String>,
     /// Every `--threshold` checked against every run (empty without thresholds).
@@ -222,8 +226,8 @@ pub struct SloSetup {
 fn runs_words(s: &Settings) -> String {
     let window = format!(
         "{} s measured after {} s warm-up",
-        markdown::trim(s.duration_s),
-        markdown::trim(s.warmup_s)
+        render::trim(s.duration_s),
+        render::trim(s.warmup_s)
     );
     match &s.slo {
         Some(_) if s.repeat == 0 => format!("no isolated runs (--slo): every search step {window}"),
@@ -526,9 +530,9 @@ pub fn rule_words(rule: &crate::verdict::Rule) -> String {
     use crate::verdict::Measure;
     format!(
         "equivalence margin ±{}% efficiency, ±{}% throughput; {}% confidence intervals",
-        markdown::trim(rule.margin_pct(Measure::Efficiency)),
-        markdown::trim(rule.margin_pct(Measure::Throughput)),
-        markdown::trim(rule.confidence_pct)
+        render::trim(rule.margin_pct(Measure::Efficiency)),
+        render::trim(rule.margin_pct(Measure::Throughput)),
+        render::trim(rule.confidence_pct)
     )
 }
 
@@ -561,9 +565,9 @@ pub fn side_words(side: &SideSetup) -> String {
          (--budget)",
         side.windows,
         side.window_s,
-        markdown::trim(side.warmup_s),
+        render::trim(side.warmup_s),
         side.count_s,
-        markdown::trim(side.budget_s)
+        render::trim(side.budget_s)
     )
 }
 
@@ -603,7 +607,7 @@ pub fn check_thresholds(
 }
 
 /// Fills each row's cost breakdown from the side-by-side level of its cell with the lowest rate.
-pub fn add_breakdown(rows: &mut [Row], side: &[crate::side::SideCell]) {
+pub fn add_breakdown(rows: &mut [Row], side: &[brigade_bench::window::SideCell]) {
     for row in rows {
         let lowest = side
             .iter()
@@ -969,52 +973,20 @@ pub fn rate_words(rate: f64) -> String {
     if rate.fract() == 0.0 && rate < 1e15 {
         count(rate as u64)
     } else {
-        markdown::trim(rate)
+        render::trim(rate)
     }
 }
 
-/// A report the writer can put into the three files: serialized whole as `report.json`, rendered
-/// as `report.md` and `report.html`.
-pub trait ReportDocument: Serialize {
-    /// The whole markdown document.
-    fn markdown(&self) -> String;
-    /// The whole HTML page (self-contained: inline CSS and SVG, no script, no network).
-    fn html(&self) -> anyhow::Result<String>;
-}
-
-impl ReportDocument for Report {
-    fn markdown(&self) -> String {
-        markdown::render(self)
-    }
-
-    fn html(&self) -> anyhow::Result<String> {
-        html::render(self)
+/// `10 users` or `10 users, preload 1,000`.
+pub fn cell_name(report: &Report, cell: &CellVerdict) -> String {
+    if preload_varies(report) {
+        format!("{} users, preload {}", cell.users, count(cell.preload))
+    } else {
+        format!("{} users", cell.users)
     }
 }
 
-/// The three report files written into a folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
-    /// `report.json`.
-    pub json: PathBuf,
-    /// `report.md`.
-    pub markdown: PathBuf,
-    /// `report.html`.
-    pub html: PathBuf,
-}
-
-/// Writes `report.json`, `report.md` and `report.html` into `dir` (created if missing).
-pub fn write_all(report: &impl ReportDocument, dir: &Path) -> anyhow::Result<Written> {
-    std::fs::create_dir_all(dir).with_context(|| format!("Failed to create {}", dir.display()))?;
-    let written = Written {
-        json: dir.join("report.json"),
-        markdown: dir.join("report.md"),
-        html: dir.join("report.html"),
-    };
-    json::write(report, &written.json)?;
-    std::fs::write(&written.markdown, report.markdown())
-        .with_context(|| format!("Failed to write {}", written.markdown.display()))?;
-    std::fs::write(&written.html, report.html()?)
-        .with_context(|| format!("Failed to write {}", written.html.display()))?;
-    Ok(written)
+/// Whether the report's cells differ by preload (then every cell names its own).
+pub fn preload_varies(report: &Report) -> bool {
+    report.settings.preloads.iter().any(|&n| n != 0)
 }

@@ -100,8 +100,8 @@ impl Setup {
             let _ = writeln!(
                 out,
                 "<tr><th>{}</th><td>{}</td></tr>",
-                super::html::esc(k),
-                super::html::esc(text)
+                super::render::esc(k),
+                super::render::esc(text)
             );
         };
         row("machine", &self.machine_text());

@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use plotters::prelude::*;
 
 use super::{Chart, StudyReport, Table};
-use crate::report::html::{
+use crate::report::render::duration_words;
+use crate::report::render::{
     draw_legend, draw_line, esc, head, plot_err, significant, CHART, PALETTE,
 };
-use crate::report::markdown::duration_words;
 
 /// Renders the whole page.
 pub fn render(report: &StudyReport) -> anyhow::Result<String> {

@@ -22,7 +22,6 @@ pub mod markdown;
 use serde::{Deserialize, Serialize};
 
 use super::setup::Setup;
-use super::ReportDocument;
 
 /// What a study measured: its setup, its notes and its sections of tables and charts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -284,16 +283,6 @@ impl StudyReport {
             }
         }
         names
-    }
-}
-
-impl ReportDocument for StudyReport {
-    fn markdown(&self) -> String {
-        markdown::render(self)
-    }
-
-    fn html(&self) -> anyhow::Result<String> {
-        html::render(self)
     }
 }
 
