@@ -104,22 +104,23 @@ fn study_registry() -> brigade_studies::Registry {
     }
 }
 
-/// How `compare --stores ...,mongo` asks the MongoDB server what it is (its `buildInfo`), where
-/// this build links the mongo store.
+/// How `compare --stores ...,mongo` asks the MongoDB server what it is (its `buildInfo`): this
+/// binary links the mongo store, so compare (which links no store) gets the question from here.
+#[cfg(feature = "mongo")]
 fn describe_mongo() -> Option<brigade_compare::cli::DescribeServer> {
-    #[cfg(feature = "mongo")]
     fn describe(uri: &str) -> anyhow::Result<String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        Ok(rt.block_on(brigade_kit::store::mongo::server::describe(
-            uri,
-            Duration::from_secs(5),
-        ))?)
+        let asked = brigade_kit::store::mongo::server::describe(uri, Duration::from_secs(5));
+        Ok(rt.block_on(asked)?)
     }
-    #[cfg(feature = "mongo")]
-    return Some(describe);
-    #[cfg(not(feature = "mongo"))]
+    Some(describe)
+}
+
+/// Without the mongo store this build cannot ask (compare's report says so).
+#[cfg(not(feature = "mongo"))]
+fn describe_mongo() -> Option<brigade_compare::cli::DescribeServer> {
     None
 }
 

@@ -833,4 +833,19 @@ mod tests {
         assert_eq!(uri_database("mongodb://h:27017/?x=1"), None);
         assert_eq!(uri_database("mongodb://u:p@h1,h2"), None);
     }
+
+    #[test]
+    fn the_mongo_server_is_described_by_the_binary_or_said_unknown() {
+        let mut args = parse(&["--mongodb-uri", "mongodb://h:27017"]);
+        assert!(store_server("mongo", &args).contains("cannot ask"));
+        args.describe_mongo = Some(|uri| Ok(format!("MongoDB 7.0 at {uri}")));
+        assert_eq!(
+            store_server("mongo", &args),
+            "MongoDB 7.0 at mongodb://h:27017"
+        );
+        args.describe_mongo = Some(|_| anyhow::bail!("refused"));
+        assert!(store_server("mongo", &args).ends_with("did not say what it is (refused)"));
+        args.mongodb_uri = None;
+        assert_eq!(store_server("mongo", &args), "MongoDB (no URI given)");
+    }
 }
