@@ -57,7 +57,7 @@ enum Command {
     Compare(Box<brigade_compare::cli::CompareArgs>),
     /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`), written with the same reports
     /// as `compare`.
-    Study(brigade_compare::study::StudyArgs),
+    Study(brigade_studies::StudyArgs),
 }
 
 /// What the restaurant supplies to the load tester: its scenarios by name (`waiter`, `tables`,
@@ -81,27 +81,47 @@ fn load_registry() -> brigade_load::Registry {
 /// `brigade study storage --via http` (kitchen orders grown by appending items), and the waiter
 /// service, linked into this binary, for the in-process provider of `brigade study rpc` and
 /// `brigade study inproc` (its bench endpoints are the ones the served waiter answers first).
-fn study_registry() -> brigade_compare::study::Registry {
-    brigade_compare::study::Registry {
-        http_growth: Some(brigade_compare::study::BuiltinGrowth {
+fn study_registry() -> brigade_studies::Registry {
+    brigade_studies::Registry {
+        http_growth: Some(brigade_studies::BuiltinGrowth {
             name: "restaurant: kitchen orders",
             toml: include_str!("../services/restaurant/studies/storage-growth.toml"),
         }),
         load: load_registry(),
         fault_scenario: Some("all"),
         soak_scenario: Some("waiter"),
-        write_probe: Some(brigade_compare::study::faults::WriteProbe {
+        write_probe: Some(brigade_studies::faults::WriteProbe {
             service: "waiter",
             create: "/waiters",
             body: r#"{"name": "Fault waiter {n}", "shift": "night"}"#,
             id_pointer: "/id",
             read: "/waiters/{id}",
         }),
-        inproc: Some(brigade_compare::study::InprocApp {
+        inproc: Some(brigade_studies::InprocApp {
             name: "restaurant: waiter",
             service: std::sync::Arc::new(ServiceName::Waiter),
         }),
     }
+}
+
+/// How `compare --stores ...,mongo` asks the MongoDB server what it is (its `buildInfo`): this
+/// binary links the mongo store, so compare (which links no store) gets the question from here.
+#[cfg(feature = "mongo")]
+fn describe_mongo() -> Option<brigade_compare::cli::DescribeServer> {
+    fn describe(uri: &str) -> anyhow::Result<String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let asked = brigade_kit::store::mongo::server::describe(uri, Duration::from_secs(5));
+        Ok(rt.block_on(asked)?)
+    }
+    Some(describe)
+}
+
+/// Without the mongo store this build cannot ask (compare's report says so).
+#[cfg(not(feature = "mongo"))]
+fn describe_mongo() -> Option<brigade_compare::cli::DescribeServer> {
+    None
 }
 
 /// What `brigade serve` serves: the restaurant's three services, in dependency order.
@@ -110,7 +130,7 @@ fn restaurant() -> Services {
 }
 
 fn main() {
-    let command = Cli::command().mut_subcommand("study", brigade_compare::study::with_flag_index);
+    let command = Cli::command().mut_subcommand("study", brigade_studies::with_flag_index);
     let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Server(command) => command.run(&restaurant()),
@@ -128,13 +148,14 @@ fn main() {
             brigade_load::cli::run_load(args, &load_registry())
         }
         Command::Merge(args) => brigade_load::cli::run_merge(args),
-        Command::Compare(args) => {
+        Command::Compare(mut args) => {
             brigade_serve::init_tracing();
+            args.describe_mongo = describe_mongo();
             brigade_compare::cli::run_compare(*args, &load_registry())
         }
         Command::Study(args) => {
             brigade_serve::init_tracing();
-            brigade_compare::study::run_study(&args, &study_registry())
+            brigade_studies::run_study(&args, &study_registry())
         }
     };
     if let Err(e) = result {

@@ -12,6 +12,7 @@ const FOLDERS: &[&str] = &[
     "services/serve",
     "loadtests/engine",
     "loadtests/compare",
+    "loadtests/studies",
 ];
 
 /// The restaurant's words.

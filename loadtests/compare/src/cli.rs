@@ -40,6 +40,9 @@ pub const QUICK_DURATION: &str = "2s";
 /// `--quick`: warm-up per run.
 pub const QUICK_WARMUP: &str = "500ms";
 
+/// Asks the database server at a URI what it is (name and version, in words).
+pub type DescribeServer = fn(uri: &str) -> anyhow::Result<String>;
+
 /// Arguments of `brigade compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
@@ -71,6 +74,10 @@ pub struct CompareArgs {
     /// MongoDB URI for --store mongo
     #[arg(long, env = "MONGODB_URI")]
     pub mongodb_uri: Option<String>,
+    /// How this binary asks a MongoDB server what it is, for the `--stores` report's line on
+    /// mongo: a binary that links a MongoDB client fills it; `None` says it cannot ask.
+    #[arg(skip)]
+    pub describe_mongo: Option<DescribeServer>,
     /// Scenarios, comma-separated: registered names or TOML files
     /// [default: the scenarios this binary registered]
     #[arg(long, value_delimiter = ',')]
@@ -567,44 +574,26 @@ fn default_out() -> PathBuf {
     PathBuf::from("results").join(format!("compare-{stamp}"))
 }
 
-/// What serves `store`, in words (the MongoDB server asked for its name).
-fn store_server(store: &str, uri: Option<&str>) -> String {
+/// What serves `store`, in words (the MongoDB server asked for its name, where the binary can).
+fn store_server(store: &str, args: &CompareArgs) -> String {
     match store {
         "memory" => "in each service's process, nothing kept".to_owned(),
         "embedded" => "redb, one file per service on the local disk".to_owned(),
-        "mongo" => mongo_server(uri),
+        "mongo" => match (args.describe_mongo, args.mongodb_uri.as_deref()) {
+            (None, _) => "MongoDB (this build cannot ask which)".to_owned(),
+            (Some(_), None) => "MongoDB (no URI given)".to_owned(),
+            (Some(describe), Some(uri)) => describe(uri).unwrap_or_else(|e| {
+                format!("a MongoDB server that did not say what it is ({e:#})")
+            }),
+        },
         other => other.to_owned(),
     }
-}
-
-#[cfg(feature = "mongo")]
-fn mongo_server(uri: Option<&str>) -> String {
-    let Some(uri) = uri else {
-        return "MongoDB (no URI given)".to_owned();
-    };
-    let asked = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|rt| {
-            rt.block_on(brigade_kit::store::mongo::server::describe(
-                uri,
-                Duration::from_secs(5),
-            ))
-            .map_err(anyhow::Error::from)
-        });
-    asked.unwrap_or_else(|e| format!("a MongoDB server that did not say what it is ({e:#})"))
-}
-
-#[cfg(not(feature = "mongo"))]
-fn mongo_server(_uri: Option<&str>) -> String {
-    "MongoDB (this build cannot ask which)".to_owned()
 }
 
 /// `compare --stores`: a whole comparison per store, then the stores report over them.
 fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
-    let started_at = crate::study::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut settings_by_store = Vec::new();
     for store in &args.stores {
@@ -622,7 +611,7 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
         let report = run_one(settings, "store", store, (i, settings_by_store.len()))?;
         let run = crate::stores::StoreRun {
             store: store.clone(),
-            server: store_server(store, args.mongodb_uri.as_deref()),
+            server: store_server(store, args),
             folder: format!("store-{store}"),
         };
         runs.push((run, report));
@@ -643,7 +632,7 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
 /// report over them.
 fn run_protocols(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
-    let started_at = crate::study::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut protocols = args.protocols.clone();
     let mut seen = std::collections::HashSet::new();
@@ -890,5 +879,20 @@ mod tests {
         assert_eq!(uri_database("mongodb://h:27017/shop?x=1"), Some("shop"));
         assert_eq!(uri_database("mongodb://h:27017/?x=1"), None);
         assert_eq!(uri_database("mongodb://u:p@h1,h2"), None);
+    }
+
+    #[test]
+    fn the_mongo_server_is_described_by_the_binary_or_said_unknown() {
+        let mut args = parse(&["--mongodb-uri", "mongodb://h:27017"]);
+        assert!(store_server("mongo", &args).contains("cannot ask"));
+        args.describe_mongo = Some(|uri| Ok(format!("MongoDB 7.0 at {uri}")));
+        assert_eq!(
+            store_server("mongo", &args),
+            "MongoDB 7.0 at mongodb://h:27017"
+        );
+        args.describe_mongo = Some(|_| anyhow::bail!("refused"));
+        assert!(store_server("mongo", &args).ends_with("did not say what it is (refused)"));
+        args.mongodb_uri = None;
+        assert_eq!(store_server("mongo", &args), "MongoDB (no URI given)");
     }
 }

@@ -1,12 +1,14 @@
-//! Brigade's comparison of runtimes (`brigade compare`) and its studies (`brigade study ...`), on
-//! the measurement core (`brigade-bench`: servers, pinning, sampling, isolated runs, side-by-side
-//! window sets) and the verdict statistics (`brigade-stats`): it plans the runs, makes every
-//! run's fresh state, judges the runtimes and writes the reports (markdown, JSON, HTML with
-//! charts).
+//! Brigade's comparison of runtimes (`brigade compare`): it plans the runs, makes every run's
+//! fresh state, judges the runtimes and writes the reports (markdown, JSON, HTML with charts).
+//!
+//! It stands on the measurement core (`brigade-bench`: servers, pinning, sampling, isolated runs,
+//! side-by-side window sets) and the verdict statistics (`brigade-stats`). The studies
+//! (`brigade-studies`) write their reports with its report types and writer.
 
 pub mod baseline;
 pub mod capacity;
 pub mod cli;
+pub mod clock;
 pub mod external;
 pub mod judge;
 pub mod measure;
@@ -18,7 +20,6 @@ pub mod settings;
 pub mod side;
 pub mod state;
 pub mod stores;
-pub mod study;
 pub mod thresholds;
 pub mod verdict;
 

@@ -3,8 +3,8 @@
 //! per route and in total. It knows no application: scenarios name services, targets are URLs, and
 //! an application registers its own scenarios and default targets in a [`registry::Registry`].
 //!
-//! A user's crate can depend on it alone; the comparison of runtimes, the studies and their reports
-//! live in `brigade-compare`, built on it.
+//! A user's crate can depend on it alone; the comparison of runtimes and its reports live in
+//! `brigade-compare`, the studies in `brigade-studies`, both built on it.
 
 pub mod abuse;
 pub mod cli;

@@ -11,8 +11,8 @@ use clap::Args;
 use super::http::GrowthDescription;
 use super::plan::{Counts, DEFAULT_SEED};
 use super::{HttpSettings, Part, StorageSettings, Via};
-use crate::servers::Launch;
-use crate::study::Registry;
+use crate::Registry;
+use brigade_bench::servers::Launch;
 
 /// The cache cap by default, MiB: the original study's machine had 64 MB of RAM.
 pub const DEFAULT_CACHE_MIB: u64 = 64;
@@ -160,7 +160,7 @@ impl StorageArgs {
         } else {
             Counts::DEFAULT
         };
-        let stamp = crate::study::stamp();
+        let stamp = brigade_compare::clock::stamp();
         Ok(StorageSettings {
             stores,
             via,
@@ -188,7 +188,10 @@ impl StorageArgs {
 pub fn run_storage(args: &StorageArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings(registry)?;
     let report = super::run(&settings)?;
-    println!("\n{}", crate::report::study::markdown::render(&report));
+    println!(
+        "\n{}",
+        brigade_compare::report::study::markdown::render(&report)
+    );
     println!(
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()

@@ -5,8 +5,10 @@
 //! handshakes' table ([`super::handshakes`]).
 
 use super::{Part, SweepResults, SweepRun, SweepSettings};
-use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
-use crate::study::lab::{self, median};
+use crate::lab::{self, median};
+use brigade_compare::report::study::{
+    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
+};
 
 /// The peaks table's title.
 pub const PEAKS_TABLE: &str = "Peak hits/s";
@@ -339,7 +341,7 @@ pub fn build(
             settings
                 .sizes
                 .iter()
-                .map(|&s| crate::study::lab::shapes::size_text(s))
+                .map(|&s| crate::lab::shapes::size_text(s))
                 .collect::<Vec<_>>()
                 .join(", "),
             settings.size_clients,

@@ -5,8 +5,10 @@
 
 use brigade_kit::store::StoreKind;
 
-use crate::report::setup::{build_versions, Setup};
-use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
+use brigade_compare::report::setup::{build_versions, Setup};
+use brigade_compare::report::study::{
+    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
+};
 
 use super::measure::PhaseResult;
 use super::{Part, StorageSettings, SubjectResult, Via};
@@ -325,7 +327,7 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
         if settings.via.contains(&Via::Http) {
             let binary = http.launch.binary();
             versions.server_binary = binary.display().to_string();
-            versions.server_binary_version = crate::servers::binary_version(binary);
+            versions.server_binary_version = brigade_bench::servers::binary_version(binary);
         }
     }
     let mut out = Setup {

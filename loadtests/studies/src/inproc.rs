@@ -28,8 +28,10 @@ use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
 use super::lab::shapes::Shape;
 use super::lab::{self, CellRun, LabArgs, Served, StepRun};
 use super::Registry;
-use crate::measure::sampled;
-use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
+use brigade_compare::measure::sampled;
+use brigade_compare::report::study::{
+    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
+};
 
 /// The per-call table's title.
 pub const CALLS_TABLE: &str = "ms per call";
@@ -197,7 +199,7 @@ pub fn run_inproc(args: &InprocArgs, registry: &Registry) -> Result<()> {
 /// Runs the study and writes its reports; returns the report.
 pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport> {
     let began = Instant::now();
-    let started_at = super::now_rfc3339();
+    let started_at = brigade_compare::clock::now_rfc3339();
     let lab = &settings.lab;
     let app = super::rpc::build_inproc(registry)?.context(
         "study inproc needs the application in this process: this binary registers none (a \
@@ -238,7 +240,7 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
     })?;
     let mut report = build(settings, app_name, &runs, &compared, &servers, started_at);
     report.wall_s = began.elapsed().as_secs_f64();
-    crate::report::write_all(&report, &lab.out_dir)?;
+    brigade_compare::report::write_all(&report, &lab.out_dir)?;
     Ok(report)
 }
 
@@ -339,7 +341,7 @@ fn socket_clients(
                 let (scenario, targets, start) = (&scenario, &targets, &start);
                 scope.spawn(move || {
                     if let Some(cpus) = cpus {
-                        crate::pin::pin_current_thread(cpus)?;
+                        brigade_bench::pin::pin_current_thread(cpus)?;
                     }
                     let runtime = tokio::runtime::Builder::new_current_thread()
                         .enable_all()

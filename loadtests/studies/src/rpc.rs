@@ -21,7 +21,9 @@ use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
 use super::lab::shapes::Shape;
 use super::lab::{self, CellRun, LabArgs, StepRun, Window};
 use super::Registry;
-use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
+use brigade_compare::report::study::{
+    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
+};
 
 /// The operations table's title.
 pub const OPERATIONS_TABLE: &str = "Mean ms per operation";
@@ -125,7 +127,7 @@ pub fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
 /// Runs the study and writes its reports; returns the report.
 pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
     let began = std::time::Instant::now();
-    let started_at = super::now_rfc3339();
+    let started_at = brigade_compare::clock::now_rfc3339();
     let lab = &settings.lab;
     let scenarios = settings
         .operations
@@ -171,7 +173,7 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
     })?;
     let mut report = build(settings, &runs, inproc.is_some(), &servers, started_at);
     report.wall_s = began.elapsed().as_secs_f64();
-    crate::report::write_all(&report, &lab.out_dir)?;
+    brigade_compare::report::write_all(&report, &lab.out_dir)?;
     Ok(report)
 }
 
@@ -364,7 +366,7 @@ fn build(
              in-process calls take turns between calls, while over loopback the wait for the \
              server's CPU is inside each call. Compare calls/s across providers at more than \
              one client thread.",
-            crate::pin::list(&lab.cpus.server)
+            brigade_bench::pin::list(&lab.cpus.server)
         ),
     ];
     if !with_inproc {

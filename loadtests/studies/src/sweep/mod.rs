@@ -36,8 +36,8 @@ use serde_json::Value;
 
 use super::lab::shapes::{size_text, Shape};
 use super::lab::{self, LabArgs, Served, StepRun, Window};
-use crate::procstat;
-use crate::report::study::StudyReport;
+use brigade_bench::procstat;
+use brigade_compare::report::study::StudyReport;
 use probe::{Probe, ProbeResult};
 
 /// The original's client counts (a log scale from 1 to 316).
@@ -353,7 +353,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
 /// Runs the sweep and writes its reports; returns the report.
 pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
     let began = std::time::Instant::now();
-    let started_at = super::now_rfc3339();
+    let started_at = brigade_compare::clock::now_rfc3339();
     let lab = &settings.lab;
     let scenarios = settings
         .steps
@@ -443,7 +443,7 @@ pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
     let (results, servers) = handshakes::run(settings, results, servers)?;
     let mut study = report::build(settings, &results, &servers, started_at);
     study.wall_s = began.elapsed().as_secs_f64();
-    crate::report::write_all(&study, &lab.out_dir)?;
+    brigade_compare::report::write_all(&study, &lab.out_dir)?;
     Ok(study)
 }
 

@@ -1,9 +1,9 @@
 //! What the HTTP studies (`rpc`, `sweep`, `inproc`) share: their common flags, the servers
-//! (started as `compare` starts them: any binary that speaks the contract of [`crate::servers`],
+//! (started as `compare` starts them: any binary that speaks the contract of [`brigade_bench::servers`],
 //! pinned to the server CPUs, on free ports, learned from their announcements), the order of runs
-//! (compare's [`crate::plan`]: a cell's runs back to back, one per runtime, the first runtime
-//! rotating), one measured run ([`crate::measure::sampled_run`]: `/proc` sampled, generator-bound
-//! and contended runs flagged by [`crate::verdict`]'s rules), the setup section in compare's words,
+//! (compare's [`brigade_compare::plan`]: a cell's runs back to back, one per runtime, the first runtime
+//! rotating), one measured run ([`brigade_compare::measure::sampled_run`]: `/proc` sampled, generator-bound
+//! and contended runs flagged by [`brigade_compare::verdict`]'s rules), the setup section in compare's words,
 //! and the columns every run's row carries.
 //!
 //! One thing differs from `compare`: a study keeps one server per runtime up for its whole length
@@ -26,22 +26,22 @@ use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use clap::Args;
 
-use crate::measure::{sampled_run, Sampled};
-use crate::pin::{self, CpuPlan};
-use crate::plan::{self, Planned};
-use crate::procstat;
-use crate::report::setup::{build_versions, Setup};
-use crate::report::study::{Better, Metric};
-use crate::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
-use crate::settings::CpuArgs;
-use crate::verdict::CpuShape;
+use brigade_bench::pin::{self, CpuPlan};
+use brigade_bench::procstat;
+use brigade_bench::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
+use brigade_compare::measure::{sampled_run, Sampled};
+use brigade_compare::plan::{self, Planned};
+use brigade_compare::report::setup::{build_versions, Setup};
+use brigade_compare::report::study::{Better, Metric};
+use brigade_compare::settings::CpuArgs;
+use brigade_compare::verdict::CpuShape;
 
 /// The seed of every study run's random choices (fixed, so any study can be replayed).
 const STUDY_SEED: u64 = 0x5eed_b41a;
 
-use crate::servers::READY_TIMEOUT;
+use brigade_bench::servers::READY_TIMEOUT;
 
-use crate::servers::STOP_GRACE;
+use brigade_bench::servers::STOP_GRACE;
 
 /// How runs are ordered, in words, for the report.
 pub const INTERLEAVING: &str = "one server per runtime, up for the whole study (memory store); \
@@ -139,7 +139,8 @@ impl LabArgs {
             pinned: cpus.pinned,
         };
         let out_dir = self.out.clone().unwrap_or_else(|| {
-            PathBuf::from("results").join(format!("study-{study}-{}", crate::study::stamp()))
+            PathBuf::from("results")
+                .join(format!("study-{study}-{}", brigade_compare::clock::stamp()))
         });
         Ok(Lab {
             study,
@@ -384,7 +385,7 @@ pub fn counts_text(values: &[u32]) -> String {
 
 /// The median of `values` (0 for none).
 pub fn median(values: &[f64]) -> f64 {
-    crate::verdict::median(values)
+    brigade_compare::verdict::median(values)
 }
 
 impl Lab {

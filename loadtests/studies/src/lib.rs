@@ -1,11 +1,14 @@
-//! `brigade study ...`: the classic studies, each a subcommand of one family, each writing the
-//! general study report ([`crate::report::study::StudyReport`]) with the comparison's writer.
-//! Today: `storage` (growing documents, [`storage`]), `rpc` (payload shapes, [`rpc`]), `sweep`
-//! (clients, keep-alive, sizes, bad URLs, memory after, [`sweep`]) and `inproc` (in-process
-//! against loopback, [`inproc`]); each is an `Args` struct and a `run_*` function in its own
-//! module, and a variant of [`StudyCommand`]; `faults` (what production does to a service,
-//! [`faults`]) too. The three HTTP studies share their servers, order
-//! of runs, measurement and setup section ([`lab`]) with `compare`'s pieces.
+//! The classic studies (`brigade study storage | rpc | sweep | inproc | faults`) on compare's
+//! servers, pinning and report writer.
+//!
+//! Each study is a subcommand of one family and writes the general study report
+//! ([`brigade_compare::report::study::StudyReport`]) with the comparison's writer. Today: `storage`
+//! (growing documents, [`storage`]), `rpc` (payload shapes, [`rpc`]), `sweep` (clients,
+//! keep-alive, sizes, bad URLs, memory after, [`sweep`]) and `inproc` (in-process against
+//! loopback, [`inproc`]); each is an `Args` struct and a `run_*` function in its own module, and a
+//! variant of [`StudyCommand`]; `faults` (what production does to a service, [`faults`]) too. The
+//! three HTTP studies share their servers, order of runs, measurement and setup section ([`lab`])
+//! with `compare`'s pieces.
 //!
 //! The load tester knows no application: what a study needs from one (the storage study's HTTP
 //! growth description, the application `inproc` calls in process) the application registers in a
@@ -115,30 +118,18 @@ pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
 }
 
 /// Prints a study's report on the terminal and where its files are.
-pub(crate) fn show(report: &crate::report::study::StudyReport, out_dir: &std::path::Path) {
-    println!("\n{}", crate::report::study::markdown::render(report));
+pub(crate) fn show(
+    report: &brigade_compare::report::study::StudyReport,
+    out_dir: &std::path::Path,
+) {
+    println!(
+        "\n{}",
+        brigade_compare::report::study::markdown::render(report)
+    );
     println!(
         "Reports: {} (report.md, report.json, report.html)",
         out_dir.display()
     );
-}
-
-/// Now, as RFC 3339 in UTC.
-pub(crate) fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.replace_nanosecond(0)
-        .unwrap_or(now)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-/// Now, as `20250101-120000` (UTC), for folder and database names.
-pub(crate) fn stamp() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(time::macros::format_description!(
-            "[year][month][day]-[hour][minute][second]"
-        ))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

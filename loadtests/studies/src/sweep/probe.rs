@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use brigade_load::engine::session::Session;
 use brigade_load::histogram::LatencyHistogram;
 
-use crate::pin;
-use crate::study::lab::shapes::Shape;
+use crate::lab::shapes::Shape;
+use brigade_bench::pin;
 
 /// How often the probe asks.
 pub const PROBE_EVERY: Duration = Duration::from_millis(100);

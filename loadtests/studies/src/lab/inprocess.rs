@@ -4,7 +4,7 @@
 //! dispatch, 404/405 and metrics as the hyper adapter), from concurrent clients.
 //!
 //! The application comes from the binary that runs the study: it registers a kit
-//! [`Service`] ([`crate::study::InprocApp`]).
+//! [`Service`] ([`crate::InprocApp`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,7 +20,7 @@ use brigade_kit::Service;
 use brigade_load::result::LoadResult;
 
 use super::calls::{self, CallsMade, ClientTally, Span};
-use crate::pin;
+use brigade_bench::pin;
 
 /// One call of an operation in process; answers the body bytes it sent and received.
 pub type InprocOp = Arc<

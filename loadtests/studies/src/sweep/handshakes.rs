@@ -13,9 +13,9 @@ use brigade_load::engine::Protocol;
 use brigade_load::result::HandshakeResult;
 
 use super::{SweepResults, SweepSettings};
-use crate::report::study::{Better, Metric, Section, Table};
-use crate::study::lab::shapes::Shape;
-use crate::study::lab::{median, StepRun, Window};
+use crate::lab::shapes::Shape;
+use crate::lab::{median, StepRun, Window};
+use brigade_compare::report::study::{Better, Metric, Section, Table};
 
 /// The TLS handshakes table's title.
 pub const HANDSHAKES_TABLE: &str = "TLS handshakes";

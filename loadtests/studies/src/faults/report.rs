@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{FaultResult, FaultsSettings};
-use crate::report::setup::{build_versions, limits_text, Setup};
-use crate::report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
+use brigade_compare::report::setup::{build_versions, limits_text, Setup};
+use brigade_compare::report::study::{
+    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
+};
 
 /// The title of the table every fault fills.
 pub(super) const TABLE: &str = "Faults: runtime × store";
@@ -196,7 +198,7 @@ fn setup(settings: &FaultsSettings, results: &[FaultResult]) -> Setup {
     let mut versions = build_versions();
     let binary = settings.launch.binary();
     versions.server_binary = binary.display().to_string();
-    versions.server_binary_version = crate::servers::binary_version(binary);
+    versions.server_binary_version = brigade_bench::servers::binary_version(binary);
     let mut out = Setup {
         machine: brigade_load::machine::describe(),
         versions,

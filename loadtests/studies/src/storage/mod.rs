@@ -31,16 +31,16 @@ use anyhow::{bail, Context, Result};
 use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
-use crate::pin::{self, CpuPlan};
-use crate::report::study::StudyReport;
-use crate::servers::{self, Launch, ServerSpec};
+use brigade_bench::pin::{self, CpuPlan};
+use brigade_bench::servers::{self, Launch, ServerSpec};
+use brigade_compare::report::study::StudyReport;
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
 use plan::{Bands, Counts, GrowthPlan};
 
-use crate::servers::READY_TIMEOUT;
+use brigade_bench::servers::READY_TIMEOUT;
 
-use crate::servers::STOP_GRACE;
+use brigade_bench::servers::STOP_GRACE;
 
 /// The way into the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -65,7 +65,7 @@ pub enum Part {
 /// What `--via http` needs.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// The server binary and how to start it (the contract of [`crate::servers`], as `compare`).
+    /// The server binary and how to start it (the contract of [`brigade_bench::servers`], as `compare`).
     pub launch: Launch,
     /// The services it will announce, when its `runtimes --json` says before it starts.
     pub services: Option<Vec<String>>,
@@ -150,7 +150,7 @@ impl SubjectResult {
 /// Runs the study and writes its reports into the settings' folder; returns the report.
 pub fn run(settings: &StorageSettings) -> Result<StudyReport> {
     let began = Instant::now();
-    let started_at = crate::study::now_rfc3339();
+    let started_at = brigade_compare::clock::now_rfc3339();
     if settings.stores.is_empty() || settings.via.is_empty() || settings.parts.is_empty() {
         bail!("nothing to study: give at least one store, one way in and one part");
     }
@@ -197,7 +197,7 @@ pub fn run(settings: &StorageSettings) -> Result<StudyReport> {
     }
     let mut study = report::build(settings, &results, started_at);
     study.wall_s = began.elapsed().as_secs_f64();
-    crate::report::write_all(&study, &settings.out_dir)?;
+    brigade_compare::report::write_all(&study, &settings.out_dir)?;
     Ok(study)
 }
 

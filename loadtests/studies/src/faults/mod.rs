@@ -36,7 +36,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use crate::servers::{start_on_free_ports, Launch, ServerProcess, ServerSpec, StopOutcome};
+use brigade_bench::servers::{start_on_free_ports, Launch, ServerProcess, ServerSpec, StopOutcome};
 
 /// The faults the study can inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -168,8 +168,8 @@ pub struct FaultResult {
 }
 
 /// Runs the study and writes its reports.
-pub fn run(settings: &FaultsSettings) -> Result<crate::report::study::StudyReport> {
-    let started_at = crate::study::now_rfc3339();
+pub fn run(settings: &FaultsSettings) -> Result<brigade_compare::report::study::StudyReport> {
+    let started_at = brigade_compare::clock::now_rfc3339();
     let began = Instant::now();
     std::fs::create_dir_all(settings.out_dir.join("logs"))?;
     abuse::raise_open_file_limit(
@@ -198,7 +198,7 @@ pub fn run(settings: &FaultsSettings) -> Result<crate::report::study::StudyRepor
         }
     }
     let report = report::build(settings, &results, started_at, began.elapsed());
-    crate::report::write_all(&report, &settings.out_dir)?;
+    brigade_compare::report::write_all(&report, &settings.out_dir)?;
     Ok(report)
 }
 
@@ -209,7 +209,7 @@ struct Server {
 }
 
 fn start(settings: &FaultsSettings, runtime: &str, store: &str, tag: &str) -> Result<Server> {
-    let stamp = crate::study::stamp().replace('-', "_");
+    let stamp = brigade_compare::clock::stamp().replace('-', "_");
     let data_dir = std::env::temp_dir().join(format!("brigade-faults-{stamp}-{tag}"));
     let spec = ServerSpec {
         launch: settings.launch.clone(),
@@ -556,7 +556,7 @@ fn soak_fault(settings: &FaultsSettings, server: &Server, r: &mut FaultResult) -
     for _ in 0..2 {
         let config = load_config(settings, server.targets(), settings.soak);
         let load = engine::run(&config, &settings.soak_scenario)?;
-        rss.push(crate::procstat::read(server.process.pid())?.rss_kib as f64 / 1024.0);
+        rss.push(brigade_bench::procstat::read(server.process.pid())?.rss_kib as f64 / 1024.0);
         all.push(load);
     }
     let errors: u64 = all.iter().map(|l| l.total.errors.total()).sum();

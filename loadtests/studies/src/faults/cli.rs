@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::{Fault, FaultsSettings};
-use crate::servers::Launch;
-use crate::study::Registry;
+use crate::Registry;
+use brigade_bench::servers::Launch;
 
 /// Arguments of `brigade study faults`.
 #[derive(Debug, Clone, Args)]
@@ -151,7 +151,7 @@ impl FaultsArgs {
             .load(&soak_name)
             .with_context(|| format!("the soak's scenario {soak_name:?}"))?;
         let q = self.quick;
-        let stamp = crate::study::stamp();
+        let stamp = brigade_compare::clock::stamp();
         Ok(FaultsSettings {
             launch,
             runtimes,
@@ -193,7 +193,10 @@ impl FaultsArgs {
 pub fn run_faults(args: &FaultsArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings(registry)?;
     let report = super::run(&settings)?;
-    println!("\n{}", crate::report::study::markdown::render(&report));
+    println!(
+        "\n{}",
+        brigade_compare::report::study::markdown::render(&report)
+    );
     println!(
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()
