@@ -1,5 +1,5 @@
 //! `brigade`: serve the restaurant services on a chosen runtime (the library's serve entry point,
-//! `brigade_serve`, over the restaurant's three services), load them, compare runtimes, and run the
+//! `brigade_launch`, over the restaurant's three services), load them, compare runtimes, and run the
 //! studies.
 //!
 //! Run `brigade --help` for the commands; the README's top shows the two a newcomer needs.
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use brigade_kit::announce::{Announcement, Listening};
-use brigade_serve::{ServerCommand, Services};
-use brigade_services::ServiceName;
+use brigade_launch::{ServerCommand, Services};
+use brigade_restaurant::ServiceName;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Which HTTP server runtime should my services run on? Brigade measures it.
@@ -35,7 +35,7 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         timeout_ms: u64,
     },
-    /// Serve a runtime's hand-written minimal hello (`GET /bench/hello`), the baseline of
+    /// Serve a runtime's hand-written minimal hello (`GET /bench/hello`), the floor of
     /// `cargo bench --bench overhead`.
     #[command(hide = true)]
     ServeBaseline {
@@ -65,7 +65,7 @@ enum Command {
 /// where its services listen by default (`brigade load` without `--target`).
 fn load_registry() -> brigade_load::Registry {
     let mut registry = brigade_load::Registry::new();
-    for (name, toml) in brigade_services::scenarios::load_scenarios() {
+    for (name, toml) in brigade_restaurant::scenarios::load_scenarios() {
         registry.scenario(*name, *toml);
     }
     for service in ServiceName::ALL {
@@ -126,7 +126,7 @@ fn describe_mongo() -> Option<brigade_compare::cli::DescribeServer> {
 
 /// What `brigade serve` serves: the restaurant's three services, in dependency order.
 fn restaurant() -> Services {
-    Services::from(brigade_services::services())
+    Services::from(brigade_restaurant::services())
 }
 
 fn main() {
@@ -140,21 +140,21 @@ fn main() {
             listen,
             workers,
         } => {
-            brigade_serve::init_tracing();
-            serve_baseline(&runtime, listen, workers)
+            brigade_launch::init_tracing();
+            serve_hello(&runtime, listen, workers)
         }
         Command::Load(args) => {
-            brigade_serve::init_tracing();
+            brigade_launch::init_tracing();
             brigade_load::cli::run_load(args, &load_registry())
         }
         Command::Merge(args) => brigade_load::cli::run_merge(args),
         Command::Compare(mut args) => {
-            brigade_serve::init_tracing();
+            brigade_launch::init_tracing();
             args.describe_mongo = describe_mongo();
             brigade_compare::cli::run_compare(*args, &load_registry())
         }
         Command::Study(args) => {
-            brigade_serve::init_tracing();
+            brigade_launch::init_tracing();
             brigade_studies::run_study(&args, &study_registry())
         }
     };
@@ -164,14 +164,14 @@ fn main() {
     }
 }
 
-fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> anyhow::Result<()> {
-    let runtime = brigade_serve::pick_runtime(Some(runtime))?;
+fn serve_hello(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> anyhow::Result<()> {
+    let runtime = brigade_launch::pick_runtime(Some(runtime))?;
     let workers = workers
         .unwrap_or_else(brigade_runtimes::available_cores)
         .max(1);
     let listener = brigade_runtimes::bind(listen)?;
     let addr = listener.local_addr()?;
-    brigade_serve::announce(&Announcement::Listening(Listening {
+    brigade_launch::announce(&Announcement::Listening(Listening {
         service: "baseline".to_string(),
         url: format!("http://{addr}"),
         runtime: runtime.name.to_string(),
@@ -185,11 +185,11 @@ fn serve_baseline(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> 
             .enable_all()
             .build();
         if let Ok(rt) = rt {
-            rt.block_on(brigade_serve::shutdown_signal());
+            rt.block_on(brigade_launch::shutdown_signal());
         }
         trigger.fire();
     });
-    brigade_runtimes::baseline::serve_hello(runtime.name, listener, workers, shutdown)
+    brigade_runtimes::hello::serve_hello(runtime.name, listener, workers, shutdown)
 }
 
 /// The most of an answer's body `probe` reads.

@@ -1,6 +1,6 @@
-//! The restaurant's conformance suite (`brigade_services::conformance`: the kit's checks every
+//! The restaurant's conformance suite (`brigade_restaurant::conformance`: the kit's checks every
 //! service passes, then its own) against every runtime × every store, over real sockets, each
-//! combination on its own fresh in-process deployment (`brigade_serve::conformance_matrix!`).
+//! combination on its own fresh in-process deployment (`brigade_launch::conformance_matrix!`).
 //!
 //! MongoDB runs when `MONGODB_URI` is set or a Docker engine is reachable (a `mongo:7` container);
 //! otherwise its tests say loudly why they skip, and fail under `BRIGADE_REQUIRE_MONGO=1`.
@@ -9,19 +9,19 @@
 //! `passes_over_*` tests). Also here: the server limits on every runtime over raw sockets
 //! ([`limits`]), and over HTTP/2 and TLS ([`protocols`]).
 
-use brigade_serve::testing::Deployment;
-use brigade_serve::Services;
-use brigade_services::conformance;
+use brigade_launch::testing::Deployment;
+use brigade_launch::Services;
+use brigade_restaurant::conformance;
 
 fn restaurant() -> Services {
-    Services::from(brigade_services::services())
+    Services::from(brigade_restaurant::services())
 }
 
 async fn suite(d: Deployment) {
     conformance::run_suite(&d).await;
 }
 
-brigade_serve::conformance_matrix!(restaurant(), suite);
+brigade_launch::conformance_matrix!(restaurant(), suite);
 
 #[path = "conformance/corpus.rs"]
 mod corpus;
@@ -46,13 +46,13 @@ mod limits {
     use brigade_load::engine::{self, LoadConfig};
     use brigade_load::result::LoadResult;
     use brigade_runtimes::ServerLimits;
-    use brigade_serve::testing::{Deployment, StoreKind, Target};
-    use brigade_serve::Services;
+    use brigade_launch::testing::{Deployment, StoreKind, Target};
+    use brigade_launch::Services;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// One service that carries the bench routes.
     fn one_service() -> Services {
-        let first = brigade_services::services().into_iter().next().unwrap();
+        let first = brigade_restaurant::services().into_iter().next().unwrap();
         Services::from(vec![first])
     }
 
@@ -281,7 +281,7 @@ mod limits {
 fn metric_names_and_labels_are_the_same_on_every_runtime() {
     use brigade_kit::conformance::observe::metric_series;
     use brigade_kit::conformance::{Deployment as _, TestClient};
-    use brigade_serve::testing::StoreKind;
+    use brigade_launch::testing::StoreKind;
     use serde_json::json;
 
     let rt = tokio::runtime::Runtime::new().unwrap();

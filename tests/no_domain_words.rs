@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 const FOLDERS: &[&str] = &[
     "runtimes",
     "services/kit",
-    "services/serve",
-    "loadtests/engine",
+    "launch",
+    "loadtests/load",
     "loadtests/compare",
     "loadtests/studies",
 ];

@@ -42,9 +42,9 @@ fn every_runtime_reports_the_versions_this_build_resolved() {
 fn every_runtime_module_is_a_feature_forwarded_by_every_crate_that_serves() {
     let forwarding = [
         ("runtimes/Cargo.toml", ""),
-        ("services/serve/Cargo.toml", "brigade-runtimes/"),
-        ("Cargo.toml", "brigade-serve/"),
-        ("examples/bookmarks/Cargo.toml", "brigade-serve/"),
+        ("launch/Cargo.toml", "brigade-runtimes/"),
+        ("Cargo.toml", "brigade-launch/"),
+        ("examples/bookmarks/Cargo.toml", "brigade-launch/"),
     ];
     for (manifest, prefix) in forwarding {
         let text = std::fs::read_to_string(root().join(manifest)).unwrap();

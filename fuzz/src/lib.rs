@@ -13,7 +13,7 @@ use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::{AppHandle, Request};
 use brigade_runtimes::{MemoryServer, ServerLimits};
-use brigade_services::ServiceName;
+use brigade_restaurant::ServiceName;
 
 /// The limits the request-path targets serve under: the defaults with short timers (a case that
 /// waits for a timer is slow, not wrong) and a small body limit.
@@ -185,8 +185,8 @@ pub fn scenario_toml(data: &[u8]) {
 pub fn announcement(data: &[u8]) {
     for line in String::from_utf8_lossy(data).lines() {
         let _ = brigade_kit::announce::Announcement::parse(line);
-        let _ = brigade_bench::servers::announce::Listening::parse(line);
-        let _ = brigade_bench::servers::announce::Preloaded::parse(line);
+        let _ = brigade_meter::servers::announce::Listening::parse(line);
+        let _ = brigade_meter::servers::announce::Preloaded::parse(line);
     }
 }
 

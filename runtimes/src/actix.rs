@@ -29,7 +29,7 @@ use brigade_kit::limits::{read_body, ConnectionGate, ServeProtocol, ServerLimits
 use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
-use crate::baseline::HELLO_TYPE;
+use crate::hello::HELLO_TYPE;
 use crate::{Mount, Runtime, Shutdown, GRACE};
 
 /// The registry's entry.
@@ -222,7 +222,7 @@ pub(crate) fn serve(
 }
 
 /// Serves any actix service configuration with Brigade's threading, limits and shutdown (the
-/// baseline uses it too).
+/// hand-written hello uses it too).
 pub(crate) fn run_config(
     routes: impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
     listener: crate::Listener,
@@ -315,7 +315,7 @@ fn tcp_of(conn: &dyn std::any::Any) -> Option<&actix_web::rt::net::TcpStream> {
         })
 }
 
-/// The hand-written hello ([`crate::baseline`]): one route, actix-web's plainest idiom.
+/// The hand-written hello ([`crate::hello`]): one route, actix-web's plainest idiom.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -328,7 +328,7 @@ fn hello(
             web::get().to(|| async {
                 HttpResponse::Ok()
                     .content_type(HELLO_TYPE)
-                    .body(crate::baseline::HELLO)
+                    .body(crate::hello::HELLO)
             }),
         );
     };

@@ -17,7 +17,7 @@ use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use hyper_util::service::TowerToHyperService;
 
-use crate::baseline::HELLO_TYPE;
+use crate::hello::HELLO_TYPE;
 use crate::{Mount, Runtime, Shutdown};
 
 /// The registry's entry.
@@ -122,7 +122,7 @@ pub(crate) fn serve(
 }
 
 /// Serves any axum `Router` with Brigade's hyper loop, limits, threading and shutdown (the
-/// baseline uses it too).
+/// hand-written hello uses it too).
 pub(crate) fn run_router(
     router: Router,
     listener: crate::Listener,
@@ -134,7 +134,7 @@ pub(crate) fn run_router(
     crate::hyper_loop::serve(move || service.clone(), listener, workers, limits, shutdown)
 }
 
-/// The hand-written hello ([`crate::baseline`]): one route, axum's plainest idiom.
+/// The hand-written hello ([`crate::hello`]): one route, axum's plainest idiom.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -144,7 +144,7 @@ fn hello(
     use axum::routing::get;
     let router = Router::new().route(
         "/bench/hello",
-        get(|| async { ([(header::CONTENT_TYPE, HELLO_TYPE)], crate::baseline::HELLO) }),
+        get(|| async { ([(header::CONTENT_TYPE, HELLO_TYPE)], crate::hello::HELLO) }),
     );
     run_router(router, listener, workers, limits, shutdown)
 }

@@ -13,7 +13,7 @@ use http_body_util::{BodyDataStream, Full};
 use hyper::body::{Body, Incoming};
 use hyper::service::service_fn;
 
-use crate::baseline::HELLO_TYPE;
+use crate::hello::HELLO_TYPE;
 use crate::{Mount, Runtime, Shutdown};
 
 /// The registry's entry.
@@ -82,7 +82,7 @@ pub(crate) fn serve(
 }
 
 /// Serves any hyper handler with Brigade's accept loop, limits, threading and shutdown (the
-/// baseline uses it too).
+/// hand-written hello uses it too).
 pub(crate) fn run_service<H, F>(
     handler: H,
     listener: crate::Listener,
@@ -98,7 +98,7 @@ where
     crate::hyper_loop::serve(move || service.clone(), listener, workers, limits, shutdown)
 }
 
-/// The hand-written hello ([`crate::baseline`]): a `service_fn` that checks the path.
+/// The hand-written hello ([`crate::hello`]): a `service_fn` that checks the path.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -107,7 +107,7 @@ fn hello(
 ) -> anyhow::Result<()> {
     let hello = |req: http::Request<Incoming>| async move {
         let mut resp = Response::new(Full::new(Bytes::from_static(
-            crate::baseline::HELLO.as_bytes(),
+            crate::hello::HELLO.as_bytes(),
         )));
         if req.uri().path() != "/bench/hello" {
             *resp.status_mut() = StatusCode::NOT_FOUND;

@@ -1,5 +1,5 @@
 //! The in-process provider: an application's route table called in this process, without a socket
-//! or a runtime — the studies' baseline (an in-process call against loopback sockets). It dispatches
+//! or a runtime — the studies' reference point (an in-process call against loopback sockets). It dispatches
 //! exactly as the hyper adapter does ([`crate::dispatch`]: the same matcher, the same JSON 404 and
 //! 405, counted in the metrics the same way), applies the kit's body limit as every adapter does
 //! (a refusal counted under its route), and calls the route through [`AppHandle::call`]. The answer

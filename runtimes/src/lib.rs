@@ -103,7 +103,7 @@ macro_rules! content_type_values {
 #[cfg(feature = "hyper-loop")]
 mod hyper_loop;
 
-pub mod baseline;
+pub mod hello;
 mod dispatch;
 pub mod inprocess;
 
@@ -206,7 +206,7 @@ pub struct Runtime {
     /// with the versions this build resolved.
     crates: &'static [&'static str],
     serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
-    /// The runtime's own hand-written hello ([`baseline`]).
+    /// The runtime's own hand-written hello ([`hello`]).
     hello: fn(Listener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's request path over in-memory connections, where it can serve one (the
     /// hyper-based runtimes; actix-web and ntex serve sockets only).

@@ -39,7 +39,7 @@ use ntex::time::Seconds;
 use ntex::tls::TlsConfig;
 use ntex::web::{self, App, HttpRequest, HttpResponse};
 
-use crate::baseline::HELLO_TYPE;
+use crate::hello::HELLO_TYPE;
 use crate::{Mount, Runtime, Shutdown, GRACE};
 
 /// The registry's entry.
@@ -301,7 +301,7 @@ fn http2_config(limits: &ServerLimits) -> Http2ServiceConfig {
 }
 
 /// Serves the `App` that `make` builds (once per worker) with Brigade's threading, limits and
-/// shutdown (the baseline uses it too).
+/// shutdown (the hand-written hello uses it too).
 fn run_app<F, A, S, B>(
     make: F,
     listener: crate::Listener,
@@ -388,7 +388,7 @@ where
     })
 }
 
-/// The hand-written hello ([`crate::baseline`]): one route, ntex's plainest idiom.
+/// The hand-written hello ([`crate::hello`]): one route, ntex's plainest idiom.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -402,7 +402,7 @@ fn hello(
                 web::get().to(|| async {
                     HttpResponse::Ok()
                         .content_type(HELLO_TYPE)
-                        .body(crate::baseline::HELLO)
+                        .body(crate::hello::HELLO)
                 }),
             )
         },

@@ -176,7 +176,7 @@ fn serve(
 }
 
 /// Serves any poem endpoint with Brigade's hyper loop, limits, threading and shutdown (the
-/// baseline uses it too), each request turned into poem's own as poem's server does. Brigade reads
+/// hand-written hello uses it too), each request turned into poem's own as poem's server does. Brigade reads
 /// neither of the connection's addresses, so the listener's stands in for both.
 fn run_endpoint<E: IntoEndpoint>(
     ep: E,
@@ -199,7 +199,7 @@ fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer
     crate::hyper_loop::memory_server(move || service.clone(), limits)
 }
 
-/// The hand-written hello ([`crate::baseline`]): one `#[handler]` at one path.
+/// The hand-written hello ([`crate::hello`]): one `#[handler]` at one path.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -208,7 +208,7 @@ fn hello(
 ) -> anyhow::Result<()> {
     #[poem::handler]
     fn hello() -> &'static str {
-        crate::baseline::HELLO
+        crate::hello::HELLO
     }
     let route = Route::new().at("/bench/hello", poem::get(hello));
     run_endpoint(route, listener, workers, limits, shutdown)

@@ -169,7 +169,7 @@ fn serve(
 }
 
 /// Serves a salvo `Service` with Brigade's hyper loop, limits, threading and shutdown (the
-/// baseline uses it too), one salvo connection handler per connection as salvo's own `Server` makes
+/// hand-written hello uses it too), one salvo connection handler per connection as salvo's own `Server` makes
 /// them. Brigade reads neither of the connection's addresses, so the listener's stands in for both.
 fn run_service(
     service: Service,
@@ -188,7 +188,7 @@ fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer
     crate::hyper_loop::memory_server(handlers!(service(app, limits), addr), limits)
 }
 
-/// The hand-written hello ([`crate::baseline`]): one `#[handler]` on one router.
+/// The hand-written hello ([`crate::hello`]): one `#[handler]` on one router.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -197,7 +197,7 @@ fn hello(
 ) -> anyhow::Result<()> {
     #[salvo_core::handler]
     async fn hello() -> &'static str {
-        crate::baseline::HELLO
+        crate::hello::HELLO
     }
     let router = Router::with_path("bench/hello").get(hello);
     run_service(Service::new(router), listener, workers, limits, shutdown)

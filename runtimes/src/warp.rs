@@ -18,7 +18,7 @@ use warp::http::{header, Response, StatusCode};
 use warp::hyper::body::Bytes as WarpBytes;
 use warp::Filter;
 
-use crate::baseline::HELLO_TYPE;
+use crate::hello::HELLO_TYPE;
 use crate::{Mount, Runtime, Shutdown};
 
 /// The registry's entry.
@@ -121,7 +121,7 @@ pub(crate) fn serve(
     )
 }
 
-/// The hand-written hello ([`crate::baseline`]): one `path!` filter, warp's plainest idiom.
+/// The hand-written hello ([`crate::hello`]): one `path!` filter, warp's plainest idiom.
 fn hello(
     listener: crate::Listener,
     workers: usize,
@@ -130,7 +130,7 @@ fn hello(
 ) -> anyhow::Result<()> {
     let routes = warp::path!("bench" / "hello")
         .and(warp::get())
-        .map(|| warp::reply::with_header(crate::baseline::HELLO, "content-type", HELLO_TYPE));
+        .map(|| warp::reply::with_header(crate::hello::HELLO, "content-type", HELLO_TYPE));
     let service = as_service!(routes);
     crate::hyper_loop::serve(move || service, listener, workers, limits, shutdown)
 }

@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use brigade_runtimes::ServerLimits;
-use brigade_serve::testing::{Deployment, StoreKind, Target};
-use brigade_serve::Services;
+use brigade_launch::testing::{Deployment, StoreKind, Target};
+use brigade_launch::Services;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -413,7 +413,7 @@ fn every_runtime_answers_every_corpus_case_alike() {
     };
     // Past every timeout above, several times over: a case that takes longer hangs.
     let deadline = Duration::from_secs(20);
-    let waiter = brigade_services::services().into_iter().next().unwrap();
+    let waiter = brigade_restaurant::services().into_iter().next().unwrap();
     let services = Services::from(vec![waiter]);
     let client = tokio::runtime::Runtime::new().unwrap();
     let mut by_runtime: Vec<(&str, Vec<Outcome>)> = Vec::new();
@@ -511,7 +511,7 @@ fn every_runtime_answers_every_corpus_case_alike() {
 /// socket does: the same cases, the same statuses, on every runtime that has one.
 #[test]
 fn in_memory_connections_answer_as_sockets_do() {
-    let waiter = brigade_services::services().into_iter().next().unwrap();
+    let waiter = brigade_restaurant::services().into_iter().next().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -15,7 +15,7 @@ use brigade_kit::conformance::Wire;
 use brigade_load::abuse::{self, Abuse, AbuseConfig};
 use brigade_load::engine::{self, LoadConfig, Protocol, TlsClient};
 use brigade_runtimes::ServerLimits;
-use brigade_serve::testing::{Deployment, StoreKind, Target};
+use brigade_launch::testing::{Deployment, StoreKind, Target};
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 
@@ -35,8 +35,8 @@ fn limits() -> ServerLimits {
 }
 
 fn start(runtime: &str, wire: Wire) -> (Deployment, String, SocketAddr) {
-    let first = brigade_services::services().into_iter().next().unwrap();
-    let services = brigade_serve::Services::from(vec![first]);
+    let first = brigade_restaurant::services().into_iter().next().unwrap();
+    let services = brigade_launch::Services::from(vec![first]);
     let d = Deployment::start_over(&services, runtime, StoreKind::Memory, None, limits(), wire)
         .unwrap_or_else(|e| panic!("starting {runtime} over {}: {e:#}", wire.as_str()));
     let url = d.url(&d.services()[0]);

@@ -11,7 +11,7 @@
 //! - and the kit's standard routes: `/health`, `/ready`, `/bench/*`.
 //!
 //! [`services`] is what its binary serves (`bookmarks serve --runtime ... --store ...`, from
-//! `brigade-serve`); `tests/conformance.rs` runs the kit's checks and its own on every runtime ×
+//! `brigade-launch`); `tests/conformance.rs` runs the kit's checks and its own on every runtime ×
 //! store; `scenarios/bookmarks.toml` is its load for `brigade load` and `brigade compare`.
 
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use brigade_kit::service::Parts;
 use brigade_kit::standard::{self, ServiceInfo};
 use brigade_kit::store::{new_id, Change, CollectionSpec, Filter, Outcome, Store, StoreError};
 use brigade_kit::{ApiError, App, AppHandle, Method, Reply, Request, Route, RouteTable, Service};
-use brigade_serve::Services;
+use brigade_launch::Services;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

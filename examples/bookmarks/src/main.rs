@@ -2,5 +2,5 @@
 //! --json`, and every other flag of the serve entry point (`bookmarks serve --help`).
 
 fn main() {
-    brigade_serve::main(brigade_serve::clap::command!(), bookmarks::services())
+    brigade_launch::main(brigade_launch::clap::command!(), bookmarks::services())
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use brigade_kit::announce::{Announcement, RuntimesListing};
-use brigade_serve::testing::TestClient;
+use brigade_launch::testing::TestClient;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bookmarks");
 
@@ -25,7 +25,7 @@ fn runtimes_json_names_the_bookmarks_service_and_every_store() {
     assert_eq!(listing.services, ["bookmarks"]);
     assert_eq!(listing.stores, ["memory", "embedded", "mongo"]);
     let names: Vec<&str> = listing.runtimes.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(names, brigade_serve::runtimes::names());
+    assert_eq!(names, brigade_launch::runtimes::names());
 }
 
 #[test]

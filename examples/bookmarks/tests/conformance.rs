@@ -1,9 +1,9 @@
-//! The bookmarks service's black-box suite on every runtime × store compiled into `brigade-serve`:
+//! The bookmarks service's black-box suite on every runtime × store compiled into `brigade-launch`:
 //! the kit's checks every service passes (health, readiness, the error answers its route table
 //! implies, the bench endpoints), then its own rules — over real sockets, each combination on a
 //! fresh in-process deployment.
 
-use brigade_serve::testing::{
+use brigade_launch::testing::{
     exactly_one_wins, run_standard_checks, Deployment, Target, TestClient,
 };
 use serde_json::{json, Value};
@@ -20,7 +20,7 @@ async fn suite(d: Deployment) {
     every_rule_is_a_422_naming_its_field(&c, &base).await;
 }
 
-brigade_serve::conformance_matrix!(bookmarks::services(), suite);
+brigade_launch::conformance_matrix!(bookmarks::services(), suite);
 
 /// A user name no other check (of this or another run on a shared database) uses.
 fn fresh_user(what: &str) -> String {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use brigade_bench::wire::Wire;
+use brigade_meter::wire::Wire;
 use brigade_load::engine::Protocol;
 use brigade_load::Registry;
 use clap::Args;

@@ -202,7 +202,7 @@ pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String 
         } else {
             stores.join(", ")
         },
-        brigade_bench::isolated::SCRAPE_EVERY.as_millis()
+        brigade_meter::isolated::SCRAPE_EVERY.as_millis()
     )
 }
 

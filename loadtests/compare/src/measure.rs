@@ -250,7 +250,7 @@ impl Bench<'_> {
     }
 }
 
-pub use brigade_bench::isolated::{sampled, sampled_run, sampled_sources, Sampled};
+pub use brigade_meter::isolated::{sampled, sampled_run, sampled_sources, Sampled};
 
 /// Fills `record` with what `sampled` measured and prints its line.
 pub(crate) fn fill(record: &mut RunRecord, sampled: Sampled, progress: &str) {

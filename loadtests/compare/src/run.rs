@@ -32,7 +32,7 @@ use crate::settings::CompareSettings;
 use crate::side::SideCell;
 use crate::state::FreshState;
 
-pub use brigade_bench::servers::STOP_GRACE;
+pub use brigade_meter::servers::STOP_GRACE;
 
 /// Runs the whole comparison and writes the reports; returns the report. The phases in order:
 /// plan → launch → measure → judge → render, each taking what the one before gave it.

@@ -76,7 +76,7 @@ pub struct CompareSettings {
     /// Keep connections alive (false: a new connection per request, `--no-keepalive`).
     pub keepalive: bool,
     /// What every server and load speaks (`--protocols`' one protocol, `--streams`).
-    pub wire: brigade_bench::wire::Wire,
+    pub wire: brigade_meter::wire::Wire,
     /// Open loop: requests per second offered to every runtime (`--rate`); `users` then counts
     /// the connections sending them.
     pub rate: Option<f64>,

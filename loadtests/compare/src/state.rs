@@ -23,7 +23,7 @@ use crate::report::{PreparedState, StateSetup};
 use crate::servers::{self, ServerSpec};
 use crate::verdict::count;
 
-pub use brigade_bench::servers::READY_TIMEOUT;
+pub use brigade_meter::servers::READY_TIMEOUT;
 
 /// Extra start-up time allowed per preloaded document (all collections of all services): generous,
 /// since a debug build filling MongoDB is slow.

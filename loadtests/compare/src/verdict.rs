@@ -72,7 +72,7 @@ impl Rule {
     }
 }
 
-pub use brigade_bench::runcpu::{
+pub use brigade_meter::runcpu::{
     contended, generator_bound, CpuShape, RunCpu, CONTENTION, GENERATOR_SATURATED, SERVER_HEADROOM,
 };
 

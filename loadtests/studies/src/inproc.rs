@@ -341,7 +341,7 @@ fn socket_clients(
                 let (scenario, targets, start) = (&scenario, &targets, &start);
                 scope.spawn(move || {
                     if let Some(cpus) = cpus {
-                        brigade_bench::pin::pin_current_thread(cpus)?;
+                        brigade_meter::pin::pin_current_thread(cpus)?;
                     }
                     let runtime = tokio::runtime::Builder::new_current_thread()
                         .enable_all()

@@ -366,7 +366,7 @@ fn build(
              in-process calls take turns between calls, while over loopback the wait for the \
              server's CPU is inside each call. Compare calls/s across providers at more than \
              one client thread.",
-            brigade_bench::pin::list(&lab.cpus.server)
+            brigade_meter::pin::list(&lab.cpus.server)
         ),
     ];
     if !with_inproc {

@@ -3,7 +3,7 @@
 //! the runtime's name, and, optionally, the realistic documents `--preload` fills it with.
 //!
 //! The restaurant's three services implement [`Service`], and so does any user's service; the
-//! serve entry point (`brigade-serve`) turns a list of them into `serve --runtime ... --store ...`,
+//! serve entry point (`brigade-launch`) turns a list of them into `serve --runtime ... --store ...`,
 //! and its test harness into a deployment on every runtime and store. [`build`] is the one place a
 //! service's store is opened and its application bound to it, for both.
 

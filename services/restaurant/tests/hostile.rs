@@ -19,7 +19,7 @@ use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::{AppHandle, Request};
-use brigade_services::ServiceName;
+use brigade_restaurant::ServiceName;
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::{AppHandle, Method, Reply, Request};
-use brigade_services::ServiceName;
+use brigade_restaurant::ServiceName;
 use serde_json::{json, Value};
 
 /// A fake waiter service: accepts connections and answers each request with `answer` (or never).

@@ -3,8 +3,8 @@
 //! read-heavy mix writes at most a tenth.
 
 use brigade_load::Registry;
-use brigade_services::scenarios::load_scenarios;
-use brigade_services::ServiceName;
+use brigade_restaurant::scenarios::load_scenarios;
+use brigade_restaurant::ServiceName;
 
 fn registry() -> Registry {
     let mut registry = Registry::new();

@@ -66,7 +66,7 @@ pub struct Report {
     pub scenarios: Vec<ScenarioVerdict>,
     /// Every side-by-side level of every cell, window by window.
     #[serde(default)]
-    pub side_by_side: Vec<brigade_bench::window::SideCell>,
+    pub side_by_side: Vec<brigade_meter::window::SideCell>,
     /// Every judged comparison (best runtime of a cell against each other), one shape for every
     /// measure.
     #[serde(default)]
@@ -607,7 +607,7 @@ pub fn check_thresholds(
 }
 
 /// Fills each row's cost breakdown from the side-by-side level of its cell with the lowest rate.
-pub fn add_breakdown(rows: &mut [Row], side: &[brigade_bench::window::SideCell]) {
+pub fn add_breakdown(rows: &mut [Row], side: &[brigade_meter::window::SideCell]) {
     for row in rows {
         let lowest = side
             .iter()
@@ -947,7 +947,7 @@ fn one_stream() -> u32 {
 /// requests/s, a connection per request`, and the protocol when it is not plaintext HTTP/1.1
 /// (`, over h2-tls, 4 stream(s) per connection`).
 pub fn load_words(s: &Settings) -> String {
-    let wire = brigade_bench::wire::Wire::new(s.protocol, s.streams);
+    let wire = brigade_meter::wire::Wire::new(s.protocol, s.streams);
     let over = if s.protocol == brigade_load::engine::Protocol::H1 {
         String::new()
     } else {

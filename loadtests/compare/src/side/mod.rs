@@ -28,8 +28,8 @@
 
 pub mod instructions;
 
-pub use brigade_bench::counters;
-pub use brigade_bench::window::{
+pub use brigade_meter::counters;
+pub use brigade_meter::window::{
     extend, Level, SideCell, SideRuntime, WindowPlan, WindowServer, ACHIEVED_SHARE, MAX_ERROR_SHARE,
 };
 
@@ -284,7 +284,7 @@ fn print_level(cell: &SideCell) {
 }
 
 /// One window set of `level` on the running servers (the measurement itself is
-/// [`brigade_bench::window::measure`]).
+/// [`brigade_meter::window::measure`]).
 /// A rate and the share of the server CPUs it kept busy side by side, from two short probes: the
 /// first at the first level's first guess, the second at the rate that guess's share says. The
 /// isolated runs' cost per request (closed loop, the CPU never idle) understates the cost at a
@@ -317,7 +317,7 @@ fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<
             Ok(probe)
                 if measured.is_none()
                     && halved < MAX_PROBE_HALVINGS
-                    && busy_share(&probe) >= brigade_bench::runcpu::GENERATOR_SATURATED =>
+                    && busy_share(&probe) >= brigade_meter::runcpu::GENERATOR_SATURATED =>
             {
                 println!(
                     "side by side {} {} users: the probe at {:.0}/s saturated the server CPUs \
@@ -432,7 +432,7 @@ fn measure_level(
         cpus: bench.cpus,
         wire: settings.wire,
     };
-    brigade_bench::window::measure(&window_plan, &window_servers)
+    brigade_meter::window::measure(&window_plan, &window_servers)
 }
 
 /// Starts one fresh server per runtime, all pinned to the server CPUs; an external runtime's

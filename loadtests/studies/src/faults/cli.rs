@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::{Fault, FaultsSettings};
 use crate::Registry;
-use brigade_bench::servers::Launch;
+use brigade_meter::servers::Launch;
 
 /// Arguments of `brigade study faults`.
 #[derive(Debug, Clone, Args)]

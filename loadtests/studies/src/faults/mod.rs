@@ -36,7 +36,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use brigade_bench::servers::{start_on_free_ports, Launch, ServerProcess, ServerSpec, StopOutcome};
+use brigade_meter::servers::{start_on_free_ports, Launch, ServerProcess, ServerSpec, StopOutcome};
 
 /// The faults the study can inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -556,7 +556,7 @@ fn soak_fault(settings: &FaultsSettings, server: &Server, r: &mut FaultResult) -
     for _ in 0..2 {
         let config = load_config(settings, server.targets(), settings.soak);
         let load = engine::run(&config, &settings.soak_scenario)?;
-        rss.push(brigade_bench::procstat::read(server.process.pid())?.rss_kib as f64 / 1024.0);
+        rss.push(brigade_meter::procstat::read(server.process.pid())?.rss_kib as f64 / 1024.0);
         all.push(load);
     }
     let errors: u64 = all.iter().map(|l| l.total.errors.total()).sum();

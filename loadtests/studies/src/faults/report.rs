@@ -198,7 +198,7 @@ fn setup(settings: &FaultsSettings, results: &[FaultResult]) -> Setup {
     let mut versions = build_versions();
     let binary = settings.launch.binary();
     versions.server_binary = binary.display().to_string();
-    versions.server_binary_version = brigade_bench::servers::binary_version(binary);
+    versions.server_binary_version = brigade_meter::servers::binary_version(binary);
     let mut out = Setup {
         machine: brigade_load::machine::describe(),
         versions,

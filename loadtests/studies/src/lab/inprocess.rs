@@ -20,7 +20,7 @@ use brigade_kit::Service;
 use brigade_load::result::LoadResult;
 
 use super::calls::{self, CallsMade, ClientTally, Span};
-use brigade_bench::pin;
+use brigade_meter::pin;
 
 /// One call of an operation in process; answers the body bytes it sent and received.
 pub type InprocOp = Arc<

@@ -1,5 +1,5 @@
 //! What the HTTP studies (`rpc`, `sweep`, `inproc`) share: their common flags, the servers
-//! (started as `compare` starts them: any binary that speaks the contract of [`brigade_bench::servers`],
+//! (started as `compare` starts them: any binary that speaks the contract of [`brigade_meter::servers`],
 //! pinned to the server CPUs, on free ports, learned from their announcements), the order of runs
 //! (compare's [`brigade_compare::plan`]: a cell's runs back to back, one per runtime, the first runtime
 //! rotating), one measured run ([`brigade_compare::measure::sampled_run`]: `/proc` sampled, generator-bound
@@ -20,15 +20,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_bench::wire::Wire;
+use brigade_meter::wire::Wire;
 use brigade_load::engine::{LoadConfig, Protocol};
 use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use clap::Args;
 
-use brigade_bench::pin::{self, CpuPlan};
-use brigade_bench::procstat;
-use brigade_bench::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
+use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::procstat;
+use brigade_meter::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
 use brigade_compare::measure::{sampled_run, Sampled};
 use brigade_compare::plan::{self, Planned};
 use brigade_compare::report::setup::{build_versions, Setup};
@@ -39,9 +39,9 @@ use brigade_compare::verdict::CpuShape;
 /// The seed of every study run's random choices (fixed, so any study can be replayed).
 const STUDY_SEED: u64 = 0x5eed_b41a;
 
-use brigade_bench::servers::READY_TIMEOUT;
+use brigade_meter::servers::READY_TIMEOUT;
 
-use brigade_bench::servers::STOP_GRACE;
+use brigade_meter::servers::STOP_GRACE;
 
 /// How runs are ordered, in words, for the report.
 pub const INTERLEAVING: &str = "one server per runtime, up for the whole study (memory store); \

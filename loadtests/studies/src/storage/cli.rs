@@ -12,7 +12,7 @@ use super::http::GrowthDescription;
 use super::plan::{Counts, DEFAULT_SEED};
 use super::{HttpSettings, Part, StorageSettings, Via};
 use crate::Registry;
-use brigade_bench::servers::Launch;
+use brigade_meter::servers::Launch;
 
 /// The cache cap by default, MiB: the original study's machine had 64 MB of RAM.
 pub const DEFAULT_CACHE_MIB: u64 = 64;

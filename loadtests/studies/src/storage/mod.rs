@@ -31,16 +31,16 @@ use anyhow::{bail, Context, Result};
 use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
-use brigade_bench::pin::{self, CpuPlan};
-use brigade_bench::servers::{self, Launch, ServerSpec};
+use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::servers::{self, Launch, ServerSpec};
 use brigade_compare::report::study::StudyReport;
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
 use plan::{Bands, Counts, GrowthPlan};
 
-use brigade_bench::servers::READY_TIMEOUT;
+use brigade_meter::servers::READY_TIMEOUT;
 
-use brigade_bench::servers::STOP_GRACE;
+use brigade_meter::servers::STOP_GRACE;
 
 /// The way into the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -65,7 +65,7 @@ pub enum Part {
 /// What `--via http` needs.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// The server binary and how to start it (the contract of [`brigade_bench::servers`], as `compare`).
+    /// The server binary and how to start it (the contract of [`brigade_meter::servers`], as `compare`).
     pub launch: Launch,
     /// The services it will announce, when its `runtimes --json` says before it starts.
     pub services: Option<Vec<String>>,

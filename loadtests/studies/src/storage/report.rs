@@ -327,7 +327,7 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
         if settings.via.contains(&Via::Http) {
             let binary = http.launch.binary();
             versions.server_binary = binary.display().to_string();
-            versions.server_binary_version = brigade_bench::servers::binary_version(binary);
+            versions.server_binary_version = brigade_meter::servers::binary_version(binary);
         }
     }
     let mut out = Setup {

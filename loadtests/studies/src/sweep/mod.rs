@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::lab::shapes::{size_text, Shape};
 use super::lab::{self, LabArgs, Served, StepRun, Window};
-use brigade_bench::procstat;
+use brigade_meter::procstat;
 use brigade_compare::report::study::StudyReport;
 use probe::{Probe, ProbeResult};
 

@@ -14,7 +14,7 @@ use brigade_load::engine::session::Session;
 use brigade_load::histogram::LatencyHistogram;
 
 use crate::lab::shapes::Shape;
-use brigade_bench::pin;
+use brigade_meter::pin;
 
 /// How often the probe asks.
 pub const PROBE_EVERY: Duration = Duration::from_millis(100);

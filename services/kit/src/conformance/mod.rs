@@ -5,7 +5,7 @@
 //! `/openapi.json` covering the route table and `/metrics` following it.
 //!
 //! A service's own suite runs these, then its domain's checks, against a running [`Deployment`];
-//! `brigade-serve`'s test harness gives one for every compiled runtime × store (its
+//! `brigade-launch`'s test harness gives one for every compiled runtime × store (its
 //! `conformance_matrix!`), the way juniper's `run_http_test_suite` runs against each integration.
 //!
 //! Parts: `client` ([`TestClient`], [`Answer`]), [`errors`] (the error answers, from the route

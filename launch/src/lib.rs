@@ -1,4 +1,4 @@
-//! The serve entry point for any set of services built on Brigade's kit.
+//! The launcher: starts any set of services built on Brigade's kit on a chosen runtime and store.
 //!
 //! A service implements [`brigade_kit::Service`] (its name, default port, database, collections,
 //! peers, how its application is built, its optional preload); a binary lists its services in a

@@ -6,7 +6,7 @@
 //! read against the calling crate's features; so the embedded store has a helper macro defined twice
 //! here, once passing its tokens through and once dropping them, under this crate's own `cfg`.
 
-/// Generates, in the calling module, one module per runtime compiled into `brigade-serve` (named as
+/// Generates, in the calling module, one module per runtime compiled into `brigade-launch` (named as
 /// the runtime: `axum`, `hyper`, ...), each with one test per store (`passes_on_the_memory_store`,
 /// `passes_on_the_embedded_store`, `passes_on_the_mongo_store`) and one per other protocol on the
 /// memory store (`passes_over_h2c`, `passes_over_h1_tls`, `passes_over_h2_tls`) that runs
@@ -14,13 +14,13 @@
 /// suite talks through the deployment's own client, which speaks its protocol:
 ///
 /// ```ignore
-/// async fn suite(d: brigade_serve::testing::Deployment) {
-///     use brigade_serve::testing::Target;
+/// async fn suite(d: brigade_launch::testing::Deployment) {
+///     use brigade_launch::testing::Target;
 ///     let c = d.client();
-///     brigade_serve::testing::run_standard_checks(&c, &d).await;
+///     brigade_launch::testing::run_standard_checks(&c, &d).await;
 ///     // ... the service's own checks
 /// }
-/// brigade_serve::conformance_matrix!(my_service::services(), suite);
+/// brigade_launch::conformance_matrix!(my_service::services(), suite);
 /// ```
 #[macro_export]
 macro_rules! conformance_matrix {
@@ -108,14 +108,14 @@ macro_rules! __matrix_runtime {
     };
 }
 
-/// Passes its tokens through when `brigade-serve` has the `embedded` feature, else drops them.
+/// Passes its tokens through when `brigade-launch` has the `embedded` feature, else drops them.
 #[cfg(feature = "embedded")]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __if_embedded {
     ($($t:tt)*) => { $($t)* };
 }
-/// Passes its tokens through when `brigade-serve` has the `embedded` feature, else drops them.
+/// Passes its tokens through when `brigade-launch` has the `embedded` feature, else drops them.
 #[cfg(not(feature = "embedded"))]
 #[doc(hidden)]
 #[macro_export]

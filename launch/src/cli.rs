@@ -78,7 +78,7 @@ fn runtimes_text(listing: &RuntimesListing, json: bool) -> String {
 }
 
 /// A server binary's whole `main`: parses the command line with `command` (its name, version and
-/// about; e.g. `brigade_serve::clap::command!()`) plus [`ServerCommand`]'s subcommands, runs it
+/// about; e.g. `brigade_launch::clap::command!()`) plus [`ServerCommand`]'s subcommands, runs it
 /// over `services`, and exits 1 with the error's cause chain on stderr if it fails.
 pub fn main(command: clap::Command, services: Services) -> ! {
     let name = command.get_name().to_string();
