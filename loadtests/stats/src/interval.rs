@@ -151,7 +151,7 @@ fn valid_confidence(confidence: f64) -> bool {
 mod tests {
     use super::*;
     use crate::synthetic::{paired_costs, Noise};
-    use crate::verdict::{three_way, Outcome};
+    use crate::rule::{three_way, Outcome};
 
     fn contains(interval: &Interval, value: f64) -> bool {
         interval.ci_low <= value && value <= interval.ci_high

@@ -21,9 +21,9 @@ mod rollup;
 mod summary;
 #[cfg(test)]
 mod synthetic;
-mod verdict;
+mod rule;
 
 pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
 pub use rollup::{cell_decided, rollup, Judged, Rollup};
 pub use summary::{mean, median, std_dev};
-pub use verdict::{samples_to_decide, three_way, three_way_oriented, Outcome};
+pub use rule::{samples_to_decide, three_way, three_way_oriented, Outcome};

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::Outcome;
+use crate::rule::Outcome;
 
 /// One judged comparison of a cell, as the roll-up sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
