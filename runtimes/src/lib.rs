@@ -103,8 +103,8 @@ macro_rules! content_type_values {
 #[cfg(feature = "hyper-loop")]
 mod hyper_loop;
 
-pub mod hello;
 mod dispatch;
+pub mod hello;
 pub mod inprocess;
 
 /// How long in-flight requests may run after a shutdown begins.

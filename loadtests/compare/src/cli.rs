@@ -1,5 +1,6 @@
-//! The `brigade compare` command line: its arguments, their defaults (chosen so the default run
-//! fits in 10 minutes on a 2-core machine and `--quick` in 2), and the entry point. A binary mounts
+//! The `brigade compare` command line: its arguments, their defaults (the default run with every
+//! runtime takes about 17 minutes on a 2-core machine and `--quick` about 3.5: README.md), and the
+//! entry point. A binary mounts
 //! it as a subcommand and hands it the [`Registry`] of the scenarios it knows; by default compare
 //! runs those the binary registered.
 
@@ -7,9 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use brigade_meter::wire::Wire;
 use brigade_load::engine::Protocol;
 use brigade_load::Registry;
+use brigade_meter::wire::Wire;
 use clap::Args;
 
 use crate::report::markdown;
@@ -144,7 +145,8 @@ pub struct CompareArgs {
     /// [default: results/compare-<UTC timestamp>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// A short comparison (one user count, shorter runs, one repeat): under 2 minutes
+    /// A short comparison (one user count, shorter runs, one repeat, one side-by-side level):
+    /// about 3.5 minutes with seven runtimes on 2 cores
     #[arg(long)]
     pub quick: bool,
     /// The server binary: it takes the standard serve flags (`serve --runtime R --service all

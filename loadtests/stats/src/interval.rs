@@ -150,8 +150,8 @@ fn valid_confidence(confidence: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synthetic::{paired_costs, Noise};
     use crate::rule::{three_way, Outcome};
+    use crate::synthetic::{paired_costs, Noise};
 
     fn contains(interval: &Interval, value: f64) -> bool {
         interval.ci_low <= value && value <= interval.ci_high

@@ -18,12 +18,12 @@ mod bootstrap;
 mod distribution;
 mod interval;
 mod rollup;
+mod rule;
 mod summary;
 #[cfg(test)]
 mod synthetic;
-mod rule;
 
 pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
 pub use rollup::{cell_decided, rollup, Judged, Rollup};
-pub use summary::{mean, median, std_dev};
 pub use rule::{samples_to_decide, three_way, three_way_oriented, Outcome};
+pub use summary::{mean, median, std_dev};

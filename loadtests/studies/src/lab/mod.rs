@@ -20,21 +20,21 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_meter::wire::Wire;
 use brigade_load::engine::{LoadConfig, Protocol};
 use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
+use brigade_meter::wire::Wire;
 use clap::Args;
 
-use brigade_meter::pin::{self, CpuPlan};
-use brigade_meter::procstat;
-use brigade_meter::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
 use brigade_compare::measure::{sampled_run, Sampled};
 use brigade_compare::plan::{self, Planned};
 use brigade_compare::report::setup::{build_versions, Setup};
 use brigade_compare::report::study::{Better, Metric};
 use brigade_compare::settings::CpuArgs;
 use brigade_compare::verdict::CpuShape;
+use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::procstat;
+use brigade_meter::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
 
 /// The seed of every study run's random choices (fixed, so any study can be replayed).
 const STUDY_SEED: u64 = 0x5eed_b41a;

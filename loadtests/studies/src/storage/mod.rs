@@ -31,9 +31,9 @@ use anyhow::{bail, Context, Result};
 use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
+use brigade_compare::report::study::StudyReport;
 use brigade_meter::pin::{self, CpuPlan};
 use brigade_meter::servers::{self, Launch, ServerSpec};
-use brigade_compare::report::study::StudyReport;
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
 use plan::{Bands, Counts, GrowthPlan};

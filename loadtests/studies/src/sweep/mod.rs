@@ -36,8 +36,8 @@ use serde_json::Value;
 
 use super::lab::shapes::{size_text, Shape};
 use super::lab::{self, LabArgs, Served, StepRun, Window};
-use brigade_meter::procstat;
 use brigade_compare::report::study::StudyReport;
+use brigade_meter::procstat;
 use probe::{Probe, ProbeResult};
 
 /// The original's client counts (a log scale from 1 to 316).
