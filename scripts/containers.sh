@@ -434,7 +434,7 @@ testcontainers() {
     local run=(env -u MONGODB_URI DOCKER_HOST="unix://$socket" BRIGADE_MONGO_IMAGE="$FERRETDB_TAG"
         BRIGADE_REQUIRE_MONGO=1 timeout 900 cargo test --quiet --workspace --all-features)
     timed "testcontainers: store tests" "${run[@]}" --test suite mongo_store::
-    timed "testcontainers: model and conformance on mongo" "${run[@]}" --test suite the_mongo_store_agrees passes_on_the_mongo_store
+    timed "testcontainers: model and conformance on mongo" "${run[@]}" --test suite -- the_mongo_store_agrees passes_on_the_mongo_store
     kill "$service" 2>/dev/null || true
     wait "$service" 2>/dev/null || true
     remove_test_containers
