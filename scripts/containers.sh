@@ -418,8 +418,9 @@ stop_loopback() {
 
 # Item 3: the MongoDB tests through testcontainers, not MONGODB_URI: podman's Docker-compatible API
 # on a socket (DOCKER_HOST), the local FerretDB image as a generic image (BRIGADE_MONGO_IMAGE, ready
-# at its "Listening on" line). Only the MongoDB test binaries and filters, on the test build CI already
-# made (--workspace --all-features: the same features, so nothing is rebuilt).
+# at its "Listening on" line). Only the MongoDB tests (each crate's `suite` binary, filtered by
+# name), on the test build CI already made (--workspace --all-features: the same features, so
+# nothing is rebuilt).
 testcontainers() {
     local socket=/run/podman/podman.sock service
     ferretdb_image
@@ -432,8 +433,8 @@ testcontainers() {
     [[ -S "$socket" ]] || die "podman system service did not open $socket"
     local run=(env -u MONGODB_URI DOCKER_HOST="unix://$socket" BRIGADE_MONGO_IMAGE="$FERRETDB_TAG"
         BRIGADE_REQUIRE_MONGO=1 timeout 900 cargo test --quiet --workspace --all-features)
-    timed "testcontainers: store tests" "${run[@]}" --test mongo_store
-    timed "testcontainers: model and conformance on mongo" "${run[@]}" --test store_model --test conformance mongo
+    timed "testcontainers: store tests" "${run[@]}" --test suite mongo_store::
+    timed "testcontainers: model and conformance on mongo" "${run[@]}" --test suite -- the_mongo_store_agrees passes_on_the_mongo_store
     kill "$service" 2>/dev/null || true
     wait "$service" 2>/dev/null || true
     remove_test_containers

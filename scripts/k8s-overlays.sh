@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes deploy/k8s/overlays/<runtime>/kustomization.yaml for every runtime of the registry (from
 # `brigade runtimes --json`): the base with only the image tag changed. Run it after adding a runtime;
-# tests/containers.rs fails while the overlays and the registry differ.
+# tests/suite/containers.rs fails while the overlays and the registry differ.
 #
 # Usage: scripts/k8s-overlays.sh   (BRIGADE_BIN: the binary to ask, default: cargo run)
 set -euo pipefail

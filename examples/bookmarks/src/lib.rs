@@ -11,7 +11,7 @@
 //! - and the kit's standard routes: `/health`, `/ready`, `/bench/*`.
 //!
 //! [`services`] is what its binary serves (`bookmarks serve --runtime ... --store ...`, from
-//! `brigade-launch`); `tests/conformance.rs` runs the kit's checks and its own on every runtime ×
+//! `brigade-launch`); `tests/suite/conformance.rs` runs the kit's checks and its own on every runtime ×
 //! store; `scenarios/bookmarks.toml` is its load for `brigade load` and `brigade compare`.
 
 use std::sync::Arc;

@@ -129,7 +129,7 @@ pub(super) fn build(
          Brigade's generator, closed loop, with its per-second series."
             .to_owned(),
         "Not in this study (short forms in the test suite): a peer service stopped under load \
-         (`tests/conformance.rs`, the restaurant's peer-down checks)."
+         (`tests/suite/conformance.rs`, the restaurant's peer-down checks)."
             .to_owned(),
     ];
     if settings.quick {

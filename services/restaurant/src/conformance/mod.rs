@@ -2,7 +2,7 @@
 //! readiness, the error answers its route table implies, the bench endpoints), then every route and
 //! status code of its domain, the cross-service flows, the races, and a peer that is down — over real
 //! sockets, against a running deployment of the three services. Every runtime × store runs it (the
-//! root `tests/conformance.rs`, with `brigade_launch::conformance_matrix!`).
+//! root `tests/suite/conformance.rs`, with `brigade_launch::conformance_matrix!`).
 //!
 //! Checks are public so a failure names the rule that broke. Parts: `fixtures` (waiters and tables
 //! made through the API), `waiter` (CRUD and list rules), `input` (domain rules and hostile ids),

@@ -16,7 +16,7 @@
 //! exchange, a dispatcher between them, header maps): on `GET /bench/hello` that cost about a
 //! quarter more generator CPU per request than wrk (`scripts/bench-generator.sh`), so every light
 //! route became generator-bound sooner. The answers' semantics it handled are kept and tested
-//! (`tests/generator.rs`): content-length, chunked and close-delimited bodies, interim 1xx
+//! (`tests/suite/generator.rs`): content-length, chunked and close-delimited bodies, interim 1xx
 //! answers, `connection: close` from either side, HTTP/1.0 answers, timeouts and resets.
 
 mod chunked;

@@ -1,7 +1,7 @@
 //! The store conformance checks on MongoDB (or FerretDB), found by `testing::mongo_uri()`:
 //! `MONGODB_URI`, else a `mongo:7` container, else a loud skip (a failure under `BRIGADE_REQUIRE_MONGO=1`).
 //! Run: `bash scripts/ferretdb.sh start` then
-//! `MONGODB_URI=mongodb://127.0.0.1:27017/ cargo test -p brigade-kit --features testing --test mongo_store`.
+//! `MONGODB_URI=mongodb://127.0.0.1:27017/ cargo test -p brigade-kit --features testing --test suite mongo_store::`.
 
 use std::sync::Arc;
 use std::time::Duration;

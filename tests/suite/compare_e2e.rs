@@ -1103,6 +1103,7 @@ fn study_inproc_tiny_answers_alike_in_process_and_over_loopback() {
 #[test]
 fn compare_offers_one_open_loop_load_without_keepalive_to_every_runtime_and_gates_on_thresholds_and_a_baseline(
 ) {
+    let _alone = crate::measuring::alone();
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("first");
     let args = [
@@ -1281,6 +1282,7 @@ fn load_runs_the_bench_scenarios_on_any_service_and_fails_on_a_threshold_it_name
 
 #[test]
 fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime_and_itself() {
+    let _alone = crate::measuring::alone();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("side");
     // Three hyper servers at once: hyper#2 is hyper again (A/A), hyper#3 burns an extra 1 ms per
@@ -1429,6 +1431,7 @@ impl Drop for OwnCgroup {
 /// `axum#b`, the shape of containers beside loopback) judged against itself as a pair.
 #[test]
 fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
+    let _alone = crate::measuring::alone();
     let data = tempfile::tempdir().unwrap();
     let servers: Vec<(&str, &str, Served)> =
         [("axum", "axum"), ("axum#b", "axum"), ("hyper", "hyper")]
@@ -1594,6 +1597,7 @@ fn compare_stores_sets_every_store_against_memory_in_one_report() {
 /// report setting every runtime's figures over each protocol against h1.
 #[test]
 fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1() {
+    let _alone = crate::measuring::alone();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("protocols");
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))

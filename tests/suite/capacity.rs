@@ -36,13 +36,9 @@ fn brigade() -> Command {
     Command::new(env!("CARGO_BIN_EXE_brigade"))
 }
 
-/// The searches of this file one at a time: a planted cost burns CPU, and a second search beside
-/// it would be measuring the first.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::measuring::alone();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("slo");
     let handicap = |r: &str| format!("{r}={HANDICAP_US}");
@@ -171,7 +167,7 @@ fn serve_waiter(dir: &Path) -> (std::process::Child, String, Announcements) {
 
 #[test]
 fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_result() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::measuring::alone();
     let dir = tempfile::tempdir().unwrap();
     let (mut server, url, _announcements) = serve_waiter(dir.path());
     let json_path = dir.path().join("search.json");

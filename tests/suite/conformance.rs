@@ -23,11 +23,8 @@ async fn suite(d: Deployment) {
 
 brigade_launch::conformance_matrix!(restaurant(), suite);
 
-#[path = "conformance/corpus.rs"]
 mod corpus;
-#[path = "conformance/differential.rs"]
 mod differential;
-#[path = "conformance/protocols.rs"]
 mod protocols;
 
 /// The server limits, the same on every runtime (`brigade_kit::limits`), checked over raw sockets

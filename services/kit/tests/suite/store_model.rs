@@ -4,8 +4,8 @@
 //! items, order and total, must agree. The embedded store is also closed and reopened mid-sequence
 //! and at the end, and its lists (served by its indexes) checked again.
 //!
-//! Run: `cargo test -p brigade-kit --test store_model` (memory, embedded); with MongoDB:
-//! `MONGODB_URI=mongodb://127.0.0.1:27017/ cargo test -p brigade-kit --features testing --test store_model`.
+//! Run: `cargo test -p brigade-kit --test suite store_model` (memory, embedded); with MongoDB:
+//! `MONGODB_URI=mongodb://127.0.0.1:27017/ cargo test -p brigade-kit --features testing --test suite store_model`.
 //! Set `PROPTEST_CASES` to run more cases.
 
 use std::collections::BTreeMap;

@@ -5,19 +5,17 @@
 //! busy 2-core CI box may send ten requests where a quiet one sends ten thousand, and only a lower
 //! bound on a latency the server itself imposes (a stall, a timeout) is asserted.
 
-#[path = "generator/protocols.rs"]
 mod protocols;
-mod support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{self, Answer, Req};
 use brigade_load::engine::{self, LoadConfig};
 use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
-use support::{Answer, Req};
 
 pub(crate) fn config(url: &str) -> LoadConfig {
     LoadConfig {
