@@ -29,11 +29,10 @@
 
 mod conn;
 pub mod fetch;
-mod protocol;
 mod seconds;
 
+pub use crate::protocol::{Protocol, TlsClient};
 pub use conn::read_answer;
-pub use protocol::{Protocol, TlsClient};
 pub mod session;
 mod stats;
 mod worker;

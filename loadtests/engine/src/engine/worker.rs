@@ -17,9 +17,9 @@ use super::conn::http2::{self, Http2Stream, SharedConnection};
 use super::conn::{
     abandon, encode, exchange, Connection, Dialer, Exchange, Failure, Target, WireCount,
 };
-use super::protocol::Protocol;
 use super::seconds::SecondSeries;
 use super::stats::{HandshakeStats, RouteStats};
+use crate::protocol::Protocol;
 use crate::scenario::{Pools, RenderContext, Scenario};
 
 /// How late a paced send may leave without being charged to the server: the timer's granularity.

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::{Measured, Search, SloSearch, Stage, GENERATOR_SATURATED};
-use crate::cli::LoadArgs;
+use crate::args::LoadArgs;
 use crate::engine::{self, LoadConfig};
 use crate::registry::Registry;
 use crate::result::LoadResult;

@@ -677,12 +677,12 @@ pub struct SloArgs {
     pub slo: Vec<String>,
     /// The SLO search's first rate, requests/s [default: half the rate a closed-loop run at the
     /// same connections completes]
-    #[arg(long, value_name = "PER_S", value_parser = crate::cli::parse_rate)]
+    #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
     pub slo_start: Option<f64>,
     /// The SLO search's precision, percent: bisect until the bracket's ends are this close, and
     /// step down by it when a confirmation window fails
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_PRECISION * 100.0,
-          value_parser = crate::cli::parse_percent)]
+          value_parser = crate::parse::parse_percent)]
     pub slo_precision: f64,
     /// Windows of a confirmation at the found rate, every one must hold
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONFIRM_WINDOWS)]
@@ -691,7 +691,7 @@ pub struct SloArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS)]
     pub slo_repeats: u32,
     /// Say how many server CPUs this many requests/s needs at the capacity found
-    #[arg(long, value_name = "PER_S", value_parser = crate::cli::parse_rate)]
+    #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
     pub slo_target_rate: Option<f64>,
 }
 

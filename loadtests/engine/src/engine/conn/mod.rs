@@ -36,7 +36,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use super::protocol::Protocol;
+use crate::protocol::Protocol;
 use tls::{Handshake, TlsWire};
 
 use chunked::Chunked;

@@ -36,7 +36,7 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use super::{Failure, Target};
-use crate::engine::protocol::{Protocol, TlsClient};
+use crate::protocol::{Protocol, TlsClient};
 
 /// Sessions one generator thread's client cache keeps for resumption.
 const SESSION_CACHE: usize = 1024;
