@@ -311,42 +311,12 @@ impl Search {
         }
         let (held, why) = self.judge(measured);
         self.outcome.curve.push(point(measured, held, stage, why));
-        let precision = self.settings.precision;
         if let Some(why) = self.generator_bound(measured, held) {
             self.abandon(format!("generator-bound at {}: {why}", rate_words(rate)));
             return;
         }
         match self.phase {
-            Phase::Ramp { .. } => {
-                if held {
-                    self.low = Some(self.low.map_or(rate, |l: f64| l.max(rate)));
-                } else {
-                    self.high = Some(self.high.map_or(rate, |h: f64| h.min(rate)));
-                }
-                match (self.low, self.high) {
-                    (Some(_), Some(_)) => self.bracketed(),
-                    (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => {
-                        self.stop(format!(
-                            "every SLO holds at {}, the highest rate the search may offer",
-                            rate_words(rate)
-                        ))
-                    }
-                    (Some(_), None) => {
-                        self.phase = Phase::Ramp {
-                            rate: rate * GROWTH,
-                        }
-                    }
-                    (None, _) if rate / GROWTH < self.settings.floor_per_s => self.stop(format!(
-                        "the SLO fails even at {}, the lowest rate the search may offer",
-                        rate_words(rate)
-                    )),
-                    (None, _) => {
-                        self.phase = Phase::Ramp {
-                            rate: rate / GROWTH,
-                        }
-                    }
-                }
-            }
+            Phase::Ramp { .. } => self.ramp(rate, held),
             Phase::Bisect => {
                 if held {
                     self.low = Some(rate);
@@ -360,30 +330,7 @@ impl Search {
                 rate,
                 held: windows,
                 downs,
-            } => {
-                if held && windows + 1 < self.settings.confirm_windows {
-                    self.phase = Phase::Confirm {
-                        repeat,
-                        rate,
-                        held: windows + 1,
-                        downs,
-                    };
-                } else if held {
-                    self.confirmed(repeat, rate);
-                } else if downs + 1 > MAX_STEP_DOWNS {
-                    self.unconfirmed(repeat, rate);
-                } else {
-                    // Each step down doubles (2%, 4%, 8%, then 16% at most): a latency too noisy
-                    // to hold near the bracket reaches a rate that holds in a few steps.
-                    let step = precision * f64::from(1u32 << downs.min(STEP_DOUBLINGS));
-                    self.phase = Phase::Confirm {
-                        repeat,
-                        rate: rate * (1.0 - step.min(0.5)),
-                        held: 0,
-                        downs: downs + 1,
-                    };
-                }
-            }
+            } => self.confirm(held, repeat, rate, windows, downs),
             Phase::Done => {}
         }
         if !self.is_done() && self.outcome.steps >= self.settings.max_steps {
@@ -391,6 +338,63 @@ impl Search {
                 "stopped after {} steps, the most a search may take",
                 self.outcome.steps
             ));
+        }
+    }
+
+    /// A ramp step at `rate` has been judged: widen the bracket, or double or halve the rate.
+    fn ramp(&mut self, rate: f64, held: bool) {
+        if held {
+            self.low = Some(self.low.map_or(rate, |l: f64| l.max(rate)));
+        } else {
+            self.high = Some(self.high.map_or(rate, |h: f64| h.min(rate)));
+        }
+        match (self.low, self.high) {
+            (Some(_), Some(_)) => self.bracketed(),
+            (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => self.stop(format!(
+                "every SLO holds at {}, the highest rate the search may offer",
+                rate_words(rate)
+            )),
+            (Some(_), None) => {
+                self.phase = Phase::Ramp {
+                    rate: rate * GROWTH,
+                }
+            }
+            (None, _) if rate / GROWTH < self.settings.floor_per_s => self.stop(format!(
+                "the SLO fails even at {}, the lowest rate the search may offer",
+                rate_words(rate)
+            )),
+            (None, _) => {
+                self.phase = Phase::Ramp {
+                    rate: rate / GROWTH,
+                }
+            }
+        }
+    }
+
+    /// Window `windows` of confirmation `repeat` at `rate` has been judged (`downs` steps down
+    /// so far): the next window, the capacity confirmed, or a step down.
+    fn confirm(&mut self, held: bool, repeat: u32, rate: f64, windows: u32, downs: u32) {
+        if held && windows + 1 < self.settings.confirm_windows {
+            self.phase = Phase::Confirm {
+                repeat,
+                rate,
+                held: windows + 1,
+                downs,
+            };
+        } else if held {
+            self.confirmed(repeat, rate);
+        } else if downs + 1 > MAX_STEP_DOWNS {
+            self.unconfirmed(repeat, rate);
+        } else {
+            // Each step down doubles (2%, 4%, 8%, then 16% at most): a latency too noisy
+            // to hold near the bracket reaches a rate that holds in a few steps.
+            let step = self.settings.precision * f64::from(1u32 << downs.min(STEP_DOUBLINGS));
+            self.phase = Phase::Confirm {
+                repeat,
+                rate: rate * (1.0 - step.min(0.5)),
+                held: 0,
+                downs: downs + 1,
+            };
         }
     }
 

@@ -268,6 +268,9 @@ impl Connection {
     }
 
     /// Writes `request` and reads its whole answer.
+    // Why longer than a screen: this is every HTTP/1.1 request's path (write, read the head, read
+    // the body by its framing); each part split into an async helper would add an await per
+    // request, and the framings read best side by side.
     async fn round_trip(
         &mut self,
         request: &[u8],
