@@ -167,7 +167,7 @@ pub fn run_shard(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> 
 /// Sends the scenario's setup steps once, as a run would, and returns the fixtures they made, for
 /// the shards of a run to share (`brigade load --setup-only --fixtures FILE`).
 pub fn make_fixtures(config: &LoadConfig, scenario: &Scenario) -> Result<Fixtures> {
-    let (targets, _) = resolve_targets(scenario, &config.targets, config.protocol)?;
+    let (targets, _) = conn::resolve_targets(scenario, &config.targets, config.protocol)?;
     let tls = check_tls(config, &targets)?;
     let seq = AtomicU64::new(0);
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
@@ -192,7 +192,8 @@ fn run_planned(
 ) -> Result<LoadResult> {
     check_config(config)?;
     let layout = Layout::new(config, scenario, plan)?;
-    let (targets, target_names) = resolve_targets(scenario, &config.targets, config.protocol)?;
+    let (targets, target_names) =
+        conn::resolve_targets(scenario, &config.targets, config.protocol)?;
     let tls = check_tls(config, &targets)?;
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
     let (encoded, prebuilt) = prepare_requests(config, scenario, &targets);
@@ -711,37 +712,6 @@ fn check_tls(config: &LoadConfig, targets: &[Target]) -> Result<Option<Arc<rustl
         runtime.block_on(conn::tls::probe(&tls, config.protocol, target))?;
     }
     Ok(Some(tls))
-}
-
-/// Resolves the scenario's services to targets (by service index) and names them `service=url`.
-fn resolve_targets(
-    scenario: &Scenario,
-    given: &BTreeMap<String, String>,
-    protocol: Protocol,
-) -> Result<(Vec<Target>, Vec<String>)> {
-    let mut targets = Vec::new();
-    let mut names = Vec::new();
-    for service in scenario.services() {
-        let url = given
-            .get(&service)
-            .or_else(|| given.get("*"))
-            .ok_or_else(|| {
-                anyhow!(
-                    "scenario {} needs a target for service {service:?} (give --target URL or --target {service}=URL); it uses: {}",
-                    scenario.name(),
-                    scenario.services().join(", ")
-                )
-            })?;
-        let target = Target::parse(url)?;
-        if target.https && !protocol.tls() {
-            bail!(
-                "{url} is https://, but --protocol {protocol} is plaintext: pass --protocol h1-tls or --protocol h2-tls"
-            );
-        }
-        targets.push(target);
-        names.push(format!("{service}={url}"));
-    }
-    Ok((targets, names))
 }
 
 /// Sends the scenario's setup steps, one after the other, and returns the pools they filled.

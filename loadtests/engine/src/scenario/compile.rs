@@ -2,6 +2,7 @@
 //! template parsed, every mistake an author can make refused with the reason.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use http::header::HeaderName;
@@ -46,7 +47,23 @@ struct RawRequest {
     capture: BTreeMap<String, String>,
 }
 
+// `parse` and `from_file` are here, beside the TOML shape they read, so `mod.rs` (the types) never
+// imports this file back.
 impl Scenario {
+    /// A scenario from a TOML file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario> {
+        let path = path.as_ref();
+        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES, "scenario")?;
+        Scenario::parse(&text, &path.display().to_string())
+            .with_context(|| format!("scenario {}", path.display()))
+    }
+
+    /// Parses TOML text; `label` is what results call it (the built-in name or the file's path).
+    pub fn parse(text: &str, label: &str) -> Result<Scenario> {
+        let raw: RawScenario = toml::from_str(text).context("invalid scenario TOML")?;
+        Scenario::compile(raw, label)
+    }
+
     pub(super) fn compile(raw: RawScenario, label: &str) -> Result<Scenario> {
         if raw.requests.is_empty() {
             bail!("a scenario needs at least one [[request]]");
