@@ -1,7 +1,9 @@
 //! Latency histograms: one HdrHistogram per generator thread and route, in microseconds, merged at
 //! the end of a run. Memory is fixed by the range and precision, never by the run's length, and the
 //! serialized form (HdrHistogram's V2 + deflate, base64) travels in the JSON result so runs can be
-//! merged and compared later without losing the distribution.
+//! merged and compared later without losing the distribution. The [`Latency`] summary a histogram
+//! gives lives here and is part of the result's JSON (re-exported as `result::Latency`), so the
+//! histograms import nothing of the result.
 
 use std::time::Duration;
 
@@ -9,8 +11,24 @@ use anyhow::{Context, Result};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
-use crate::result::Latency;
+/// Latency figures in milliseconds (open loop: from the intended send time).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
 
 /// Smallest latency told apart: 1 µs.
 pub const LOWEST_US: u64 = 1;

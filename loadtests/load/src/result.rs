@@ -1,7 +1,11 @@
 //! The result of one load run: what `brigade load --json` writes and what `brigade compare` reads.
 //! This is the contract between the generator (`engine`) and the comparison (`compare`, `report`).
+//! It sits above the histograms (their [`Latency`] summary and their encoding) and below everything
+//! that measures or reads runs: nothing it imports imports it back.
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::histogram::Latency;
 
 /// The settings a run was made with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,7 +45,7 @@ pub struct LoadSettings {
     pub shard: Option<crate::shard::Shard>,
     /// The wire protocol (`h1` in results written before there was a choice).
     #[serde(default)]
-    pub protocol: crate::engine::Protocol,
+    pub protocol: crate::protocol::Protocol,
     /// HTTP/2 requests in flight per connection (1 for HTTP/1.1).
     #[serde(default = "one_stream")]
     pub streams: u32,
@@ -49,23 +53,6 @@ pub struct LoadSettings {
 
 fn one_stream() -> u32 {
     1
-}
-
-/// Latency figures in milliseconds (open loop: from the intended send time).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Mean.
-    pub mean_ms: f64,
-    /// Median.
-    pub p50_ms: f64,
-    /// 90th percentile.
-    pub p90_ms: f64,
-    /// 99th percentile.
-    pub p99_ms: f64,
-    /// 99.9th percentile.
-    pub p999_ms: f64,
-    /// Largest.
-    pub max_ms: f64,
 }
 
 /// Failed requests by kind.

@@ -22,7 +22,7 @@ pub fn grouped(n: u64) -> String {
 /// handshakes.
 fn write_protocol(out: &mut String, result: &LoadResult) {
     let s = &result.settings;
-    if s.protocol != crate::engine::Protocol::H1 {
+    if s.protocol != crate::protocol::Protocol::H1 {
         let streams = if s.protocol.http2() {
             format!(", {} stream(s) per connection", s.streams)
         } else {
@@ -57,8 +57,19 @@ fn write_protocol(out: &mut String, result: &LoadResult) {
 
 /// Renders `result` as a plain-text table.
 pub fn render(result: &LoadResult) -> String {
-    let s = &result.settings;
     let mut out = String::new();
+    write_heading(&mut out, result);
+    write_protocol(&mut out, result);
+    out.push('\n');
+    write_routes(&mut out, result);
+    out.push('\n');
+    write_footer(&mut out, result);
+    out
+}
+
+/// The run's model, window, threads, targets and seed.
+fn write_heading(out: &mut String, result: &LoadResult) {
+    let s = &result.settings;
     let model = match (s.rate, s.users) {
         (Some(rate), _) => format!("open loop {rate} req/s over {} connections", s.connections),
         (None, Some(users)) => format!("closed loop {users} users"),
@@ -84,9 +95,10 @@ pub fn render(result: &LoadResult) -> String {
             "seed: {seed} (--seed {seed} sends the same requests again)"
         );
     }
-    write_protocol(&mut out, result);
-    out.push('\n');
+}
 
+/// One row per route (and the total under a rule when there are several), columns aligned.
+fn write_routes(out: &mut String, result: &LoadResult) {
     let header = [
         "route", "requests", "hits/s", "KiB/s", "mean ms", "p50 ms", "p90 ms", "p99 ms",
         "p99.9 ms", "max ms", "errors",
@@ -120,8 +132,11 @@ pub fn render(result: &LoadResult) -> String {
         }
         let _ = writeln!(out, "{}", line(r));
     }
+}
 
-    out.push('\n');
+/// Errors by kind (in total and per route), bandwidth, generator CPU, the open loop's note.
+fn write_footer(out: &mut String, result: &LoadResult) {
+    let s = &result.settings;
     let e = &result.total.errors;
     if e.total() == 0 {
         let _ = writeln!(out, "errors: none");
@@ -148,7 +163,6 @@ pub fn render(result: &LoadResult) -> String {
     if s.rate.is_some() {
         let _ = writeln!(out, "latency is measured from each request's intended send time (coordinated omission corrected)");
     }
-    out
 }
 
 fn row(r: &RouteResult) -> [String; 11] {

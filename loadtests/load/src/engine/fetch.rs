@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::conn::http2::{self, Http2Stream};
 use super::conn::{encode, exchange, tls, Dialer, Exchange, Failure, Target, WireCount};
-use super::{Protocol, TlsClient};
+use crate::protocol::{Protocol, TlsClient};
 use crate::scenario::RenderedRequest;
 
 /// `GET {base}{path}` over `protocol` (its TLS client as `tls` says; a new connection, closed

@@ -29,11 +29,10 @@
 
 mod conn;
 pub mod fetch;
-mod protocol;
 mod seconds;
 
+pub use crate::protocol::{Protocol, TlsClient};
 pub use conn::read_answer;
-pub use protocol::{Protocol, TlsClient};
 pub mod session;
 mod stats;
 mod worker;
@@ -48,7 +47,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::result::{LoadResult, LoadSettings, Window};
 use crate::scenario::{Pools, Scenario};
-use crate::shard::{Fixtures, ShardPlan};
+use crate::shard::{Fixtures, Shard, ShardPlan};
 use conn::Target;
 use stats::RouteStats;
 use worker::{Pace, Progress, Share, Shared};
@@ -168,7 +167,7 @@ pub fn run_shard(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> 
 /// Sends the scenario's setup steps once, as a run would, and returns the fixtures they made, for
 /// the shards of a run to share (`brigade load --setup-only --fixtures FILE`).
 pub fn make_fixtures(config: &LoadConfig, scenario: &Scenario) -> Result<Fixtures> {
-    let (targets, _) = resolve_targets(scenario, &config.targets, config.protocol)?;
+    let (targets, _) = conn::resolve_targets(scenario, &config.targets, config.protocol)?;
     let tls = check_tls(config, &targets)?;
     let seq = AtomicU64::new(0);
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
@@ -182,12 +181,84 @@ pub fn make_fixtures(config: &LoadConfig, scenario: &Scenario) -> Result<Fixture
     ))
 }
 
+/// One run, whole or a shard: checks the config, lays the run out over threads, sends the setup,
+/// starts the threads together, watches them, and adds up what they measured. Each phase is a
+/// function below; none of them is on the per-request path.
 fn run_planned(
     config: &LoadConfig,
     scenario: &Scenario,
     notify: Option<std::sync::mpsc::Sender<Instant>>,
     plan: &ShardPlan,
 ) -> Result<LoadResult> {
+    check_config(config)?;
+    let layout = Layout::new(config, scenario, plan)?;
+    let (targets, target_names) =
+        conn::resolve_targets(scenario, &config.targets, config.protocol)?;
+    let tls = check_tls(config, &targets)?;
+    let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
+    let (encoded, prebuilt) = prepare_requests(config, scenario, &targets);
+
+    let shared = Arc::new(Shared {
+        scenario: scenario.clone(),
+        targets,
+        keepalive: config.keepalive,
+        timeout: config.timeout,
+        think: config.think,
+        warmup: config.warmup,
+        duration: config.duration,
+        requests: layout.requests,
+        claimed: AtomicU64::new(0),
+        seq: AtomicU64::new(0),
+        spacing: plan
+            .shard
+            .spacing(plan.fixtures.as_ref().map_or(0, |f| f.seq_used)),
+        seed,
+        encoded,
+        prebuilt,
+        protocol: config.protocol,
+        streams: config.streams,
+        tls,
+        resumption: config.tls.resumption,
+        start: OnceLock::new(),
+    });
+
+    let started_at = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let filled = match &plan.fixtures {
+        Some(fixtures) => fixtures.pools_for(scenario, plan.shard)?,
+        None => run_setup(&shared).context("scenario setup (fixtures) failed")?,
+    };
+    let pools = scenario.share_pools(&filled, layout.threads);
+    let shares = layout.shares(config.streams);
+    // An agreed start: checked before any thread starts, so a failure leaves none waiting.
+    let start_at = agreed_start(plan)?;
+    let threads = start_threads(&shared, shares, pools, layout.cpus.as_deref(), start_at)?;
+
+    let measure_start = shared.measure_start();
+    if let Some(tx) = notify {
+        let _ = tx.send(measure_start);
+    }
+    let watched = watch(config, &shared, &threads, measure_start);
+    let joined = join_threads(threads.handles, scenario.routes().len())?;
+    let window = MeasuredWindow::new(config, measure_start, &watched);
+    Ok(assemble_result(
+        config,
+        scenario,
+        &layout,
+        Assembled {
+            target_names,
+            seed,
+            started_at,
+            window,
+            joined,
+        },
+    ))
+}
+
+/// Refuses a config no run can keep: no end, a zero duration, count or timeout, streams that
+/// HTTP/1.1 cannot carry.
+fn check_config(config: &LoadConfig) -> Result<()> {
     if config.duration.is_none() && config.requests.is_none() {
         bail!("a run needs a duration or a request count");
     }
@@ -206,152 +277,175 @@ fn run_planned(
             config.streams
         );
     }
-    let streams = config.streams;
-    let open = match config.rate {
-        Some(r) if !(r.is_finite() && r > 0.0) => {
-            bail!("the rate must be a positive number of requests per second")
-        }
-        Some(r) => Some(r),
-        None => None,
-    };
-    let tasks = match open {
-        Some(_) => config.connections,
-        None => config.users.unwrap_or(config.connections),
-    };
-    if tasks == 0 {
-        bail!("at least one user (closed loop) or connection (open loop) is needed");
-    }
-    // This shard's users (a block of the run's numbers) or paced connections (every count-th of
-    // the run's, each keeping its place in the run's schedule), and its part of the request budget.
-    let shard = plan.shard;
-    let mine: Vec<u32> = match open {
-        None => {
-            let (first, len) = shard.block(u64::from(tasks));
-            (first as u32..(first + len) as u32).collect()
-        }
-        Some(_) => (0..tasks).filter(|&c| shard.owns(u64::from(c))).collect(),
-    };
-    if mine.is_empty() {
-        bail!(
-            "shard {shard} has nothing to run: the run has {tasks} user(s)/connection(s), fewer than its {} shards",
-            shard.count
-        );
-    }
-    let requests = config.requests.map(|n| shard.block(n).1);
-    if requests == Some(0) {
-        bail!("shard {shard} has no request to send: --requests is smaller than the shard count");
-    }
-    if !shard.is_whole() && plan.fixtures.is_none() && !scenario.setup().is_empty() {
-        bail!(
-            "scenario {} makes fixtures: make them once with `--setup-only --fixtures FILE` and give every shard `--fixtures FILE`",
-            scenario.name()
-        );
-    }
-    let cpus = config.cpus.clone().filter(|c| !c.is_empty());
-    let wanted_threads = match (config.threads, &cpus) {
-        (0, Some(c)) => c.len(),
-        (0, None) => usable_cpus(),
-        (n, _) => n as usize,
-    };
-    let threads = wanted_threads.clamp(1, mine.len());
+    Ok(())
+}
 
-    let (targets, target_names) = resolve_targets(scenario, &config.targets, config.protocol)?;
-    let tls = check_tls(config, &targets)?;
-    let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
-    let (encoded, prebuilt) = prepare_requests(config, scenario, &targets);
+/// How one run (or this shard of it) is laid out: the loop, its users or paced connections,
+/// this shard's share of them and of the request budget, and the threads that carry them.
+struct Layout {
+    /// Open loop: the run's rate; `None` for a closed loop.
+    open: Option<f64>,
+    /// The whole run's users (closed loop) or paced connections (open loop).
+    tasks: u32,
+    /// This shard's users (a block of the run's numbers) or paced connections (every count-th of
+    /// the run's, each keeping its place in the run's schedule).
+    mine: Vec<u32>,
+    /// This shard's part of the request budget.
+    requests: Option<u64>,
+    /// Generator threads, at most one per task of this shard.
+    threads: usize,
+    /// The CPUs to pin the threads to, when given.
+    cpus: Option<Vec<usize>>,
+    /// The shard this generator runs (the whole run unless `--shard`).
+    shard: Shard,
+}
 
-    let shared = Arc::new(Shared {
-        scenario: scenario.clone(),
-        targets,
-        keepalive: config.keepalive,
-        timeout: config.timeout,
-        think: config.think,
-        warmup: config.warmup,
-        duration: config.duration,
-        requests,
-        claimed: AtomicU64::new(0),
-        seq: AtomicU64::new(0),
-        spacing: shard.spacing(plan.fixtures.as_ref().map_or(0, |f| f.seq_used)),
-        seed,
-        encoded,
-        prebuilt,
-        protocol: config.protocol,
-        streams,
-        tls,
-        resumption: config.tls.resumption,
-        start: OnceLock::new(),
-    });
-
-    let started_at = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    let filled = match &plan.fixtures {
-        Some(fixtures) => fixtures.pools_for(scenario, shard)?,
-        None => run_setup(&shared).context("scenario setup (fixtures) failed")?,
-    };
-    let pools = scenario.share_pools(&filled, threads);
-
-    // Deal the users / paced connections out to the threads.
-    let my_tasks = mine.len() as u32;
-    let mut shares: Vec<Share> = match open {
-        None => {
-            let mut first = mine[0];
-            (0..threads as u32)
-                .map(|t| {
-                    let users =
-                        my_tasks / threads as u32 + u32::from(t < my_tasks % threads as u32);
-                    first += users;
-                    Share::Closed {
-                        users,
-                        first: first - users,
-                    }
-                })
-                .collect()
-        }
-        Some(rate) => {
-            // Connection `c`'s streams are the schedule's slots `c * streams ..`: sends spread
-            // evenly over connections × streams paced senders.
-            let mut v: Vec<Vec<Vec<Pace>>> = vec![Vec::new(); threads];
-            let slots = u64::from(tasks) * u64::from(streams);
-            for (i, &c) in mine.iter().enumerate() {
-                v[i % threads].push(
-                    (0..u64::from(streams))
-                        .map(|s| Pace {
-                            first: u64::from(c) * u64::from(streams) + s,
-                            stride: slots,
-                            rate,
-                        })
-                        .collect(),
-                );
+impl Layout {
+    /// The layout `config` and `plan` ask for, or why there is none.
+    fn new(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> Result<Layout> {
+        let open = match config.rate {
+            Some(r) if !(r.is_finite() && r > 0.0) => {
+                bail!("the rate must be a positive number of requests per second")
             }
-            v.into_iter()
-                .map(|connections| Share::Open { connections })
-                .collect()
+            Some(r) => Some(r),
+            None => None,
+        };
+        let tasks = match open {
+            Some(_) => config.connections,
+            None => config.users.unwrap_or(config.connections),
+        };
+        if tasks == 0 {
+            bail!("at least one user (closed loop) or connection (open loop) is needed");
         }
-    };
+        let shard = plan.shard;
+        let mine: Vec<u32> = match open {
+            None => {
+                let (first, len) = shard.block(u64::from(tasks));
+                (first as u32..(first + len) as u32).collect()
+            }
+            Some(_) => (0..tasks).filter(|&c| shard.owns(u64::from(c))).collect(),
+        };
+        if mine.is_empty() {
+            bail!(
+                "shard {shard} has nothing to run: the run has {tasks} user(s)/connection(s), fewer than its {} shards",
+                shard.count
+            );
+        }
+        let requests = config.requests.map(|n| shard.block(n).1);
+        if requests == Some(0) {
+            bail!(
+                "shard {shard} has no request to send: --requests is smaller than the shard count"
+            );
+        }
+        if !shard.is_whole() && plan.fixtures.is_none() && !scenario.setup().is_empty() {
+            bail!(
+                "scenario {} makes fixtures: make them once with `--setup-only --fixtures FILE` and give every shard `--fixtures FILE`",
+                scenario.name()
+            );
+        }
+        let cpus = config.cpus.clone().filter(|c| !c.is_empty());
+        let wanted_threads = match (config.threads, &cpus) {
+            (0, Some(c)) => c.len(),
+            (0, None) => usable_cpus(),
+            (n, _) => n as usize,
+        };
+        let threads = wanted_threads.clamp(1, mine.len());
+        Ok(Layout {
+            open,
+            tasks,
+            mine,
+            requests,
+            threads,
+            cpus,
+            shard,
+        })
+    }
 
-    // An agreed start: checked before any thread starts, so a failure leaves none waiting.
-    let start_at = match plan.start_at {
-        Some(at) => {
-            let wait = at.duration_since(SystemTime::now()).map_err(|late| {
-                anyhow!(
-                    "--start-at was {:.1} s ago: the shards would not start together (choose a later time)",
-                    late.duration().as_secs_f64()
-                )
-            })?;
-            Some(Instant::now() + wait)
+    /// This shard's users or paced connections.
+    fn my_tasks(&self) -> u32 {
+        self.mine.len() as u32
+    }
+
+    /// Deals the users / paced connections out to the threads, one [`Share`] each.
+    fn shares(&self, streams: u32) -> Vec<Share> {
+        let (threads, my_tasks) = (self.threads, self.my_tasks());
+        match self.open {
+            None => {
+                let mut first = self.mine[0];
+                (0..threads as u32)
+                    .map(|t| {
+                        let users =
+                            my_tasks / threads as u32 + u32::from(t < my_tasks % threads as u32);
+                        first += users;
+                        Share::Closed {
+                            users,
+                            first: first - users,
+                        }
+                    })
+                    .collect()
+            }
+            Some(rate) => {
+                // Connection `c`'s streams are the schedule's slots `c * streams ..`: sends spread
+                // evenly over connections × streams paced senders.
+                let mut v: Vec<Vec<Vec<Pace>>> = vec![Vec::new(); threads];
+                let slots = u64::from(self.tasks) * u64::from(streams);
+                for (i, &c) in self.mine.iter().enumerate() {
+                    v[i % threads].push(
+                        (0..u64::from(streams))
+                            .map(|s| Pace {
+                                first: u64::from(c) * u64::from(streams) + s,
+                                stride: slots,
+                                rate,
+                            })
+                            .collect(),
+                    );
+                }
+                v.into_iter()
+                    .map(|connections| Share::Open { connections })
+                    .collect()
+            }
         }
-        None => None,
+    }
+}
+
+/// The instant `--start-at` names, or `None` without one; an error when it has passed.
+fn agreed_start(plan: &ShardPlan) -> Result<Option<Instant>> {
+    let Some(at) = plan.start_at else {
+        return Ok(None);
     };
+    let wait = at.duration_since(SystemTime::now()).map_err(|late| {
+        anyhow!(
+            "--start-at was {:.1} s ago: the shards would not start together (choose a later time)",
+            late.duration().as_secs_f64()
+        )
+    })?;
+    Ok(Some(Instant::now() + wait))
+}
+
+/// The generator threads of a run, started, and what each reports its progress in.
+struct Threads {
+    handles: Vec<std::thread::JoinHandle<Result<worker::ThreadOutput>>>,
+    progress: Vec<Arc<Progress>>,
+}
+
+/// Starts one generator thread per share (pinned when `cpus` are given), waits until every one
+/// has built its runtime, and sets the clock they all start on: just ahead, or `start_at`.
+fn start_threads(
+    shared: &Arc<Shared>,
+    shares: Vec<Share>,
+    pools: Vec<Pools>,
+    cpus: Option<&[usize]>,
+    start_at: Option<Instant>,
+) -> Result<Threads> {
+    let threads = shares.len();
     let barrier = Arc::new(Barrier::new(threads + 1));
     let progress: Vec<Arc<Progress>> = (0..threads)
         .map(|_| Arc::new(Progress::default()))
         .collect();
     let mut handles = Vec::new();
-    for (t, pools) in pools.into_iter().enumerate() {
+    for (t, (pools, share)) in pools.into_iter().zip(shares).enumerate() {
         let shared = shared.clone();
-        let share = std::mem::replace(&mut shares[t], Share::Closed { users: 0, first: 0 });
-        let cpu = cpus.as_ref().map(|c| c[t % c.len()]);
+        let cpu = cpus.map(|c| c[t % c.len()]);
         let progress = progress[t].clone();
         let barrier = barrier.clone();
         let handle = std::thread::Builder::new()
@@ -364,109 +458,202 @@ fn run_planned(
     let t0 = (Instant::now() + Duration::from_millis(5)).max(start_at.unwrap_or(Instant::now()));
     shared.start.set(t0).expect("start set once");
     barrier.wait();
+    Ok(Threads { handles, progress })
+}
 
-    let measure_start = shared.measure_start();
-    if let Some(tx) = notify {
-        let _ = tx.send(measure_start);
-    }
-    let bar = ProgressView::new(config, &shared, &progress);
-    let mut process_cpu_at_start = None;
-    while !handles.iter().all(|h| h.is_finished()) {
+/// What the watching thread saw of a run: when it ended and the process's CPU time over it.
+struct Watched {
+    finished: Instant,
+    finished_wall: SystemTime,
+    /// The process's CPU seconds when measuring began (and that instant), once seen.
+    cpu_at_start: Option<(Instant, f64)>,
+    cpu_at_end: f64,
+}
+
+/// Waits for the threads to end, drawing the progress bar and reading the process's CPU time
+/// when the measured window opens and when the run ends.
+fn watch(
+    config: &LoadConfig,
+    shared: &Shared,
+    threads: &Threads,
+    measure_start: Instant,
+) -> Watched {
+    let bar = ProgressView::new(config, shared, &threads.progress);
+    let mut cpu_at_start = None;
+    while !threads.handles.iter().all(|h| h.is_finished()) {
         std::thread::sleep(Duration::from_millis(50));
         let now = Instant::now();
-        if process_cpu_at_start.is_none() && now >= measure_start {
-            process_cpu_at_start = Some((now, worker::process_cpu_s()));
+        if cpu_at_start.is_none() && now >= measure_start {
+            cpu_at_start = Some((now, worker::process_cpu_s()));
         }
         bar.tick(now);
     }
     let finished = Instant::now();
     let finished_wall = SystemTime::now();
-    let process_cpu_end = worker::process_cpu_s();
+    let cpu_at_end = worker::process_cpu_s();
     bar.finish();
+    Watched {
+        finished,
+        finished_wall,
+        cpu_at_start,
+        cpu_at_end,
+    }
+}
 
-    let mut routes = vec![RouteStats::default(); scenario.routes().len()];
-    let mut seconds = seconds::SecondSeries::default();
-    let mut thread_cpu = Vec::new();
-    let mut handshakes = stats::HandshakeStats::default();
+/// What the threads measured, added up.
+struct Joined {
+    routes: Vec<RouteStats>,
+    seconds: seconds::SecondSeries,
+    handshakes: stats::HandshakeStats,
+}
+
+/// Joins the threads and adds up their routes (`routes` of them), seconds and handshakes.
+fn join_threads(
+    handles: Vec<std::thread::JoinHandle<Result<worker::ThreadOutput>>>,
+    routes: usize,
+) -> Result<Joined> {
+    let mut joined = Joined {
+        routes: vec![RouteStats::default(); routes],
+        seconds: seconds::SecondSeries::default(),
+        handshakes: stats::HandshakeStats::default(),
+    };
     for h in handles {
         let out = h
             .join()
             .map_err(|_| anyhow!("a generator thread panicked"))??;
-        for (acc, r) in routes.iter_mut().zip(&out.routes) {
+        for (acc, r) in joined.routes.iter_mut().zip(&out.routes) {
             acc.merge(r);
         }
-        handshakes.merge(&out.handshakes);
-        seconds.merge(&out.seconds);
-        thread_cpu.push(if out.wall_s > 0.0 {
-            100.0 * out.cpu_s / out.wall_s
-        } else {
-            0.0
-        });
+        joined.handshakes.merge(&out.handshakes);
+        joined.seconds.merge(&out.seconds);
     }
+    Ok(joined)
+}
 
-    let measured_wall = finished
-        .saturating_duration_since(measure_start)
-        .as_secs_f64();
-    let elapsed_s = match config.duration {
-        Some(d) => d.as_secs_f64().min(measured_wall.max(f64::MIN_POSITIVE)),
-        None => measured_wall,
-    };
-    let window_start = crate::shard::unix_s(finished_wall)
-        - finished
+/// The measured window in seconds and on the wall clock, and the generator's CPU use over it.
+struct MeasuredWindow {
+    elapsed_s: f64,
+    start_unix_s: f64,
+    generator_cpu_percent: f64,
+}
+
+impl MeasuredWindow {
+    /// The window from `measure_start` to the end `watched` saw, no longer than the duration.
+    fn new(config: &LoadConfig, measure_start: Instant, watched: &Watched) -> MeasuredWindow {
+        let finished = watched.finished;
+        let measured_wall = finished
             .saturating_duration_since(measure_start)
             .as_secs_f64();
-    let generator_cpu_percent = match process_cpu_at_start {
-        Some((at, cpu)) if finished > at => {
-            100.0 * (process_cpu_end - cpu) / (finished - at).as_secs_f64()
+        let elapsed_s = match config.duration {
+            Some(d) => d.as_secs_f64().min(measured_wall.max(f64::MIN_POSITIVE)),
+            None => measured_wall,
+        };
+        let start_unix_s = crate::shard::unix_s(watched.finished_wall)
+            - finished
+                .saturating_duration_since(measure_start)
+                .as_secs_f64();
+        let generator_cpu_percent = match watched.cpu_at_start {
+            Some((at, cpu)) if finished > at => {
+                100.0 * (watched.cpu_at_end - cpu) / (finished - at).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        MeasuredWindow {
+            elapsed_s,
+            start_unix_s,
+            generator_cpu_percent,
         }
-        _ => 0.0,
-    };
+    }
+}
 
+/// What a run's result is made of besides its config, scenario and layout.
+struct Assembled {
+    target_names: Vec<String>,
+    seed: u64,
+    started_at: String,
+    window: MeasuredWindow,
+    joined: Joined,
+}
+
+/// The run's result: its settings, the per-route and total figures, the seconds and handshakes.
+fn assemble_result(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    layout: &Layout,
+    parts: Assembled,
+) -> LoadResult {
+    let Assembled {
+        target_names,
+        seed,
+        started_at,
+        window,
+        joined,
+    } = parts;
+    let elapsed_s = window.elapsed_s;
     let mut total = RouteStats::default();
-    for r in &routes {
+    for r in &joined.routes {
         total.merge(r);
     }
-    let routes = routes
+    let routes = joined
+        .routes
         .into_iter()
         .zip(scenario.routes())
         .map(|(r, name)| r.into_result(name.clone(), elapsed_s))
         .collect();
-    Ok(LoadResult {
-        settings: LoadSettings {
-            targets: target_names,
-            scenario: scenario.label().to_string(),
-            users: if open.is_none() { Some(my_tasks) } else { None },
-            rate: open.map(|r| r * f64::from(my_tasks) / f64::from(tasks)),
-            connections: my_tasks,
-            duration_s: config.duration.map(|d| d.as_secs_f64()),
-            requests,
-            warmup_s: config.warmup.as_secs_f64(),
-            keepalive: config.keepalive,
-            threads: threads as u32,
-            timeout_ms: config.timeout.as_millis() as u64,
-            think_ms: config.think.as_millis() as u64,
-            seed: Some(seed),
-            shard: (!shard.is_whole()).then_some(shard),
-            protocol: config.protocol,
-            streams,
-        },
+    LoadResult {
+        settings: settings_of(config, scenario, layout, target_names, seed),
         machine: crate::machine::describe(),
         started_at,
         elapsed_s,
-        generator_cpu_percent,
+        generator_cpu_percent: window.generator_cpu_percent,
         total: total.into_result("total".into(), elapsed_s),
         routes,
-        seconds: seconds.into_result(),
+        seconds: joined.seconds.into_result(),
         window: Some(Window {
-            start_unix_s: window_start,
-            end_unix_s: window_start + elapsed_s,
+            start_unix_s: window.start_unix_s,
+            end_unix_s: window.start_unix_s + elapsed_s,
         }),
         shards: Vec::new(),
         tls: config
             .protocol
             .tls()
-            .then(|| handshakes.into_result(elapsed_s)),
-    })
+            .then(|| joined.handshakes.into_result(elapsed_s)),
+    }
+}
+
+/// The settings a result records: this shard's users, rate, connections and requests.
+fn settings_of(
+    config: &LoadConfig,
+    scenario: &Scenario,
+    layout: &Layout,
+    target_names: Vec<String>,
+    seed: u64,
+) -> LoadSettings {
+    let my_tasks = layout.my_tasks();
+    LoadSettings {
+        targets: target_names,
+        scenario: scenario.label().to_string(),
+        users: if layout.open.is_none() {
+            Some(my_tasks)
+        } else {
+            None
+        },
+        rate: layout
+            .open
+            .map(|r| r * f64::from(my_tasks) / f64::from(layout.tasks)),
+        connections: my_tasks,
+        duration_s: config.duration.map(|d| d.as_secs_f64()),
+        requests: layout.requests,
+        warmup_s: config.warmup.as_secs_f64(),
+        keepalive: config.keepalive,
+        threads: layout.threads as u32,
+        timeout_ms: config.timeout.as_millis() as u64,
+        think_ms: config.think.as_millis() as u64,
+        seed: Some(seed),
+        shard: (!layout.shard.is_whole()).then_some(layout.shard),
+        protocol: config.protocol,
+        streams: config.streams,
+    }
 }
 
 /// Each request's bytes encoded once for HTTP/1.1, or its HTTP/2 request built once, when its
@@ -525,37 +712,6 @@ fn check_tls(config: &LoadConfig, targets: &[Target]) -> Result<Option<Arc<rustl
         runtime.block_on(conn::tls::probe(&tls, config.protocol, target))?;
     }
     Ok(Some(tls))
-}
-
-/// Resolves the scenario's services to targets (by service index) and names them `service=url`.
-fn resolve_targets(
-    scenario: &Scenario,
-    given: &BTreeMap<String, String>,
-    protocol: Protocol,
-) -> Result<(Vec<Target>, Vec<String>)> {
-    let mut targets = Vec::new();
-    let mut names = Vec::new();
-    for service in scenario.services() {
-        let url = given
-            .get(&service)
-            .or_else(|| given.get("*"))
-            .ok_or_else(|| {
-                anyhow!(
-                    "scenario {} needs a target for service {service:?} (give --target URL or --target {service}=URL); it uses: {}",
-                    scenario.name(),
-                    scenario.services().join(", ")
-                )
-            })?;
-        let target = Target::parse(url)?;
-        if target.https && !protocol.tls() {
-            bail!(
-                "{url} is https://, but --protocol {protocol} is plaintext: pass --protocol h1-tls or --protocol h2-tls"
-            );
-        }
-        targets.push(target);
-        names.push(format!("{service}={url}"));
-    }
-    Ok((targets, names))
 }
 
 /// Sends the scenario's setup steps, one after the other, and returns the pools they filled.

@@ -73,7 +73,8 @@ impl<'a> Session<'a> {
         timeout: Duration,
         seq: &'a AtomicU64,
     ) -> Result<Session<'a>> {
-        let (targets, _) = super::resolve_targets(scenario, targets, Dialer::plain().protocol)?;
+        let (targets, _) =
+            super::conn::resolve_targets(scenario, targets, Dialer::plain().protocol)?;
         Ok(Session::with_targets(scenario, targets, timeout, seq, None))
     }
 

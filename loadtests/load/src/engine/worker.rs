@@ -17,9 +17,9 @@ use super::conn::http2::{self, Http2Stream, SharedConnection};
 use super::conn::{
     abandon, encode, exchange, Connection, Dialer, Exchange, Failure, Target, WireCount,
 };
-use super::protocol::Protocol;
 use super::seconds::SecondSeries;
 use super::stats::{HandshakeStats, RouteStats};
+use crate::protocol::Protocol;
 use crate::scenario::{Pools, RenderContext, Scenario};
 
 /// How late a paced send may leave without being charged to the server: the timer's granularity.
@@ -136,10 +136,6 @@ pub(crate) struct ThreadOutput {
     pub(crate) routes: Vec<RouteStats>,
     /// Its requests second by second.
     pub(crate) seconds: SecondSeries,
-    /// CPU seconds this thread used during the measured window (and its drain).
-    pub(crate) cpu_s: f64,
-    /// Wall seconds from the measured window's start to this thread's end.
-    pub(crate) wall_s: f64,
     /// Its TLS handshakes in the measured window.
     pub(crate) handshakes: HandshakeStats,
 }
@@ -223,46 +219,11 @@ pub(crate) fn thread_main(
         progress,
     });
     let set = tokio::task::LocalSet::new();
-    let cpu_at_start = Rc::new(RefCell::new(None::<(Instant, f64)>));
     set.block_on(&runtime, async {
-        // Sample this thread's CPU clock when the measured window opens.
-        let sampler = {
-            let shared = shared.clone();
-            let cell = cpu_at_start.clone();
-            tokio::task::spawn_local(async move {
-                tokio::time::sleep_until(shared.measure_start().into()).await;
-                *cell.borrow_mut() = Some((Instant::now(), thread_cpu_s()));
-            })
-        };
-        let mut tasks = Vec::new();
-        match share {
-            Share::Closed { users, first } => {
-                for user in first..first + users {
-                    tasks.push(tokio::task::spawn_local(closed_user(
-                        local.clone(),
-                        u64::from(user),
-                    )));
-                }
-            }
-            Share::Open { connections } => {
-                for paces in connections {
-                    tasks.push(tokio::task::spawn_local(paced_connection(
-                        local.clone(),
-                        paces,
-                    )));
-                }
-            }
-        }
-        for t in tasks {
+        for t in spawn_share(&local, share) {
             let _ = t.await;
         }
-        sampler.abort();
     });
-    let end = Instant::now();
-    let (wall_s, cpu_s) = match *cpu_at_start.borrow() {
-        Some((at, cpu)) => ((end - at).as_secs_f64(), thread_cpu_s() - cpu),
-        None => (0.0, 0.0),
-    };
     drop(set);
     let routes = std::mem::take(&mut *local.stats.borrow_mut());
     let seconds = std::mem::take(&mut *local.seconds.borrow_mut());
@@ -270,10 +231,32 @@ pub(crate) fn thread_main(
     Ok(ThreadOutput {
         routes,
         seconds,
-        cpu_s,
-        wall_s,
         handshakes,
     })
+}
+
+/// Spawns a thread's users (closed loop) or paced connections (open loop) on its `LocalSet`.
+fn spawn_share(local: &Rc<Local>, share: Share) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    match share {
+        Share::Closed { users, first } => {
+            for user in first..first + users {
+                tasks.push(tokio::task::spawn_local(closed_user(
+                    local.clone(),
+                    u64::from(user),
+                )));
+            }
+        }
+        Share::Open { connections } => {
+            for paces in connections {
+                tasks.push(tokio::task::spawn_local(paced_connection(
+                    local.clone(),
+                    paces,
+                )));
+            }
+        }
+    }
+    tasks
 }
 
 /// Pins the calling thread to one CPU.
@@ -283,11 +266,6 @@ pub(crate) fn pin_current_thread(cpu: usize) -> Result<()> {
         .with_context(|| format!("CPU {cpu} is out of range"))?;
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
         .with_context(|| format!("Failed to pin a generator thread to CPU {cpu}"))
-}
-
-/// CPU seconds (user + system) the calling thread has used.
-pub(crate) fn thread_cpu_s() -> f64 {
-    rusage_s(nix::sys::resource::UsageWho::RUSAGE_THREAD)
 }
 
 /// CPU seconds (user + system) the whole process has used.

@@ -2,6 +2,7 @@
 //! template parsed, every mistake an author can make refused with the reason.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use http::header::HeaderName;
@@ -46,7 +47,23 @@ struct RawRequest {
     capture: BTreeMap<String, String>,
 }
 
+// `parse` and `from_file` are here, beside the TOML shape they read, so `mod.rs` (the types) never
+// imports this file back.
 impl Scenario {
+    /// A scenario from a TOML file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario> {
+        let path = path.as_ref();
+        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES, "scenario")?;
+        Scenario::parse(&text, &path.display().to_string())
+            .with_context(|| format!("scenario {}", path.display()))
+    }
+
+    /// Parses TOML text; `label` is what results call it (the built-in name or the file's path).
+    pub fn parse(text: &str, label: &str) -> Result<Scenario> {
+        let raw: RawScenario = toml::from_str(text).context("invalid scenario TOML")?;
+        Scenario::compile(raw, label)
+    }
+
     pub(super) fn compile(raw: RawScenario, label: &str) -> Result<Scenario> {
         if raw.requests.is_empty() {
             bail!("a scenario needs at least one [[request]]");
@@ -62,76 +79,11 @@ impl Scenario {
             routes: Vec::new(),
         };
 
-        let mut setup = Vec::new();
-        for (i, r) in raw.setup.iter().enumerate() {
-            if r.weight.is_some() {
-                bail!(
-                    "setup step {}: `weight` belongs to [[request]], a setup step has `times`",
-                    i + 1
-                );
-            }
-            let request = b
-                .request(r, &default_service, false)
-                .with_context(|| format!("setup step {}", i + 1))?;
-            setup.push(SetupStep {
-                request,
-                times: r.times.unwrap_or(1),
-            });
-        }
-        let mut requests = Vec::new();
-        for (i, r) in raw.requests.iter().enumerate() {
-            if r.times.is_some() {
-                bail!(
-                    "request {}: `times` belongs to [[setup]], a request has `weight`",
-                    i + 1
-                );
-            }
-            let spec = b.request(r, &default_service, true).with_context(|| {
-                format!(
-                    "request {} ({})",
-                    i + 1,
-                    r.name.clone().unwrap_or_else(|| r.path.clone())
-                )
-            })?;
-            requests.push(spec);
-        }
+        let setup = b.setup_steps(&raw.setup, &default_service)?;
+        let requests = b.requests(&raw.requests, &default_service)?;
 
-        // Every pool read from must be filled by someone, or the requests reading it could never run.
-        let mut filled = vec![false; b.pools.len()];
-        for c in setup
-            .iter()
-            .map(|s| &s.request)
-            .chain(&requests)
-            .flat_map(|r| &r.captures)
-        {
-            filled[c.pool] = true;
-        }
-        for (p, f) in b.pools.iter().zip(&filled) {
-            if !f {
-                bail!(
-                    "pool {:?} is read but no setup step or request captures into it",
-                    p.name
-                );
-            }
-        }
-        let mut pools = b.pools.clone();
-        for r in setup.iter().map(|s| &s.request).chain(&requests) {
-            for part in r.all_parts() {
-                if let Part::TakePool(p) = part {
-                    pools[*p].taken = true;
-                }
-            }
-        }
-
-        let mut cumulative = Vec::with_capacity(requests.len());
-        let mut sum = 0u64;
-        for r in &requests {
-            sum += u64::from(r.weight);
-            cumulative.push(sum);
-        }
-        if sum == 0 {
-            bail!("every request has weight 0");
-        }
+        let pools = checked_pools(&b.pools, &setup, &requests)?;
+        let cumulative = cumulative_weights(&requests)?;
         Ok(Scenario {
             name: raw.name,
             label: label.to_string(),
@@ -145,6 +97,73 @@ impl Scenario {
             pool_capacity: raw.pool_capacity.unwrap_or(DEFAULT_POOL_CAPACITY).max(1),
         })
     }
+}
+
+/// The pools, each checked to be filled by some capture (or the requests reading it could never
+/// run) and marked `taken` when some request takes from it.
+fn checked_pools(
+    pools: &[PoolSpec],
+    setup: &[SetupStep],
+    requests: &[RequestSpec],
+) -> Result<Vec<PoolSpec>> {
+    // Every pool read from must be filled by someone, or the requests reading it could never run.
+    let mut filled = vec![false; pools.len()];
+    for c in setup
+        .iter()
+        .map(|s| &s.request)
+        .chain(requests)
+        .flat_map(|r| &r.captures)
+    {
+        filled[c.pool] = true;
+    }
+    for (p, f) in pools.iter().zip(&filled) {
+        if !f {
+            bail!(
+                "pool {:?} is read but no setup step or request captures into it",
+                p.name
+            );
+        }
+    }
+    let mut pools = pools.to_vec();
+    for r in setup.iter().map(|s| &s.request).chain(requests) {
+        for part in r.all_parts() {
+            if let Part::TakePool(p) = part {
+                pools[*p].taken = true;
+            }
+        }
+    }
+    Ok(pools)
+}
+
+/// The requests' cumulative weights, for drawing the mix; refused when they are all 0.
+fn cumulative_weights(requests: &[RequestSpec]) -> Result<Vec<u64>> {
+    let mut cumulative = Vec::with_capacity(requests.len());
+    let mut sum = 0u64;
+    for r in requests {
+        sum += u64::from(r.weight);
+        cumulative.push(sum);
+    }
+    if sum == 0 {
+        bail!("every request has weight 0");
+    }
+    Ok(cumulative)
+}
+
+/// The values each pool must hold for a request to be formed: one per take, plus one when it
+/// picks from the pool.
+fn pool_needs(spec: &RequestSpec) -> Vec<(usize, usize)> {
+    let mut needs: BTreeMap<usize, (usize, bool)> = BTreeMap::new();
+    for part in spec.all_parts() {
+        match part {
+            Part::TakePool(p) => needs.entry(*p).or_default().0 += 1,
+            Part::PickPool(p) => needs.entry(*p).or_default().1 = true,
+            _ => {}
+        }
+    }
+    needs
+        .into_iter()
+        .map(|(p, (takes, picks))| (p, takes + usize::from(picks)))
+        .collect()
 }
 
 struct Builder<'a> {
@@ -168,6 +187,49 @@ impl Builder<'_> {
             taken: false,
         });
         self.pools.len() - 1
+    }
+
+    /// The `[[setup]]` steps, compiled (a step has `times`, not `weight`).
+    fn setup_steps(&mut self, raw: &[RawRequest], default_service: &str) -> Result<Vec<SetupStep>> {
+        let mut setup = Vec::new();
+        for (i, r) in raw.iter().enumerate() {
+            if r.weight.is_some() {
+                bail!(
+                    "setup step {}: `weight` belongs to [[request]], a setup step has `times`",
+                    i + 1
+                );
+            }
+            let request = self
+                .request(r, default_service, false)
+                .with_context(|| format!("setup step {}", i + 1))?;
+            setup.push(SetupStep {
+                request,
+                times: r.times.unwrap_or(1),
+            });
+        }
+        Ok(setup)
+    }
+
+    /// The `[[request]]`s, compiled (a request has `weight`, not `times`).
+    fn requests(&mut self, raw: &[RawRequest], default_service: &str) -> Result<Vec<RequestSpec>> {
+        let mut requests = Vec::new();
+        for (i, r) in raw.iter().enumerate() {
+            if r.times.is_some() {
+                bail!(
+                    "request {}: `times` belongs to [[setup]], a request has `weight`",
+                    i + 1
+                );
+            }
+            let spec = self.request(r, default_service, true).with_context(|| {
+                format!(
+                    "request {} ({})",
+                    i + 1,
+                    r.name.clone().unwrap_or_else(|| r.path.clone())
+                )
+            })?;
+            requests.push(spec);
+        }
+        Ok(requests)
     }
 
     fn request(
@@ -194,28 +256,8 @@ impl Builder<'_> {
             .map(|b| self.template(b))
             .transpose()
             .context("body")?;
-        let mut headers = Vec::new();
-        for (k, v) in &r.headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| anyhow!("bad header name {k:?}"))?;
-            headers.push((
-                name,
-                self.template(v).with_context(|| format!("header {k}"))?,
-            ));
-        }
-        let mut captures = Vec::new();
-        for (pool, pointer) in &r.capture {
-            if self.vars.contains_key(pool) {
-                bail!("capture into {pool:?}, which is a [vars] list, not a pool");
-            }
-            if !pointer.is_empty() && !pointer.starts_with('/') {
-                bail!("capture {pool}: {pointer:?} is not a JSON pointer (they start with /)");
-            }
-            captures.push(Capture {
-                pool: self.pool(pool),
-                pointer: pointer.clone(),
-            });
-        }
+        let headers = self.headers(&r.headers)?;
+        let captures = self.captures(&r.capture)?;
         if let Some(expect) = &r.expect {
             if expect.is_empty() || expect.iter().any(|s| !(100..=599).contains(s)) {
                 bail!("expect must list HTTP statuses (100..=599), got {expect:?}");
@@ -243,19 +285,40 @@ impl Builder<'_> {
             weight: r.weight.unwrap_or(1),
             needs: Vec::new(),
         };
-        let mut needs: BTreeMap<usize, (usize, bool)> = BTreeMap::new();
-        for part in spec.all_parts() {
-            match part {
-                Part::TakePool(p) => needs.entry(*p).or_default().0 += 1,
-                Part::PickPool(p) => needs.entry(*p).or_default().1 = true,
-                _ => {}
-            }
-        }
-        spec.needs = needs
-            .into_iter()
-            .map(|(p, (takes, picks))| (p, takes + usize::from(picks)))
-            .collect();
+        spec.needs = pool_needs(&spec);
         Ok(spec)
+    }
+
+    /// A request's headers: each name checked, each value a template.
+    fn headers(&mut self, raw: &BTreeMap<String, String>) -> Result<Vec<(HeaderName, Template)>> {
+        let mut headers = Vec::new();
+        for (k, v) in raw {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| anyhow!("bad header name {k:?}"))?;
+            headers.push((
+                name,
+                self.template(v).with_context(|| format!("header {k}"))?,
+            ));
+        }
+        Ok(headers)
+    }
+
+    /// A request's captures, pool name → JSON pointer: into pools, never into a `[vars]` list.
+    fn captures(&mut self, raw: &BTreeMap<String, String>) -> Result<Vec<Capture>> {
+        let mut captures = Vec::new();
+        for (pool, pointer) in raw {
+            if self.vars.contains_key(pool) {
+                bail!("capture into {pool:?}, which is a [vars] list, not a pool");
+            }
+            if !pointer.is_empty() && !pointer.starts_with('/') {
+                bail!("capture {pool}: {pointer:?} is not a JSON pointer (they start with /)");
+            }
+            captures.push(Capture {
+                pool: self.pool(pool),
+                pointer: pointer.clone(),
+            });
+        }
+        Ok(captures)
     }
 
     fn template(&mut self, text: &str) -> Result<Template> {

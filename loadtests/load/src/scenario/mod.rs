@@ -20,9 +20,7 @@ mod request;
 mod template;
 
 use std::collections::VecDeque;
-use std::path::Path;
 
-use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 
@@ -126,20 +124,6 @@ pub struct Pools {
 }
 
 impl Scenario {
-    /// A scenario from a TOML file.
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario> {
-        let path = path.as_ref();
-        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES, "scenario")?;
-        Scenario::parse(&text, &path.display().to_string())
-            .with_context(|| format!("scenario {}", path.display()))
-    }
-
-    /// Parses TOML text; `label` is what results call it (the built-in name or the file's path).
-    pub fn parse(text: &str, label: &str) -> Result<Scenario> {
-        let raw: compile::RawScenario = toml::from_str(text).context("invalid scenario TOML")?;
-        Scenario::compile(raw, label)
-    }
-
     /// The scenario's name (from the file).
     pub fn name(&self) -> &str {
         &self.name

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::{Measured, Search, SloSearch, Stage, GENERATOR_SATURATED};
-use crate::cli::LoadArgs;
+use crate::args::LoadArgs;
 use crate::engine::{self, LoadConfig};
 use crate::registry::Registry;
 use crate::result::LoadResult;
@@ -34,15 +34,7 @@ pub fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
 
 /// Runs the search `args` asks for and prints the capacity and the curve.
 pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<()> {
-    if args.rate.is_some() {
-        bail!("--slo sets the rates itself: drop --rate (the search starts from --slo-start)");
-    }
-    if args.shard.is_some() || args.setup_only || args.start_at.is_some() {
-        bail!("--slo runs the whole search from this generator: drop --shard, --start-at and --setup-only");
-    }
-    if args.requests.is_some() {
-        bail!("--slo measures every step for --duration: drop --requests");
-    }
+    refuse_flags(args)?;
     let slo = args.slo.slos()?;
     let began = Instant::now();
     let mut closed = args.config(registry)?;
@@ -54,25 +46,7 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
         .connections
         .or(args.users)
         .unwrap_or(closed.connections);
-    let (start, start_from) = match args.slo.slo_start {
-        Some(rate) => (rate, "given (--slo-start)".to_owned()),
-        None => {
-            let probe = LoadConfig {
-                users: Some(connections),
-                rate: None,
-                ..closed.clone()
-            };
-            let result = engine::run(&probe, scenario).context("the closed-loop probe failed")?;
-            let rate = (result.total.hits_per_s / 2.0).max(1.0);
-            (
-                rate,
-                format!(
-                    "half of the {:.0}/s a closed-loop run at {connections} connections completed",
-                    result.total.hits_per_s
-                ),
-            )
-        }
-    };
+    let (start, start_from) = start_rate(args, &closed, connections, scenario)?;
     let settings = args.slo.settings(start)?;
     println!(
         "SLO search at {}: from {} on {connections} connections, {} s windows, bracket to {}%, \
@@ -122,18 +96,65 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
     record.size(None, args.slo.slo_target_rate);
     println!("{}", record.sentence());
     if let Some(path) = &args.json {
-        let mut value = match &last {
-            Some(result) => serde_json::to_value(result)?,
-            None => serde_json::json!({}),
-        };
-        value["search"] = serde_json::to_value(&record)?;
-        std::fs::write(path, serde_json::to_string_pretty(&value)? + "\n")
-            .with_context(|| format!("Failed to write {}", path.display()))?;
-        println!("result and search written to {}", path.display());
+        write_json(path, last.as_ref(), &record)?;
     }
     if let Some(err) = error {
         bail!("a step failed: {err}");
     }
+    Ok(())
+}
+
+/// Refuses the flags a search sets itself or cannot honour.
+fn refuse_flags(args: &LoadArgs) -> Result<()> {
+    if args.rate.is_some() {
+        bail!("--slo sets the rates itself: drop --rate (the search starts from --slo-start)");
+    }
+    if args.shard.is_some() || args.setup_only || args.start_at.is_some() {
+        bail!("--slo runs the whole search from this generator: drop --shard, --start-at and --setup-only");
+    }
+    if args.requests.is_some() {
+        bail!("--slo measures every step for --duration: drop --requests");
+    }
+    Ok(())
+}
+
+/// The search's first rate and where it came from: `--slo-start`, or half of what a closed-loop
+/// probe on `connections` completed.
+fn start_rate(
+    args: &LoadArgs,
+    closed: &LoadConfig,
+    connections: u32,
+    scenario: &Scenario,
+) -> Result<(f64, String)> {
+    if let Some(rate) = args.slo.slo_start {
+        return Ok((rate, "given (--slo-start)".to_owned()));
+    }
+    let probe = LoadConfig {
+        users: Some(connections),
+        rate: None,
+        ..closed.clone()
+    };
+    let result = engine::run(&probe, scenario).context("the closed-loop probe failed")?;
+    let rate = (result.total.hits_per_s / 2.0).max(1.0);
+    Ok((
+        rate,
+        format!(
+            "half of the {:.0}/s a closed-loop run at {connections} connections completed",
+            result.total.hits_per_s
+        ),
+    ))
+}
+
+/// Writes the last step's result (an empty object without one) with the search under `search`.
+fn write_json(path: &std::path::Path, last: Option<&LoadResult>, record: &SloSearch) -> Result<()> {
+    let mut value = match last {
+        Some(result) => serde_json::to_value(result)?,
+        None => serde_json::json!({}),
+    };
+    value["search"] = serde_json::to_value(record)?;
+    std::fs::write(path, serde_json::to_string_pretty(&value)? + "\n")
+        .with_context(|| format!("Failed to write {}", path.display()))?;
+    println!("result and search written to {}", path.display());
     Ok(())
 }
 

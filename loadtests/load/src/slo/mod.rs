@@ -311,42 +311,12 @@ impl Search {
         }
         let (held, why) = self.judge(measured);
         self.outcome.curve.push(point(measured, held, stage, why));
-        let precision = self.settings.precision;
         if let Some(why) = self.generator_bound(measured, held) {
             self.abandon(format!("generator-bound at {}: {why}", rate_words(rate)));
             return;
         }
         match self.phase {
-            Phase::Ramp { .. } => {
-                if held {
-                    self.low = Some(self.low.map_or(rate, |l: f64| l.max(rate)));
-                } else {
-                    self.high = Some(self.high.map_or(rate, |h: f64| h.min(rate)));
-                }
-                match (self.low, self.high) {
-                    (Some(_), Some(_)) => self.bracketed(),
-                    (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => {
-                        self.stop(format!(
-                            "every SLO holds at {}, the highest rate the search may offer",
-                            rate_words(rate)
-                        ))
-                    }
-                    (Some(_), None) => {
-                        self.phase = Phase::Ramp {
-                            rate: rate * GROWTH,
-                        }
-                    }
-                    (None, _) if rate / GROWTH < self.settings.floor_per_s => self.stop(format!(
-                        "the SLO fails even at {}, the lowest rate the search may offer",
-                        rate_words(rate)
-                    )),
-                    (None, _) => {
-                        self.phase = Phase::Ramp {
-                            rate: rate / GROWTH,
-                        }
-                    }
-                }
-            }
+            Phase::Ramp { .. } => self.ramp(rate, held),
             Phase::Bisect => {
                 if held {
                     self.low = Some(rate);
@@ -360,30 +330,7 @@ impl Search {
                 rate,
                 held: windows,
                 downs,
-            } => {
-                if held && windows + 1 < self.settings.confirm_windows {
-                    self.phase = Phase::Confirm {
-                        repeat,
-                        rate,
-                        held: windows + 1,
-                        downs,
-                    };
-                } else if held {
-                    self.confirmed(repeat, rate);
-                } else if downs + 1 > MAX_STEP_DOWNS {
-                    self.unconfirmed(repeat, rate);
-                } else {
-                    // Each step down doubles (2%, 4%, 8%, then 16% at most): a latency too noisy
-                    // to hold near the bracket reaches a rate that holds in a few steps.
-                    let step = precision * f64::from(1u32 << downs.min(STEP_DOUBLINGS));
-                    self.phase = Phase::Confirm {
-                        repeat,
-                        rate: rate * (1.0 - step.min(0.5)),
-                        held: 0,
-                        downs: downs + 1,
-                    };
-                }
-            }
+            } => self.confirm(held, repeat, rate, windows, downs),
             Phase::Done => {}
         }
         if !self.is_done() && self.outcome.steps >= self.settings.max_steps {
@@ -391,6 +338,63 @@ impl Search {
                 "stopped after {} steps, the most a search may take",
                 self.outcome.steps
             ));
+        }
+    }
+
+    /// A ramp step at `rate` has been judged: widen the bracket, or double or halve the rate.
+    fn ramp(&mut self, rate: f64, held: bool) {
+        if held {
+            self.low = Some(self.low.map_or(rate, |l: f64| l.max(rate)));
+        } else {
+            self.high = Some(self.high.map_or(rate, |h: f64| h.min(rate)));
+        }
+        match (self.low, self.high) {
+            (Some(_), Some(_)) => self.bracketed(),
+            (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => self.stop(format!(
+                "every SLO holds at {}, the highest rate the search may offer",
+                rate_words(rate)
+            )),
+            (Some(_), None) => {
+                self.phase = Phase::Ramp {
+                    rate: rate * GROWTH,
+                }
+            }
+            (None, _) if rate / GROWTH < self.settings.floor_per_s => self.stop(format!(
+                "the SLO fails even at {}, the lowest rate the search may offer",
+                rate_words(rate)
+            )),
+            (None, _) => {
+                self.phase = Phase::Ramp {
+                    rate: rate / GROWTH,
+                }
+            }
+        }
+    }
+
+    /// Window `windows` of confirmation `repeat` at `rate` has been judged (`downs` steps down
+    /// so far): the next window, the capacity confirmed, or a step down.
+    fn confirm(&mut self, held: bool, repeat: u32, rate: f64, windows: u32, downs: u32) {
+        if held && windows + 1 < self.settings.confirm_windows {
+            self.phase = Phase::Confirm {
+                repeat,
+                rate,
+                held: windows + 1,
+                downs,
+            };
+        } else if held {
+            self.confirmed(repeat, rate);
+        } else if downs + 1 > MAX_STEP_DOWNS {
+            self.unconfirmed(repeat, rate);
+        } else {
+            // Each step down doubles (2%, 4%, 8%, then 16% at most): a latency too noisy
+            // to hold near the bracket reaches a rate that holds in a few steps.
+            let step = self.settings.precision * f64::from(1u32 << downs.min(STEP_DOUBLINGS));
+            self.phase = Phase::Confirm {
+                repeat,
+                rate: rate * (1.0 - step.min(0.5)),
+                held: 0,
+                downs: downs + 1,
+            };
         }
     }
 
@@ -677,12 +681,12 @@ pub struct SloArgs {
     pub slo: Vec<String>,
     /// The SLO search's first rate, requests/s [default: half the rate a closed-loop run at the
     /// same connections completes]
-    #[arg(long, value_name = "PER_S", value_parser = crate::cli::parse_rate)]
+    #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
     pub slo_start: Option<f64>,
     /// The SLO search's precision, percent: bisect until the bracket's ends are this close, and
     /// step down by it when a confirmation window fails
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_PRECISION * 100.0,
-          value_parser = crate::cli::parse_percent)]
+          value_parser = crate::parse::parse_percent)]
     pub slo_precision: f64,
     /// Windows of a confirmation at the found rate, every one must hold
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONFIRM_WINDOWS)]
@@ -691,7 +695,7 @@ pub struct SloArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS)]
     pub slo_repeats: u32,
     /// Say how many server CPUs this many requests/s needs at the capacity found
-    #[arg(long, value_name = "PER_S", value_parser = crate::cli::parse_rate)]
+    #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
     pub slo_target_rate: Option<f64>,
 }
 

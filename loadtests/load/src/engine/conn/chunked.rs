@@ -72,7 +72,6 @@ impl Chunked {
     ) -> Result<usize, Malformed> {
         let mut i = 0;
         while i < input.len() {
-            let b = input[i];
             match self.state {
                 State::Done => return Ok(i),
                 State::Data(left) => {
@@ -87,81 +86,94 @@ impl Chunked {
                     } else {
                         State::Data(left)
                     };
-                    continue;
                 }
-                State::Size { digits } => match hex(b) {
-                    Some(d) => {
-                        if digits >= 15 {
-                            return Err(Malformed);
-                        }
-                        self.size = self.size * 16 + u64::from(d);
-                        self.state = State::Size { digits: digits + 1 };
-                    }
-                    None if digits == 0 => return Err(Malformed),
-                    None => match b {
-                        b'\r' => self.state = State::SizeLf,
-                        b'\n' => self.end_size_line(),
-                        b';' | b' ' | b'\t' => self.state = State::Extension,
-                        _ => return Err(Malformed),
-                    },
-                },
-                State::Extension => {
-                    self.line += 1;
-                    if self.line > MAX_LINE {
-                        return Err(Malformed);
-                    }
-                    match b {
-                        b'\r' => self.state = State::SizeLf,
-                        b'\n' => self.end_size_line(),
-                        _ => {}
-                    }
-                }
-                State::SizeLf => {
-                    if b != b'\n' {
-                        return Err(Malformed);
-                    }
-                    self.end_size_line();
-                }
-                State::DataCr => {
-                    self.state = match b {
-                        b'\r' => State::DataLf,
-                        b'\n' => State::Size { digits: 0 },
-                        _ => return Err(Malformed),
-                    };
-                }
-                State::DataLf => {
-                    if b != b'\n' {
-                        return Err(Malformed);
-                    }
-                    self.state = State::Size { digits: 0 };
-                }
-                State::TrailerStart => {
-                    self.line = 0;
-                    self.state = match b {
-                        b'\r' => State::EndLf,
-                        b'\n' => State::Done,
-                        _ => State::Trailer,
-                    };
-                }
-                State::Trailer => {
-                    self.line += 1;
-                    if self.line > MAX_LINE {
-                        return Err(Malformed);
-                    }
-                    if b == b'\n' {
-                        self.state = State::TrailerStart;
-                    }
-                }
-                State::EndLf => {
-                    if b != b'\n' {
-                        return Err(Malformed);
-                    }
-                    self.state = State::Done;
+                _ => {
+                    self.framing_byte(input[i])?;
+                    i += 1;
                 }
             }
-            i += 1;
         }
         Ok(i)
+    }
+
+    /// Reads one byte of the framing around the payload: a size line, the line ends, trailers.
+    // Inlined: it runs once per framing byte of every chunked answer.
+    #[inline]
+    fn framing_byte(&mut self, b: u8) -> Result<(), Malformed> {
+        match self.state {
+            State::Size { digits } => match hex(b) {
+                Some(d) => {
+                    if digits >= 15 {
+                        return Err(Malformed);
+                    }
+                    self.size = self.size * 16 + u64::from(d);
+                    self.state = State::Size { digits: digits + 1 };
+                }
+                None if digits == 0 => return Err(Malformed),
+                None => match b {
+                    b'\r' => self.state = State::SizeLf,
+                    b'\n' => self.end_size_line(),
+                    b';' | b' ' | b'\t' => self.state = State::Extension,
+                    _ => return Err(Malformed),
+                },
+            },
+            State::Extension => {
+                self.line += 1;
+                if self.line > MAX_LINE {
+                    return Err(Malformed);
+                }
+                match b {
+                    b'\r' => self.state = State::SizeLf,
+                    b'\n' => self.end_size_line(),
+                    _ => {}
+                }
+            }
+            State::SizeLf => {
+                if b != b'\n' {
+                    return Err(Malformed);
+                }
+                self.end_size_line();
+            }
+            State::DataCr => {
+                self.state = match b {
+                    b'\r' => State::DataLf,
+                    b'\n' => State::Size { digits: 0 },
+                    _ => return Err(Malformed),
+                };
+            }
+            State::DataLf => {
+                if b != b'\n' {
+                    return Err(Malformed);
+                }
+                self.state = State::Size { digits: 0 };
+            }
+            State::TrailerStart => {
+                self.line = 0;
+                self.state = match b {
+                    b'\r' => State::EndLf,
+                    b'\n' => State::Done,
+                    _ => State::Trailer,
+                };
+            }
+            State::Trailer => {
+                self.line += 1;
+                if self.line > MAX_LINE {
+                    return Err(Malformed);
+                }
+                if b == b'\n' {
+                    self.state = State::TrailerStart;
+                }
+            }
+            State::EndLf => {
+                if b != b'\n' {
+                    return Err(Malformed);
+                }
+                self.state = State::Done;
+            }
+            // `feed` handles the payload and the end itself and never calls this in them.
+            State::Done | State::Data(_) => {}
+        }
+        Ok(())
     }
 
     /// The size line has ended: a payload follows, or, after the zero-size chunk, the trailers.

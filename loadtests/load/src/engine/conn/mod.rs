@@ -21,88 +21,31 @@
 
 mod chunked;
 mod encode;
+mod failure;
 mod head;
 pub(crate) mod http2;
+mod target;
 pub(crate) mod tls;
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::Result;
 use bytes::Bytes;
-use http::header::HeaderValue;
-use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use super::protocol::Protocol;
+use crate::protocol::Protocol;
 use tls::{Handshake, TlsWire};
 
 use chunked::Chunked;
 pub(crate) use encode::encode;
+pub(crate) use failure::{classify_io, Failure};
 use head::Framing;
+pub(crate) use target::{resolve_targets, Target};
 
 /// Bytes a connection's read buffer grows by when it runs short; one read takes at most this.
 const READ_CHUNK: usize = 64 * 1024;
-
-/// Where one service of a scenario is reached.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    /// The URL as given.
-    pub(crate) url: String,
-    /// The resolved address (resolved once, before the run).
-    pub(crate) addr: SocketAddr,
-    /// The `host` header.
-    pub(crate) host: HeaderValue,
-    /// A path prefix from the URL (`http://h:1/api` → `/api`), empty for none.
-    pub(crate) prefix: String,
-    /// Whether the URL is `https://`.
-    pub(crate) https: bool,
-    /// The URL's host, without brackets or port.
-    pub(crate) hostname: String,
-    /// The host as a TLS server name (SNI), when it is one.
-    pub(crate) server_name: Option<ServerName<'static>>,
-}
-
-impl Target {
-    /// Parses and resolves `http[s]://host:port[/prefix]`.
-    pub(crate) fn parse(url: &str) -> Result<Target> {
-        let uri: http::Uri = url
-            .parse()
-            .with_context(|| format!("{url:?} is not a URL"))?;
-        let https = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            Some(other) => {
-                bail!("{url}: only http:// and https:// targets are supported, not {other}://")
-            }
-            None => bail!("{url}: the URL needs a scheme (http://host:port)"),
-        };
-        let authority = uri.authority().ok_or_else(|| anyhow!("{url}: no host"))?;
-        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let hostname = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let addr = (hostname.as_str(), port)
-            .to_socket_addrs()
-            .with_context(|| format!("Failed to resolve {url}"))?
-            .next()
-            .ok_or_else(|| anyhow!("{url}: the host resolves to no address"))?;
-        let prefix = uri.path().trim_end_matches('/').to_string();
-        Ok(Target {
-            url: url.to_string(),
-            addr,
-            host: HeaderValue::from_str(authority.as_str())?,
-            prefix,
-            https,
-            server_name: ServerName::try_from(hostname.clone()).ok(),
-            hostname,
-        })
-    }
-}
 
 /// How a generator thread opens connections: the protocol, and for TLS the thread's connector
 /// (its own session cache).
@@ -171,19 +114,6 @@ impl Dialer {
             }
         }
     }
-}
-
-/// Why a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// The TCP connection could not be made.
-    Connect,
-    /// No full answer within the timeout.
-    Timeout,
-    /// The connection was reset or closed before the answer was complete.
-    Reset,
-    /// Anything else: a malformed answer, an unexpected status outside 4xx/5xx, a failed capture.
-    Other,
 }
 
 /// A connection's byte stream: a plain socket, or TLS over a counted one.
@@ -268,6 +198,9 @@ impl Connection {
     }
 
     /// Writes `request` and reads its whole answer.
+    // Why longer than a screen: this is every HTTP/1.1 request's path (write, read the head, read
+    // the body by its framing); each part split into an async helper would add an await per
+    // request, and the framings read best side by side.
     async fn round_trip(
         &mut self,
         request: &[u8],
@@ -481,19 +414,6 @@ pub(crate) async fn exchange(
             *slot = None;
             Exchange::failed(f, handshake)
         }
-    }
-}
-
-/// Sorts an I/O error into a failure kind.
-pub(crate) fn classify_io(e: &io::Error) -> Failure {
-    use io::ErrorKind::*;
-    match e.kind() {
-        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | NotConnected => {
-            Failure::Reset
-        }
-        TimedOut => Failure::Timeout,
-        ConnectionRefused => Failure::Connect,
-        _ => Failure::Other,
     }
 }
 

@@ -35,8 +35,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use super::{Failure, Target};
-use crate::engine::protocol::{Protocol, TlsClient};
+use super::failure::{classify_io, Failure};
+use super::target::Target;
+use crate::protocol::{Protocol, TlsClient};
 
 /// Sessions one generator thread's client cache keeps for resumption.
 const SESSION_CACHE: usize = 1024;
@@ -295,8 +296,8 @@ impl std::error::Error for AlpnMismatch {}
 /// Sorts a failed TLS connection: every TLS failure (a certificate refused, an alert, a wrong
 /// ALPN choice) counts as a connect error; a reset or timeout as such.
 pub(crate) fn classify_handshake(e: &io::Error) -> Failure {
-    match super::classify_io(e) {
-        Failure::Reset | Failure::Timeout => super::classify_io(e),
+    match classify_io(e) {
+        Failure::Reset | Failure::Timeout => classify_io(e),
         _ => Failure::Connect,
     }
 }

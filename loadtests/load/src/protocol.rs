@@ -1,7 +1,9 @@
 //! What the generator speaks to a target: the [`Protocol`] (HTTP/1.1 or HTTP/2, plaintext or over
 //! TLS) and the [`TlsClient`] settings of the TLS ones (which certificates to trust, a client
-//! certificate for mutual TLS, session resumption). Both travel in [`super::LoadConfig`]; the
-//! connections themselves are built in `conn` (HTTP/1.1, TLS) and `conn::http2`.
+//! certificate for mutual TLS, session resumption). Both travel in [`crate::engine::LoadConfig`] and
+//! the protocol in every result; the connections themselves are built in `engine::conn` (HTTP/1.1,
+//! TLS) and `engine::conn::http2`. Its own module, below the engine and the result, so the JSON
+//! contract names the protocol without importing the engine.
 
 use std::fmt;
 use std::path::PathBuf;
