@@ -200,7 +200,15 @@ pub fn growing(
         for &pick in &plan.picks {
             let i = pick as usize;
             let (id, count) = (&ids[i], &mut counts[i]);
-            grow_step(&mut session, &mut pools, description, id, count, &mut recorder).await?;
+            grow_step(
+                &mut session,
+                &mut pools,
+                description,
+                id,
+                count,
+                &mut recorder,
+            )
+            .await?;
             if recorder.group_full() {
                 close_group(&mut recorder, on_disk, label);
             }

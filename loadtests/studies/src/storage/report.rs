@@ -6,10 +6,10 @@
 use brigade_kit::store::StoreKind;
 
 use brigade_compare::report::setup::{build_versions, Setup};
-use brigade_compare::report::Versions;
 use brigade_compare::report::study::{
     Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
 };
+use brigade_compare::report::Versions;
 
 use super::measure::PhaseResult;
 use super::{Part, StorageSettings, SubjectResult, Via};
@@ -158,12 +158,7 @@ fn growing_section(settings: &StorageSettings, results: &[SubjectResult]) -> Sec
              sequence for every store, seed {}) is read and grown by {} bytes, reported per \
              {} operations and by the size of the document read. Data is the documents' \
              payload at the group's end; on disk what the store's files take then.",
-            c.growing_docs,
-            c.unit_bytes,
-            c.growth_ops,
-            settings.seed,
-            c.unit_bytes,
-            c.group_ops
+            c.growing_docs, c.unit_bytes, c.growth_ops, settings.seed, c.unit_bytes, c.group_ops
         )],
         tables: vec![groups_table(results), bands_table(results)],
         charts: growing_charts(settings, results),
