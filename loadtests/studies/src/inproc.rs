@@ -463,121 +463,52 @@ fn build(
     started_at: String,
 ) -> StudyReport {
     let lab = &settings.lab;
-    let mut providers = vec![INPROC.to_owned()];
-    providers.extend(lab.runtimes.iter().cloned());
-    let merged = |op: usize, clients: u32, provider: &str| -> Option<LoadResult> {
-        let results: Vec<LoadResult> = runs
+    StudyReport {
+        study: "inproc".to_owned(),
+        title: "Brigade in-process against loopback".to_owned(),
+        summary: format!(
+            "A typed operation (two serialisations, two deserialisations per call) and GET \
+             /bench/hello by {} client(s), in process through the route table and over loopback \
+             on {}.",
+            lab::counts_text(&settings.clients),
+            lab.runtimes.join(", ")
+        ),
+        started_at,
+        wall_s: 0.0,
+        setup: lab.setup(servers, setup_text(settings, app_name)),
+        notes: notes(settings, app_name, runs, compared),
+        sections: vec![
+            per_call_section(settings, runs),
+            answers_section(compared),
+            every_run_section(settings, runs),
+        ],
+    }
+}
+
+/// The study's own line in the setup section: operations, clients, calls and the application.
+fn setup_text(settings: &InprocSettings, app_name: &str) -> String {
+    format!(
+        "operations {}; clients {}; {} measured calls per client after {} ms of warm-up \
+         calls; in-process application {app_name}",
+        settings
+            .operations
             .iter()
-            .filter(|r| r.operation == op && r.clients == clients && r.provider == provider)
-            .filter_map(|r| r.run.result.clone())
-            .collect();
-        merge(&results).ok()
-    };
-    let mut per_call = Table::new(
-        CALLS_TABLE,
-        &["operation", "clients", "provider"],
-        vec![
-            Metric::new("calls", "", Better::Neither, 0),
-            Metric::new("mean", "ms", Better::Lower, 4),
-            Metric::new("p50", "ms", Better::Lower, 4),
-            Metric::new("p99", "ms", Better::Lower, 4),
-            Metric::new("calls/s", "", Better::Higher, 0),
-        ],
-    );
-    let mut advantage = Table::new(
-        ADVANTAGE_TABLE,
-        &["operation", "clients", "runtime"],
-        vec![
-            Metric::new("loopback", "ms", Better::Lower, 4),
-            Metric::new("in process", "ms", Better::Lower, 4),
-            Metric::new("in-process advantage", "%", Better::Neither, 0),
-        ],
-    );
-    let mut charts = Vec::new();
-    for (op, operation) in settings.operations.iter().enumerate() {
-        let mut series = Vec::new();
-        for provider in &providers {
-            let mut points = Vec::new();
-            for &clients in &settings.clients {
-                let dims = vec![operation.name(), clients.to_string(), provider.clone()];
-                match merged(op, clients, provider) {
-                    Some(m) => {
-                        let t = &m.total;
-                        points.push((clients as f64, t.latency.mean_ms));
-                        per_call.push(
-                            dims,
-                            vec![
-                                Some(t.requests as f64),
-                                Some(t.latency.mean_ms),
-                                Some(t.latency.p50_ms),
-                                Some(t.latency.p99_ms),
-                                Some(t.hits_per_s),
-                            ],
-                        );
-                    }
-                    None => per_call.push(dims, vec![None; 5]),
-                }
-            }
-            series.push(Series {
-                name: provider.clone(),
-                points,
-            });
-        }
-        for &clients in &settings.clients {
-            let local = merged(op, clients, INPROC).map(|m| m.total.latency.mean_ms);
-            for runtime in &lab.runtimes {
-                let socket = merged(op, clients, runtime).map(|m| m.total.latency.mean_ms);
-                advantage.push(
-                    vec![operation.name(), clients.to_string(), runtime.clone()],
-                    vec![
-                        socket,
-                        local,
-                        socket
-                            .zip(local)
-                            .filter(|(s, _)| *s > 0.0)
-                            .map(|(s, l)| (s - l) / s * 100.0),
-                    ],
-                );
-            }
-        }
-        charts.push(Chart {
-            title: format!("{}: mean ms per call against clients", operation.name()),
-            x: Axis::linear("clients"),
-            y: Axis::log("mean ms per call"),
-            series,
-        });
-    }
-    let mut answers = Table::new(
-        ANSWERS_TABLE,
-        &["runtime", "request"],
-        vec![
-            Metric::new("status", "", Better::Neither, 0),
-            Metric::new("body", "bytes", Better::Neither, 0),
-        ],
-    );
-    for c in compared {
-        answers.push(
-            vec![c.runtime.clone(), c.request.clone()],
-            vec![Some(c.status as f64), Some(c.bytes as f64)],
-        );
-    }
-    let mut every = Table::new(
-        RUNS_TABLE,
-        &["operation", "clients", "provider", "repeat", "flag"],
-        lab::run_metrics(),
-    );
-    for r in runs {
-        every.push(
-            vec![
-                settings.operations[r.operation].name(),
-                r.clients.to_string(),
-                r.provider.clone(),
-                (r.run.repeat + 1).to_string(),
-                r.run.flag(),
-            ],
-            lab::run_values(&r.run),
-        );
-    }
+            .map(Operation::name)
+            .collect::<Vec<_>>()
+            .join(", "),
+        lab::counts_text(&settings.clients),
+        settings.calls,
+        settings.warmup.as_millis()
+    )
+}
+
+/// How the calls were made on both paths, that the answers were equal, and the flagged runs.
+fn notes(
+    settings: &InprocSettings,
+    app_name: &str,
+    runs: &[CellRun],
+    compared: &[Compared],
+) -> Vec<String> {
     let mut notes = vec![
         format!(
             "Every call encodes its request object and decodes the answer on both paths; the \
@@ -606,68 +537,179 @@ fn build(
             &r.run,
         )
     })));
-    let setup = lab.setup(
-        servers,
-        format!(
-            "operations {}; clients {}; {} measured calls per client after {} ms of warm-up \
-             calls; in-process application {app_name}",
-            settings
-                .operations
-                .iter()
-                .map(Operation::name)
-                .collect::<Vec<_>>()
-                .join(", "),
-            lab::counts_text(&settings.clients),
-            settings.calls,
-            settings.warmup.as_millis()
-        ),
-    );
-    StudyReport {
-        study: "inproc".to_owned(),
-        title: "Brigade in-process against loopback".to_owned(),
-        summary: format!(
-            "A typed operation (two serialisations, two deserialisations per call) and GET \
-             /bench/hello by {} client(s), in process through the route table and over loopback \
-             on {}.",
-            lab::counts_text(&settings.clients),
-            lab.runtimes.join(", ")
-        ),
-        started_at,
-        wall_s: 0.0,
-        setup,
-        notes,
-        sections: vec![
-            Section {
-                title: "Per call".to_owned(),
-                text: vec![
-                    "Mean, p50 and p99 ms per call over every repeat's calls together. The \
-                     in-process advantage is how much less time a call takes in process, in \
-                     percent of the loopback call."
-                        .to_owned(),
-                ],
-                tables: vec![per_call, advantage],
-                charts,
-            },
-            Section {
-                title: "The same handler".to_owned(),
-                text: vec![
-                    "Each request below was sent once over loopback and once in process before \
-                     anything was timed; the two answers had the same status and body."
-                        .to_owned(),
-                ],
-                tables: vec![answers],
-                charts: Vec::new(),
-            },
-            Section {
-                title: "Every run".to_owned(),
-                text: vec![
-                    "One row per run; loopback runs are flagged generator-bound or contended by \
-                     compare's rules."
-                        .to_owned(),
-                ],
-                tables: vec![every],
-                charts: Vec::new(),
-            },
+    notes
+}
+
+/// The repeats of one provider at one operation and client count, merged into one result.
+fn merged(runs: &[CellRun], op: usize, clients: u32, provider: &str) -> Option<LoadResult> {
+    let results: Vec<LoadResult> = runs
+        .iter()
+        .filter(|r| r.operation == op && r.clients == clients && r.provider == provider)
+        .filter_map(|r| r.run.result.clone())
+        .collect();
+    merge(&results).ok()
+}
+
+/// ms per call by every provider, the in-process advantage, and a chart per operation.
+fn per_call_section(settings: &InprocSettings, runs: &[CellRun]) -> Section {
+    let (per_call, charts) = per_call_table(settings, runs);
+    Section {
+        title: "Per call".to_owned(),
+        text: vec![
+            "Mean, p50 and p99 ms per call over every repeat's calls together. The \
+             in-process advantage is how much less time a call takes in process, in \
+             percent of the loopback call."
+                .to_owned(),
         ],
+        tables: vec![per_call, advantage_table(settings, runs)],
+        charts,
+    }
+}
+
+/// ms per call per operation, clients and provider (in process first), and for each operation
+/// a chart of the mean against clients.
+fn per_call_table(settings: &InprocSettings, runs: &[CellRun]) -> (Table, Vec<Chart>) {
+    let mut providers = vec![INPROC.to_owned()];
+    providers.extend(settings.lab.runtimes.iter().cloned());
+    let mut per_call = Table::new(
+        CALLS_TABLE,
+        &["operation", "clients", "provider"],
+        vec![
+            Metric::new("calls", "", Better::Neither, 0),
+            Metric::new("mean", "ms", Better::Lower, 4),
+            Metric::new("p50", "ms", Better::Lower, 4),
+            Metric::new("p99", "ms", Better::Lower, 4),
+            Metric::new("calls/s", "", Better::Higher, 0),
+        ],
+    );
+    let mut charts = Vec::new();
+    for (op, operation) in settings.operations.iter().enumerate() {
+        let mut series = Vec::new();
+        for provider in &providers {
+            let mut points = Vec::new();
+            for &clients in &settings.clients {
+                let dims = vec![operation.name(), clients.to_string(), provider.clone()];
+                match merged(runs, op, clients, provider) {
+                    Some(m) => {
+                        let t = &m.total;
+                        points.push((clients as f64, t.latency.mean_ms));
+                        per_call.push(
+                            dims,
+                            vec![
+                                Some(t.requests as f64),
+                                Some(t.latency.mean_ms),
+                                Some(t.latency.p50_ms),
+                                Some(t.latency.p99_ms),
+                                Some(t.hits_per_s),
+                            ],
+                        );
+                    }
+                    None => per_call.push(dims, vec![None; 5]),
+                }
+            }
+            series.push(Series {
+                name: provider.clone(),
+                points,
+            });
+        }
+        charts.push(Chart {
+            title: format!("{}: mean ms per call against clients", operation.name()),
+            x: Axis::linear("clients"),
+            y: Axis::log("mean ms per call"),
+            series,
+        });
+    }
+    (per_call, charts)
+}
+
+/// Each runtime's loopback mean beside the in-process one, and how much less the latter is.
+fn advantage_table(settings: &InprocSettings, runs: &[CellRun]) -> Table {
+    let mut advantage = Table::new(
+        ADVANTAGE_TABLE,
+        &["operation", "clients", "runtime"],
+        vec![
+            Metric::new("loopback", "ms", Better::Lower, 4),
+            Metric::new("in process", "ms", Better::Lower, 4),
+            Metric::new("in-process advantage", "%", Better::Neither, 0),
+        ],
+    );
+    for (op, operation) in settings.operations.iter().enumerate() {
+        for &clients in &settings.clients {
+            let local = merged(runs, op, clients, INPROC).map(|m| m.total.latency.mean_ms);
+            for runtime in &settings.lab.runtimes {
+                let socket = merged(runs, op, clients, runtime).map(|m| m.total.latency.mean_ms);
+                advantage.push(
+                    vec![operation.name(), clients.to_string(), runtime.clone()],
+                    vec![
+                        socket,
+                        local,
+                        socket
+                            .zip(local)
+                            .filter(|(s, _)| *s > 0.0)
+                            .map(|(s, l)| (s - l) / s * 100.0),
+                    ],
+                );
+            }
+        }
+    }
+    advantage
+}
+
+/// The requests answered once over loopback and once in process, found equal.
+fn answers_section(compared: &[Compared]) -> Section {
+    let mut answers = Table::new(
+        ANSWERS_TABLE,
+        &["runtime", "request"],
+        vec![
+            Metric::new("status", "", Better::Neither, 0),
+            Metric::new("body", "bytes", Better::Neither, 0),
+        ],
+    );
+    for c in compared {
+        answers.push(
+            vec![c.runtime.clone(), c.request.clone()],
+            vec![Some(c.status as f64), Some(c.bytes as f64)],
+        );
+    }
+    Section {
+        title: "The same handler".to_owned(),
+        text: vec![
+            "Each request below was sent once over loopback and once in process before \
+             anything was timed; the two answers had the same status and body."
+                .to_owned(),
+        ],
+        tables: vec![answers],
+        charts: Vec::new(),
+    }
+}
+
+/// One row per run.
+fn every_run_section(settings: &InprocSettings, runs: &[CellRun]) -> Section {
+    let mut every = Table::new(
+        RUNS_TABLE,
+        &["operation", "clients", "provider", "repeat", "flag"],
+        lab::run_metrics(),
+    );
+    for r in runs {
+        every.push(
+            vec![
+                settings.operations[r.operation].name(),
+                r.clients.to_string(),
+                r.provider.clone(),
+                (r.run.repeat + 1).to_string(),
+                r.run.flag(),
+            ],
+            lab::run_values(&r.run),
+        );
+    }
+    Section {
+        title: "Every run".to_owned(),
+        text: vec![
+            "One row per run; loopback runs are flagged generator-bound or contended by \
+             compare's rules."
+                .to_owned(),
+        ],
+        tables: vec![every],
+        charts: Vec::new(),
     }
 }

@@ -261,95 +261,49 @@ fn build(
     started_at: String,
 ) -> StudyReport {
     let lab = &settings.lab;
-    let mut providers = lab.runtimes.clone();
-    if with_inproc {
-        providers.push(INPROC.to_owned());
-    }
-    let mut operations = Table::new(
-        OPERATIONS_TABLE,
-        &["operation", "clients", "provider"],
-        vec![
-            Metric::new("calls", "", Better::Neither, 0),
-            Metric::new("mean", "ms", Better::Lower, 3),
-            Metric::new("p50", "ms", Better::Lower, 3),
-            Metric::new("p99", "ms", Better::Lower, 3),
-            Metric::new("shared work", "ms", Better::Neither, 3),
-            Metric::new("runtime + socket", "ms", Better::Lower, 3),
-            Metric::new("shared work share", "%", Better::Neither, 0),
-            Metric::new("calls/s", "", Better::Higher, 0),
-            Metric::new("flagged runs", "", Better::Lower, 0),
-        ],
-    );
-    let mut charts = Vec::new();
-    for (op, shape) in settings.operations.iter().enumerate() {
-        let mut series: Vec<Series> = providers
-            .iter()
-            .map(|p| Series {
-                name: p.clone(),
-                points: Vec::new(),
-            })
-            .collect();
-        for &clients in &settings.clients {
-            let at = |provider: &str| {
-                merged(runs.iter().filter(|r| {
-                    r.operation == op && r.clients == clients && r.provider == provider
-                }))
-            };
-            let shared = if with_inproc {
-                at(INPROC).map(|(m, _)| m.total.latency.mean_ms)
+    StudyReport {
+        study: "rpc".to_owned(),
+        title: "Brigade RPC payload study".to_owned(),
+        summary: format!(
+            "Five operations of one interface (sayHello; send and get bytes; send strings; send \
+             strings and get them reversed) by {} client thread(s), on {}{}.",
+            lab::counts_text(&settings.clients),
+            lab.runtimes.join(", "),
+            if with_inproc {
+                " over loopback and in process through the route table"
             } else {
-                None
-            };
-            for (p, provider) in providers.iter().enumerate() {
-                let Some((m, flagged)) = at(provider) else {
-                    operations.push(
-                        vec![shape.name.clone(), clients.to_string(), provider.clone()],
-                        vec![None; operations.metrics.len()],
-                    );
-                    continue;
-                };
-                let mean = m.total.latency.mean_ms;
-                series[p].points.push((clients as f64, mean));
-                operations.push(
-                    vec![shape.name.clone(), clients.to_string(), provider.clone()],
-                    vec![
-                        Some(m.total.requests as f64),
-                        Some(mean),
-                        Some(m.total.latency.p50_ms),
-                        Some(m.total.latency.p99_ms),
-                        shared,
-                        shared.map(|s| mean - s),
-                        shared.filter(|_| mean > 0.0).map(|s| s / mean * 100.0),
-                        Some(m.total.hits_per_s),
-                        Some(flagged as f64),
-                    ],
-                );
+                " over loopback"
             }
-        }
-        charts.push(Chart {
-            title: format!("{}: mean ms per call against client threads", shape.name),
-            x: Axis::log("client threads"),
-            y: Axis::log("mean ms per call"),
-            series,
-        });
+        ),
+        started_at,
+        wall_s: 0.0,
+        setup: lab.setup(servers, setup_text(settings)),
+        notes: notes(settings, runs, with_inproc),
+        sections: vec![
+            operations_section(settings, runs, with_inproc),
+            every_run_section(settings, runs),
+        ],
     }
-    let mut every = Table::new(
-        RUNS_TABLE,
-        &["operation", "clients", "provider", "repeat", "flag"],
-        lab::run_metrics(),
-    );
-    for r in runs {
-        every.push(
-            vec![
-                settings.operations[r.operation].name.clone(),
-                r.clients.to_string(),
-                r.provider.clone(),
-                (r.run.repeat + 1).to_string(),
-                r.run.flag(),
-            ],
-            lab::run_values(&r.run),
-        );
-    }
+}
+
+/// The study's own line in the setup section: operations, client threads and calls.
+fn setup_text(settings: &RpcSettings) -> String {
+    let names: Vec<&str> = settings
+        .operations
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    format!(
+        "operations {}; client threads {}; {} calls per client thread after {} ms warm-up",
+        names.join(", "),
+        lab::counts_text(&settings.clients),
+        settings.iterations,
+        settings.warmup.as_millis()
+    )
+}
+
+/// What the latencies measure, how shared work is split off, and the flagged runs.
+fn notes(settings: &RpcSettings, runs: &[CellRun], with_inproc: bool) -> Vec<String> {
     let mut notes = vec![
         "Latency per call from the client's side: over loopback from the request's first byte \
          written to the answer's last byte read (the generator's own client, one keep-alive \
@@ -366,7 +320,7 @@ fn build(
              in-process calls take turns between calls, while over loopback the wait for the \
              server's CPU is inside each call. Compare calls/s across providers at more than \
              one client thread.",
-            brigade_meter::pin::list(&lab.cpus.server)
+            brigade_meter::pin::list(&settings.lab.cpus.server)
         ),
     ];
     if !with_inproc {
@@ -392,62 +346,139 @@ fn build(
             &r.run,
         )
     })));
-    let names: Vec<&str> = settings
-        .operations
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
-    let setup = lab.setup(
-        servers,
-        format!(
-            "operations {}; client threads {}; {} calls per client thread after {} ms warm-up",
-            names.join(", "),
-            lab::counts_text(&settings.clients),
-            settings.iterations,
-            settings.warmup.as_millis()
-        ),
-    );
-    StudyReport {
-        study: "rpc".to_owned(),
-        title: "Brigade RPC payload study".to_owned(),
-        summary: format!(
-            "Five operations of one interface (sayHello; send and get bytes; send strings; send \
-             strings and get them reversed) by {} client thread(s), on {}{}.",
-            lab::counts_text(&settings.clients),
-            lab.runtimes.join(", "),
-            if with_inproc {
-                " over loopback and in process through the route table"
-            } else {
-                " over loopback"
-            }
-        ),
-        started_at,
-        wall_s: 0.0,
-        setup,
-        notes,
-        sections: vec![
-            Section {
-                title: "Per operation".to_owned(),
-                text: vec![
-                    "Mean, p50 and p99 ms per call over every repeat's calls together (their \
-                     histograms merged), per operation, client threads and provider."
-                        .to_owned(),
-                ],
-                tables: vec![operations],
-                charts,
-            },
-            Section {
-                title: "Every run".to_owned(),
-                text: vec![
-                    "One row per run: what the generator counted (requests, measured seconds, \
-                     hits/s, bytes/s both ways, bytes received per request) and the CPU of the \
-                     server and the generator; the flag says when a run was generator-bound or \
-                     contended (compare's rules)."
-                        .to_owned(),
-                ],
-                tables: vec![every],
-                charts: Vec::new(),
-            },
+    notes
+}
+
+/// Mean ms per operation, client threads and provider, with a chart per operation.
+fn operations_section(settings: &RpcSettings, runs: &[CellRun], with_inproc: bool) -> Section {
+    let (operations, charts) = operations_table(settings, runs, with_inproc);
+    Section {
+        title: "Per operation".to_owned(),
+        text: vec![
+            "Mean, p50 and p99 ms per call over every repeat's calls together (their \
+             histograms merged), per operation, client threads and provider."
+                .to_owned(),
         ],
+        tables: vec![operations],
+        charts,
+    }
+}
+
+/// The per-operation table's figures: latencies, the in-process mean as shared work and the
+/// rest, calls/s and flagged runs.
+fn operations_metrics() -> Vec<Metric> {
+    vec![
+        Metric::new("calls", "", Better::Neither, 0),
+        Metric::new("mean", "ms", Better::Lower, 3),
+        Metric::new("p50", "ms", Better::Lower, 3),
+        Metric::new("p99", "ms", Better::Lower, 3),
+        Metric::new("shared work", "ms", Better::Neither, 3),
+        Metric::new("runtime + socket", "ms", Better::Lower, 3),
+        Metric::new("shared work share", "%", Better::Neither, 0),
+        Metric::new("calls/s", "", Better::Higher, 0),
+        Metric::new("flagged runs", "", Better::Lower, 0),
+    ]
+}
+
+/// One row per operation, client threads and provider (the in-process provider last), and for
+/// each operation a chart of the mean against client threads.
+fn operations_table(
+    settings: &RpcSettings,
+    runs: &[CellRun],
+    with_inproc: bool,
+) -> (Table, Vec<Chart>) {
+    let mut providers = settings.lab.runtimes.clone();
+    if with_inproc {
+        providers.push(INPROC.to_owned());
+    }
+    let mut operations = Table::new(
+        OPERATIONS_TABLE,
+        &["operation", "clients", "provider"],
+        operations_metrics(),
+    );
+    let mut charts = Vec::new();
+    for (op, shape) in settings.operations.iter().enumerate() {
+        let mut series: Vec<Series> = providers
+            .iter()
+            .map(|p| Series {
+                name: p.clone(),
+                points: Vec::new(),
+            })
+            .collect();
+        for &clients in &settings.clients {
+            let at = |provider: &str| {
+                merged(runs.iter().filter(|r| {
+                    r.operation == op && r.clients == clients && r.provider == provider
+                }))
+            };
+            let shared = if with_inproc {
+                at(INPROC).map(|(m, _)| m.total.latency.mean_ms)
+            } else {
+                None
+            };
+            for (p, provider) in providers.iter().enumerate() {
+                let dims = vec![shape.name.clone(), clients.to_string(), provider.clone()];
+                let Some((m, flagged)) = at(provider) else {
+                    operations.push(dims, vec![None; operations.metrics.len()]);
+                    continue;
+                };
+                let mean = m.total.latency.mean_ms;
+                series[p].points.push((clients as f64, mean));
+                operations.push(
+                    dims,
+                    vec![
+                        Some(m.total.requests as f64),
+                        Some(mean),
+                        Some(m.total.latency.p50_ms),
+                        Some(m.total.latency.p99_ms),
+                        shared,
+                        shared.map(|s| mean - s),
+                        shared.filter(|_| mean > 0.0).map(|s| s / mean * 100.0),
+                        Some(m.total.hits_per_s),
+                        Some(flagged as f64),
+                    ],
+                );
+            }
+        }
+        charts.push(Chart {
+            title: format!("{}: mean ms per call against client threads", shape.name),
+            x: Axis::log("client threads"),
+            y: Axis::log("mean ms per call"),
+            series,
+        });
+    }
+    (operations, charts)
+}
+
+/// One row per run.
+fn every_run_section(settings: &RpcSettings, runs: &[CellRun]) -> Section {
+    let mut every = Table::new(
+        RUNS_TABLE,
+        &["operation", "clients", "provider", "repeat", "flag"],
+        lab::run_metrics(),
+    );
+    for r in runs {
+        every.push(
+            vec![
+                settings.operations[r.operation].name.clone(),
+                r.clients.to_string(),
+                r.provider.clone(),
+                (r.run.repeat + 1).to_string(),
+                r.run.flag(),
+            ],
+            lab::run_values(&r.run),
+        );
+    }
+    Section {
+        title: "Every run".to_owned(),
+        text: vec![
+            "One row per run: what the generator counted (requests, measured seconds, \
+             hits/s, bytes/s both ways, bytes received per request) and the CPU of the \
+             server and the generator; the flag says when a run was generator-bound or \
+             contended (compare's rules)."
+                .to_owned(),
+        ],
+        tables: vec![every],
+        charts: Vec::new(),
     }
 }

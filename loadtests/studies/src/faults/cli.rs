@@ -11,6 +11,7 @@ use clap::Args;
 use super::{Fault, FaultsSettings};
 use crate::Registry;
 use brigade_meter::servers::Launch;
+use brigade_load::scenario::Scenario;
 
 /// Arguments of `brigade study faults`.
 #[derive(Debug, Clone, Args)]
@@ -98,18 +99,7 @@ impl FaultsArgs {
             self.server_command.as_deref(),
             &self.runtimes,
         )?;
-        let stores = if self.stores.is_empty() {
-            let mut s = vec!["embedded".to_owned()];
-            if self.mongodb_uri.is_some() {
-                s.push("mongo".to_owned());
-            }
-            s
-        } else {
-            self.stores.clone()
-        };
-        if stores.iter().any(|s| s == "mongo") && self.mongodb_uri.is_none() {
-            bail!("--stores mongo needs --mongodb-uri (or MONGODB_URI)");
-        }
+        let stores = self.stores()?;
         for store in &stores {
             launch.check(store, false, runtimes.len())?;
         }
@@ -118,38 +108,8 @@ impl FaultsArgs {
             (None, None) => None,
             _ => bail!("--db-stop-command and --db-start-command go together"),
         };
-        let mut faults = if self.faults.is_empty() {
-            vec![
-                Fault::Abuse,
-                Fault::Sigterm,
-                Fault::Crash,
-                Fault::Outage,
-                Fault::Soak,
-            ]
-        } else {
-            self.faults.clone()
-        };
-        if self.faults.is_empty() && (db_commands.is_none() || !stores.iter().any(|s| s == "mongo"))
-        {
-            faults.retain(|f| *f != Fault::Outage);
-        }
-        let load = &registry.load;
-        let scenario_name = self
-            .scenario
-            .clone()
-            .or_else(|| registry.fault_scenario.map(str::to_owned))
-            .unwrap_or_else(|| "hello".to_owned());
-        let scenario = load
-            .load(&scenario_name)
-            .with_context(|| format!("the load's scenario {scenario_name:?}"))?;
-        let soak_name = self
-            .soak_scenario
-            .clone()
-            .or_else(|| registry.soak_scenario.map(str::to_owned))
-            .unwrap_or(scenario_name);
-        let soak_scenario = load
-            .load(&soak_name)
-            .with_context(|| format!("the soak's scenario {soak_name:?}"))?;
+        let faults = self.faults(db_commands.is_some(), &stores);
+        let (scenario, soak_scenario) = self.scenarios(registry)?;
         let q = self.quick;
         let stamp = brigade_compare::clock::stamp();
         Ok(FaultsSettings {
@@ -186,6 +146,66 @@ impl FaultsArgs {
             quick: q,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         })
+    }
+
+    /// The stores asked for (default: embedded, and mongo with a URI); mongo needs its URI.
+    fn stores(&self) -> Result<Vec<String>> {
+        let stores = if self.stores.is_empty() {
+            let mut s = vec!["embedded".to_owned()];
+            if self.mongodb_uri.is_some() {
+                s.push("mongo".to_owned());
+            }
+            s
+        } else {
+            self.stores.clone()
+        };
+        if stores.iter().any(|s| s == "mongo") && self.mongodb_uri.is_none() {
+            bail!("--stores mongo needs --mongodb-uri (or MONGODB_URI)");
+        }
+        Ok(stores)
+    }
+
+    /// The faults asked for (default: all, the outage only where it can be caused: on mongo
+    /// with the commands that stop and start it).
+    fn faults(&self, db_commands: bool, stores: &[String]) -> Vec<Fault> {
+        let mut faults = if self.faults.is_empty() {
+            vec![
+                Fault::Abuse,
+                Fault::Sigterm,
+                Fault::Crash,
+                Fault::Outage,
+                Fault::Soak,
+            ]
+        } else {
+            self.faults.clone()
+        };
+        if self.faults.is_empty() && (!db_commands || !stores.iter().any(|s| s == "mongo")) {
+            faults.retain(|f| *f != Fault::Outage);
+        }
+        faults
+    }
+
+    /// The load's scenario and the soak's (default: the application's, else `hello`; the soak's
+    /// default is the load's).
+    fn scenarios(&self, registry: &Registry) -> Result<(Scenario, Scenario)> {
+        let load = &registry.load;
+        let scenario_name = self
+            .scenario
+            .clone()
+            .or_else(|| registry.fault_scenario.map(str::to_owned))
+            .unwrap_or_else(|| "hello".to_owned());
+        let scenario = load
+            .load(&scenario_name)
+            .with_context(|| format!("the load's scenario {scenario_name:?}"))?;
+        let soak_name = self
+            .soak_scenario
+            .clone()
+            .or_else(|| registry.soak_scenario.map(str::to_owned))
+            .unwrap_or(scenario_name);
+        let soak_scenario = load
+            .load(&soak_name)
+            .with_context(|| format!("the soak's scenario {soak_name:?}"))?;
+        Ok((scenario, soak_scenario))
     }
 }
 

@@ -36,104 +36,13 @@ pub(super) fn build(
     started_at: String,
     wall: Duration,
 ) -> StudyReport {
-    let mut table = Table::new(TABLE, &["runtime", "store", "fault"], metrics());
-    for r in results {
-        table.push(
-            vec![r.runtime.clone(), r.store.clone(), r.fault.clone()],
-            vec![
-                r.errors_during,
-                r.recover_s,
-                r.requests_lost,
-                r.writes_lost,
-                r.restarts_needed,
-                r.p99_ms,
-                r.unloaded_p99_ms,
-                r.abusive_left_open,
-                r.rss_mib.map(|m| m.0),
-                r.rss_mib.map(|m| m.1),
-            ],
-        );
-    }
-    let mut sections = vec![Section {
-        title: "Every fault".to_owned(),
-        text: vec![
-            "Acknowledged writes lost and process restarts needed must be 0; abusive connections \
-             left open must be 0; during an abuse the normal load has no errors and its p99 stays \
-             within 2× its unloaded p99; after a soak the server's RSS stays within 1.1× of its \
-             RSS after the soak before. A dash: not measured for that fault."
-                .to_owned(),
-        ],
-        tables: vec![table],
-        charts: Vec::new(),
-    }];
+    let mut sections = vec![every_fault_section(results)];
     let mut by_fault: BTreeMap<&str, Vec<&FaultResult>> = BTreeMap::new();
     for r in results {
         by_fault.entry(&r.fault).or_default().push(r);
     }
     for (fault, rs) in by_fault {
-        let text = rs
-            .iter()
-            .map(|r| {
-                let window = r
-                    .window
-                    .map(|(a, b)| format!(" (fault from {a:.1} s to {b:.1} s of the load)"))
-                    .unwrap_or_default();
-                format!(
-                    "{} on {}{window}: {}",
-                    r.runtime,
-                    r.store,
-                    r.notes.join("; ")
-                )
-            })
-            .collect();
-        let line = |pick: fn(&brigade_load::result::Second) -> f64| {
-            rs.iter()
-                .map(|r| Series {
-                    name: format!("{} {}", r.runtime, r.store),
-                    points: r
-                        .seconds
-                        .iter()
-                        .map(|s| (f64::from(s.second), pick(s)))
-                        .collect(),
-                })
-                .collect::<Vec<_>>()
-        };
-        sections.push(Section {
-            title: fault.to_owned(),
-            text,
-            tables: Vec::new(),
-            charts: vec![
-                Chart {
-                    title: format!("{fault}: errors per second"),
-                    x: Axis::linear("seconds from the load's start"),
-                    y: Axis::linear("failed requests"),
-                    series: line(|s| s.errors as f64),
-                },
-                Chart {
-                    title: format!("{fault}: hits per second"),
-                    x: Axis::linear("seconds from the load's start"),
-                    y: Axis::linear("requests completed"),
-                    series: line(|s| s.requests as f64),
-                },
-                Chart {
-                    title: format!("{fault}: p99 per second"),
-                    x: Axis::linear("seconds from the load's start"),
-                    y: Axis::log("p99, ms"),
-                    series: line(|s| s.p99_ms),
-                },
-            ],
-        });
-    }
-    let mut notes = vec![
-        "Every fault ran on a fresh server process started as `compare` starts one; the load is \
-         Brigade's generator, closed loop, with its per-second series."
-            .to_owned(),
-        "Not in this study (short forms in the test suite): a peer service stopped under load \
-         (`tests/suite/conformance.rs`, the restaurant's peer-down checks)."
-            .to_owned(),
-    ];
-    if settings.quick {
-        notes.push("--quick: CI-sized counts and durations; not figures to quote.".to_owned());
+        sections.push(fault_section(fault, &rs));
     }
     StudyReport {
         study: "faults".to_owned(),
@@ -152,8 +61,114 @@ pub(super) fn build(
         started_at,
         wall_s: wall.as_secs_f64(),
         setup: setup(settings, results),
-        notes,
+        notes: notes(settings),
         sections,
+    }
+}
+
+/// How every fault was run, what the study leaves out, and a warning on --quick figures.
+fn notes(settings: &FaultsSettings) -> Vec<String> {
+    let mut notes = vec![
+        "Every fault ran on a fresh server process started as `compare` starts one; the load is \
+         Brigade's generator, closed loop, with its per-second series."
+            .to_owned(),
+        "Not in this study (short forms in the test suite): a peer service stopped under load \
+         (`tests/suite/conformance.rs`, the restaurant's peer-down checks)."
+            .to_owned(),
+    ];
+    if settings.quick {
+        notes.push("--quick: CI-sized counts and durations; not figures to quote.".to_owned());
+    }
+    notes
+}
+
+/// The table every fault fills, one row per runtime × store × fault.
+fn every_fault_section(results: &[FaultResult]) -> Section {
+    let mut table = Table::new(TABLE, &["runtime", "store", "fault"], metrics());
+    for r in results {
+        table.push(
+            vec![r.runtime.clone(), r.store.clone(), r.fault.clone()],
+            vec![
+                r.errors_during,
+                r.recover_s,
+                r.requests_lost,
+                r.writes_lost,
+                r.restarts_needed,
+                r.p99_ms,
+                r.unloaded_p99_ms,
+                r.abusive_left_open,
+                r.rss_mib.map(|m| m.0),
+                r.rss_mib.map(|m| m.1),
+            ],
+        );
+    }
+    Section {
+        title: "Every fault".to_owned(),
+        text: vec![
+            "Acknowledged writes lost and process restarts needed must be 0; abusive connections \
+             left open must be 0; during an abuse the normal load has no errors and its p99 stays \
+             within 2× its unloaded p99; after a soak the server's RSS stays within 1.1× of its \
+             RSS after the soak before. A dash: not measured for that fault."
+                .to_owned(),
+        ],
+        tables: vec![table],
+        charts: Vec::new(),
+    }
+}
+
+/// One fault: what happened on each runtime × store in words, and the load second by second.
+fn fault_section(fault: &str, rs: &[&FaultResult]) -> Section {
+    let text = rs
+        .iter()
+        .map(|r| {
+            let window = r
+                .window
+                .map(|(a, b)| format!(" (fault from {a:.1} s to {b:.1} s of the load)"))
+                .unwrap_or_default();
+            format!(
+                "{} on {}{window}: {}",
+                r.runtime,
+                r.store,
+                r.notes.join("; ")
+            )
+        })
+        .collect();
+    let line = |pick: fn(&brigade_load::result::Second) -> f64| {
+        rs.iter()
+            .map(|r| Series {
+                name: format!("{} {}", r.runtime, r.store),
+                points: r
+                    .seconds
+                    .iter()
+                    .map(|s| (f64::from(s.second), pick(s)))
+                    .collect(),
+            })
+            .collect::<Vec<_>>()
+    };
+    Section {
+        title: fault.to_owned(),
+        text,
+        tables: Vec::new(),
+        charts: vec![
+            Chart {
+                title: format!("{fault}: errors per second"),
+                x: Axis::linear("seconds from the load's start"),
+                y: Axis::linear("failed requests"),
+                series: line(|s| s.errors as f64),
+            },
+            Chart {
+                title: format!("{fault}: hits per second"),
+                x: Axis::linear("seconds from the load's start"),
+                y: Axis::linear("requests completed"),
+                series: line(|s| s.requests as f64),
+            },
+            Chart {
+                title: format!("{fault}: p99 per second"),
+                x: Axis::linear("seconds from the load's start"),
+                y: Axis::log("p99, ms"),
+                series: line(|s| s.p99_ms),
+            },
+        ],
     }
 }
 

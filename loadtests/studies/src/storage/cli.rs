@@ -96,24 +96,7 @@ impl StorageArgs {
         if self.cache_mib == 0 {
             bail!("--cache-mib must be at least 1");
         }
-        let compiled = StoreKind::compiled();
-        let stores = if self.stores.is_empty() {
-            compiled
-                .iter()
-                .copied()
-                .filter(|s| *s != StoreKind::Mongo || self.mongodb_uri.is_some())
-                .collect()
-        } else {
-            self.stores.clone()
-        };
-        for store in &stores {
-            if !compiled.contains(store) {
-                bail!("the {store} store is not compiled into this binary");
-            }
-        }
-        if stores.contains(&StoreKind::Mongo) && self.mongodb_uri.is_none() {
-            bail!("--stores mongo needs --mongodb-uri (or MONGODB_URI)");
-        }
+        let stores = self.stores()?;
         let mut via = self.via.clone();
         via.dedup();
         let parts = if self.parts.is_empty() {
@@ -122,36 +105,7 @@ impl StorageArgs {
             self.parts.clone()
         };
         let http = if via.contains(&Via::Http) {
-            let (launch, info) = Launch::resolve(
-                self.binary.as_deref(),
-                self.server_command.as_deref(),
-                self.runtime.is_some(),
-            )?;
-            let growth = match (&self.growth, &registry.http_growth) {
-                (Some(path), _) => GrowthDescription::from_file(path)?,
-                (None, Some(builtin)) => GrowthDescription::parse(builtin.toml, builtin.name)?,
-                (None, None) => bail!(
-                    "--via http needs --growth FILE: this binary registers no growth description"
-                ),
-            };
-            for store in &stores {
-                launch.check(store.as_str(), false, 1)?;
-            }
-            let runtime = match &self.runtime {
-                Some(r) => r.clone(),
-                None => info
-                    .runtime_names()
-                    .into_iter()
-                    .next()
-                    .context("the binary has no runtime")?,
-            };
-            Some(HttpSettings {
-                services: (launch.serves_all() && !info.services.is_empty())
-                    .then(|| info.services.clone()),
-                launch,
-                runtime,
-                growth,
-            })
+            Some(self.http_settings(registry, &stores)?)
         } else {
             None
         };
@@ -180,6 +134,66 @@ impl StorageArgs {
             run_token: format!("{}_{}", stamp.replace('-', "_"), std::process::id()),
             http,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        })
+    }
+
+    /// The stores asked for (default: every one compiled in, mongo only with a URI), each
+    /// checked to be compiled in and mongo to have its URI.
+    fn stores(&self) -> Result<Vec<StoreKind>> {
+        let compiled = StoreKind::compiled();
+        let stores = if self.stores.is_empty() {
+            compiled
+                .iter()
+                .copied()
+                .filter(|s| *s != StoreKind::Mongo || self.mongodb_uri.is_some())
+                .collect()
+        } else {
+            self.stores.clone()
+        };
+        for store in &stores {
+            if !compiled.contains(store) {
+                bail!("the {store} store is not compiled into this binary");
+            }
+        }
+        if stores.contains(&StoreKind::Mongo) && self.mongodb_uri.is_none() {
+            bail!("--stores mongo needs --mongodb-uri (or MONGODB_URI)");
+        }
+        Ok(stores)
+    }
+
+    /// `--via http`'s settings: the server binary (checked to serve every store), the growth
+    /// description (`--growth` or the application's) and the runtime (default: the binary's
+    /// first).
+    fn http_settings(&self, registry: &Registry, stores: &[StoreKind]) -> Result<HttpSettings> {
+        let (launch, info) = Launch::resolve(
+            self.binary.as_deref(),
+            self.server_command.as_deref(),
+            self.runtime.is_some(),
+        )?;
+        let growth = match (&self.growth, &registry.http_growth) {
+            (Some(path), _) => GrowthDescription::from_file(path)?,
+            (None, Some(builtin)) => GrowthDescription::parse(builtin.toml, builtin.name)?,
+            (None, None) => {
+                bail!("--via http needs --growth FILE: this binary registers no growth description")
+            }
+        };
+        for store in stores {
+            launch.check(store.as_str(), false, 1)?;
+        }
+        let runtime = match &self.runtime {
+            Some(r) => r.clone(),
+            None => info
+                .runtime_names()
+                .into_iter()
+                .next()
+                .context("the binary has no runtime")?,
+        };
+        Ok(HttpSettings {
+            services: (launch.serves_all() && !info.services.is_empty())
+                .then(|| info.services.clone()),
+            launch,
+            runtime,
+            growth,
         })
     }
 }

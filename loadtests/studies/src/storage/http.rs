@@ -194,90 +194,127 @@ pub fn growing(
             .fixtures()
             .await
             .context("the growth description's fixtures failed")?;
-        let requests = description.scenario.requests();
-        let (create, grow, read) = (
-            &requests[description.create],
-            &requests[description.grow],
-            &requests[description.read],
-        );
-        let mut rng = fastrand::Rng::new();
-
-        let began = Instant::now();
-        let mut created = LatencyHistogram::new();
-        let mut ids = Vec::with_capacity(docs as usize);
-        let mut counts = Vec::with_capacity(docs as usize);
-        for n in 0..docs {
-            let answer = session
-                .send(create, &mut pools)
-                .await
-                .with_context(|| format!("creating document {}", n + 1))?;
-            created.record(answer.elapsed);
-            let id = pools
-                .take(description.doc, &mut rng)
-                .context("the create request captured no id")?;
-            let sent = description.count(&answer.sent, "create request's body")?;
-            let stored = description.count(&answer.body, "create answer")?;
-            if stored != sent {
-                bail!("document {id} was created with {stored} elements, {sent} were sent");
-            }
-            ids.push(id);
-            counts.push(sent);
-        }
-        let create = PhaseResult {
-            phase: "create".to_owned(),
-            figures: Figures::of(&created, began.elapsed().as_secs_f64()),
-            on_disk_bytes: on_disk(),
-        };
-        println!(
-            "{label}: growing: created {docs} documents, {:.3} ms each",
-            create.figures.mean_ms
-        );
-
+        let (create, ids, mut counts) =
+            create_phase(&mut session, &mut pools, description, docs, on_disk, label).await?;
         let mut recorder = GrowthRecorder::new(bands, group_ops);
         for &pick in &plan.picks {
             let i = pick as usize;
-            let id = ids[i].clone();
-            let started = Instant::now();
-            let found = send_for(&mut session, description, read, &mut pools, &id).await?;
-            let read_back = description.count(&found.body, "read answer")?;
-            if read_back != counts[i] {
-                bail!(
-                    "document {id} read back with {read_back} elements at {}, but {} were written",
-                    description.array,
-                    counts[i]
-                );
-            }
-            let grown = send_for(&mut session, description, grow, &mut pools, &id).await?;
-            counts[i] += description.count(&grown.sent, "grow request's body")?;
-            let after = description.count(&grown.body, "grow answer")?;
-            if after != counts[i] {
-                bail!(
-                    "document {id} has {after} elements after growing, but {} were written",
-                    counts[i]
-                );
-            }
-            recorder.checked(2);
-            let doc_kib = found.body.len() as f64 / 1024.0;
-            recorder.record(doc_kib, found.elapsed, grown.elapsed, started.elapsed());
+            let (id, count) = (&ids[i], &mut counts[i]);
+            grow_step(
+                &mut session,
+                &mut pools,
+                description,
+                id,
+                count,
+                &mut recorder,
+            )
+            .await?;
             if recorder.group_full() {
-                let disk = on_disk();
-                if let Some(g) = recorder.close_group(None, disk) {
-                    println!(
-                        "{label}: growing: operations {}–{}: {:.3} ms (read {:.3}, grow {:.3}), \
-                         documents {:.1} KiB, on disk {}",
-                        g.first_op,
-                        g.last_op,
-                        g.figures.mean_ms,
-                        g.read_mean_ms,
-                        g.grow_mean_ms,
-                        g.mean_doc_kib,
-                        super::direct::mib_text(disk)
-                    );
-                }
+                close_group(&mut recorder, on_disk, label);
             }
         }
         Ok(recorder.finish(create, None, on_disk()))
     })
+}
+
+/// Creates `docs` documents one by one, checking each was stored with what was sent; answers
+/// the phase's figures, the documents' ids and their element counts.
+async fn create_phase(
+    session: &mut Session<'_>,
+    pools: &mut Pools,
+    description: &GrowthDescription,
+    docs: u64,
+    on_disk: &dyn Fn() -> Option<u64>,
+    label: &str,
+) -> Result<(PhaseResult, Vec<String>, Vec<u64>)> {
+    let create = &description.scenario.requests()[description.create];
+    let mut rng = fastrand::Rng::new();
+    let began = Instant::now();
+    let mut created = LatencyHistogram::new();
+    let mut ids = Vec::with_capacity(docs as usize);
+    let mut counts = Vec::with_capacity(docs as usize);
+    for n in 0..docs {
+        let answer = session
+            .send(create, pools)
+            .await
+            .with_context(|| format!("creating document {}", n + 1))?;
+        created.record(answer.elapsed);
+        let id = pools
+            .take(description.doc, &mut rng)
+            .context("the create request captured no id")?;
+        let sent = description.count(&answer.sent, "create request's body")?;
+        let stored = description.count(&answer.body, "create answer")?;
+        if stored != sent {
+            bail!("document {id} was created with {stored} elements, {sent} were sent");
+        }
+        ids.push(id);
+        counts.push(sent);
+    }
+    let create = PhaseResult {
+        phase: "create".to_owned(),
+        figures: Figures::of(&created, began.elapsed().as_secs_f64()),
+        on_disk_bytes: on_disk(),
+    };
+    println!(
+        "{label}: growing: created {docs} documents, {:.3} ms each",
+        create.figures.mean_ms
+    );
+    Ok((create, ids, counts))
+}
+
+/// One growth operation: reads the document `id` (checking it holds `count` elements), grows it
+/// (checking the answer holds what was added) and records both.
+async fn grow_step(
+    session: &mut Session<'_>,
+    pools: &mut Pools,
+    description: &GrowthDescription,
+    id: &str,
+    count: &mut u64,
+    recorder: &mut GrowthRecorder,
+) -> Result<()> {
+    let requests = description.scenario.requests();
+    let (grow, read) = (&requests[description.grow], &requests[description.read]);
+    let started = Instant::now();
+    let found = send_for(session, description, read, pools, id).await?;
+    let read_back = description.count(&found.body, "read answer")?;
+    if read_back != *count {
+        bail!(
+            "document {id} read back with {read_back} elements at {}, but {} were written",
+            description.array,
+            count
+        );
+    }
+    let grown = send_for(session, description, grow, pools, id).await?;
+    *count += description.count(&grown.sent, "grow request's body")?;
+    let after = description.count(&grown.body, "grow answer")?;
+    if after != *count {
+        bail!(
+            "document {id} has {after} elements after growing, but {} were written",
+            count
+        );
+    }
+    recorder.checked(2);
+    let doc_kib = found.body.len() as f64 / 1024.0;
+    recorder.record(doc_kib, found.elapsed, grown.elapsed, started.elapsed());
+    Ok(())
+}
+
+/// Closes a full group with the size on disk now, and prints it.
+fn close_group(recorder: &mut GrowthRecorder, on_disk: &dyn Fn() -> Option<u64>, label: &str) {
+    let disk = on_disk();
+    if let Some(g) = recorder.close_group(None, disk) {
+        println!(
+            "{label}: growing: operations {}–{}: {:.3} ms (read {:.3}, grow {:.3}), \
+             documents {:.1} KiB, on disk {}",
+            g.first_op,
+            g.last_op,
+            g.figures.mean_ms,
+            g.read_mean_ms,
+            g.grow_mean_ms,
+            g.mean_doc_kib,
+            super::direct::mib_text(disk)
+        );
+    }
 }
 
 #[cfg(test)]

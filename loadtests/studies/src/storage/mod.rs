@@ -24,6 +24,7 @@ pub mod measure;
 pub mod plan;
 pub mod report;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -268,64 +269,25 @@ fn through_http(
                 settings.data_dir.display()
             )
         })?;
-    let logs = settings.out_dir.join("logs");
-    std::fs::create_dir_all(&logs)
-        .with_context(|| format!("Failed to create {}", logs.display()))?;
-    let workers = cpus.server.len().max(1) as u32;
-    let spec = ServerSpec {
-        launch: http.launch.clone(),
-        services: http.services.clone(),
-        runtime: http.runtime.clone(),
-        store: store.as_str().to_owned(),
-        mongodb_uri: settings.mongodb_uri.clone(),
-        workers,
-        port: 0,
-        data_dir: data.path().to_path_buf(),
-        preload: 0,
-        // Fresh databases that the server drops when it stops (MongoDB keeps nothing behind).
-        database_prefix: (store.as_str() == "mongo")
-            .then(|| format!("study{}_", std::process::id())),
-        log_path: logs.join(format!("http-{}-{}.log", http.runtime, store.as_str())),
-        cpus: cpus.server_mask().map(<[usize]>::to_vec),
-        handicap_us: 0.0,
-        protocol: brigade_load::engine::Protocol::H1,
-    };
+    let spec = http_server(store, settings, http, &cpus, data.path())?;
     let process = servers::start_on_free_ports(&spec, &[], READY_TIMEOUT)?;
     let label = result.label();
     println!(
-        "{label}: server pid {} ready in {:.2} s (CPUs {}, --workers {workers})",
+        "{label}: server pid {} ready in {:.2} s (CPUs {}, --workers {})",
         process.pid(),
         process.started_in().as_secs_f64(),
-        pin::list(&cpus.server)
+        pin::list(&cpus.server),
+        spec.workers
     );
     let targets = process
         .announced()
         .targets(http.growth.label(), &http.growth.services());
     let dir = data.path().to_path_buf();
     let on_disk = move || (store == StoreKind::Embedded).then(|| folder_bytes(&dir));
-    let client_cpus = cpus.generator_mask().map(<[usize]>::to_vec);
     let growing = match targets {
-        Ok(targets) => std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    if let Some(cpus) = &client_cpus {
-                        pin::pin_current_thread(cpus)?;
-                    }
-                    http::growing(
-                        &http.growth,
-                        &targets,
-                        settings.counts.growing_docs,
-                        settings.counts.group_ops,
-                        plan,
-                        bands,
-                        settings.timeout,
-                        &on_disk,
-                        &label,
-                    )
-                })
-                .join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("the HTTP client panicked")))
-        }),
+        Ok(targets) => grow_from_client_cpus(
+            settings, http, &targets, plan, bands, &on_disk, &label, &cpus,
+        ),
         Err(err) => Err(err.context("the growth description does not fit this server")),
     };
     let limits = process
@@ -341,6 +303,75 @@ fn through_http(
         pin::list(&cpus.server)
     ));
     Ok(result)
+}
+
+/// The server the HTTP growth runs against: the application's services on `store`, on the
+/// server CPUs with as many workers, its data in `data` and its log under the study's folder.
+fn http_server(
+    store: StoreKind,
+    settings: &StorageSettings,
+    http: &HttpSettings,
+    cpus: &CpuPlan,
+    data: &Path,
+) -> Result<ServerSpec> {
+    let logs = settings.out_dir.join("logs");
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("Failed to create {}", logs.display()))?;
+    Ok(ServerSpec {
+        launch: http.launch.clone(),
+        services: http.services.clone(),
+        runtime: http.runtime.clone(),
+        store: store.as_str().to_owned(),
+        mongodb_uri: settings.mongodb_uri.clone(),
+        workers: cpus.server.len().max(1) as u32,
+        port: 0,
+        data_dir: data.to_path_buf(),
+        preload: 0,
+        // Fresh databases that the server drops when it stops (MongoDB keeps nothing behind).
+        database_prefix: (store.as_str() == "mongo")
+            .then(|| format!("study{}_", std::process::id())),
+        log_path: logs.join(format!("http-{}-{}.log", http.runtime, store.as_str())),
+        cpus: cpus.server_mask().map(<[usize]>::to_vec),
+        handicap_us: 0.0,
+        protocol: brigade_load::engine::Protocol::H1,
+    })
+}
+
+/// Runs the HTTP growth from a thread pinned to the generator CPUs (if any), so the client
+/// never shares the server's.
+#[allow(clippy::too_many_arguments)]
+fn grow_from_client_cpus(
+    settings: &StorageSettings,
+    http: &HttpSettings,
+    targets: &BTreeMap<String, String>,
+    plan: &GrowthPlan,
+    bands: Bands,
+    on_disk: &(dyn Fn() -> Option<u64> + Sync),
+    label: &str,
+    cpus: &CpuPlan,
+) -> Result<GrowingResult> {
+    let client_cpus = cpus.generator_mask().map(<[usize]>::to_vec);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                if let Some(cpus) = &client_cpus {
+                    pin::pin_current_thread(cpus)?;
+                }
+                http::growing(
+                    &http.growth,
+                    targets,
+                    settings.counts.growing_docs,
+                    settings.counts.group_ops,
+                    plan,
+                    bands,
+                    settings.timeout,
+                    on_disk,
+                    label,
+                )
+            })
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the HTTP client panicked")))
+    })
 }
 
 /// The bytes of every file under `dir` (0 if it cannot be read).

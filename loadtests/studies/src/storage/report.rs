@@ -9,6 +9,7 @@ use brigade_compare::report::setup::{build_versions, Setup};
 use brigade_compare::report::study::{
     Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
 };
+use brigade_compare::report::Versions;
 
 use super::measure::PhaseResult;
 use super::{Part, StorageSettings, SubjectResult, Via};
@@ -60,14 +61,68 @@ pub fn build(
     results: &[SubjectResult],
     started_at: String,
 ) -> StudyReport {
-    let c = &settings.counts;
-    let mut phases = Table::new(PHASES_TABLE, &["store", "via", "study", "phase"], {
-        let mut m = vec![Metric::new("operations", "", Better::Neither, 0)];
-        m.extend(latency_metrics());
-        m.push(Metric::new("wall", "s", Better::Lower, 1));
-        m.push(Metric::new("on disk", "MiB", Better::Lower, 1));
-        m
-    });
+    let mut sections = vec![phases_section(results)];
+    if settings.parts.contains(&Part::Growing) {
+        sections.push(growing_section(settings, results));
+    }
+    if settings.parts.contains(&Part::Fixed) && through_store(settings) {
+        sections.push(fixed_section(settings, results));
+    }
+    StudyReport {
+        study: "storage".to_owned(),
+        title: "Brigade storage study".to_owned(),
+        summary: summary(settings),
+        started_at,
+        wall_s: 0.0,
+        setup: setup(settings, results),
+        notes: notes(settings, results),
+        sections,
+    }
+}
+
+/// The report's one-line summary: which documents, on which stores, reached how.
+fn summary(settings: &StorageSettings) -> String {
+    format!(
+        "{} on the {} store(s), {}.",
+        match (
+            settings.parts.contains(&Part::Growing),
+            settings.parts.contains(&Part::Fixed) && through_store(settings)
+        ) {
+            (true, true) => "Growing and fixed-size documents",
+            (true, false) => "Growing documents",
+            (false, _) => "Fixed-size documents",
+        },
+        stores_text(settings),
+        via_words(settings)
+    )
+}
+
+/// The stores, comma-separated.
+fn stores_text(settings: &StorageSettings) -> String {
+    settings
+        .stores
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The metrics of a table of whole phases: operations, latencies, wall time and size on disk.
+fn phase_metrics() -> Vec<Metric> {
+    let mut m = vec![Metric::new("operations", "", Better::Neither, 0)];
+    m.extend(latency_metrics());
+    m.push(Metric::new("wall", "s", Better::Lower, 1));
+    m.push(Metric::new("on disk", "MiB", Better::Lower, 1));
+    m
+}
+
+/// Every phase of every store in one table.
+fn phases_section(results: &[SubjectResult]) -> Section {
+    let mut phases = Table::new(
+        PHASES_TABLE,
+        &["store", "via", "study", "phase"],
+        phase_metrics(),
+    );
     for subject in results {
         if let Some(g) = &subject.growing {
             phase_row(&mut phases, subject, "growing", &g.create);
@@ -79,7 +134,39 @@ pub fn build(
             }
         }
     }
+    Section {
+        title: "Every phase".to_owned(),
+        text: vec![
+            "Mean, p50 and p99 are per operation: a create is one insert, a read one get, \
+             `read + grow` one read and one growth of the same document, `read + rewrite` one \
+             read and one same-size rewrite. Wall is the phase's wall-clock time, the \
+             study's checks included; on disk is after the phase."
+                .to_owned(),
+        ],
+        tables: vec![phases],
+        charts: Vec::new(),
+    }
+}
 
+/// The growing documents: by group, by document size, and their charts.
+fn growing_section(settings: &StorageSettings, results: &[SubjectResult]) -> Section {
+    let c = &settings.counts;
+    Section {
+        title: "Growing documents".to_owned(),
+        text: vec![format!(
+            "{} documents of {} bytes are created; then {} times a random one (the same \
+             sequence for every store, seed {}) is read and grown by {} bytes, reported per \
+             {} operations and by the size of the document read. Data is the documents' \
+             payload at the group's end; on disk what the store's files take then.",
+            c.growing_docs, c.unit_bytes, c.growth_ops, settings.seed, c.unit_bytes, c.group_ops
+        )],
+        tables: vec![groups_table(results), bands_table(results)],
+        charts: growing_charts(settings, results),
+    }
+}
+
+/// The growth group by group: latencies, the document and data sizes, and the size on disk.
+fn groups_table(results: &[SubjectResult]) -> Table {
     let mut groups = Table::new(GROUPS_TABLE, &["store", "via", "operations"], {
         let mut m = latency_metrics();
         m.push(Metric::new("read", "ms", Better::Lower, 3));
@@ -89,18 +176,6 @@ pub fn build(
         m.push(Metric::new("on disk", "MiB", Better::Lower, 1));
         m
     });
-    let mut bands = Table::new(BANDS_TABLE, &["store", "via", "document size"], {
-        let mut m = vec![
-            Metric::new("operations", "", Better::Neither, 0),
-            Metric::new("document", "KiB", Better::Neither, 1),
-        ];
-        m.extend(latency_metrics());
-        m
-    });
-    let mut by_size = Vec::new();
-    let mut by_group = Vec::new();
-    let mut on_disk = Vec::new();
-    let mut payload: Option<Series> = None;
     for subject in results {
         let Some(g) = &subject.growing else { continue };
         for group in &g.groups {
@@ -123,6 +198,22 @@ pub fn build(
                 ],
             );
         }
+    }
+    groups
+}
+
+/// The growth by the size of the document read.
+fn bands_table(results: &[SubjectResult]) -> Table {
+    let mut bands = Table::new(BANDS_TABLE, &["store", "via", "document size"], {
+        let mut m = vec![
+            Metric::new("operations", "", Better::Neither, 0),
+            Metric::new("document", "KiB", Better::Neither, 1),
+        ];
+        m.extend(latency_metrics());
+        m
+    });
+    for subject in results {
+        let Some(g) = &subject.growing else { continue };
         for band in &g.bands {
             let f = &band.figures;
             bands.push(
@@ -140,6 +231,17 @@ pub fn build(
                 ],
             );
         }
+    }
+    bands
+}
+
+/// ms per operation against document size and group by group, and bytes on disk against
+/// operations (one line per store).
+fn growing_charts(settings: &StorageSettings, results: &[SubjectResult]) -> Vec<Chart> {
+    let mut by_size = Vec::new();
+    let mut by_group = Vec::new();
+    for subject in results {
+        let Some(g) = &subject.growing else { continue };
         by_size.push(Series {
             name: subject.label(),
             points: g
@@ -156,6 +258,37 @@ pub fn build(
                 .map(|gr| (gr.last_op as f64, gr.figures.mean_ms))
                 .collect(),
         });
+    }
+    vec![
+        Chart {
+            title: "ms per operation against document size".to_owned(),
+            x: Axis::linear("document size, KiB"),
+            y: Axis::log("mean ms per read + grow"),
+            series: by_size,
+        },
+        Chart {
+            title: "ms per operation, group by group".to_owned(),
+            x: Axis::linear("growth operations"),
+            y: Axis::log("mean ms per read + grow"),
+            series: by_group,
+        },
+        Chart {
+            title: "on-disk size against operations".to_owned(),
+            x: Axis::linear("growth operations"),
+            y: Axis::linear("MiB"),
+            series: on_disk_series(settings, results),
+        },
+    ]
+}
+
+/// Each store's size on disk against operations, and the documents' payload beside them (from
+/// the first store that knows it at every group).
+fn on_disk_series(settings: &StorageSettings, results: &[SubjectResult]) -> Vec<Series> {
+    let c = &settings.counts;
+    let mut on_disk = Vec::new();
+    let mut payload: Option<Series> = None;
+    for subject in results {
+        let Some(g) = &subject.growing else { continue };
         let disk: Vec<(f64, f64)> = std::iter::once((0.0, mib(g.create.on_disk_bytes)))
             .chain(
                 g.groups
@@ -185,14 +318,13 @@ pub fn build(
         }
     }
     on_disk.extend(payload);
+    on_disk
+}
 
-    let mut fixed = Table::new(FIXED_TABLE, &["store", "via", "phase"], {
-        let mut m = vec![Metric::new("operations", "", Better::Neither, 0)];
-        m.extend(latency_metrics());
-        m.push(Metric::new("wall", "s", Better::Lower, 1));
-        m.push(Metric::new("on disk", "MiB", Better::Lower, 1));
-        m
-    });
+/// The fixed-size documents' phases, through the store only.
+fn fixed_section(settings: &StorageSettings, results: &[SubjectResult]) -> Section {
+    let c = &settings.counts;
+    let mut fixed = Table::new(FIXED_TABLE, &["store", "via", "phase"], phase_metrics());
     for subject in results {
         let Some(f) = &subject.fixed else { continue };
         for p in &f.phases {
@@ -210,96 +342,15 @@ pub fn build(
             );
         }
     }
-
-    let mut sections = vec![Section {
-        title: "Every phase".to_owned(),
-        text: vec![
-            "Mean, p50 and p99 are per operation: a create is one insert, a read one get, \
-             `read + grow` one read and one growth of the same document, `read + rewrite` one \
-             read and one same-size rewrite. Wall is the phase's wall-clock time, the \
-             study's checks included; on disk is after the phase."
-                .to_owned(),
-        ],
-        tables: vec![phases],
+    Section {
+        title: "Fixed-size documents".to_owned(),
+        text: vec![format!(
+            "{} documents of {} bytes are created; then {} random reads; then {} random \
+             read + same-size rewrite pairs. Through the store only.",
+            c.fixed_docs, c.fixed_bytes, c.fixed_reads, c.fixed_rewrites
+        )],
+        tables: vec![fixed],
         charts: Vec::new(),
-    }];
-    if settings.parts.contains(&Part::Growing) {
-        sections.push(Section {
-            title: "Growing documents".to_owned(),
-            text: vec![format!(
-                "{} documents of {} bytes are created; then {} times a random one (the same \
-                 sequence for every store, seed {}) is read and grown by {} bytes, reported per \
-                 {} operations and by the size of the document read. Data is the documents' \
-                 payload at the group's end; on disk what the store's files take then.",
-                c.growing_docs,
-                c.unit_bytes,
-                c.growth_ops,
-                settings.seed,
-                c.unit_bytes,
-                c.group_ops
-            )],
-            tables: vec![groups, bands],
-            charts: vec![
-                Chart {
-                    title: "ms per operation against document size".to_owned(),
-                    x: Axis::linear("document size, KiB"),
-                    y: Axis::log("mean ms per read + grow"),
-                    series: by_size,
-                },
-                Chart {
-                    title: "ms per operation, group by group".to_owned(),
-                    x: Axis::linear("growth operations"),
-                    y: Axis::log("mean ms per read + grow"),
-                    series: by_group,
-                },
-                Chart {
-                    title: "on-disk size against operations".to_owned(),
-                    x: Axis::linear("growth operations"),
-                    y: Axis::linear("MiB"),
-                    series: on_disk,
-                },
-            ],
-        });
-    }
-    if settings.parts.contains(&Part::Fixed) && through_store(settings) {
-        sections.push(Section {
-            title: "Fixed-size documents".to_owned(),
-            text: vec![format!(
-                "{} documents of {} bytes are created; then {} random reads; then {} random \
-                 read + same-size rewrite pairs. Through the store only.",
-                c.fixed_docs, c.fixed_bytes, c.fixed_reads, c.fixed_rewrites
-            )],
-            tables: vec![fixed],
-            charts: Vec::new(),
-        });
-    }
-
-    StudyReport {
-        study: "storage".to_owned(),
-        title: "Brigade storage study".to_owned(),
-        summary: format!(
-            "{} on the {} store(s), {}.",
-            match (
-                settings.parts.contains(&Part::Growing),
-                settings.parts.contains(&Part::Fixed) && through_store(settings)
-            ) {
-                (true, true) => "Growing and fixed-size documents",
-                (true, false) => "Growing documents",
-                (false, _) => "Fixed-size documents",
-            },
-            settings
-                .stores
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            via_words(settings)
-        ),
-        started_at,
-        wall_s: 0.0,
-        setup: setup(settings, results),
-        notes: notes(settings, results),
-        sections,
     }
 }
 
@@ -320,31 +371,15 @@ fn via_words(settings: &StorageSettings) -> String {
         .join(" and ")
 }
 
+/// The setup section: machine, versions, stores, how each was reached, counts and data.
 fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
-    let c = &settings.counts;
-    let mut versions = build_versions();
-    if let Some(http) = &settings.http {
-        if settings.via.contains(&Via::Http) {
-            let binary = http.launch.binary();
-            versions.server_binary = binary.display().to_string();
-            versions.server_binary_version = brigade_meter::servers::binary_version(binary);
-        }
-    }
     let mut out = Setup {
         machine: brigade_load::machine::describe(),
-        versions,
+        versions: versions(settings),
         lines: Vec::new(),
         command_line: settings.command_line.clone(),
     };
-    out.line(
-        "Stores",
-        settings
-            .stores
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+    out.line("Stores", stores_text(settings));
     out.line("Via", via_words(settings));
     if let Some(http) = settings
         .http
@@ -361,23 +396,7 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
             out.line(format!("Server ({})", subject.label()), server.clone());
         }
     }
-    out.line(
-        "Counts",
-        format!(
-            "growing: {} documents of {} bytes, {} read + grow operations in groups of {}; fixed: \
-             {} documents of {} bytes, {} reads, {} read + rewrite pairs (--scale {}{})",
-            c.growing_docs,
-            c.unit_bytes,
-            c.growth_ops,
-            c.group_ops,
-            c.fixed_docs,
-            c.fixed_bytes,
-            c.fixed_reads,
-            c.fixed_rewrites,
-            settings.scale,
-            if settings.quick { ", --quick" } else { "" }
-        ),
-    );
+    out.line("Counts", counts_text(settings));
     out.line(
         "Cache",
         format!(
@@ -401,6 +420,44 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
             settings.seed
         ),
     );
+    out.line("Data", data_text(settings));
+    out
+}
+
+/// This build's versions, and the served binary's when the study goes through HTTP.
+fn versions(settings: &StorageSettings) -> Versions {
+    let mut versions = build_versions();
+    if let Some(http) = &settings.http {
+        if settings.via.contains(&Via::Http) {
+            let binary = http.launch.binary();
+            versions.server_binary = binary.display().to_string();
+            versions.server_binary_version = brigade_meter::servers::binary_version(binary);
+        }
+    }
+    versions
+}
+
+/// The setup's counts line: documents, sizes and operations of both parts.
+fn counts_text(settings: &StorageSettings) -> String {
+    let c = &settings.counts;
+    format!(
+        "growing: {} documents of {} bytes, {} read + grow operations in groups of {}; fixed: \
+         {} documents of {} bytes, {} reads, {} read + rewrite pairs (--scale {}{})",
+        c.growing_docs,
+        c.unit_bytes,
+        c.growth_ops,
+        c.group_ops,
+        c.fixed_docs,
+        c.fixed_bytes,
+        c.fixed_reads,
+        c.fixed_rewrites,
+        settings.scale,
+        if settings.quick { ", --quick" } else { "" }
+    )
+}
+
+/// The setup's data line: where each store's data lived and that it was removed.
+fn data_text(settings: &StorageSettings) -> String {
     let mut data = vec!["each phase on a fresh store".to_owned()];
     if settings.stores.contains(&StoreKind::Embedded) {
         data.push(format!(
@@ -414,8 +471,7 @@ fn setup(settings: &StorageSettings, results: &[SubjectResult]) -> Setup {
             settings.run_token
         ));
     }
-    out.line("Data", data.join("; "));
-    out
+    data.join("; ")
 }
 
 fn notes(settings: &StorageSettings, results: &[SubjectResult]) -> Vec<String> {

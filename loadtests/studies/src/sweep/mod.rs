@@ -172,6 +172,43 @@ impl SweepArgs {
     pub fn settings(&self) -> Result<SweepSettings> {
         let quick = self.quick;
         let lab = self.lab.lab("sweep", quick, 1)?;
+        let (clients, sizes) = self.clients_and_sizes()?;
+        let ms = Duration::from_millis;
+        let duration = self
+            .duration
+            .unwrap_or(if quick { ms(500) } else { ms(2000) });
+        let warmup = self.warmup.unwrap_or(if quick { ms(100) } else { ms(300) });
+        let settle = self
+            .settle
+            .unwrap_or(if quick { ms(2000) } else { ms(10_000) });
+        let steps = self.steps(&clients, &sizes);
+        let handshake_clients = self.handshake_clients.unwrap_or(if quick { 2 } else { 10 });
+        if handshake_clients == 0 {
+            bail!("--handshake-clients must be at least 1");
+        }
+        let handshakes = if self.no_handshakes {
+            Vec::new()
+        } else {
+            handshakes::steps(handshake_clients)
+        };
+        Ok(SweepSettings {
+            lab,
+            handshakes,
+            steps,
+            clients,
+            client_body: self.client_body,
+            sizes,
+            size_clients: self.size_clients,
+            duration,
+            warmup,
+            settle,
+        })
+    }
+
+    /// The client counts and body sizes (defaults by `--quick`), each checked: at least one
+    /// client, and every body one that /bench/static answers.
+    fn clients_and_sizes(&self) -> Result<(Vec<u32>, Vec<usize>)> {
+        let quick = self.quick;
         let clients = if self.clients.is_empty() {
             if quick {
                 QUICK_CLIENTS
@@ -200,17 +237,15 @@ impl SweepArgs {
                 );
             }
         }
-        let ms = Duration::from_millis;
-        let duration = self
-            .duration
-            .unwrap_or(if quick { ms(500) } else { ms(2000) });
-        let warmup = self.warmup.unwrap_or(if quick { ms(100) } else { ms(300) });
-        let settle = self
-            .settle
-            .unwrap_or(if quick { ms(2000) } else { ms(10_000) });
+        Ok((clients, sizes))
+    }
+
+    /// The sweep's steps in order: every client count with keep-alive on then off, every body
+    /// size, then the bad URL.
+    fn steps(&self, clients: &[u32], sizes: &[usize]) -> Vec<Step> {
         let mut steps = Vec::new();
         for keepalive in [true, false] {
-            for &n in &clients {
+            for &n in clients {
                 steps.push(Step {
                     part: Part::Clients,
                     shape: Shape::static_body(self.client_body),
@@ -220,7 +255,7 @@ impl SweepArgs {
                 });
             }
         }
-        for &size in &sizes {
+        for &size in sizes {
             steps.push(Step {
                 part: Part::Sizes,
                 shape: Shape::static_body(size),
@@ -236,27 +271,7 @@ impl SweepArgs {
             clients: self.size_clients,
             keepalive: true,
         });
-        let handshake_clients = self.handshake_clients.unwrap_or(if quick { 2 } else { 10 });
-        if handshake_clients == 0 {
-            bail!("--handshake-clients must be at least 1");
-        }
-        let handshakes = if self.no_handshakes {
-            Vec::new()
-        } else {
-            handshakes::steps(handshake_clients)
-        };
-        Ok(SweepSettings {
-            lab,
-            handshakes,
-            steps,
-            clients,
-            client_body: self.client_body,
-            sizes,
-            size_clients: self.size_clients,
-            duration,
-            warmup,
-            settle,
-        })
+        steps
     }
 }
 
@@ -360,6 +375,30 @@ pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
         .iter()
         .map(|s| s.shape.scenario())
         .collect::<Result<Vec<_>>>()?;
+    print_plan(settings);
+    let (results, servers) = lab.with_servers(|servers| {
+        let bad_url = servers
+            .iter()
+            .map(|served| check_bad_url(served, lab.timeout))
+            .collect::<Result<Vec<_>>>()?;
+        let runs = measure_steps(settings, servers, &scenarios)?;
+        Ok(SweepResults {
+            runs,
+            bad_url,
+            memory: memory_after(settings, servers),
+            handshakes: Vec::new(),
+        })
+    })?;
+    let (results, servers) = handshakes::run(settings, results, servers)?;
+    let mut study = report::build(settings, &results, &servers, started_at);
+    study.wall_s = began.elapsed().as_secs_f64();
+    brigade_compare::report::write_all(&study, &lab.out_dir)?;
+    Ok(study)
+}
+
+/// Says what the sweep will do and about how long it will take.
+fn print_plan(settings: &SweepSettings) {
+    let lab = &settings.lab;
     let estimate = settings.estimate_s();
     println!(
         "brigade study sweep: {} steps × {} runtime(s) × {} repeat(s) of {} s (+{} s warm-up), \
@@ -373,78 +412,75 @@ pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
         estimate as u64 / 60,
         estimate as u64 % 60
     );
-    let (results, servers) = lab.with_servers(|servers| {
-        let bad_url = servers
-            .iter()
-            .map(|served| check_bad_url(served, lab.timeout))
-            .collect::<Result<Vec<_>>>()?;
-        let order = lab.order(settings.steps.len());
-        let mut runs = Vec::new();
-        for (i, planned) in order.iter().enumerate() {
-            let step = &settings.steps[planned.scenario];
-            let served = &servers[planned.runtime];
-            let config = lab.load_config(
-                served,
-                step.clients,
-                step.keepalive,
-                Window::Time {
-                    duration: settings.duration,
-                    warmup: settings.warmup,
-                },
-            );
-            let probe = Probe::start(
-                &served.url,
-                settings.warmup,
-                lab.timeout,
-                lab.cpus.generator_mask().map(<[usize]>::to_vec),
-            )?;
-            let run = lab.measure(
-                served,
-                &scenarios[planned.scenario],
-                &config,
-                planned.repeat,
-            );
-            let probe = probe.finish().ok();
-            print_run(&format!("[{}/{}]", i + 1, order.len()), step, &run, &probe);
-            runs.push(SweepRun {
-                step: planned.scenario,
-                run,
-                probe,
-            });
-        }
-        let end: Vec<u64> = servers.iter().map(Served::rss_kib).collect();
-        println!(
-            "Sweep done; reading the servers' memory again in {} s",
-            settings.settle.as_secs_f64()
+}
+
+/// Every step on every runtime in compare's order, each with the probe beside it.
+fn measure_steps(
+    settings: &SweepSettings,
+    servers: &[Served],
+    scenarios: &[brigade_load::scenario::Scenario],
+) -> Result<Vec<SweepRun>> {
+    let lab = &settings.lab;
+    let order = lab.order(settings.steps.len());
+    let mut runs = Vec::new();
+    for (i, planned) in order.iter().enumerate() {
+        let step = &settings.steps[planned.scenario];
+        let served = &servers[planned.runtime];
+        let config = lab.load_config(
+            served,
+            step.clients,
+            step.keepalive,
+            Window::Time {
+                duration: settings.duration,
+                warmup: settings.warmup,
+            },
         );
-        std::thread::sleep(settings.settle);
-        let memory = servers
-            .iter()
-            .zip(end)
-            .map(|(served, end)| {
-                let mib = |kib: u64| kib as f64 / 1024.0;
-                let pid = served.process.pid();
-                Memory {
-                    runtime: served.runtime.clone(),
-                    before_mib: mib(served.rss_ready_kib),
-                    peak_mib: mib(procstat::peak_rss_kib(pid).unwrap_or(0)),
-                    end_mib: mib(end),
-                    after_mib: mib(served.rss_kib()),
-                }
-            })
-            .collect();
-        Ok(SweepResults {
-            runs,
-            bad_url,
-            memory,
-            handshakes: Vec::new(),
+        let probe = Probe::start(
+            &served.url,
+            settings.warmup,
+            lab.timeout,
+            lab.cpus.generator_mask().map(<[usize]>::to_vec),
+        )?;
+        let run = lab.measure(
+            served,
+            &scenarios[planned.scenario],
+            &config,
+            planned.repeat,
+        );
+        let probe = probe.finish().ok();
+        print_run(&format!("[{}/{}]", i + 1, order.len()), step, &run, &probe);
+        runs.push(SweepRun {
+            step: planned.scenario,
+            run,
+            probe,
+        });
+    }
+    Ok(runs)
+}
+
+/// Each server's memory at the end of the sweep and again once `settle` has passed.
+fn memory_after(settings: &SweepSettings, servers: &[Served]) -> Vec<Memory> {
+    let end: Vec<u64> = servers.iter().map(Served::rss_kib).collect();
+    println!(
+        "Sweep done; reading the servers' memory again in {} s",
+        settings.settle.as_secs_f64()
+    );
+    std::thread::sleep(settings.settle);
+    servers
+        .iter()
+        .zip(end)
+        .map(|(served, end)| {
+            let mib = |kib: u64| kib as f64 / 1024.0;
+            let pid = served.process.pid();
+            Memory {
+                runtime: served.runtime.clone(),
+                before_mib: mib(served.rss_ready_kib),
+                peak_mib: mib(procstat::peak_rss_kib(pid).unwrap_or(0)),
+                end_mib: mib(end),
+                after_mib: mib(served.rss_kib()),
+            }
         })
-    })?;
-    let (results, servers) = handshakes::run(settings, results, servers)?;
-    let mut study = report::build(settings, &results, &servers, started_at);
-    study.wall_s = began.elapsed().as_secs_f64();
-    brigade_compare::report::write_all(&study, &lab.out_dir)?;
-    Ok(study)
+        .collect()
 }
 
 /// Asks `served` for the bad URL once and checks the answer: 404 with the JSON error body.

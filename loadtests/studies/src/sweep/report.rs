@@ -75,15 +75,162 @@ pub fn build(
     servers: &[(String, String)],
     started_at: String,
 ) -> StudyReport {
-    let lab = &settings.lab;
-    let at = |runtime: &str, step: usize| -> Vec<&SweepRun> {
-        results
-            .runs
-            .iter()
-            .filter(|r| r.step == step && r.run.runtime == runtime)
-            .collect()
+    let mut study = StudyReport {
+        study: "sweep".to_owned(),
+        title: "Brigade client sweep".to_owned(),
+        summary: summary(settings),
+        started_at,
+        wall_s: 0.0,
+        setup: settings.lab.setup(servers, setup_text(settings)),
+        notes: notes(settings, results),
+        sections: vec![
+            clients_section(settings, results),
+            sizes_section(settings, results),
+            memory_section(settings, results),
+            every_run_section(settings, results),
+        ],
     };
+    if let Some(section) = super::handshakes::section(settings, results) {
+        // Before "Every run", which stays last.
+        let last = study.sections.len() - 1;
+        study.sections.insert(last, section);
+    }
+    study
+}
 
+/// The report's one-paragraph summary: what was asked of which runtimes.
+fn summary(settings: &SweepSettings) -> String {
+    format!(
+        "GET /bench/static/{} at {} clients with and without keep-alive, bodies of {} and a \
+         bad URL at {} clients, a /health probe every 100 ms, and the servers' memory after, \
+         on {}.",
+        settings.client_body,
+        settings
+            .clients
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        settings
+            .sizes
+            .iter()
+            .map(|&s| crate::lab::shapes::size_text(s))
+            .collect::<Vec<_>>()
+            .join(", "),
+        settings.size_clients,
+        settings.lab.runtimes.join(", ")
+    )
+}
+
+/// The study's own line in the setup section: the steps, their timing and the probe.
+fn setup_text(settings: &SweepSettings) -> String {
+    format!(
+        "client counts {} with and without keep-alive on a {}-byte body; bodies {} \
+         bytes and the bad URL {} at {} clients with keep-alive; {} s measured after \
+         {} s warm-up per step; memory read again {} s after the sweep; the probe asks \
+         GET /health every 100 ms",
+        settings
+            .clients
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        settings.client_body,
+        settings
+            .sizes
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        super::super::lab::shapes::UNKNOWN_PATH,
+        settings.size_clients,
+        settings.duration.as_secs_f64(),
+        settings.warmup.as_secs_f64(),
+        settings.settle.as_secs_f64()
+    )
+}
+
+/// The runs of one runtime at one step (one per repeat).
+fn runs_at<'a>(results: &'a SweepResults, runtime: &str, step: usize) -> Vec<&'a SweepRun> {
+    results
+        .runs
+        .iter()
+        .filter(|r| r.step == step && r.run.runtime == runtime)
+        .collect()
+}
+
+/// One runtime's client steps with keep-alive on or off: its rows of the client-count table, its
+/// curves (hits/s and the probe's p99 against clients) and its row of the peaks table.
+struct ClientsLine {
+    rows: Vec<(Vec<String>, Vec<Option<f64>>)>,
+    points: Vec<(f64, f64)>,
+    probe_points: Vec<(f64, f64)>,
+    peak: Vec<Option<f64>>,
+}
+
+fn clients_line(
+    settings: &SweepSettings,
+    results: &SweepResults,
+    runtime: &str,
+    keepalive: bool,
+) -> ClientsLine {
+    let mut line = ClientsLine {
+        rows: Vec::new(),
+        points: Vec::new(),
+        probe_points: Vec::new(),
+        peak: Vec::new(),
+    };
+    let mut peak: Option<(f64, u32, f64, f64)> = None;
+    let mut errors = 0.0;
+    for (i, step) in settings.steps.iter().enumerate() {
+        if step.part != Part::Clients || step.keepalive != keepalive {
+            continue;
+        }
+        let dims = vec![
+            runtime.to_owned(),
+            step.keepalive_text().to_owned(),
+            step.clients.to_string(),
+        ];
+        let Some(c) = cell(&runs_at(results, runtime, i)) else {
+            line.rows.push((dims, vec![None; 7]));
+            continue;
+        };
+        line.rows.push((
+            dims,
+            vec![
+                Some(c.hits),
+                Some(c.p99),
+                Some(c.bytes),
+                Some(c.errors),
+                c.probe_p99,
+                Some(c.generator_cpu),
+                Some(c.flagged as f64),
+            ],
+        ));
+        line.points.push((step.clients as f64, c.hits));
+        if let Some(p) = c.probe_p99 {
+            line.probe_points.push((step.clients as f64, p));
+        }
+        errors += c.errors;
+        if peak.is_none_or(|(hits, ..)| c.hits > hits) {
+            peak = Some((c.hits, step.clients, c.p99, c.bytes));
+        }
+    }
+    line.peak = match peak {
+        Some((hits, clients, p99, bytes)) => vec![
+            Some(hits),
+            Some(clients as f64),
+            Some(p99),
+            Some(bytes),
+            Some(errors),
+        ],
+        None => vec![None; 5],
+    };
+    line
+}
+
+/// Client counts with keep-alive on and off: the peaks, every count and their charts.
+fn clients_section(settings: &SweepSettings, results: &SweepResults) -> Section {
     let mut clients_table = Table::new(
         CLIENTS_TABLE,
         &["runtime", "keep-alive", "clients"],
@@ -108,83 +255,95 @@ pub fn build(
             Metric::new("errors", "", Better::Lower, 0),
         ],
     );
-    let mut by_clients: [Vec<Series>; 2] = [Vec::new(), Vec::new()];
-    let mut probe_series = Vec::new();
-    for runtime in &lab.runtimes {
-        for (k, keepalive) in [true, false].into_iter().enumerate() {
-            let mut points = Vec::new();
-            let mut probe_points = Vec::new();
-            let mut peak: Option<(f64, u32, f64, f64)> = None;
-            let mut errors = 0.0;
-            for (i, step) in settings.steps.iter().enumerate() {
-                if step.part != Part::Clients || step.keepalive != keepalive {
-                    continue;
-                }
-                let Some(c) = cell(&at(runtime, i)) else {
-                    clients_table.push(
-                        vec![
-                            runtime.clone(),
-                            step.keepalive_text().to_owned(),
-                            step.clients.to_string(),
-                        ],
-                        vec![None; 7],
-                    );
-                    continue;
-                };
-                clients_table.push(
-                    vec![
-                        runtime.clone(),
-                        step.keepalive_text().to_owned(),
-                        step.clients.to_string(),
-                    ],
-                    vec![
-                        Some(c.hits),
-                        Some(c.p99),
-                        Some(c.bytes),
-                        Some(c.errors),
-                        c.probe_p99,
-                        Some(c.generator_cpu),
-                        Some(c.flagged as f64),
-                    ],
-                );
-                points.push((step.clients as f64, c.hits));
-                if let Some(p) = c.probe_p99 {
-                    probe_points.push((step.clients as f64, p));
-                }
-                errors += c.errors;
-                if peak.is_none_or(|(hits, ..)| c.hits > hits) {
-                    peak = Some((c.hits, step.clients, c.p99, c.bytes));
-                }
+    let [mut on, mut off, mut probe_series] = [Vec::new(), Vec::new(), Vec::new()];
+    for runtime in &settings.lab.runtimes {
+        for keepalive in [true, false] {
+            let line = clients_line(settings, results, runtime, keepalive);
+            for (dims, values) in line.rows {
+                clients_table.push(dims, values);
             }
-            peaks.push(
-                vec![
-                    runtime.clone(),
-                    if keepalive { "on" } else { "off" }.to_owned(),
-                ],
-                match peak {
-                    Some((hits, clients, p99, bytes)) => vec![
-                        Some(hits),
-                        Some(clients as f64),
-                        Some(p99),
-                        Some(bytes),
-                        Some(errors),
-                    ],
-                    None => vec![None; 5],
-                },
-            );
-            by_clients[k].push(Series {
-                name: runtime.clone(),
-                points,
-            });
+            let on_off = if keepalive { "on" } else { "off" };
+            peaks.push(vec![runtime.clone(), on_off.to_owned()], line.peak);
+            let name = runtime.clone();
             if keepalive {
+                on.push(Series {
+                    name,
+                    points: line.points,
+                });
                 probe_series.push(Series {
                     name: runtime.clone(),
-                    points: probe_points,
+                    points: line.probe_points,
+                });
+            } else {
+                off.push(Series {
+                    name,
+                    points: line.points,
                 });
             }
         }
     }
+    Section {
+        title: "Clients, keep-alive on and off".to_owned(),
+        text: vec![format!(
+            "Closed loop: each client sends its next request when the last is answered. \
+             Without keep-alive every request opens a new connection (as ab did). Figures \
+             are medians over the repeats; the probe's p99 is that of one extra client \
+             asking GET /health every 100 ms during the step. Bytes/s counts both \
+             directions, headers included; the body is {} bytes.",
+            settings.client_body
+        )],
+        tables: vec![peaks, clients_table],
+        charts: clients_charts(on, off, probe_series),
+    }
+}
 
+/// hits/s against clients with keep-alive on and off, and the probe's p99 with it on.
+fn clients_charts(on: Vec<Series>, off: Vec<Series>, probe: Vec<Series>) -> Vec<Chart> {
+    vec![
+        Chart {
+            title: "hits/s against clients, keep-alive on".to_owned(),
+            x: Axis::log("clients"),
+            y: Axis::linear("hits/s"),
+            series: on,
+        },
+        Chart {
+            title: "hits/s against clients, keep-alive off".to_owned(),
+            x: Axis::log("clients"),
+            y: Axis::linear("hits/s"),
+            series: off,
+        },
+        Chart {
+            title: "probe p99 against clients, keep-alive on".to_owned(),
+            x: Axis::log("clients"),
+            y: Axis::log("GET /health p99, ms"),
+            series: probe,
+        },
+    ]
+}
+
+/// Body sizes and the bad URL: the sizes' table, the bad URL's answers and hits/s by size.
+fn sizes_section(settings: &SweepSettings, results: &SweepResults) -> Section {
+    let (sizes, by_size) = sizes_table(settings, results);
+    Section {
+        title: "Body sizes and a bad URL".to_owned(),
+        text: vec![format!(
+            "GET /bench/static/{{size}} and an unknown path ({}), answered 404 with the \
+             JSON error body, at {} clients with keep-alive.",
+            super::super::lab::shapes::UNKNOWN_PATH,
+            settings.size_clients
+        )],
+        tables: vec![sizes, bad_url_table(results)],
+        charts: vec![Chart {
+            title: "hits/s against body size".to_owned(),
+            x: Axis::log("body, bytes"),
+            y: Axis::log("hits/s"),
+            series: by_size,
+        }],
+    }
+}
+
+/// The body-size steps per runtime, and each runtime's hits/s against body size.
+fn sizes_table(settings: &SweepSettings, results: &SweepResults) -> (Table, Vec<Series>) {
     let mut sizes = Table::new(
         SIZES_TABLE,
         &["runtime", "body"],
@@ -199,14 +358,14 @@ pub fn build(
         ],
     );
     let mut by_size = Vec::new();
-    for runtime in &lab.runtimes {
+    for runtime in &settings.lab.runtimes {
         let mut points = Vec::new();
         for (i, step) in settings.steps.iter().enumerate() {
             if step.part != Part::Sizes {
                 continue;
             }
             let dims = vec![runtime.clone(), step.body()];
-            let Some(c) = cell(&at(runtime, i)) else {
+            let Some(c) = cell(&runs_at(results, runtime, i)) else {
                 sizes.push(dims, vec![None; 7]);
                 continue;
             };
@@ -231,7 +390,11 @@ pub fn build(
             points,
         });
     }
+    (sizes, by_size)
+}
 
+/// What each runtime answered to the bad URL.
+fn bad_url_table(results: &SweepResults) -> Table {
     let mut bad_url = Table::new(
         BAD_URL_TABLE,
         &["runtime", "error code"],
@@ -246,7 +409,11 @@ pub fn build(
             vec![Some(answer.status as f64), Some(answer.body_bytes as f64)],
         );
     }
+    bad_url
+}
 
+/// Each server's memory once ready, at its peak, at the end and after settling.
+fn memory_section(settings: &SweepSettings, results: &SweepResults) -> Section {
     let mut memory = Table::new(
         MEMORY_TABLE,
         &["runtime", "after the sweep"],
@@ -278,7 +445,22 @@ pub fn build(
             ],
         );
     }
+    Section {
+        title: "Memory after".to_owned(),
+        text: vec![format!(
+            "Each server's resident memory once ready, its peak (VmHWM), at the end of \
+             the sweep and {} s later. A server kept its growth when it still holds at \
+             least half of what it grew by and at least {} MiB.",
+            settings.settle.as_secs_f64(),
+            super::KEPT_FLOOR_MIB
+        )],
+        tables: vec![memory],
+        charts: Vec::new(),
+    }
+}
 
+/// One row per run, the probe's figures beside the generator's.
+fn every_run_section(settings: &SweepSettings, results: &SweepResults) -> Section {
     let mut every = Table::new(
         RUNS_TABLE,
         &[
@@ -322,141 +504,17 @@ pub fn build(
             values,
         );
     }
-
-    let [on, off] = by_clients;
-    let mut study = StudyReport {
-        study: "sweep".to_owned(),
-        title: "Brigade client sweep".to_owned(),
-        summary: format!(
-            "GET /bench/static/{} at {} clients with and without keep-alive, bodies of {} and a \
-             bad URL at {} clients, a /health probe every 100 ms, and the servers' memory after, \
-             on {}.",
-            settings.client_body,
-            settings
-                .clients
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            settings
-                .sizes
-                .iter()
-                .map(|&s| crate::lab::shapes::size_text(s))
-                .collect::<Vec<_>>()
-                .join(", "),
-            settings.size_clients,
-            lab.runtimes.join(", ")
-        ),
-        started_at,
-        wall_s: 0.0,
-        setup: lab.setup(
-            servers,
-            format!(
-                "client counts {} with and without keep-alive on a {}-byte body; bodies {} \
-                 bytes and the bad URL {} at {} clients with keep-alive; {} s measured after \
-                 {} s warm-up per step; memory read again {} s after the sweep; the probe asks \
-                 GET /health every 100 ms",
-                settings
-                    .clients
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                settings.client_body,
-                settings
-                    .sizes
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                super::super::lab::shapes::UNKNOWN_PATH,
-                settings.size_clients,
-                settings.duration.as_secs_f64(),
-                settings.warmup.as_secs_f64(),
-                settings.settle.as_secs_f64()
-            ),
-        ),
-        notes: notes(settings, results),
-        sections: vec![
-            Section {
-                title: "Clients, keep-alive on and off".to_owned(),
-                text: vec![format!(
-                    "Closed loop: each client sends its next request when the last is answered. \
-                     Without keep-alive every request opens a new connection (as ab did). Figures \
-                     are medians over the repeats; the probe's p99 is that of one extra client \
-                     asking GET /health every 100 ms during the step. Bytes/s counts both \
-                     directions, headers included; the body is {} bytes.",
-                    settings.client_body
-                )],
-                tables: vec![peaks, clients_table],
-                charts: vec![
-                    Chart {
-                        title: "hits/s against clients, keep-alive on".to_owned(),
-                        x: Axis::log("clients"),
-                        y: Axis::linear("hits/s"),
-                        series: on,
-                    },
-                    Chart {
-                        title: "hits/s against clients, keep-alive off".to_owned(),
-                        x: Axis::log("clients"),
-                        y: Axis::linear("hits/s"),
-                        series: off,
-                    },
-                    Chart {
-                        title: "probe p99 against clients, keep-alive on".to_owned(),
-                        x: Axis::log("clients"),
-                        y: Axis::log("GET /health p99, ms"),
-                        series: probe_series,
-                    },
-                ],
-            },
-            Section {
-                title: "Body sizes and a bad URL".to_owned(),
-                text: vec![format!(
-                    "GET /bench/static/{{size}} and an unknown path ({}), answered 404 with the \
-                     JSON error body, at {} clients with keep-alive.",
-                    super::super::lab::shapes::UNKNOWN_PATH,
-                    settings.size_clients
-                )],
-                tables: vec![sizes, bad_url],
-                charts: vec![Chart {
-                    title: "hits/s against body size".to_owned(),
-                    x: Axis::log("body, bytes"),
-                    y: Axis::log("hits/s"),
-                    series: by_size,
-                }],
-            },
-            Section {
-                title: "Memory after".to_owned(),
-                text: vec![format!(
-                    "Each server's resident memory once ready, its peak (VmHWM), at the end of \
-                     the sweep and {} s later. A server kept its growth when it still holds at \
-                     least half of what it grew by and at least {} MiB.",
-                    settings.settle.as_secs_f64(),
-                    super::KEPT_FLOOR_MIB
-                )],
-                tables: vec![memory],
-                charts: Vec::new(),
-            },
-            Section {
-                title: "Every run".to_owned(),
-                text: vec![
-                    "One row per run: what the generator counted and the CPU of the server and \
-                     the generator; the flag says when a run was generator-bound or contended \
-                     (compare's rules)."
-                        .to_owned(),
-                ],
-                tables: vec![every],
-                charts: Vec::new(),
-            },
+    Section {
+        title: "Every run".to_owned(),
+        text: vec![
+            "One row per run: what the generator counted and the CPU of the server and \
+             the generator; the flag says when a run was generator-bound or contended \
+             (compare's rules)."
+                .to_owned(),
         ],
-    };
-    if let Some(section) = super::handshakes::section(settings, results) {
-        // Before "Every run", which stays last.
-        let last = study.sections.len() - 1;
-        study.sections.insert(last, section);
+        tables: vec![every],
+        charts: Vec::new(),
     }
-    study
 }
 
 fn notes(settings: &SweepSettings, results: &SweepResults) -> Vec<String> {
