@@ -292,12 +292,9 @@ pub(crate) fn run_config(
         .run();
         let handle = server.handle();
         actix_web::rt::spawn(async move {
-            shutdown.wait().await;
-            // The drain (docs/reliability.md): the listener closes at once, the connections
-            // still open close after their next answer, then the rest within the grace.
-            let _ = socket2::SockRef::from(&listening).shutdown(std::net::Shutdown::Read);
-            set.store(true, Ordering::Relaxed);
-            crate::drain(|| open.open()).await;
+            // The listener closes at once, the connections still open close after their next
+            // answer, then the rest within the grace.
+            crate::drain_listener(shutdown, listening, set, || open.open()).await;
             handle.stop(true).await;
         });
         server.await?;

@@ -25,7 +25,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use brigade_kit::limits::{ConnectionGate, ServerLimits, RUNTIME_MAX_HEADER_BYTES};
+use brigade_kit::limits::{
+    ConnectionGate, ConnectionPermit, ServerLimits, RUNTIME_MAX_HEADER_BYTES,
+};
 use brigade_kit::rules::{self, Admitted, Refused};
 use bytes::Bytes;
 use futures::future::{Either as EitherFuture, Ready};
@@ -399,31 +401,14 @@ where
                 limits,
                 draining: draining.clone(),
             };
-            let (builders, acceptor, watcher) =
-                (builders.clone(), acceptor.clone(), graceful.watcher());
-            tokio::spawn(async move {
-                let served = match acceptor {
-                    None => {
-                        let speaks = Speaks::plain(limits.protocol);
-                        builders.serve(speaks, stream, guard, watcher).await
-                    }
-                    Some(acceptor) => {
-                        let handshake = acceptor.accept(stream);
-                        let Ok(Ok(tls)) =
-                            tokio::time::timeout(limits.header_read_timeout, handshake).await
-                        else {
-                            // A handshake that failed or did not end in time: nothing to answer.
-                            return;
-                        };
-                        let speaks = Speaks::negotiated(tls.get_ref().1.alpn_protocol());
-                        builders.serve(speaks, tls, guard, watcher).await
-                    }
-                };
-                if let Err(e) = served {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                }
-                drop(permit);
-            });
+            tokio::spawn(serve_connection(
+                stream,
+                acceptor.clone(),
+                builders.clone(),
+                guard,
+                graceful.watcher(),
+                permit,
+            ));
         }
         // The drain (docs/reliability.md): no new connection from here on; for a short window
         // every HTTP/1.1 answer carries `Connection: close`, so a client that honours it closes
@@ -436,6 +421,40 @@ where
         graceful.shutdown().await;
         Ok(())
     })
+}
+
+/// Serves one accepted connection: the TLS handshake first where there is one (within the
+/// header-read timeout), then HTTP as the listener or the ALPN says; `permit` is held until the
+/// connection ends.
+async fn serve_connection<S: Served>(
+    stream: tokio::net::TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    builders: Arc<Builders>,
+    guard: Guard<S>,
+    watcher: hyper_util::server::graceful::Watcher,
+    permit: ConnectionPermit,
+) {
+    let limits = guard.limits;
+    let served = match acceptor {
+        None => {
+            let speaks = Speaks::plain(limits.protocol);
+            builders.serve(speaks, stream, guard, watcher).await
+        }
+        Some(acceptor) => {
+            let handshake = acceptor.accept(stream);
+            let Ok(Ok(tls)) = tokio::time::timeout(limits.header_read_timeout, handshake).await
+            else {
+                // A handshake that failed or did not end in time: nothing to answer.
+                return;
+            };
+            let speaks = Speaks::negotiated(tls.get_ref().1.alpn_protocol());
+            builders.serve(speaks, tls, guard, watcher).await
+        }
+    };
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+    drop(permit);
 }
 
 #[cfg(test)]

@@ -124,6 +124,23 @@ async fn drain(open: impl Fn() -> usize) {
     }
 }
 
+/// The drain of a runtime whose own stop only stops accepting (actix-web, ntex), once `shutdown`
+/// fires (docs/reliability.md): the listening socket (a second handle on it) stops completing
+/// handshakes at once, `draining` is set so that every answer from then on closes its connection,
+/// and [`drain`] waits on `open()`; the runtime then stops what is left within its grace.
+#[allow(dead_code)] // a build with neither runtime has no listener to drain this way
+async fn drain_listener(
+    shutdown: Shutdown,
+    listening: std::net::TcpListener,
+    draining: Arc<std::sync::atomic::AtomicBool>,
+    open: impl Fn() -> usize,
+) {
+    shutdown.wait().await;
+    let _ = socket2::SockRef::from(&listening).shutdown(std::net::Shutdown::Read);
+    draining.store(true, std::sync::atomic::Ordering::Relaxed);
+    drain(open).await;
+}
+
 /// A server's TLS configuration (the kit's, [`brigade_kit::tls::TlsSettings::load`]).
 pub type TlsConfig = Arc<rustls::ServerConfig>;
 

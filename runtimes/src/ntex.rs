@@ -300,6 +300,14 @@ fn http2_config(limits: &ServerLimits) -> Http2ServiceConfig {
         .set_max_header_list_size(h2.max_header_list_bytes)
 }
 
+/// Every connection's configuration: the HTTP/1.1, HTTP/2 and TLS knobs from the kit's limits.
+fn shared_config(limits: &ServerLimits) -> ntex::service::cfg::SharedCfgBuilder {
+    ntex::SharedCfg::new("brigade")
+        .add(http_config(limits))
+        .add(http2_config(limits))
+        .add(TlsConfig::new().set_handshake_timeout(seconds(limits.header_read_timeout)))
+}
+
 /// Serves the `App` that `make` builds (once per worker) with Brigade's threading, limits and
 /// shutdown (the hand-written hello uses it too).
 fn run_app<F, A, S, B>(
@@ -328,12 +336,7 @@ where
     // handshakes that no one answers.
     let listening = listener.socket.try_clone()?;
     let open = gate.clone();
-    let config = move || {
-        ntex::SharedCfg::new("brigade")
-            .add(http_config(&limits))
-            .add(http2_config(&limits))
-            .add(TlsConfig::new().set_handshake_timeout(seconds(limits.header_read_timeout)))
-    };
+    let config = move || shared_config(&limits);
     // The answers' last step: `Connection: close` on every answer once the drain begins.
     let answers = move || {
         let draining = draining.clone();
@@ -375,12 +378,7 @@ where
         let server = builder?.run();
         let handle = server.clone();
         ntex::rt::spawn(async move {
-            shutdown.wait().await;
-            // The drain (docs/reliability.md): the listener closes at once, the connections
-            // still open close after their next answer, then the rest within the grace.
-            let _ = socket2::SockRef::from(&listening).shutdown(std::net::Shutdown::Read);
-            set.store(true, Ordering::Relaxed);
-            crate::drain(|| open.0.open()).await;
+            crate::drain_listener(shutdown, listening, set, || open.0.open()).await;
             handle.stop(true).await;
         });
         server.await?;

@@ -135,26 +135,14 @@ impl Deployment {
             let url = crate::prepare::scheme_url(b.url()?, wire.tls());
             urls.insert(b.service.name().to_string(), url);
         }
-        let config = ServiceConfig {
-            runtime: rt.name.to_string(),
+        let config = test_config(
+            rt.name,
             store,
-            store_config: StoreConfig {
-                data_dir: dir.path().to_path_buf(),
-                mongodb_uri,
-                timeout: Duration::from_secs(5),
-                cache_bytes: None,
-                concurrency: 0,
-                writers: 0,
-            },
-            database_prefix: format!("t{}_", &brigade_kit::store::new_id()[20..]),
-            peers: urls.clone(),
-            peer_timeouts: PeerTimeouts {
-                connect: Duration::from_millis(500),
-                request: Duration::from_secs(2),
-            },
-            metrics: true,
+            dir.path(),
+            mongodb_uri,
+            &urls,
             peer_transport,
-        };
+        );
         let mut running = Vec::new();
         let mut servers = HashMap::new();
         for b in bound {
@@ -253,6 +241,38 @@ impl Deployment {
             .join()
             .unwrap_or_else(|_| panic!("the {service} server thread panicked"))
             .unwrap_or_else(|e| panic!("the {service} server did not stop cleanly: {e:#}"));
+    }
+}
+
+/// Every service's configuration in a test deployment: its data under `data_dir`, a database
+/// prefix of its own (for MongoDB), its peers at `urls`, short peer timeouts, metrics on.
+fn test_config(
+    runtime: &str,
+    store: StoreKind,
+    data_dir: &std::path::Path,
+    mongodb_uri: Option<String>,
+    urls: &HashMap<String, String>,
+    peer_transport: PeerTransport,
+) -> ServiceConfig {
+    ServiceConfig {
+        runtime: runtime.to_string(),
+        store,
+        store_config: StoreConfig {
+            data_dir: data_dir.to_path_buf(),
+            mongodb_uri,
+            timeout: Duration::from_secs(5),
+            cache_bytes: None,
+            concurrency: 0,
+            writers: 0,
+        },
+        database_prefix: format!("t{}_", &brigade_kit::store::new_id()[20..]),
+        peers: urls.clone(),
+        peer_timeouts: PeerTimeouts {
+            connect: Duration::from_millis(500),
+            request: Duration::from_secs(2),
+        },
+        metrics: true,
+        peer_transport,
     }
 }
 

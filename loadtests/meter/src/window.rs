@@ -410,16 +410,6 @@ fn assemble(
         }
         runtimes.push(row);
     }
-    // Each side's CPUs over the windows, as the sampler's series reads them; percent of capacity.
-    let busy = |cpus: &[usize], pair: &(CpuSample, CpuSample)| {
-        let series = CpuSeries {
-            cpus: cpus.to_vec(),
-            samples: vec![pair.0, pair.1],
-        };
-        let b = series.busy(pair.0.t_s, pair.1.t_s);
-        let of = |percent: f64| percent / b.capacity_percent.max(1.0) * 100.0;
-        (of(b.busy_percent), of(b.task_percent))
-    };
     let (server_busy, server_task) = busy(&plan.cpus.server, &collected.server_cpus);
     let (generator_busy, _) = busy(&plan.cpus.generator, &collected.generator_cpus);
     let interrupt_s = |pair: &(CpuSample, CpuSample)| {
@@ -439,8 +429,48 @@ fn assemble(
         .iter()
         .map(|r| r.window_cpu_ns.iter().sum::<u64>() as f64 / 1e9 / span_s * 100.0 / capacity)
         .sum();
+    judge_cpus(plan, &mut not_judged, server_busy, generator_busy);
+    SideCell {
+        scenario: plan.label.to_owned(),
+        users: plan.users,
+        preload: plan.preload,
+        level: level.label.clone(),
+        rate_per_s: level.rate_per_s,
+        rate_from: level.from.clone(),
+        window_s,
+        windows,
+        extensions: 0,
+        runtimes,
+        server_cpus_busy_pct: server_busy,
+        generator_cpus_busy_pct: generator_busy,
+        others_on_server_cpus_pct: (server_task - servers_pct).max(0.0),
+        interrupts_us_per_request,
+        not_judged,
+    }
+}
+
+/// Each side's CPUs over the windows, as the sampler's series reads them: busy and task time, in
+/// percent of their capacity.
+fn busy(cpus: &[usize], pair: &(CpuSample, CpuSample)) -> (f64, f64) {
+    let series = CpuSeries {
+        cpus: cpus.to_vec(),
+        samples: vec![pair.0, pair.1],
+    };
+    let b = series.busy(pair.0.t_s, pair.1.t_s);
+    let of = |percent: f64| percent / b.capacity_percent.max(1.0) * 100.0;
+    (of(b.busy_percent), of(b.task_percent))
+}
+
+/// A pinned generator whose CPUs were saturated leaves the level not judged; a level that fell
+/// short of the offered rate says whose CPUs were busy.
+fn judge_cpus(
+    plan: &WindowPlan<'_>,
+    not_judged: &mut Option<String>,
+    server_busy: f64,
+    generator_busy: f64,
+) {
     if plan.cpus.pinned && generator_busy >= GENERATOR_SATURATED * 100.0 {
-        not_judged = Some(format!(
+        *not_judged = Some(format!(
             "generator-bound: the generator's CPUs were {generator_busy:.0}% busy"
         ));
     } else if let Some(short) = not_judged
@@ -458,23 +488,6 @@ fn assemble(
         short.push_str(&format!(
             " (server CPUs {server_busy:.0}% busy, generator CPUs {generator_busy:.0}%: {who})"
         ));
-    }
-    SideCell {
-        scenario: plan.label.to_owned(),
-        users: plan.users,
-        preload: plan.preload,
-        level: level.label.clone(),
-        rate_per_s: level.rate_per_s,
-        rate_from: level.from.clone(),
-        window_s,
-        windows,
-        extensions: 0,
-        runtimes,
-        server_cpus_busy_pct: server_busy,
-        generator_cpus_busy_pct: generator_busy,
-        others_on_server_cpus_pct: (server_task - servers_pct).max(0.0),
-        interrupts_us_per_request,
-        not_judged,
     }
 }
 

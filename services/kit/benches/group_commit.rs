@@ -71,7 +71,15 @@ fn main() {
             .expect("opening the store"),
     );
 
-    // One writer: each insert waits for its own durable commit.
+    let (one, one_commits) = single_writer(&rt, &store, single);
+    grouped_writers(&rt, &store, single, writes, one, one_commits);
+    read_paths(&store, single + writes, reads);
+    store.set_read_path(ReadPath::Auto);
+}
+
+/// One writer: each insert waits for its own durable commit. Answers its writes/s and the commits
+/// made so far.
+fn single_writer(rt: &tokio::runtime::Runtime, store: &EmbeddedStore, single: u64) -> (f64, u64) {
     let before = store.commit_stats();
     let started = Instant::now();
     rt.block_on(async {
@@ -86,8 +94,19 @@ fn main() {
         started.elapsed().as_secs_f64(),
         one_stats.commits - before.commits
     );
+    (one, one_stats.commits)
+}
 
-    // 32 writers at once: writes queued during one fsync share the next.
+/// 32 writers at once: writes queued during one fsync share the next. Prints their writes/s and
+/// its ratio to the single writer's `one`.
+fn grouped_writers(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<EmbeddedStore>,
+    single: u64,
+    writes: u64,
+    one: f64,
+    one_commits: u64,
+) {
     let started = Instant::now();
     rt.block_on(async {
         let tasks: Vec<_> = (0..WRITERS)
@@ -109,7 +128,7 @@ fn main() {
     let took = started.elapsed();
     let many = per_second(writes, took);
     let stats = store.commit_stats();
-    let commits = stats.commits - one_stats.commits;
+    let commits = stats.commits - one_commits;
     println!(
         "{WRITERS} writers: {writes:>7} durable writes in {:>7.3} s = {many:>9.0} writes/s ({commits} commits, {:.1} writes per commit)",
         took.as_secs_f64(),
@@ -120,10 +139,12 @@ fn main() {
         many / one,
         if many / one >= 5.0 { "met" } else { "not met" }
     );
+}
 
-    // Reads: the same gets and indexed list pages, inline and on the blocking pool, from a
-    // current-thread runtime (actix's kind), one at a time.
-    let ids: Vec<String> = (0..single + writes).map(|n| format!("{n:012}")).collect();
+/// Reads: the same gets and indexed list pages over the `docs` written, inline and on the blocking
+/// pool, from a current-thread runtime (actix's kind), one at a time.
+fn read_paths(store: &EmbeddedStore, docs: u64, reads: u64) {
+    let ids: Vec<String> = (0..docs).map(|n| format!("{n:012}")).collect();
     let local = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -157,5 +178,4 @@ fn main() {
             "reads {name:>6}: get by id {get:>7.2} us, indexed list page of 50 {list:>8.1} us ({reads} gets, {lists} lists)"
         );
     }
-    store.set_read_path(ReadPath::Auto);
 }

@@ -99,6 +99,7 @@ fn kit_errors(spec: &RouteSpec, doc: &RouteDoc) -> Vec<u16> {
     errors
 }
 
+/// One route's OpenAPI operation object.
 fn operation(spec: &RouteSpec, doc: &RouteDoc, generator: &mut SchemaGenerator) -> Value {
     let mut op = Map::new();
     op.insert(
@@ -108,6 +109,20 @@ fn operation(spec: &RouteSpec, doc: &RouteDoc, generator: &mut SchemaGenerator) 
     if let Some(s) = doc.summary {
         op.insert("summary".into(), json!(s));
     }
+    let parameters = parameters(spec, doc, generator);
+    if !parameters.is_empty() {
+        op.insert("parameters".into(), Value::Array(parameters));
+    }
+    if let Some(body) = request_body(spec, doc, generator) {
+        op.insert("requestBody".into(), body);
+    }
+    let responses = responses(spec, doc, generator);
+    op.insert("responses".into(), Value::Object(responses));
+    Value::Object(op)
+}
+
+/// The operation's path parameters, then its query parameters.
+fn parameters(spec: &RouteSpec, doc: &RouteDoc, generator: &mut SchemaGenerator) -> Vec<Value> {
     let mut parameters: Vec<Value> = pattern_params(spec.path)
         .into_iter()
         .map(|p| {
@@ -137,30 +152,36 @@ fn operation(spec: &RouteSpec, doc: &RouteDoc, generator: &mut SchemaGenerator) 
             }
         }
     }
-    if !parameters.is_empty() {
-        op.insert("parameters".into(), Value::Array(parameters));
-    }
+    parameters
+}
+
+/// The operation's request body, for a route that reads one.
+fn request_body(
+    spec: &RouteSpec,
+    doc: &RouteDoc,
+    generator: &mut SchemaGenerator,
+) -> Option<Value> {
     match (spec.body, doc.request) {
-        (BodyKind::Json, Some(schema)) => {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": {content_type::JSON: {"schema": schema(generator)}}}),
-            );
-        }
+        (BodyKind::Json, Some(schema)) => Some(
+            json!({"required": true, "content": {content_type::JSON: {"schema": schema(generator)}}}),
+        ),
         (BodyKind::Json, None) => {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": {content_type::JSON: {"schema": {}}}}),
-            );
+            Some(json!({"required": true, "content": {content_type::JSON: {"schema": {}}}}))
         }
         (BodyKind::Raw, _) => {
-            op.insert(
-                "requestBody".into(),
-                json!({"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}),
-            );
+            Some(json!({"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}))
         }
-        (BodyKind::Empty, _) => {}
+        (BodyKind::Empty, _) => None,
     }
+}
+
+/// The documented answers by status, then the kit's and the route's error answers not already
+/// documented.
+fn responses(
+    spec: &RouteSpec,
+    doc: &RouteDoc,
+    generator: &mut SchemaGenerator,
+) -> Map<String, Value> {
     let mut responses = Map::new();
     let answers = if doc.answers.is_empty() {
         vec![(200, Body::Empty)]
@@ -195,8 +216,7 @@ fn operation(spec: &RouteSpec, doc: &RouteDoc, generator: &mut SchemaGenerator) 
             })
         });
     }
-    op.insert("responses".into(), Value::Object(responses));
-    Value::Object(op)
+    responses
 }
 
 /// A schema with a top-level `$ref` into the components replaced by what it points to.

@@ -102,6 +102,26 @@ where
             error,
             close: false,
         })?;
+    check_target(method, target)?;
+    let head = HeadFacts::read(headers());
+    head.check_host_and_framing(version)?;
+    if version == Version::Http2 {
+        // No connection closes for one stream's sake: the answer ends the stream, not the
+        // connection (a `Connection` header cannot even be sent, RFC 9113 §8.2.2).
+        // (Nor after a 404/405/413 to a body: HTTP/2 frames each stream's body, so an unread one
+        // cannot be taken for the next request.)
+        return Ok(Admitted::default());
+    }
+    Ok(Admitted {
+        close: head.close || (version == Version::Http10 && !head.keep_alive),
+        has_body: head.has_length_body || head.codings > 0,
+    })
+}
+
+/// The method and target rules: no tunnels, an origin-form target (or `*` for OPTIONS) of visible
+/// ASCII, whose path is UTF-8 once percent-decoded.
+#[inline]
+fn check_target(method: &str, target: &str) -> Result<(), Refused> {
     if method == "CONNECT" {
         return Err(Refused::closing(ApiError::method_not_allowed(
             "CONNECT: no route here is a tunnel",
@@ -127,70 +147,95 @@ where
             close: false,
         });
     }
-    let mut hosts = 0;
-    let mut lengths = 0;
-    let mut length_ok = true;
-    let mut has_length_body = false;
-    let mut codings = 0;
-    let mut coding_ok = true;
-    let mut close = false;
-    let mut keep_alive = false;
-    // On every request, so nothing is allocated: names compared without case, values trimmed
-    // as bytes (all five are ASCII tokens or digits when well-formed).
-    for (name, value) in headers() {
-        let value = value.trim_ascii();
-        let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-        if is("host") {
-            hosts += 1;
-        } else if is("content-length") {
-            lengths += 1;
-            length_ok &= !value.is_empty() && value.iter().all(u8::is_ascii_digit);
-            has_length_body |= value.iter().any(|b| *b != b'0');
-        } else if is("transfer-encoding") {
-            codings += 1;
-            coding_ok &= value.eq_ignore_ascii_case(b"chunked");
-        } else if is("connection") {
-            for token in value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
-                close |= token.eq_ignore_ascii_case(b"close");
-                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+    Ok(())
+}
+
+/// What the rules need from the headers, counted in one pass.
+#[derive(Debug, Clone, Copy)]
+struct HeadFacts {
+    hosts: u32,
+    lengths: u32,
+    length_ok: bool,
+    has_length_body: bool,
+    codings: u32,
+    coding_ok: bool,
+    close: bool,
+    keep_alive: bool,
+}
+
+impl HeadFacts {
+    /// Counts the Host, Content-Length, Transfer-Encoding, Connection and Upgrade headers.
+    #[inline]
+    fn read<'a>(headers: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> HeadFacts {
+        let mut f = HeadFacts {
+            hosts: 0,
+            lengths: 0,
+            length_ok: true,
+            has_length_body: false,
+            codings: 0,
+            coding_ok: true,
+            close: false,
+            keep_alive: false,
+        };
+        // On every request, so nothing is allocated: names compared without case, values trimmed
+        // as bytes (all five are ASCII tokens or digits when well-formed).
+        for (name, value) in headers {
+            let value = value.trim_ascii();
+            let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
+            if is("host") {
+                f.hosts += 1;
+            } else if is("content-length") {
+                f.lengths += 1;
+                f.length_ok &= !value.is_empty() && value.iter().all(u8::is_ascii_digit);
+                f.has_length_body |= value.iter().any(|b| *b != b'0');
+            } else if is("transfer-encoding") {
+                f.codings += 1;
+                f.coding_ok &= value.eq_ignore_ascii_case(b"chunked");
+            } else if is("connection") {
+                for token in value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
+                    f.close |= token.eq_ignore_ascii_case(b"close");
+                    f.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if is("upgrade") {
+                f.close = true;
             }
-        } else if is("upgrade") {
-            close = true;
         }
+        f
     }
-    if version == Version::Http11 && hosts != 1 {
-        // (HTTP/2 carries the authority as `:authority`, which no runtime shows as a header.)
-        return Err(Refused::closing(ApiError::bad_request(format!(
-            "an HTTP/1.1 request carries exactly one Host header, not {hosts} (RFC 9112 §3.2)"
-        ))));
+
+    /// One Host on HTTP/1.1, and a body length that can be trusted.
+    #[inline]
+    fn check_host_and_framing(&self, version: Version) -> Result<(), Refused> {
+        let HeadFacts {
+            hosts,
+            lengths,
+            codings,
+            ..
+        } = *self;
+        if version == Version::Http11 && hosts != 1 {
+            // (HTTP/2 carries the authority as `:authority`, which no runtime shows as a header.)
+            return Err(Refused::closing(ApiError::bad_request(format!(
+                "an HTTP/1.1 request carries exactly one Host header, not {hosts} (RFC 9112 §3.2)"
+            ))));
+        }
+        let framing = if codings > 0 && lengths > 0 {
+            Some("Transfer-Encoding beside Content-Length")
+        } else if lengths > 1 {
+            Some("more than one Content-Length")
+        } else if !self.length_ok {
+            Some("a Content-Length that is not a number")
+        } else if codings > 1 || !self.coding_ok {
+            Some("a Transfer-Encoding other than one chunked")
+        } else {
+            None
+        };
+        if let Some(what) = framing {
+            return Err(Refused::closing(ApiError::bad_request(format!(
+                "{what}: the body's length cannot be trusted (RFC 9112 §6.3)"
+            ))));
+        }
+        Ok(())
     }
-    let framing = if codings > 0 && lengths > 0 {
-        Some("Transfer-Encoding beside Content-Length")
-    } else if lengths > 1 {
-        Some("more than one Content-Length")
-    } else if !length_ok {
-        Some("a Content-Length that is not a number")
-    } else if codings > 1 || !coding_ok {
-        Some("a Transfer-Encoding other than one chunked")
-    } else {
-        None
-    };
-    if let Some(what) = framing {
-        return Err(Refused::closing(ApiError::bad_request(format!(
-            "{what}: the body's length cannot be trusted (RFC 9112 §6.3)"
-        ))));
-    }
-    if version == Version::Http2 {
-        // No connection closes for one stream's sake: the answer ends the stream, not the
-        // connection (a `Connection` header cannot even be sent, RFC 9113 §8.2.2).
-        // (Nor after a 404/405/413 to a body: HTTP/2 frames each stream's body, so an unread one
-        // cannot be taken for the next request.)
-        return Ok(Admitted::default());
-    }
-    Ok(Admitted {
-        close: close || (version == Version::Http10 && !keep_alive),
-        has_body: has_length_body || codings > 0,
-    })
 }
 
 /// The path with its percent-escaped unreserved characters unescaped (RFC 3986 §6.2.2.2), if it

@@ -69,6 +69,9 @@ pub struct Count {
     pub count: usize,
 }
 
+// Why longer than a screen: the one list of the kit's standard routes, each with its handler and
+// its documentation, read top to bottom as a route table; splitting it would scatter the list, and
+// naming the bench handlers would change what their futures hold on the measured bench routes.
 /// `/health`, `/ready` and `/bench/*`, for any service state.
 pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
     RouteTable::new()

@@ -77,6 +77,23 @@ impl ServerProcess {
     /// `/ready` on every announced service.
     pub fn start(spec: &ServerSpec, ready_timeout: Duration) -> anyhow::Result<ServerProcess> {
         let began = Instant::now();
+        let (mut server, lines_rx) = ServerProcess::spawn(spec)?;
+        let deadline = began + ready_timeout;
+        server.await_announcements(spec, &lines_rx, deadline, ready_timeout)?;
+        server.check_announcements(spec, &lines_rx, deadline)?;
+        let log_path = spec.log_path.display();
+        for url in server.announced.urls().values() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            wait_ready(url, spec.protocol, left)
+                .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
+        }
+        server.started_in = began.elapsed();
+        Ok(server)
+    }
+
+    /// Runs the server pinned to its CPUs with its stderr to the log, and a thread that copies its
+    /// stdout to the log and hands each line to the receiver answered.
+    fn spawn(spec: &ServerSpec) -> anyhow::Result<(ServerProcess, mpsc::Receiver<String>)> {
         std::fs::create_dir_all(&spec.data_dir)
             .with_context(|| format!("Failed to create {}", spec.data_dir.display()))?;
         let log = File::create(&spec.log_path)
@@ -105,7 +122,7 @@ impl ServerProcess {
             .name(format!("brigade-{}-stdout", spec.runtime))
             .spawn(move || copy_stdout(stdout, log, lines_tx))
             .context("Failed to start the log thread")?;
-        let mut server = ServerProcess {
+        let server = ServerProcess {
             runtime: spec.runtime.clone(),
             child,
             announced: Announced::default(),
@@ -115,16 +132,27 @@ impl ServerProcess {
             started_in: Duration::ZERO,
             stopped: false,
         };
-        let deadline = began + ready_timeout;
+        Ok((server, lines_rx))
+    }
+
+    /// Reads stdout lines until the server has announced as many services as `spec.services`
+    /// lists (at least one), failing when it exits first or `deadline` passes.
+    fn await_announcements(
+        &mut self,
+        spec: &ServerSpec,
+        lines_rx: &mpsc::Receiver<String>,
+        deadline: Instant,
+        ready_timeout: Duration,
+    ) -> anyhow::Result<()> {
         let log_path = spec.log_path.display();
         let wanted = spec.services.as_ref().map_or(1, Vec::len).max(1);
-        while server.announced.len() < wanted {
+        while self.announced.len() < wanted {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines_rx.recv_timeout(left.min(Duration::from_millis(200))) {
-                Ok(line) => server.read(&line, spec)?,
+                Ok(line) => self.read(&line, spec)?,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = server.child.wait().ok();
+                    let status = self.child.wait().ok();
                     bail!(
                         "{} exited before announcing its services ({}){}; see {log_path}",
                         spec.runtime,
@@ -133,7 +161,7 @@ impl ServerProcess {
                     );
                 }
             }
-            if let Some(status) = server.child.try_wait()? {
+            if let Some(status) = self.child.try_wait()? {
                 bail!(
                     "{} exited before announcing its services ({status}){}; see {log_path}",
                     spec.runtime,
@@ -148,9 +176,21 @@ impl ServerProcess {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// With `spec.services` known, checks every one was announced; without, waits for the first
+    /// service to be ready and collects the announcements printed before it.
+    fn check_announcements(
+        &mut self,
+        spec: &ServerSpec,
+        lines_rx: &mpsc::Receiver<String>,
+        deadline: Instant,
+    ) -> anyhow::Result<()> {
+        let log_path = spec.log_path.display();
         match &spec.services {
             Some(expected) => {
-                let names = server.announced.names();
+                let names = self.announced.names();
                 if expected.iter().any(|s| !names.contains(s)) {
                     bail!(
                         "{} announced {} where its `runtimes --json` lists {}; see {log_path}",
@@ -163,27 +203,21 @@ impl ServerProcess {
             None => {
                 // Every announcement comes before the first answer: once the first service is
                 // ready, the rest are written; collect them as they are read.
-                let first = server.announced.first_url().unwrap_or_default().to_owned();
+                let first = self.announced.first_url().unwrap_or_default().to_owned();
                 let left = deadline.saturating_duration_since(Instant::now());
                 wait_ready(&first, spec.protocol, left)
                     .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
                 // A server that keeps printing other lines does not hold the start up for long.
                 let settled_by = Instant::now() + SETTLE * 10;
                 while let Ok(line) = lines_rx.recv_timeout(SETTLE) {
-                    server.read(&line, spec)?;
+                    self.read(&line, spec)?;
                     if Instant::now() >= settled_by {
                         break;
                     }
                 }
             }
         }
-        for url in server.announced.urls().values() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            wait_ready(url, spec.protocol, left)
-                .with_context(|| format!("{} is not ready; see {log_path}", spec.runtime))?;
-        }
-        server.started_in = began.elapsed();
-        Ok(server)
+        Ok(())
     }
 
     /// Takes in one stdout line: an announcement is recorded, anything else ignored; a server that

@@ -281,6 +281,15 @@ fn counter<'a>(
 
 impl Collector for Metrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result_ {
+        self.encode_http(&mut encoder)?;
+        self.encode_store(&mut encoder)?;
+        self.encode_peers(&mut encoder)
+    }
+}
+
+impl Metrics {
+    /// The route table's families: answers and durations by route, and requests in flight.
+    fn encode_http(&self, encoder: &mut DescriptorEncoder) -> Result_ {
         let routes = || {
             self.route_slots()
                 .iter()
@@ -293,7 +302,7 @@ impl Collector for Metrics {
                 )
         };
         counter(
-            &mut encoder,
+            encoder,
             "brigade_http_requests",
             "HTTP answers by route pattern and status class.",
             routes().flat_map(|(method, route, m)| {
@@ -310,7 +319,7 @@ impl Collector for Metrics {
             }),
         )?;
         histogram(
-            &mut encoder,
+            encoder,
             "brigade_http_request_duration",
             "Time from the route table's call to the reply, by route pattern.",
             routes()
@@ -324,6 +333,11 @@ impl Collector for Metrics {
             None,
             in_flight.metric_type(),
         )?)?;
+        Ok(())
+    }
+
+    /// The store's families: call durations and errors by collection and operation.
+    fn encode_store(&self, encoder: &mut DescriptorEncoder) -> Result_ {
         let store = || {
             self.collections
                 .iter()
@@ -336,7 +350,7 @@ impl Collector for Metrics {
                 })
         };
         histogram(
-            &mut encoder,
+            encoder,
             "brigade_store_operation_duration",
             "Time of each store call, by collection and operation.",
             store()
@@ -344,7 +358,7 @@ impl Collector for Metrics {
                 .map(|(c, op, s)| (vec![("collection", c), ("operation", op)], &s.latency)),
         )?;
         counter(
-            &mut encoder,
+            encoder,
             "brigade_store_errors",
             "Store calls that failed, by collection, operation and kind.",
             store().flat_map(|(c, op, s)| {
@@ -361,10 +375,14 @@ impl Collector for Metrics {
                         })
                     })
             }),
-        )?;
+        )
+    }
+
+    /// The peer client's families: call durations, answers by status class and errors by kind.
+    fn encode_peers(&self, encoder: &mut DescriptorEncoder) -> Result_ {
         let peers = || self.peers.iter().map(String::as_str).zip(&self.peer_slots);
         histogram(
-            &mut encoder,
+            encoder,
             "brigade_peer_request_duration",
             "Time of each call to a peer service, answered or not.",
             peers()
@@ -372,7 +390,7 @@ impl Collector for Metrics {
                 .map(|(p, s)| (vec![("peer", p)], &s.latency)),
         )?;
         counter(
-            &mut encoder,
+            encoder,
             "brigade_peer_requests",
             "Peer answers by status class.",
             peers().flat_map(|(p, s)| {
@@ -383,7 +401,7 @@ impl Collector for Metrics {
             }),
         )?;
         counter(
-            &mut encoder,
+            encoder,
             "brigade_peer_errors",
             "Peer calls that got no usable answer, by kind.",
             peers().flat_map(|(p, s)| {
@@ -392,8 +410,7 @@ impl Collector for Metrics {
                     (n > 0).then(|| (vec![("peer", p), ("kind", *kind)], n))
                 })
             }),
-        )?;
-        Ok(())
+        )
     }
 }
 
