@@ -13,7 +13,7 @@ mod flags;
 mod imports;
 mod measuring;
 mod mongo_outage;
-mod plan;
 mod no_domain_words;
+mod plan;
 mod process;
 mod registry;

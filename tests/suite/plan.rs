@@ -55,13 +55,23 @@ fn compare_plan_lists_every_run_in_order_and_runs_nothing() {
     // Side by side: one cell per scenario × preload × users.
     assert_eq!(plan["side_by_side_cells"].as_array().unwrap().len(), 2 * 2);
     let settings = &plan["settings"];
-    assert_eq!(settings["runtimes"], serde_json::json!(["hyper", "hyper#2", "axum"]));
+    assert_eq!(
+        settings["runtimes"],
+        serde_json::json!(["hyper", "hyper#2", "axum"])
+    );
     assert_eq!(settings["store"], "memory");
     assert_eq!(settings["seed"], 7);
-    assert_eq!(settings["services"], serde_json::json!(["waiter", "tables", "kitchen"]));
+    assert_eq!(
+        settings["services"],
+        serde_json::json!(["waiter", "tables", "kitchen"])
+    );
     assert!(plan["threads"]["server_workers"].as_u64().unwrap() >= 1);
     assert!(plan["estimate_s"].as_f64().unwrap() > 0.0);
-    assert!(!out.exists(), "--plan wrote {} though it runs nothing", out.display());
+    assert!(
+        !out.exists(),
+        "--plan wrote {} though it runs nothing",
+        out.display()
+    );
 }
 
 #[test]
@@ -87,7 +97,9 @@ fn compare_plan_gives_one_plan_per_store_and_refuses_what_the_run_would_refuse()
         .map(|p| p["settings"]["store"].as_str().unwrap())
         .collect();
     assert_eq!(stores, ["memory", "embedded"]);
-    assert!(plans.iter().all(|p| p["side_by_side_cells"] == serde_json::json!([])));
+    assert!(plans
+        .iter()
+        .all(|p| p["side_by_side_cells"] == serde_json::json!([])));
 
     let refused = Command::new(env!("CARGO_BIN_EXE_brigade"))
         .args(["compare", "--plan", "--scenarios", "no-such-scenario"])

@@ -1,9 +1,10 @@
-//! Brigade's comparison of runtimes (`brigade compare`): it plans the runs, makes every run's
-//! fresh state, judges the runtimes and writes the reports (markdown, JSON, HTML with charts).
+//! Brigade's comparison of runtimes (`brigade compare`) as a pipeline: plan, launch, measure, judge,
+//! render ([`run`]).
 //!
 //! It stands on the measurement core (`brigade-meter`: servers, pinning, sampling, isolated runs,
-//! side-by-side window sets) and the verdict statistics (`brigade-stats`). The studies
-//! (`brigade-studies`) write their reports with its report types and writer.
+//! side-by-side window sets), the verdict statistics (`brigade-stats`) and the report types and
+//! renderers below it (`brigade-report`, re-exported as [`report`]): compare fills the report in,
+//! the renderers read it.
 
 pub mod baseline;
 pub mod capacity;
@@ -14,16 +15,16 @@ pub mod judge;
 pub mod measure;
 pub mod plan;
 pub mod protocols;
-pub mod report;
 pub mod run;
 pub mod settings;
 pub mod side;
 pub mod state;
 pub mod stores;
-pub mod thresholds;
 pub mod verdict;
 
 pub use brigade_meter::{pin, procstat, servers};
+// The report types and renderers live below compare, in brigade-report; compare fills them in.
+pub use brigade_report::{self as report, thresholds};
 pub use judge::{judge, rejudge};
 pub use run::run;
 pub use settings::{CompareSettings, CpuChoice};

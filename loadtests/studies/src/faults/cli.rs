@@ -10,8 +10,8 @@ use clap::Args;
 
 use super::{Fault, FaultsSettings};
 use crate::Registry;
-use brigade_meter::servers::Launch;
 use brigade_load::scenario::Scenario;
+use brigade_meter::servers::Launch;
 
 /// Arguments of `brigade study faults`.
 #[derive(Debug, Clone, Args)]

@@ -289,7 +289,7 @@ impl StudyReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::report::setup::build_versions;
+    use crate::setup::build_versions;
     use brigade_load::result::Machine;
 
     /// A small report with two sections, a missing value, a log chart and an empty chart.
@@ -410,8 +410,8 @@ pub(crate) mod tests {
     fn the_report_round_trips_through_json() {
         let report = sample();
         let dir = tempfile::tempdir().unwrap();
-        let written = crate::report::write_all(&report, dir.path()).unwrap();
-        let back: StudyReport = crate::report::json::read_as(&written.json).unwrap();
+        let written = crate::write_all(&report, dir.path()).unwrap();
+        let back: StudyReport = crate::json::read_as(&written.json).unwrap();
         assert_eq!(back, report);
         let md = std::fs::read_to_string(&written.markdown).unwrap();
         assert!(md.starts_with("# Brigade storage study"));

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{StudyReport, Table};
-use crate::report::render::{cell_text, duration_words};
+use crate::render::{cell_text, duration_words};
 
 /// The whole markdown document.
 pub fn render(report: &StudyReport) -> String {

@@ -3,7 +3,7 @@
 //! and repeat, as `brigade load` checks its one run), and every failure named in the report and on
 //! the terminal; the command exits non-zero when one fails. A run that failed outright fails every
 //! threshold: it measured nothing that could hold one. The checks are made from the runs by
-//! [`crate::report::check_thresholds`]; this module holds what a check is and how it is printed.
+//! [`crate::check_thresholds`]; this module holds what a check is and how it is printed.
 
 use serde::{Deserialize, Serialize};
 

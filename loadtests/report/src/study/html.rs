@@ -10,10 +10,8 @@ use std::fmt::Write as _;
 use plotters::prelude::*;
 
 use super::{Chart, StudyReport, Table};
-use crate::report::render::duration_words;
-use crate::report::render::{
-    draw_legend, draw_line, esc, head, plot_err, significant, CHART, PALETTE,
-};
+use crate::render::duration_words;
+use crate::render::{draw_legend, draw_line, esc, head, plot_err, significant, CHART, PALETTE};
 
 /// Renders the whole page.
 pub fn render(report: &StudyReport) -> anyhow::Result<String> {

@@ -1,5 +1,8 @@
-//! The comparison report: what `brigade compare` found, as data ([`Report`], serialized whole into
-//! `report.json`) and as documents (`report.md`, `report.html` with SVG charts).
+//! Brigade's reports as plain data and their renderers: what `brigade compare` and the studies found
+//! ([`Report`], [`study::StudyReport`], serialized whole into `report.json`) and the documents made
+//! from it (`report.md`, `report.html` with SVG charts). It sits below the code that measures and
+//! judges (`brigade-compare`, `brigade-studies`): they fill these types in, the renderers here only
+//! read them, and nothing here imports back.
 //!
 //! The table rows are derived from the runs by [`rows`]: one row per scenario, preload, user count
 //! and runtime, each figure the median over the repeats, so the markdown, the HTML and the JSON all
@@ -20,6 +23,8 @@ pub mod markdown;
 pub mod render;
 pub mod setup;
 pub mod study;
+pub mod thresholds;
+pub mod verdict;
 pub mod write;
 
 pub use write::{write_all, ReportDocument, Written};
@@ -29,12 +34,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pin::{self, CpuPlan};
-use crate::procstat::{ProcSeries, ProcUsage};
-use crate::servers::StopOutcome;
 use crate::thresholds::RunCheck;
-use crate::verdict::{self, count, RunCpu, Verdict};
+use crate::verdict::{count, RunCpu, Verdict};
 use brigade_load::result::{LoadResult, Machine};
+use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::procstat::{ProcSeries, ProcUsage};
+use brigade_meter::servers::StopOutcome;
 
 /// Everything one comparison measured and decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -349,7 +354,7 @@ impl ServerRecord {
         runtime: &str,
         round: u32,
         preload: u64,
-        process: &crate::servers::ServerProcess,
+        process: &brigade_meter::servers::ServerProcess,
         log: &Path,
     ) -> ServerRecord {
         let pid = process.pid();
@@ -359,9 +364,9 @@ impl ServerRecord {
             preload,
             pid,
             urls: process.urls(),
-            cpus_allowed: crate::procstat::allowed_cpus(pid),
+            cpus_allowed: brigade_meter::procstat::allowed_cpus(pid),
             startup_s: process.started_in().as_secs_f64(),
-            rss_idle_mib: crate::procstat::read(pid)
+            rss_idle_mib: brigade_meter::procstat::read(pid)
                 .map(|r| r.rss_kib as f64 / 1024.0)
                 .unwrap_or(0.0),
             rss_after_mib: None,
@@ -373,15 +378,16 @@ impl ServerRecord {
     }
 
     /// Reads its memory after its last run and stops it, recording how it ended.
-    pub fn stop(&mut self, process: crate::servers::ServerProcess) -> &StopOutcome {
+    pub fn stop(&mut self, process: brigade_meter::servers::ServerProcess) -> &StopOutcome {
         let pid = self.pid;
-        self.rss_after_mib = crate::procstat::read(pid)
+        self.rss_after_mib = brigade_meter::procstat::read(pid)
             .ok()
             .map(|r| r.rss_kib as f64 / 1024.0);
-        self.rss_peak_mib = crate::procstat::peak_rss_kib(pid)
+        self.rss_peak_mib = brigade_meter::procstat::peak_rss_kib(pid)
             .ok()
             .map(|kib| kib as f64 / 1024.0);
-        self.stop.insert(process.stop(crate::servers::STOP_GRACE))
+        self.stop
+            .insert(process.stop(brigade_meter::servers::STOP_GRACE))
     }
 }
 
