@@ -746,6 +746,17 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
 /// The caveats a reader of this report should know.
 pub(crate) fn notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
+    cpu_notes(report, &mut notes);
+    side_by_side_note(report, &mut notes);
+    isolated_run_notes(report, &mut notes);
+    side_not_judged_note(report, &mut notes);
+    settings_notes(report, &mut notes);
+    failure_notes(report, &mut notes);
+    notes
+}
+
+/// Where the servers and generator ran: shared CPUs, a small machine.
+fn cpu_notes(report: &Report, notes: &mut Vec<String>) {
     let t = &report.threads;
     if !t.cpus.pinned {
         notes.push(
@@ -771,6 +782,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             t.server_workers
         ));
     }
+}
+
+/// How efficiency was measured side by side, and how much of it was decided.
+fn side_by_side_note(report: &Report, notes: &mut Vec<String>) {
     let side_cells = report.side_by_side.len();
     if side_cells > 0 {
         let efficiency: Vec<&Comparison> = report
@@ -802,6 +817,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
              side includes the other servers' work and is not judged."
         ));
     }
+}
+
+/// The isolated runs whose figures show the generator's limit or other processes' work.
+fn isolated_run_notes(report: &Report, notes: &mut Vec<String>) {
     let bound = report
         .runs
         .iter()
@@ -825,6 +844,11 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             verdict::CONTENTION * 100.0
         ));
     }
+}
+
+/// The side-by-side levels left unjudged, and the first one's reason.
+fn side_not_judged_note(report: &Report, notes: &mut Vec<String>) {
+    let side_cells = report.side_by_side.len();
     let side_not_judged: Vec<&SideCell> = report
         .side_by_side
         .iter()
@@ -840,6 +864,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             first.not_judged.as_deref().unwrap_or_default()
         ));
     }
+}
+
+/// The settings that change what the figures mean: open loop, no keep-alive, planted costs.
+fn settings_notes(report: &Report, notes: &mut Vec<String>) {
     let s = &report.settings;
     if let Some(rate) = s.rate {
         notes.push(format!(
@@ -868,6 +896,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             planted.join(", ")
         ));
     }
+}
+
+/// The runs that failed and the rows with many failed requests.
+fn failure_notes(report: &Report, notes: &mut Vec<String>) {
     let failed: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if !failed.is_empty() {
         notes.push(format!(
@@ -886,7 +918,6 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             row.runtime, row.scenario, row.users, row.preload, row.error_pct
         ));
     }
-    notes
 }
 
 #[cfg(test)]
