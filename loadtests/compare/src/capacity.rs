@@ -169,16 +169,7 @@ fn search_cell(
         starts.push((r, start, from));
     }
     starts.sort_by_key(|(r, _, _)| *r);
-    let mut searches: Vec<Search> = starts
-        .iter()
-        .map(|(_, start, _)| {
-            let settings = slo::SearchSettings {
-                start_per_s: *start,
-                ..plan.search.clone()
-            };
-            Search::new(plan.slos.clone(), settings)
-        })
-        .collect();
+    let mut searches = new_searches(plan, &starts);
     slo::interleave(&mut searches, |i, rate, stage| {
         let clock = Instant::now();
         let record = run(
@@ -194,6 +185,34 @@ fn search_cell(
         spent[i] += clock.elapsed().as_secs_f64();
         measured(&record, rate)
     });
+    search_records(bench, plan, at, searches, starts, &spent)
+}
+
+/// Every runtime's search, from its start rate (`starts` in runtime order).
+fn new_searches(plan: &SloPlan, starts: &[(usize, f64, String)]) -> Vec<Search> {
+    starts
+        .iter()
+        .map(|(_, start, _)| {
+            let settings = slo::SearchSettings {
+                start_per_s: *start,
+                ..plan.search.clone()
+            };
+            Search::new(plan.slos.clone(), settings)
+        })
+        .collect()
+}
+
+/// The cell's finished searches as records, each sized and said: with where its start rate came
+/// from and the seconds it took (`spent`, per runtime).
+fn search_records(
+    bench: &Bench<'_>,
+    plan: &SloPlan,
+    at: &Cell<'_>,
+    searches: Vec<Search>,
+    starts: Vec<(usize, f64, String)>,
+    spent: &[f64],
+) -> Vec<SloSearch> {
+    let settings = bench.settings;
     let server_cpus = settings
         .external
         .is_empty()
@@ -204,7 +223,7 @@ fn search_cell(
         .zip(starts)
         .map(|(search, (r, _, from))| {
             let mut record = SloSearch {
-                runtime: runtimes[r].clone(),
+                runtime: settings.runtimes[r].clone(),
                 scenario: at.label.to_owned(),
                 users: at.users,
                 preload: at.preload,

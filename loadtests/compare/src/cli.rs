@@ -326,45 +326,8 @@ impl CompareArgs {
     /// Resolves defaults (and `--quick`) into settings; `registry` holds the scenarios known by
     /// name and those run by default.
     pub fn settings(&self, registry: &Registry) -> anyhow::Result<CompareSettings> {
-        let specs = self
-            .external
-            .iter()
-            .map(|text| ExternalSpec::parse(text))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut external = crate::servers::external::group(&specs)?;
-        crate::servers::external::add_companions(&mut external, &self.external_companions)?;
-        crate::servers::external::add_cgroups(&mut external, &self.external_cgroups)?;
-        let (launch, server_info) = if external.is_empty() {
-            Launch::resolve(
-                self.binary.as_deref(),
-                self.server_command.as_deref(),
-                !self.runtimes.is_empty(),
-            )?
-        } else {
-            // Nothing is started: the binary is neither asked nor run.
-            (
-                Launch::Binary(PathBuf::from("(external servers)")),
-                ServerInfo::default(),
-            )
-        };
-        let runtimes = if !external.is_empty() {
-            if self.runtimes.is_empty() {
-                external.iter().map(|e| e.runtime.clone()).collect()
-            } else {
-                // --runtimes picks (and orders) among the external runtimes.
-                for runtime in &self.runtimes {
-                    if !external.iter().any(|e| &e.runtime == runtime) {
-                        bail!("--runtimes names {runtime}, which no --external gives a URL for");
-                    }
-                }
-                external.retain(|e| self.runtimes.contains(&e.runtime));
-                self.runtimes.clone()
-            }
-        } else if self.runtimes.is_empty() {
-            server_info.runtime_names()
-        } else {
-            crate::settings::label_runtimes(&self.runtimes)
-        };
+        let (launch, server_info, mut external) = self.servers()?;
+        let runtimes = self.runtime_names(&mut external, &server_info)?;
         let handicaps = self.handicaps(&runtimes)?;
         if !handicaps.is_empty() && !external.is_empty() {
             bail!("--handicap needs servers compare starts; it cannot reach --external ones");
@@ -373,107 +336,21 @@ impl CompareArgs {
         // cgroups for that.
         let side = self.side(external.iter().any(|e| e.cgroups.is_empty()))?;
         let rule = self.rule()?;
-        let setup_notes = self
-            .setup_notes
-            .iter()
-            .map(|text| {
-                text.split_once('=')
-                    .map(|(label, line)| (label.trim().to_owned(), line.trim().to_owned()))
-                    .with_context(|| format!("--setup-note {text:?}: expected LABEL=TEXT"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let scenarios = if self.scenarios.is_empty() {
-            let registered = registry.application_names();
-            if registered.is_empty() {
-                bail!(
-                    "this binary registers no scenario to compare by default: give --scenarios \
-                     (a scenario file, or one of: {})",
-                    registry.names().join(", ")
-                );
-            }
-            registered.into_iter().map(str::to_owned).collect()
-        } else {
-            self.scenarios.clone()
-        };
-        let parse_duration = |text: &str| humantime::parse_duration(text).expect("a valid default");
-        let users = if self.users.is_empty() {
-            let default = if self.quick {
-                QUICK_USERS
-            } else {
-                DEFAULT_USERS
-            };
-            default
-                .split(',')
-                .map(|u| u.parse().expect("a valid default"))
-                .collect()
-        } else {
-            self.users.clone()
-        };
-        launch.check(
-            &self.store,
-            self.preload.iter().any(|&n| n > 0),
-            runtimes.len(),
-        )?;
-        if !handicaps.is_empty() && !launch.passes("handicap_us") {
-            bail!(
-                "--server-command has no {{handicap_us}}, so --handicap cannot reach the server: \
-                 add `--handicap-us {{handicap_us}}` to it"
-            );
-        }
-        if users.contains(&0) {
-            bail!("--users must be at least 1");
-        }
-        let duration = self.duration.unwrap_or_else(|| {
-            parse_duration(if self.quick {
-                QUICK_DURATION
-            } else {
-                DEFAULT_DURATION
-            })
-        });
-        let warmup = self.warmup.unwrap_or_else(|| {
-            parse_duration(if self.quick {
-                QUICK_WARMUP
-            } else {
-                DEFAULT_WARMUP
-            })
-        });
+        let setup_notes = self.setup_notes()?;
+        let scenarios = self.scenario_names(registry)?;
+        let users = self.user_counts();
+        self.check_launch(&launch, &handicaps, runtimes.len(), &users)?;
+        let (duration, warmup) = self.run_times();
         let cpus = self.cpus.choice()?;
-        if self.store == "mongo" && external.is_empty() {
-            if let Some(database) = self.mongodb_uri.as_deref().and_then(uri_database) {
-                bail!(
-                    "the MongoDB URI names the database {database:?}: every run would share it; \
-                     give the URI without a database (compare gives each run fresh databases)"
-                );
-            }
-        }
-        let mut preloads = if self.preload.is_empty() {
-            vec![0]
-        } else {
-            self.preload.clone()
-        };
-        let mut seen = std::collections::BTreeSet::new();
-        preloads.retain(|n| seen.insert(*n));
+        self.check_mongodb_uri(external.is_empty())?;
+        let preloads = self.preloads();
         if let Some(rate) = self.rate {
             brigade_load::engine::check_rate("--rate", rate)?;
         }
         let thresholds = brigade_load::threshold::parse_all(&self.thresholds)?;
         let slo = self.slo_plan()?;
-        let (isolated, side) = match &slo {
-            Some(_) if !self.slo_also_compare => (
-                false,
-                crate::side::SideSettings {
-                    enabled: false,
-                    instructions: false,
-                    ..side
-                },
-            ),
-            _ => (!self.no_isolated, side),
-        };
-        if let Some(path) = &self.baseline {
-            // Read it now: a typo should not cost a whole comparison.
-            crate::baseline::read(path)
-                .with_context(|| format!("--baseline {}", path.display()))?;
-        }
+        let (isolated, side) = self.what_runs(slo.is_some(), side);
+        self.check_baseline()?;
         let wire = self.wire(&launch, !external.is_empty())?;
         let out_dir = self.out.clone().unwrap_or_else(default_out);
         Ok(CompareSettings {
@@ -511,6 +388,209 @@ impl CompareArgs {
             setup_notes,
             slo,
         })
+    }
+
+    /// The servers flags (`--external*`, `--binary`, `--server-command`): how servers start, what
+    /// the binary says of itself, and the external runtimes (none when compare starts them).
+    fn servers(
+        &self,
+    ) -> anyhow::Result<(
+        Launch,
+        ServerInfo,
+        Vec<crate::servers::external::ExternalRuntime>,
+    )> {
+        let specs = self
+            .external
+            .iter()
+            .map(|text| ExternalSpec::parse(text))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut external = crate::servers::external::group(&specs)?;
+        crate::servers::external::add_companions(&mut external, &self.external_companions)?;
+        crate::servers::external::add_cgroups(&mut external, &self.external_cgroups)?;
+        let (launch, server_info) = if external.is_empty() {
+            Launch::resolve(
+                self.binary.as_deref(),
+                self.server_command.as_deref(),
+                !self.runtimes.is_empty(),
+            )?
+        } else {
+            // Nothing is started: the binary is neither asked nor run.
+            (
+                Launch::Binary(PathBuf::from("(external servers)")),
+                ServerInfo::default(),
+            )
+        };
+        Ok((launch, server_info, external))
+    }
+
+    /// The runtimes compared (`--runtimes`, else every external one, else every one the binary
+    /// has); with external servers, `--runtimes` picks and orders among them.
+    fn runtime_names(
+        &self,
+        external: &mut Vec<crate::servers::external::ExternalRuntime>,
+        server_info: &ServerInfo,
+    ) -> anyhow::Result<Vec<String>> {
+        Ok(if !external.is_empty() {
+            if self.runtimes.is_empty() {
+                external.iter().map(|e| e.runtime.clone()).collect()
+            } else {
+                // --runtimes picks (and orders) among the external runtimes.
+                for runtime in &self.runtimes {
+                    if !external.iter().any(|e| &e.runtime == runtime) {
+                        bail!("--runtimes names {runtime}, which no --external gives a URL for");
+                    }
+                }
+                external.retain(|e| self.runtimes.contains(&e.runtime));
+                self.runtimes.clone()
+            }
+        } else if self.runtimes.is_empty() {
+            server_info.runtime_names()
+        } else {
+            crate::settings::label_runtimes(&self.runtimes)
+        })
+    }
+
+    /// `--setup-note LABEL=TEXT`, in the order given.
+    fn setup_notes(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.setup_notes
+            .iter()
+            .map(|text| {
+                text.split_once('=')
+                    .map(|(label, line)| (label.trim().to_owned(), line.trim().to_owned()))
+                    .with_context(|| format!("--setup-note {text:?}: expected LABEL=TEXT"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    }
+
+    /// `--scenarios`, else every scenario the binary registered to compare by default.
+    fn scenario_names(&self, registry: &Registry) -> anyhow::Result<Vec<String>> {
+        Ok(if self.scenarios.is_empty() {
+            let registered = registry.application_names();
+            if registered.is_empty() {
+                bail!(
+                    "this binary registers no scenario to compare by default: give --scenarios \
+                     (a scenario file, or one of: {})",
+                    registry.names().join(", ")
+                );
+            }
+            registered.into_iter().map(str::to_owned).collect()
+        } else {
+            self.scenarios.clone()
+        })
+    }
+
+    /// `--users`, else the default (or `--quick`) user counts.
+    fn user_counts(&self) -> Vec<u32> {
+        if self.users.is_empty() {
+            let default = if self.quick {
+                QUICK_USERS
+            } else {
+                DEFAULT_USERS
+            };
+            default
+                .split(',')
+                .map(|u| u.parse().expect("a valid default"))
+                .collect()
+        } else {
+            self.users.clone()
+        }
+    }
+
+    /// Whether the servers can be started as asked: the store and preload they need, a
+    /// `{handicap_us}` in the server command for `--handicap`, at least one user.
+    fn check_launch(
+        &self,
+        launch: &Launch,
+        handicaps: &std::collections::BTreeMap<String, f64>,
+        runtimes: usize,
+        users: &[u32],
+    ) -> anyhow::Result<()> {
+        launch.check(&self.store, self.preload.iter().any(|&n| n > 0), runtimes)?;
+        if !handicaps.is_empty() && !launch.passes("handicap_us") {
+            bail!(
+                "--server-command has no {{handicap_us}}, so --handicap cannot reach the server: \
+                 add `--handicap-us {{handicap_us}}` to it"
+            );
+        }
+        if users.contains(&0) {
+            bail!("--users must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// `--duration` and `--warmup`, else their defaults (or `--quick`'s).
+    fn run_times(&self) -> (Duration, Duration) {
+        let parse_duration = |text: &str| humantime::parse_duration(text).expect("a valid default");
+        let duration = self.duration.unwrap_or_else(|| {
+            parse_duration(if self.quick {
+                QUICK_DURATION
+            } else {
+                DEFAULT_DURATION
+            })
+        });
+        let warmup = self.warmup.unwrap_or_else(|| {
+            parse_duration(if self.quick {
+                QUICK_WARMUP
+            } else {
+                DEFAULT_WARMUP
+            })
+        });
+        (duration, warmup)
+    }
+
+    /// Refuses a `--mongodb-uri` that names a database when compare starts the servers.
+    fn check_mongodb_uri(&self, starts_servers: bool) -> anyhow::Result<()> {
+        if self.store == "mongo" && starts_servers {
+            if let Some(database) = self.mongodb_uri.as_deref().and_then(uri_database) {
+                bail!(
+                    "the MongoDB URI names the database {database:?}: every run would share it; \
+                     give the URI without a database (compare gives each run fresh databases)"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `--preload`, each count once in the order given (none: 0).
+    fn preloads(&self) -> Vec<u64> {
+        let mut preloads = if self.preload.is_empty() {
+            vec![0]
+        } else {
+            self.preload.clone()
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        preloads.retain(|n| seen.insert(*n));
+        preloads
+    }
+
+    /// Whether the runs alone and side by side happen: an `--slo` search replaces them unless
+    /// `--slo-also-compare`.
+    fn what_runs(
+        &self,
+        slo: bool,
+        side: crate::side::SideSettings,
+    ) -> (bool, crate::side::SideSettings) {
+        if slo && !self.slo_also_compare {
+            (
+                false,
+                crate::side::SideSettings {
+                    enabled: false,
+                    instructions: false,
+                    ..side
+                },
+            )
+        } else {
+            (!self.no_isolated, side)
+        }
+    }
+
+    /// Reads `--baseline` now: a typo should not cost a whole comparison.
+    fn check_baseline(&self) -> anyhow::Result<()> {
+        if let Some(path) = &self.baseline {
+            crate::baseline::read(path)
+                .with_context(|| format!("--baseline {}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// What this one comparison speaks: its one `--protocols` entry (h1 when none), `--streams`;

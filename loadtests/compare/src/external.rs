@@ -36,21 +36,7 @@ impl Bench<'_> {
         record: &mut RunRecord,
         progress: &str,
     ) -> Served {
-        // Their cgroups where given (nanoseconds, read without asking the servers); else /metrics.
-        let (urls, missing) = if external.cgroups.is_empty() {
-            external.metrics_sources()
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        let sources: Vec<Source> = if external.cgroups.is_empty() {
-            urls.iter().cloned().map(Source::Metrics).collect()
-        } else {
-            external
-                .cgroups
-                .iter()
-                .map(|(_, cgroup)| Source::Cgroup(cgroup.clone()))
-                .collect()
-        };
+        let (sources, source) = figure_sources(external);
         let rss_mib = || rss_sum_mib(&sources);
         record.reset = Some(StateReset {
             pid: 0,
@@ -73,11 +59,7 @@ impl Bench<'_> {
             rss_peak_mib: None,
             stop: None,
             log: String::new(),
-            source: Some(if external.cgroups.is_empty() {
-                source_words(&urls, &missing, &external.companions)
-            } else {
-                cgroup_words(&external.cgroups, &external.companions)
-            }),
+            source: Some(source),
         };
         match external
             .services
@@ -109,6 +91,25 @@ impl Bench<'_> {
             limits: None,
             services: external.services.names(),
         }
+    }
+}
+
+/// Where `external`'s figures are read, and that in words: their cgroups where given
+/// (nanoseconds, read without asking the servers); else their `/metrics`.
+fn figure_sources(external: &ExternalRuntime) -> (Vec<Source>, String) {
+    if external.cgroups.is_empty() {
+        let (urls, missing) = external.metrics_sources();
+        let sources = urls.iter().cloned().map(Source::Metrics).collect();
+        let words = source_words(&urls, &missing, &external.companions);
+        (sources, words)
+    } else {
+        let sources = external
+            .cgroups
+            .iter()
+            .map(|(_, cgroup)| Source::Cgroup(cgroup.clone()))
+            .collect();
+        let words = cgroup_words(&external.cgroups, &external.companions);
+        (sources, words)
     }
 }
 

@@ -127,17 +127,7 @@ fn judged_with(
     comparison.samples = samples.unwrap_or(iv.samples);
     let how = pct_with_ci(&iv, confidence_pct);
     let samples = sample_words(measure, comparison.samples);
-    let claim = match measure {
-        Measure::Efficiency => {
-            format!("{b} spends {how}, {samples}) more CPU per request than {a}")
-        }
-        Measure::Throughput => {
-            format!("{a} answers {how}, {samples}) more successful hits/s than {b}")
-        }
-        Measure::Capacity => {
-            format!("{a} holds {how}, {samples}) more requests/s than {b} within the SLO")
-        }
-    };
+    let claim = claim(measure, a, b, &how, &samples);
     comparison.outcome = match brigade_stats::three_way(&iv, margin) {
         Three::Win => ComparisonOutcome::Win,
         Three::Equivalent => ComparisonOutcome::Equivalent,
@@ -150,23 +140,41 @@ fn judged_with(
         }
         _ => {
             comparison.samples_to_decide = brigade_stats::samples_to_decide(&iv, margin);
-            let more = match comparison.samples_to_decide {
-                Some(n) => format!(
-                    "; about {n} {} in all would likely decide it",
-                    match measure {
-                        Measure::Efficiency => "windows",
-                        Measure::Throughput => "seconds",
-                        Measure::Capacity => "confirmations",
-                    }
-                ),
-                None => {
-                    "; it sits on the margin, more samples are unlikely to decide it".to_owned()
-                }
-            };
+            let more = what_would_decide(measure, comparison.samples_to_decide);
             format!("undecided: {claim}, the interval straddles the ±{margin_pct:.0}% margin{more}")
         }
     };
     comparison
+}
+
+/// What a comparison says `a` does better than `b`, by `how` much over `samples`.
+fn claim(measure: Measure, a: &str, b: &str, how: &str, samples: &str) -> String {
+    match measure {
+        Measure::Efficiency => {
+            format!("{b} spends {how}, {samples}) more CPU per request than {a}")
+        }
+        Measure::Throughput => {
+            format!("{a} answers {how}, {samples}) more successful hits/s than {b}")
+        }
+        Measure::Capacity => {
+            format!("{a} holds {how}, {samples}) more requests/s than {b} within the SLO")
+        }
+    }
+}
+
+/// The tail of an undecided sentence: how many samples would likely decide it, if any would.
+fn what_would_decide(measure: Measure, samples_to_decide: Option<usize>) -> String {
+    match samples_to_decide {
+        Some(n) => format!(
+            "; about {n} {} in all would likely decide it",
+            match measure {
+                Measure::Efficiency => "windows",
+                Measure::Throughput => "seconds",
+                Measure::Capacity => "confirmations",
+            }
+        ),
+        None => "; it sits on the margin, more samples are unlikely to decide it".to_owned(),
+    }
 }
 
 /// A comparison that could not be judged, for `reason`.
@@ -474,78 +482,19 @@ fn judge_capacity_cell(
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
-    // A capacity confirmed far below its bracket carries a note (stalls that do not depend on
-    // the rate): it measures the machine, so it is listed but not ranked.
-    let usable = |s: &brigade_load::slo::SloSearch| {
-        s.outcome.capacity_per_s.is_some() && s.outcome.reason.is_none()
-    };
-    let rank = |s: &brigade_load::slo::SloSearch| {
-        if s.outcome.repeats.is_empty() {
-            s.outcome.capacity_per_s.unwrap_or(0.0)
-        } else {
-            brigade_stats::mean(&s.outcome.repeats)
-        }
-    };
     let mut found: Vec<&&brigade_load::slo::SloSearch> =
-        searches.iter().filter(|s| usable(s)).collect();
+        searches.iter().filter(|s| usable_capacity(s)).collect();
     // Best first by the mean confirmed rate, the figure the ratio is made of.
-    found.sort_by(|x, y| rank(y).total_cmp(&rank(x)));
-    let missing: Vec<String> = searches
-        .iter()
-        .filter(|s| !usable(s))
-        .map(|s| {
-            format!(
-                "{}: {}",
-                s.runtime,
-                s.outcome.reason.as_deref().unwrap_or("no capacity")
-            )
-        })
-        .collect();
+    found.sort_by(|x, y| capacity_rank(y).total_cmp(&capacity_rank(x)));
     let Some(best) = found.first() else {
-        let reason = missing.join("; ");
-        let outcome = if searches.iter().any(|s| {
-            s.outcome
-                .reason
-                .as_deref()
-                .is_some_and(|r| r.starts_with("generator-bound"))
-        }) {
-            Outcome::GeneratorBound
-        } else {
-            Outcome::NoData
-        };
-        return (
-            Vec::new(),
-            Verdict {
-                outcome,
-                reason: format!("no capacity found ({reason})"),
-            },
-        );
+        return no_capacity_found(searches);
     };
     let mut comparisons: Vec<Comparison> = found[1..]
         .iter()
-        .map(|other| {
-            let interval = brigade_stats::unpaired_rate_ratio(
-                &best.outcome.repeats,
-                &other.outcome.repeats,
-                rule.confidence(),
-                BOOTSTRAP_SEED,
-            );
-            let samples = best.outcome.repeats.len().min(other.outcome.repeats.len());
-            let mut c = judged_with(
-                Measure::Capacity,
-                key,
-                &best.runtime,
-                &other.runtime,
-                interval,
-                Some(samples),
-                rule,
-            );
-            c.rate_per_s = best.outcome.capacity_per_s;
-            c
-        })
+        .map(|other| capacity_comparison(best, other, key, rule))
         .collect();
     // A runtime without a usable capacity cannot be ranked: its comparison says why.
-    for other in searches.iter().filter(|s| !usable(s)) {
+    for other in searches.iter().filter(|s| !usable_capacity(s)) {
         let reason = other
             .outcome
             .reason
@@ -562,6 +511,83 @@ fn judge_capacity_cell(
     }
     let verdict = cell_verdict(&comparisons, None);
     (comparisons, verdict)
+}
+
+/// Whether a search's capacity can be ranked. A capacity confirmed far below its bracket carries
+/// a note (stalls that do not depend on the rate): it measures the machine, so it is listed but
+/// not ranked.
+fn usable_capacity(s: &brigade_load::slo::SloSearch) -> bool {
+    s.outcome.capacity_per_s.is_some() && s.outcome.reason.is_none()
+}
+
+/// The rate a search is ranked by: the mean of its confirmed rates (its capacity without any).
+fn capacity_rank(s: &brigade_load::slo::SloSearch) -> f64 {
+    if s.outcome.repeats.is_empty() {
+        s.outcome.capacity_per_s.unwrap_or(0.0)
+    } else {
+        brigade_stats::mean(&s.outcome.repeats)
+    }
+}
+
+/// A cell no search found a usable capacity in: generator-bound when a search says so, else no
+/// data, with each search's reason.
+fn no_capacity_found(searches: &[&brigade_load::slo::SloSearch]) -> (Vec<Comparison>, Verdict) {
+    let missing: Vec<String> = searches
+        .iter()
+        .filter(|s| !usable_capacity(s))
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s.runtime,
+                s.outcome.reason.as_deref().unwrap_or("no capacity")
+            )
+        })
+        .collect();
+    let reason = missing.join("; ");
+    let outcome = if searches.iter().any(|s| {
+        s.outcome
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("generator-bound"))
+    }) {
+        Outcome::GeneratorBound
+    } else {
+        Outcome::NoData
+    };
+    (
+        Vec::new(),
+        Verdict {
+            outcome,
+            reason: format!("no capacity found ({reason})"),
+        },
+    )
+}
+
+/// The capacity comparison of the best search with `other`, from their confirmed rates.
+fn capacity_comparison(
+    best: &brigade_load::slo::SloSearch,
+    other: &brigade_load::slo::SloSearch,
+    key: &Key<'_>,
+    rule: &Rule,
+) -> Comparison {
+    let interval = brigade_stats::unpaired_rate_ratio(
+        &best.outcome.repeats,
+        &other.outcome.repeats,
+        rule.confidence(),
+        BOOTSTRAP_SEED,
+    );
+    let samples = best.outcome.repeats.len().min(other.outcome.repeats.len());
+    let mut c = judged_with(
+        Measure::Capacity,
+        key,
+        &best.runtime,
+        &other.runtime,
+        interval,
+        Some(samples),
+        rule,
+    );
+    c.rate_per_s = best.outcome.capacity_per_s;
+    c
 }
 
 /// Judges every `--slo` search of `report` on capacity: a verdict per cell (in `report.cells`)
@@ -746,6 +772,17 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
 /// The caveats a reader of this report should know.
 pub(crate) fn notes(report: &Report) -> Vec<String> {
     let mut notes = Vec::new();
+    cpu_notes(report, &mut notes);
+    side_by_side_note(report, &mut notes);
+    isolated_run_notes(report, &mut notes);
+    side_not_judged_note(report, &mut notes);
+    settings_notes(report, &mut notes);
+    failure_notes(report, &mut notes);
+    notes
+}
+
+/// Where the servers and generator ran: shared CPUs, a small machine.
+fn cpu_notes(report: &Report, notes: &mut Vec<String>) {
     let t = &report.threads;
     if !t.cpus.pinned {
         notes.push(
@@ -771,6 +808,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             t.server_workers
         ));
     }
+}
+
+/// How efficiency was measured side by side, and how much of it was decided.
+fn side_by_side_note(report: &Report, notes: &mut Vec<String>) {
     let side_cells = report.side_by_side.len();
     if side_cells > 0 {
         let efficiency: Vec<&Comparison> = report
@@ -802,6 +843,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
              side includes the other servers' work and is not judged."
         ));
     }
+}
+
+/// The isolated runs whose figures show the generator's limit or other processes' work.
+fn isolated_run_notes(report: &Report, notes: &mut Vec<String>) {
     let bound = report
         .runs
         .iter()
@@ -825,6 +870,11 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             verdict::CONTENTION * 100.0
         ));
     }
+}
+
+/// The side-by-side levels left unjudged, and the first one's reason.
+fn side_not_judged_note(report: &Report, notes: &mut Vec<String>) {
+    let side_cells = report.side_by_side.len();
     let side_not_judged: Vec<&SideCell> = report
         .side_by_side
         .iter()
@@ -840,6 +890,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             first.not_judged.as_deref().unwrap_or_default()
         ));
     }
+}
+
+/// The settings that change what the figures mean: open loop, no keep-alive, planted costs.
+fn settings_notes(report: &Report, notes: &mut Vec<String>) {
     let s = &report.settings;
     if let Some(rate) = s.rate {
         notes.push(format!(
@@ -868,6 +922,10 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             planted.join(", ")
         ));
     }
+}
+
+/// The runs that failed and the rows with many failed requests.
+fn failure_notes(report: &Report, notes: &mut Vec<String>) {
     let failed: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if !failed.is_empty() {
         notes.push(format!(
@@ -886,7 +944,6 @@ pub(crate) fn notes(report: &Report) -> Vec<String> {
             row.runtime, row.scenario, row.users, row.preload, row.error_pct
         ));
     }
-    notes
 }
 
 #[cfg(test)]

@@ -109,50 +109,24 @@ impl Bench<'_> {
             .out_dir
             .join("logs")
             .join(format!("{:03}-{runtime}.log", index + 1));
-        let spec = ServerSpec {
-            runtime: crate::settings::runtime_of(runtime).to_owned(),
-            handicap_us: settings.handicaps.get(runtime).copied().unwrap_or(0.0),
-            data_dir: fresh.data.path().to_path_buf(),
-            preload: fresh.preload_arg,
-            database_prefix: fresh.database_prefix.clone(),
-            log_path: log_path.clone(),
-            ..self.server_template()
+        let mut server = match self.start_server(runtime, &fresh, &log_path) {
+            Ok(server) => server,
+            Err(err) => {
+                record.error = Some(format!("server not started: {err:#}"));
+                println!(
+                    "{progress}: skipped, {}",
+                    record.error.as_deref().unwrap_or_default()
+                );
+                return (record, None);
+            }
         };
-        let mut server =
-            match servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
-            {
-                Ok(server) => server,
-                Err(err) => {
-                    record.error = Some(format!("server not started: {err:#}"));
-                    println!(
-                        "{progress}: skipped, {}",
-                        record.error.as_deref().unwrap_or_default()
-                    );
-                    return (record, None);
-                }
-            };
         let pid = server.pid();
         let workers = server.workers_reported();
         let limits = server.limits_reported().map(str::to_owned);
         let services = server.announced().names();
         let mut server_record =
             ServerRecord::started(runtime, index as u32, planned.preload, &server, &log_path);
-        let preloaded = server.preloaded();
-        record.reset = Some(StateReset {
-            pid,
-            how: fresh.how.clone(),
-            copy_s: fresh.copy_s,
-            preload_s: (!preloaded.is_empty()).then(|| preloaded.iter().map(|p| p.seconds).sum()),
-            preloaded: if preloaded.is_empty() {
-                fresh.preloaded.clone()
-            } else {
-                preloaded
-                    .iter()
-                    .map(|p| (p.collection.clone(), p.documents + p.existing))
-                    .collect()
-            },
-            startup_s: server_record.startup_s,
-        });
+        record.reset = Some(state_reset(&fresh, &server, server_record.startup_s));
         if server.is_running() {
             self.load(&server, scenario, planned, &mut record, progress);
         } else {
@@ -172,6 +146,25 @@ impl Bench<'_> {
             services,
         };
         (record, Some(served))
+    }
+
+    /// Starts `runtime`'s server on its fresh state, on free ports, logging to `log_path`.
+    fn start_server(
+        &self,
+        runtime: &str,
+        fresh: &state::RunState,
+        log_path: &std::path::Path,
+    ) -> anyhow::Result<ServerProcess> {
+        let spec = ServerSpec {
+            runtime: crate::settings::runtime_of(runtime).to_owned(),
+            handicap_us: self.settings.handicaps.get(runtime).copied().unwrap_or(0.0),
+            data_dir: fresh.data.path().to_path_buf(),
+            preload: fresh.preload_arg,
+            database_prefix: fresh.database_prefix.clone(),
+            log_path: log_path.to_path_buf(),
+            ..self.server_template()
+        };
+        servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
     }
 
     /// The generator's configuration for a run of `planned` against `targets`.
@@ -273,6 +266,27 @@ pub(crate) fn fill(record: &mut RunRecord, sampled: Sampled, progress: &str) {
         }
     }
     let _ = std::io::stdout().flush();
+}
+
+/// How a run's fresh state was made: copied, preloaded by the server (what it announced) or
+/// before it, and how long the server took to start on it.
+fn state_reset(fresh: &state::RunState, server: &ServerProcess, startup_s: f64) -> StateReset {
+    let preloaded = server.preloaded();
+    StateReset {
+        pid: server.pid(),
+        how: fresh.how.clone(),
+        copy_s: fresh.copy_s,
+        preload_s: (!preloaded.is_empty()).then(|| preloaded.iter().map(|p| p.seconds).sum()),
+        preloaded: if preloaded.is_empty() {
+            fresh.preloaded.clone()
+        } else {
+            preloaded
+                .iter()
+                .map(|p| (p.collection.clone(), p.documents + p.existing))
+                .collect()
+        },
+        startup_s,
+    }
 }
 
 /// Run number `index` as planned, nothing measured yet.

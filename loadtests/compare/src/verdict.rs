@@ -24,155 +24,213 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
             )
         })
         .collect();
-    let cells_where = |outcome: Outcome| -> Vec<CellAt> {
-        cells
-            .iter()
-            .filter(|(_, v)| v.outcome == outcome)
-            .map(|(at, _)| at.clone())
-            .collect()
-    };
-    let bound = cells_where(Outcome::GeneratorBound);
-    let contended = cells_where(Outcome::Contended);
+    let bound = cells_where(cells, Outcome::GeneratorBound);
+    let contended = cells_where(cells, Outcome::Contended);
+    let unjudged = cells_where(cells, Outcome::NotJudged);
+    if judged.is_empty() {
+        return nothing_judged(&bound, &contended, &unjudged);
+    }
+    let bound_note = unjudged_note(&bound, &contended, &unjudged);
+    let tally = Tally::of(&judged);
+    tally.verdict(&judged, &bound_note)
+}
+
+/// The cells whose verdict is `outcome`.
+fn cells_where(cells: &[(CellAt, Verdict)], outcome: Outcome) -> Vec<CellAt> {
+    cells
+        .iter()
+        .filter(|(_, v)| v.outcome == outcome)
+        .map(|(at, _)| at.clone())
+        .collect()
+}
+
+/// The tail of a summed reason naming the cells left out of the judgement, and why.
+fn unjudged_note(bound: &[CellAt], contended: &[CellAt], unjudged: &[CellAt]) -> String {
     let mut bound_note = String::new();
     if !bound.is_empty() {
-        bound_note.push_str(&format!("; generator-bound at {}", join_cells(&bound)));
+        bound_note.push_str(&format!("; generator-bound at {}", join_cells(bound)));
     }
     if !contended.is_empty() {
-        bound_note.push_str(&format!("; contended at {}", join_cells(&contended)));
+        bound_note.push_str(&format!("; contended at {}", join_cells(contended)));
     }
-    let unjudged = cells_where(Outcome::NotJudged);
     if !unjudged.is_empty() {
-        bound_note.push_str(&format!("; not judged at {}", join_cells(&unjudged)));
+        bound_note.push_str(&format!("; not judged at {}", join_cells(unjudged)));
     }
-    if judged.is_empty() {
-        return if !bound.is_empty() {
-            Verdict {
-                outcome: Outcome::GeneratorBound,
-                reason: format!(
-                    "no user count could be judged; generator-bound at {}: these figures \
-                     measure the generator{}",
-                    join_cells(&bound),
-                    if contended.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; contended at {}", join_cells(&contended))
-                    }
-                ),
-            }
-        } else if !contended.is_empty() {
-            Verdict {
-                outcome: Outcome::Contended,
-                reason: format!(
-                    "other processes took CPU in every cell ({}): no comparable figures",
-                    join_cells(&contended)
-                ),
-            }
-        } else if !unjudged.is_empty() {
-            Verdict {
-                outcome: Outcome::NotJudged,
-                reason: format!(
-                    "no cell could be judged (not judged at {}; each cell says why)",
-                    join_cells(&unjudged)
-                ),
-            }
-        } else {
-            Verdict {
-                outcome: Outcome::NoData,
-                reason: "no user count could be judged".to_owned(),
-            }
-        };
-    }
-    let mut winners: Vec<&str> = Vec::new();
-    let mut margins = Vec::new();
-    let mut runners_up = Vec::new();
-    let mut leaders: Vec<String> = Vec::new();
-    for (_, verdict) in &judged {
-        match &verdict.outcome {
-            Outcome::Winner {
-                runtime,
-                runner_up,
-                margin_pct,
-            } => {
-                if !winners.contains(&runtime.as_str()) {
-                    winners.push(runtime);
+    bound_note
+}
+
+/// The verdict of a scenario none of whose cells could be judged: the first reason that holds.
+fn nothing_judged(bound: &[CellAt], contended: &[CellAt], unjudged: &[CellAt]) -> Verdict {
+    if !bound.is_empty() {
+        Verdict {
+            outcome: Outcome::GeneratorBound,
+            reason: format!(
+                "no user count could be judged; generator-bound at {}: these figures \
+                 measure the generator{}",
+                join_cells(bound),
+                if contended.is_empty() {
+                    String::new()
+                } else {
+                    format!("; contended at {}", join_cells(contended))
                 }
-                margins.push(*margin_pct);
-                runners_up.push(runner_up.clone());
-                if !leaders.contains(runtime) {
-                    leaders.push(runtime.clone());
-                }
-            }
-            Outcome::Equivalent { leaders: tied } | Outcome::Undecided { leaders: tied } => {
-                for runtime in tied {
-                    if !leaders.contains(runtime) {
-                        leaders.push(runtime.clone());
-                    }
-                }
-            }
-            Outcome::GeneratorBound | Outcome::Contended | Outcome::NoData | Outcome::NotJudged => {
-            }
+            ),
+        }
+    } else if !contended.is_empty() {
+        Verdict {
+            outcome: Outcome::Contended,
+            reason: format!(
+                "other processes took CPU in every cell ({}): no comparable figures",
+                join_cells(contended)
+            ),
+        }
+    } else if !unjudged.is_empty() {
+        Verdict {
+            outcome: Outcome::NotJudged,
+            reason: format!(
+                "no cell could be judged (not judged at {}; each cell says why)",
+                join_cells(unjudged)
+            ),
+        }
+    } else {
+        Verdict {
+            outcome: Outcome::NoData,
+            reason: "no user count could be judged".to_owned(),
         }
     }
-    let per_cell = judged
-        .iter()
-        .map(|(at, v)| format!("{at}: {}", v.label()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let counts = if judged
-        .iter()
-        .any(|(at, _)| at.preload.is_some() || at.level.is_some())
-    {
-        "cells"
-    } else {
-        "user counts"
-    };
-    if winners.len() == 1 && margins.len() * 2 > judged.len() {
-        let low = min(&margins);
-        let high = max(&margins);
+}
+
+/// What a scenario's judged cells say together: who won where, by how much, and who led.
+struct Tally {
+    /// The runtimes that won a cell, in first-win order.
+    winners: Vec<String>,
+    /// Each won cell's margin, in %.
+    margins: Vec<f64>,
+    /// Each won cell's runner-up.
+    runners_up: Vec<String>,
+    /// Every runtime that won or tied for the lead in a cell, in first-seen order.
+    leaders: Vec<String>,
+}
+
+impl Tally {
+    /// Counts the judged cells' outcomes.
+    fn of(judged: &[&(CellAt, Verdict)]) -> Tally {
+        let mut tally = Tally {
+            winners: Vec::new(),
+            margins: Vec::new(),
+            runners_up: Vec::new(),
+            leaders: Vec::new(),
+        };
+        for (_, verdict) in judged {
+            match &verdict.outcome {
+                Outcome::Winner {
+                    runtime,
+                    runner_up,
+                    margin_pct,
+                } => {
+                    if !tally.winners.contains(runtime) {
+                        tally.winners.push(runtime.clone());
+                    }
+                    tally.margins.push(*margin_pct);
+                    tally.runners_up.push(runner_up.clone());
+                    if !tally.leaders.contains(runtime) {
+                        tally.leaders.push(runtime.clone());
+                    }
+                }
+                Outcome::Equivalent { leaders: tied } | Outcome::Undecided { leaders: tied } => {
+                    for runtime in tied {
+                        if !tally.leaders.contains(runtime) {
+                            tally.leaders.push(runtime.clone());
+                        }
+                    }
+                }
+                Outcome::GeneratorBound
+                | Outcome::Contended
+                | Outcome::NoData
+                | Outcome::NotJudged => {}
+            }
+        }
+        tally
+    }
+
+    /// The scenario's verdict: one runtime winning most judged cells wins; equivalent everywhere
+    /// is equivalent; anything else is undecided.
+    fn verdict(self, judged: &[&(CellAt, Verdict)], bound_note: &str) -> Verdict {
+        let per_cell = judged
+            .iter()
+            .map(|(at, v)| format!("{at}: {}", v.label()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let counts = if judged
+            .iter()
+            .any(|(at, _)| at.preload.is_some() || at.level.is_some())
+        {
+            "cells"
+        } else {
+            "user counts"
+        };
+        if self.winners.len() == 1 && self.margins.len() * 2 > judged.len() {
+            return self.sole_winner(judged.len(), counts, &per_cell, bound_note);
+        }
+        let why = if self.winners.len() > 1 {
+            format!("different runtimes lead at different {counts} ({per_cell})")
+        } else if self.winners.len() == 1 {
+            format!(
+                "{} wins only {} of {} judged {counts} ({per_cell})",
+                self.winners[0],
+                self.margins.len(),
+                judged.len()
+            )
+        } else if judged
+            .iter()
+            .all(|(_, v)| matches!(v.outcome, Outcome::Equivalent { .. }))
+        {
+            return Verdict {
+                outcome: Outcome::Equivalent {
+                    leaders: self.leaders,
+                },
+                reason: format!("equivalent at every judged cell ({per_cell}){bound_note}"),
+            };
+        } else {
+            format!("undecided at some judged cells ({per_cell})")
+        };
+        Verdict {
+            outcome: Outcome::Undecided {
+                leaders: self.leaders,
+            },
+            reason: format!("{why}{bound_note}"),
+        }
+    }
+
+    /// The verdict when one runtime wins most judged cells: by the range of its margins.
+    fn sole_winner(
+        mut self,
+        judged: usize,
+        counts: &str,
+        per_cell: &str,
+        bound_note: &str,
+    ) -> Verdict {
+        let low = min(&self.margins);
+        let high = max(&self.margins);
         let range = if (high - low).abs() < 0.05 {
             format!("{low:.1}%")
         } else {
             format!("{low:.1}–{high:.1}%")
         };
-        runners_up.sort();
-        runners_up.dedup();
-        return Verdict {
+        self.runners_up.sort();
+        self.runners_up.dedup();
+        Verdict {
             outcome: Outcome::Winner {
-                runtime: winners[0].to_owned(),
-                runner_up: runners_up.join("/"),
+                runtime: self.winners[0].clone(),
+                runner_up: self.runners_up.join("/"),
                 margin_pct: low,
             },
             reason: format!(
                 "{} wins {} of {} judged {counts} by {range} ({per_cell}){bound_note}",
-                winners[0],
-                margins.len(),
-                judged.len()
+                self.winners[0],
+                self.margins.len(),
+                judged
             ),
-        };
-    }
-    let why = if winners.len() > 1 {
-        format!("different runtimes lead at different {counts} ({per_cell})")
-    } else if winners.len() == 1 {
-        format!(
-            "{} wins only {} of {} judged {counts} ({per_cell})",
-            winners[0],
-            margins.len(),
-            judged.len()
-        )
-    } else if judged
-        .iter()
-        .all(|(_, v)| matches!(v.outcome, Outcome::Equivalent { .. }))
-    {
-        return Verdict {
-            outcome: Outcome::Equivalent { leaders },
-            reason: format!("equivalent at every judged cell ({per_cell}){bound_note}"),
-        };
-    } else {
-        format!("undecided at some judged cells ({per_cell})")
-    };
-    Verdict {
-        outcome: Outcome::Undecided { leaders },
-        reason: format!("{why}{bound_note}"),
+        }
     }
 }
 

@@ -369,42 +369,55 @@ fn curve_chart(
         }
         for search in searches {
             let color = colour(&report.settings.runtimes, &search.runtime);
-            let curve = &search.outcome.curve;
-            // Every step a dot; the line through the median at each rate tested, so that a rate
-            // tested several times (the confirmations) draws one point of the curve.
-            let p99 = median_by_rate(curve, |p| p.p99_ms);
-            let p50 = median_by_rate(curve, |p| p.p50_ms);
-            chart
-                .draw_series(curve.iter().filter(|p| p.p99_ms > 0.0).map(|p| {
-                    Circle::new(
-                        (p.offered_per_s, p.p99_ms.log10()),
-                        2,
-                        color.mix(0.5).filled(),
-                    )
-                }))
-                .map_err(plot_err)?;
-            super::render::draw_line(&mut chart, p99, color, format!("{} p99", search.runtime), 3)?;
-            chart
-                .draw_series(LineSeries::new(p50, color.mix(0.5).stroke_width(1)))
-                .map_err(plot_err)?;
-            if let Some(capacity) = search.outcome.capacity_per_s {
-                chart
-                    .draw_series(LineSeries::new(
-                        vec![(capacity, lo.log10()), (capacity, hi.log10())],
-                        color.mix(0.7).stroke_width(1),
-                    ))
-                    .map_err(plot_err)?;
-                chart
-                    .draw_series(std::iter::once(TriangleMarker::new(
-                        (capacity, lo.log10()),
-                        7,
-                        color.filled(),
-                    )))
-                    .map_err(plot_err)?;
-            }
+            draw_search(&mut chart, search, color, (lo, hi))?;
         }
         super::render::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg + "\n")
+}
+
+/// One search on the latency–rate chart: every step's p99 a dot, the median p99 (solid) and p50
+/// (thin) lines, and its capacity marked by a vertical line and a triangle; `(lo, hi)` is the
+/// latency axis in ms.
+fn draw_search(
+    chart: &mut super::render::LineChart<'_, '_>,
+    search: &SloSearch,
+    color: RGBColor,
+    (lo, hi): (f64, f64),
+) -> anyhow::Result<()> {
+    let curve = &search.outcome.curve;
+    // Every step a dot; the line through the median at each rate tested, so that a rate
+    // tested several times (the confirmations) draws one point of the curve.
+    let p99 = median_by_rate(curve, |p| p.p99_ms);
+    let p50 = median_by_rate(curve, |p| p.p50_ms);
+    chart
+        .draw_series(curve.iter().filter(|p| p.p99_ms > 0.0).map(|p| {
+            Circle::new(
+                (p.offered_per_s, p.p99_ms.log10()),
+                2,
+                color.mix(0.5).filled(),
+            )
+        }))
+        .map_err(plot_err)?;
+    super::render::draw_line(chart, p99, color, format!("{} p99", search.runtime), 3)?;
+    chart
+        .draw_series(LineSeries::new(p50, color.mix(0.5).stroke_width(1)))
+        .map_err(plot_err)?;
+    if let Some(capacity) = search.outcome.capacity_per_s {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(capacity, lo.log10()), (capacity, hi.log10())],
+                color.mix(0.7).stroke_width(1),
+            ))
+            .map_err(plot_err)?;
+        chart
+            .draw_series(std::iter::once(TriangleMarker::new(
+                (capacity, lo.log10()),
+                7,
+                color.filled(),
+            )))
+            .map_err(plot_err)?;
+    }
+    Ok(())
 }

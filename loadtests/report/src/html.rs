@@ -18,6 +18,27 @@ use crate::verdict::Verdict;
 /// Renders the whole page.
 pub fn render(report: &Report) -> anyhow::Result<String> {
     let mut out = head("Brigade runtime comparison");
+    out.push_str(&intro(report));
+    let (compared, searched) = markdown::verdict_columns(report);
+    out.push_str(&verdicts(report, compared, searched));
+    out.push_str(&notes(report, compared));
+    out.push_str(&thresholds(report));
+    out.push_str(&baseline(report));
+    out.push_str(&setup(report));
+    out.push_str(&super::capacity::html(report)?);
+    // A comparison of capacity alone (`--slo`) has no isolated run or side-by-side level to show.
+    for scenario in report.settings.scenarios.iter().filter(|_| compared) {
+        out.push_str(&scenario_section(report, scenario)?);
+    }
+    out.push_str(&servers(report));
+    out.push_str(&runs(report));
+    out.push_str("</body>\n</html>\n");
+    Ok(out)
+}
+
+/// The title and the one sentence on what was compared, where and when.
+fn intro(report: &Report) -> String {
+    let mut out = String::new();
     let s = &report.settings;
     let _ = writeln!(out, "<h1>Brigade runtime comparison</h1>");
     let _ = writeln!(
@@ -30,8 +51,13 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         esc(&report.started_at),
         report.wall_s
     );
+    out
+}
 
-    let (compared, searched) = markdown::verdict_columns(report);
+/// The verdicts table: per scenario, the throughput and efficiency verdicts (when compared) and
+/// the capacity verdict (when searched).
+fn verdicts(report: &Report, compared: bool, searched: bool) -> String {
+    let mut out = String::new();
     out.push_str("<h2>Verdicts</h2>\n<table><tr><th>scenario</th>");
     if compared {
         out.push_str(
@@ -63,11 +89,17 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
+    out
+}
+
+/// The verdict rules (when compared) and the report's notes.
+fn notes(report: &Report, compared: bool) -> String {
+    let mut out = String::new();
     if compared {
         let _ = writeln!(
             out,
             "<p>{}</p>",
-            esc(&markdown::verdict_rules(&s.rule)).replace("**", "")
+            esc(&markdown::verdict_rules(&report.settings.rule)).replace("**", "")
         );
     }
     if !report.notes.is_empty() {
@@ -77,82 +109,96 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         }
         out.push_str("</ul>\n");
     }
+    out
+}
 
-    out.push_str(&thresholds(report));
-    out.push_str(&baseline(report));
-    out.push_str(&setup(report));
-    out.push_str(&super::capacity::html(report)?);
-
-    // A comparison of capacity alone (`--slo`) has no isolated run or side-by-side level to show.
-    for scenario in s.scenarios.iter().filter(|_| compared) {
-        let _ = writeln!(out, "<h2>Scenario <code>{}</code></h2>", esc(scenario));
-        if let Some(v) = report.scenarios.iter().find(|v| &v.scenario == scenario) {
-            let (label, reason) = label_and_reason(v.efficiency.as_ref());
-            let _ = writeln!(
-                out,
-                "<p>Throughput: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span><br>\
-                 Efficiency: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span></p>",
-                esc(&v.verdict.label()),
-                esc(&v.verdict.reason),
-                esc(&label),
-                esc(&reason)
-            );
-        }
-        let rows: Vec<&Row> = report
-            .rows
-            .iter()
-            .filter(|r| &r.scenario == scenario)
-            .collect();
-        if !rows.is_empty() {
-            out.push_str("<div class=\"charts\">\n");
-            out.push_str(&throughput_bars(report, scenario, &rows)?);
-            // One user count makes no line: the bars above already say it.
-            if user_counts(&rows).len() > 1 {
-                out.push_str(&throughput_by_users(report, scenario, &rows)?);
-            }
-            out.push_str(&latency_percentiles(report, scenario, &rows)?);
-            if preloads(&rows).len() > 1 {
-                out.push_str(&throughput_by_preload(report, scenario, &rows)?);
-            }
-            out.push_str("</div>\n");
-        }
-        out.push_str(&table(&rows));
-        let side = markdown::side_rows(report, scenario);
-        if !side.is_empty() {
-            out.push_str("<div class=\"charts\">\n");
-            out.push_str(&breakdown_bars(report, scenario)?);
-            out.push_str("</div>\n");
-            out.push_str("<p>Side by side (every runtime at once, the same offered rate):</p>\n");
-            out.push_str(&plain_table(&markdown::SIDE_HEADER, &side));
-        }
-        out.push_str("<ul>\n");
-        for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
-            let _ = writeln!(
-                out,
-                "<li>{}: throughput <b>{}</b> — {}</li>",
-                esc(&super::cell_name(report, cell)),
-                esc(&cell.verdict.label()),
-                esc(&cell.verdict.reason),
-            );
-            for level in &cell.efficiency_levels {
-                let _ = writeln!(
-                    out,
-                    "<li>{} at {} ({}/s each): efficiency <b>{}</b> — {}</li>",
-                    esc(&super::cell_name(report, cell)),
-                    esc(&level.level),
-                    esc(&super::rate_words(level.rate_per_s)),
-                    esc(&level.verdict.label()),
-                    esc(&level.verdict.reason),
-                );
-            }
-        }
-        out.push_str("</ul>\n");
+/// One scenario's section: its verdicts, charts, tables and per-cell verdicts.
+fn scenario_section(report: &Report, scenario: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let _ = writeln!(out, "<h2>Scenario <code>{}</code></h2>", esc(scenario));
+    if let Some(v) = report.scenarios.iter().find(|v| v.scenario == scenario) {
+        let (label, reason) = label_and_reason(v.efficiency.as_ref());
+        let _ = writeln!(
+            out,
+            "<p>Throughput: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span><br>\
+             Efficiency: <span class=\"verdict\">{}</span> — <span class=\"why\">{}</span></p>",
+            esc(&v.verdict.label()),
+            esc(&v.verdict.reason),
+            esc(&label),
+            esc(&reason)
+        );
     }
-
-    out.push_str(&servers(report));
-    out.push_str(&runs(report));
-    out.push_str("</body>\n</html>\n");
+    let rows: Vec<&Row> = report
+        .rows
+        .iter()
+        .filter(|r| r.scenario == scenario)
+        .collect();
+    if !rows.is_empty() {
+        out.push_str(&scenario_charts(report, scenario, &rows)?);
+    }
+    out.push_str(&table(&rows));
+    out.push_str(&side_by_side(report, scenario)?);
+    out.push_str(&cell_verdicts(report, scenario));
     Ok(out)
+}
+
+/// A scenario's charts of its isolated runs.
+fn scenario_charts(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    out.push_str("<div class=\"charts\">\n");
+    out.push_str(&throughput_bars(report, scenario, rows)?);
+    // One user count makes no line: the bars above already say it.
+    if user_counts(rows).len() > 1 {
+        out.push_str(&throughput_by_users(report, scenario, rows)?);
+    }
+    out.push_str(&latency_percentiles(report, scenario, rows)?);
+    if preloads(rows).len() > 1 {
+        out.push_str(&throughput_by_preload(report, scenario, rows)?);
+    }
+    out.push_str("</div>\n");
+    Ok(out)
+}
+
+/// A scenario's side-by-side chart and table (nothing when it ran none).
+fn side_by_side(report: &Report, scenario: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let side = markdown::side_rows(report, scenario);
+    if !side.is_empty() {
+        out.push_str("<div class=\"charts\">\n");
+        out.push_str(&breakdown_bars(report, scenario)?);
+        out.push_str("</div>\n");
+        out.push_str("<p>Side by side (every runtime at once, the same offered rate):</p>\n");
+        out.push_str(&plain_table(&markdown::SIDE_HEADER, &side));
+    }
+    Ok(out)
+}
+
+/// A scenario's verdict per cell: throughput, then efficiency at each side-by-side level.
+fn cell_verdicts(report: &Report, scenario: &str) -> String {
+    let mut out = String::new();
+    out.push_str("<ul>\n");
+    for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
+        let _ = writeln!(
+            out,
+            "<li>{}: throughput <b>{}</b> — {}</li>",
+            esc(&super::cell_name(report, cell)),
+            esc(&cell.verdict.label()),
+            esc(&cell.verdict.reason),
+        );
+        for level in &cell.efficiency_levels {
+            let _ = writeln!(
+                out,
+                "<li>{} at {} ({}/s each): efficiency <b>{}</b> — {}</li>",
+                esc(&super::cell_name(report, cell)),
+                esc(&level.level),
+                esc(&super::rate_words(level.rate_per_s)),
+                esc(&level.verdict.label()),
+                esc(&level.verdict.reason),
+            );
+        }
+    }
+    out.push_str("</ul>\n");
+    out
 }
 
 /// A verdict's label and reason, or dashes where there is none (reports older than it).

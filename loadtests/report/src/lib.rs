@@ -811,19 +811,50 @@ impl Report {
     pub fn setup(&self) -> setup::Setup {
         let t = &self.threads;
         let s = &self.settings;
-        let reported = t
-            .workers_reported
-            .iter()
-            .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
-            .collect::<Vec<_>>()
-            .join(", ");
         let mut out = setup::Setup {
             machine: self.machine.clone(),
             versions: self.versions.clone(),
             lines: Vec::new(),
             command_line: s.command_line.clone(),
         };
-        let servers = if s.external {
+        out.line("Threads", self.threads_words())
+            .line(
+                "CPUs",
+                format!(
+                    "server {} / generator {}{}",
+                    pin::list(&t.cpus.server),
+                    pin::list(&t.cpus.generator),
+                    if t.cpus.pinned {
+                        ""
+                    } else {
+                        " (shared, not pinned)"
+                    }
+                ),
+            )
+            .line("Settings", self.settings_words())
+            .line(
+                "Interleaving",
+                match &s.slo {
+                    Some(slo) if s.repeat == 0 => slo.interleaving.clone(),
+                    _ => s.interleaving.clone(),
+                },
+            );
+        self.server_lines(&mut out);
+        self.recorded_lines(&mut out);
+        out
+    }
+
+    /// The setup's threads: the servers' workers (or that they are the servers' own) and the
+    /// generator's threads.
+    fn threads_words(&self) -> String {
+        let t = &self.threads;
+        let reported = t
+            .workers_reported
+            .iter()
+            .map(|(rt, w)| format!("{rt} {}", w.map_or("?".to_owned(), |w| w.to_string())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let servers = if self.settings.external {
             "the servers' own (started outside compare, which set neither their workers nor their \
              CPUs)"
                 .to_owned()
@@ -833,62 +864,47 @@ impl Report {
                 t.server_workers
             )
         };
-        out.line(
-            "Threads",
-            format!(
-                "{servers}; generator {} thread(s); {}",
-                t.generator_threads, t.cpus.note
-            ),
+        format!(
+            "{servers}; generator {} thread(s); {}",
+            t.generator_threads, t.cpus.note
         )
-        .line(
-            "CPUs",
-            format!(
-                "server {} / generator {}{}",
-                pin::list(&t.cpus.server),
-                pin::list(&t.cpus.generator),
-                if t.cpus.pinned {
-                    ""
-                } else {
-                    " (shared, not pinned)"
-                }
-            ),
-        )
-        .line(
-            "Settings",
-            format!(
-                "scenarios {}; {} {}; preload {}; {}; request timeout {} ms; {}; {}{}{}",
-                s.scenarios.join(", "),
-                match s.rate {
-                    Some(_) => "connections",
-                    None => "users",
-                },
-                s.users
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                s.preloads
-                    .iter()
-                    .map(|&n| count(n))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                runs_words(s),
-                s.timeout_ms,
-                rule_words(&s.rule),
-                load_words(s),
-                s.seed
-                    .map(|seed| format!("; generator seed {seed} (every run)"))
-                    .unwrap_or_default(),
-                if s.quick { "; --quick" } else { "" }
-            ),
-        )
-        .line(
-            "Interleaving",
-            match &s.slo {
-                Some(slo) if s.repeat == 0 => slo.interleaving.clone(),
-                _ => s.interleaving.clone(),
+    }
+
+    /// The setup's settings: what ran, how often, under which rule and load.
+    fn settings_words(&self) -> String {
+        let s = &self.settings;
+        format!(
+            "scenarios {}; {} {}; preload {}; {}; request timeout {} ms; {}; {}{}{}",
+            s.scenarios.join(", "),
+            match s.rate {
+                Some(_) => "connections",
+                None => "users",
             },
-        );
+            s.users
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            s.preloads
+                .iter()
+                .map(|&n| count(n))
+                .collect::<Vec<_>>()
+                .join(", "),
+            runs_words(s),
+            s.timeout_ms,
+            rule_words(&s.rule),
+            load_words(s),
+            s.seed
+                .map(|seed| format!("; generator seed {seed} (every run)"))
+                .unwrap_or_default(),
+            if s.quick { "; --quick" } else { "" }
+        )
+    }
+
+    /// The setup's lines on the servers, each when it applies: side by side, calibration, limits,
+    /// how they started.
+    fn server_lines(&self, out: &mut setup::Setup) {
+        let s = &self.settings;
         if let Some(side) = &s.side_by_side {
             out.line("Side by side", side_words(side));
         }
@@ -902,8 +918,11 @@ impl Report {
                     .join(", "),
             );
         }
-        if !t.limits_reported.is_empty() {
-            out.line("Server limits", setup::limits_text(&t.limits_reported));
+        if !self.threads.limits_reported.is_empty() {
+            out.line(
+                "Server limits",
+                setup::limits_text(&self.threads.limits_reported),
+            );
         }
         if !s.services.is_empty() || !s.server_command.is_empty() {
             out.line(
@@ -919,10 +938,15 @@ impl Report {
                 ),
             );
         }
+    }
+
+    /// The setup's lines recorded along the run: fresh state, the user's notes, where figures
+    /// came from, the prepared data folders.
+    fn recorded_lines(&self, out: &mut setup::Setup) {
         if !self.state.how.is_empty() {
             out.line("Fresh state", self.state.how.clone());
         }
-        for note in &s.setup_notes {
+        for note in &self.settings.setup_notes {
             out.line(note.label.clone(), note.text.clone());
         }
         for (runtime, source) in self.figure_sources() {
@@ -940,7 +964,6 @@ impl Report {
                 ),
             );
         }
-        out
     }
 }
 

@@ -154,19 +154,6 @@ pub fn run_cell(
     budget_left: &mut Duration,
     decided: &dyn Fn(&SideCell) -> bool,
 ) -> (Vec<SideCell>, Vec<ServerRecord>) {
-    let settings = bench.settings;
-    let side = &settings.side;
-    let blank = |level: &Level, reason: String| SideCell {
-        scenario: plan.label.to_owned(),
-        users: plan.users,
-        preload: plan.preload,
-        level: level.label.clone(),
-        rate_per_s: level.rate_per_s,
-        rate_from: level.from.clone(),
-        window_s: f64::from(side.window_s),
-        not_judged: Some(reason),
-        ..SideCell::default()
-    };
     let mut servers = match start_all(bench, plan) {
         Ok(servers) => servers,
         Err(err) => {
@@ -175,90 +162,146 @@ pub fn run_cell(
             return (
                 plan.levels
                     .iter()
-                    .map(|l| blank(l, reason.clone()))
+                    .map(|l| blank_cell(bench, plan, l, reason.clone()))
                     .collect(),
                 Vec::new(),
             );
         }
     };
     let mut cells = Vec::new();
-    let allowance = *budget_left / plan.cells_left.max(1) as u32;
-    let mut spent = Duration::ZERO;
+    let mut budget = CellBudget {
+        allowance: *budget_left / plan.cells_left.max(1) as u32,
+        spent: Duration::ZERO,
+        set: 0,
+    };
     // A rate and the share of the server CPUs it measured side by side: the isolated runs' cost
     // per request (closed loop, the CPU never idle) understates the cost at a lower rate, so a
     // level's rate is corrected from the nearest rate measured side by side.
     let mut measured = probe(bench, plan, &servers);
-    let mut set = 0;
     for level in &plan.levels {
-        set += 1;
-        let mut level = level.clone();
-        if let Some((rate, share)) = measured {
-            let corrected = corrected_rate(&level, rate, share);
-            if corrected != level.rate_per_s {
-                level.from = format!(
-                    "{} of the server CPUs: {rate:.0}/s each kept them {:.0}% busy side by side, \
-                     scaled",
-                    level.label,
-                    share * 100.0
-                );
-                level.rate_per_s = corrected;
-            }
-        }
-        let level = &level;
-        let windows = bench.settings.side.windows;
-        let count_s = bench.settings.side.count_s;
+        budget.set += 1;
+        let level = &corrected_level(level, measured);
         let shape = SetShape {
-            windows,
-            count_s,
-            set,
+            windows: bench.settings.side.windows,
+            count_s: bench.settings.side.count_s,
+            set: budget.set,
             warmup: bench.settings.side.warmup,
         };
         let mut cell = match measure_level(bench, plan, level, &servers, shape) {
             Ok(cell) => cell,
-            Err(err) => blank(level, format!("failed: {err:#}")),
+            Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
         };
         print_level(&cell);
-        // More windows where the verdict is still open, as many as this cell's share of the
-        // budget affords (at most another full set, at least a few), up to three times.
-        let window_s = u64::from(bench.settings.side.window_s.max(1));
-        let overhead = bench.settings.side.warmup + Duration::from_secs(1);
-        while cell.not_judged.is_none() && !decided(&cell) && cell.extensions < 3 {
-            let left = allowance.saturating_sub(spent).saturating_sub(overhead);
-            let more = u32::try_from(left.as_secs() / window_s)
-                .unwrap_or(u32::MAX)
-                .min(windows);
-            if more < MIN_EXTENSION {
-                break;
-            }
-            let step = Instant::now();
-            set += 1;
-            let shape = SetShape {
-                windows: more,
-                count_s: 0,
-                set,
-                warmup: bench.settings.side.warmup,
-            };
-            match measure_level(bench, plan, level, &servers, shape) {
-                Ok(added) => extend(&mut cell, added),
-                Err(err) => {
-                    println!("  more windows failed: {err:#}");
-                    break;
-                }
-            }
-            spent += step.elapsed();
-            print_level(&cell);
-        }
+        add_windows(
+            bench,
+            plan,
+            level,
+            &servers,
+            &mut cell,
+            &mut budget,
+            decided,
+        );
         if cell.not_judged.is_none() {
             measured = Some((level.rate_per_s, busy_share(&cell)));
         }
         cells.push(cell);
     }
-    *budget_left = budget_left.saturating_sub(spent);
+    *budget_left = budget_left.saturating_sub(budget.spent);
     let mut records = Vec::new();
     for server in servers.drain(..) {
         records.extend(stop(server));
     }
     (cells, records)
+}
+
+/// A level of a cell with no figures, and why.
+fn blank_cell(bench: &Bench<'_>, plan: &CellPlan<'_>, level: &Level, reason: String) -> SideCell {
+    SideCell {
+        scenario: plan.label.to_owned(),
+        users: plan.users,
+        preload: plan.preload,
+        level: level.label.clone(),
+        rate_per_s: level.rate_per_s,
+        rate_from: level.from.clone(),
+        window_s: f64::from(bench.settings.side.window_s),
+        not_judged: Some(reason),
+        ..SideCell::default()
+    }
+}
+
+/// `level` with its rate corrected from a rate `measured` side by side and the share of the
+/// server CPUs it kept busy (unchanged without one).
+fn corrected_level(level: &Level, measured: Option<(f64, f64)>) -> Level {
+    let mut level = level.clone();
+    if let Some((rate, share)) = measured {
+        let corrected = corrected_rate(&level, rate, share);
+        if corrected != level.rate_per_s {
+            level.from = format!(
+                "{} of the server CPUs: {rate:.0}/s each kept them {:.0}% busy side by side, \
+                 scaled",
+                level.label,
+                share * 100.0
+            );
+            level.rate_per_s = corrected;
+        }
+    }
+    level
+}
+
+/// What a cell may still spend on extra windows, and the number of the last window set run on
+/// its servers.
+struct CellBudget {
+    /// This cell's share of the budget left.
+    allowance: Duration,
+    /// Time spent on extra windows so far.
+    spent: Duration,
+    /// The last window set's number (its seed).
+    set: u64,
+}
+
+/// More windows where the verdict is still open, as many as this cell's share of the budget
+/// affords (at most another full set, at least a few), up to three times.
+fn add_windows(
+    bench: &Bench<'_>,
+    plan: &CellPlan<'_>,
+    level: &Level,
+    servers: &[Running],
+    cell: &mut SideCell,
+    budget: &mut CellBudget,
+    decided: &dyn Fn(&SideCell) -> bool,
+) {
+    let side = &bench.settings.side;
+    let window_s = u64::from(side.window_s.max(1));
+    let overhead = side.warmup + Duration::from_secs(1);
+    while cell.not_judged.is_none() && !decided(cell) && cell.extensions < 3 {
+        let left = budget
+            .allowance
+            .saturating_sub(budget.spent)
+            .saturating_sub(overhead);
+        let more = u32::try_from(left.as_secs() / window_s)
+            .unwrap_or(u32::MAX)
+            .min(side.windows);
+        if more < MIN_EXTENSION {
+            break;
+        }
+        let step = Instant::now();
+        budget.set += 1;
+        let shape = SetShape {
+            windows: more,
+            count_s: 0,
+            set: budget.set,
+            warmup: side.warmup,
+        };
+        match measure_level(bench, plan, level, servers, shape) {
+            Ok(added) => extend(cell, added),
+            Err(err) => {
+                println!("  more windows failed: {err:#}");
+                break;
+            }
+        }
+        budget.spent += step.elapsed();
+        print_level(cell);
+    }
 }
 
 fn print_level(cell: &SideCell) {
