@@ -51,7 +51,7 @@ pub struct CompareArgs {
     /// `hyper#2=5`; `serve --handicap-us`); repeatable
     #[arg(long = "handicap", value_name = "NAME=US")]
     pub handicaps: Vec<String>,
-    /// Store every service uses: embedded, memory or mongo
+    /// Store every service uses, one of the server binary's (its `runtimes` lists them)
     #[arg(long, default_value = "embedded")]
     pub store: String,
     /// Stores as a dimension, comma-separated (e.g. memory,embedded,mongo): a whole comparison per
