@@ -400,6 +400,16 @@ impl CompareArgs {
             self.preload.iter().any(|&n| n > 0),
             runtimes.len(),
         )?;
+        // The binary's stores are its registry's (`runtimes --json`); a binary that did not say
+        // (external servers, one that could not be asked) is taken at its word.
+        if !server_info.stores.is_empty() && !server_info.stores.contains(&self.store) {
+            bail!(
+                "store {} is not compiled into {} (it has: {})",
+                self.store,
+                launch.binary().display(),
+                server_info.stores.join(", ")
+            );
+        }
         if !handicaps.is_empty() && !launch.passes("handicap_us") {
             bail!(
                 "--server-command has no {{handicap_us}}, so --handicap cannot reach the server: \

@@ -253,6 +253,17 @@ impl StoreKind {
         find(self.as_str())
     }
 
+    /// Whether it is compiled in and needs a connection string ([`Backend::needs_uri`]).
+    pub fn needs_uri(self) -> bool {
+        self.backend().is_some_and(|b| b.needs_uri)
+    }
+
+    /// Whether it is compiled in and keeps acknowledged writes across restarts
+    /// ([`Backend::durable`]).
+    pub fn durable(self) -> bool {
+        self.backend().is_some_and(|b| b.durable)
+    }
+
     /// The error for a backend this binary lacks: it names the ones it has.
     fn not_compiled(name: &str) -> String {
         format!(
