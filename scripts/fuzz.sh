@@ -22,8 +22,12 @@ CARGO_FUZZ_VERSION=0.13.2
 # `ci` builds the targets unoptimised (--dev: half the build time of a release build, and speed
 # does not matter for a few seconds per target); the others build them optimised.
 PROFILE=()
-REQUEST_TARGETS="request_axum request_hyper request_warp request_salvo request_poem"
-OTHER_TARGETS="kit_dispatch scenario_toml announcement report_json response_parser"
+# The targets are fuzz/Cargo.toml's [[bin]] names, never a list here: `request_<runtime>` for each
+# runtime with an in-memory server (tests/registry.rs keeps those equal to the runtime registry's),
+# then the others.
+TARGETS=$(awk '/^\[\[bin\]\]/ { bin = 1 } bin && /^name = / { gsub(/"/, "", $3); print $3; bin = 0 }' Cargo.toml)
+REQUEST_TARGETS=$(grep '^request_' <<<"$TARGETS" | tr '\n' ' ')
+OTHER_TARGETS=$(grep -v '^request_' <<<"$TARGETS" | tr '\n' ' ')
 
 seeds_of() {
     case "$1" in

@@ -22,8 +22,8 @@ pub struct ServeArgs {
     /// ports (port 0: any free ports). Default: 127.0.0.1 and each service's own port.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// memory, embedded (default) or mongo.
-    #[arg(long, default_value = "embedded")]
+    /// The store, one of those compiled in (the kit's registry: `brigade_kit::store::BACKENDS`).
+    #[arg(long, default_value = brigade_kit::store::DEFAULT, help = store_help())]
     pub store: StoreKind,
     /// Where the embedded store keeps its files (one per service).
     #[arg(long, default_value = "./data")]
@@ -241,6 +241,11 @@ fn parse_prefix(s: &str) -> Result<String, String> {
 }
 
 /// `name=http://...`; whether `name` is a service is checked against the binary's services later.
+/// `--store`'s help, from the registry: every store compiled in and what it is.
+fn store_help() -> String {
+    format!("The store: {}", brigade_kit::store::help())
+}
+
 fn parse_peer(s: &str) -> Result<(String, String), String> {
     let (name, url) = s.split_once('=').ok_or("expected name=URL")?;
     if name.is_empty() {

@@ -2,7 +2,6 @@
 //! binary with commands of its own flattens into them ([`ServerCommand`]), or whole ([`main`]).
 
 use brigade_kit::announce::{RuntimeInfo, RuntimesListing};
-use brigade_kit::store::StoreKind;
 use clap::{Args, FromArgMatches, Subcommand};
 
 use crate::{ServeArgs, Services};
@@ -54,9 +53,9 @@ pub fn runtimes_listing(services: &Services) -> RuntimesListing {
                 threading: r.threading.to_string(),
             })
             .collect(),
-        stores: StoreKind::compiled()
-            .iter()
-            .map(|s| s.as_str().to_string())
+        stores: brigade_kit::store::names()
+            .into_iter()
+            .map(str::to_string)
             .collect(),
         services: services.names().iter().map(|s| s.to_string()).collect(),
     }

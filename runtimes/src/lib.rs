@@ -290,6 +290,11 @@ impl Runtime {
     ) -> Option<MemoryServer> {
         self.memory.map(|m| m(app, limits))
     }
+
+    /// Whether it can serve over in-memory connections (its request path is a fuzz target).
+    pub fn has_memory_server(&self) -> bool {
+        self.memory.is_some()
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/registry.rs"));

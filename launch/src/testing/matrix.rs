@@ -1,15 +1,13 @@
 //! [`conformance_matrix!`](crate::conformance_matrix): one `#[test]` per compiled runtime × store.
 //!
-//! Which runtimes are compiled in is `brigade-runtimes`' registry (`for_each_runtime!`, generated
-//! from its modules and features), so a new runtime joins every suite with nothing written here.
-//! Which stores are is this crate's features, but a `#[cfg(feature)]` in a macro's expansion would be
-//! read against the calling crate's features; so the embedded store has a helper macro defined twice
-//! here, once passing its tokens through and once dropping them, under this crate's own `cfg`.
+//! Both lists are registries, generated from their crates' modules and features: which runtimes
+//! are compiled in is `brigade-runtimes`' (`for_each_runtime!`), which stores are `brigade-kit`'s
+//! (`for_each_store!`), so a new runtime or store joins every suite with nothing written here.
 
 /// Generates, in the calling module, one module per runtime compiled into `brigade-launch` (named as
-/// the runtime: `axum`, `hyper`, ...), each with one test per store (`passes_on_the_memory_store`,
-/// `passes_on_the_embedded_store`, `passes_on_the_mongo_store`) and one per other protocol on the
-/// memory store (`passes_over_h2c`, `passes_over_h1_tls`, `passes_over_h2_tls`) that runs
+/// the runtime: `axum`, `hyper`, ...), each with one test per store compiled into `brigade-kit`
+/// (`passes_on_the_memory_store`, `passes_on_the_embedded_store`, ...) and one per other protocol
+/// on the memory store (`passes_over_h2c`, `passes_over_h1_tls`, `passes_over_h2_tls`) that runs
 /// `suite(deployment)` on a fresh [`Deployment`](crate::testing::Deployment) of `services`; the
 /// suite talks through the deployment's own client, which speaks its protocol:
 ///
@@ -38,27 +36,7 @@ macro_rules! __matrix_runtime {
             #[allow(unused_imports)]
             use super::*;
 
-            #[test]
-            fn passes_on_the_memory_store() {
-                $crate::testing::run_case(
-                    $services,
-                    stringify!($runtime),
-                    $crate::testing::StoreKind::Memory,
-                    $suite,
-                );
-            }
-
-            $crate::__if_embedded! {
-                #[test]
-                fn passes_on_the_embedded_store() {
-                    $crate::testing::run_case(
-                        $services,
-                        stringify!($runtime),
-                        $crate::testing::StoreKind::Embedded,
-                        $suite,
-                    );
-                }
-            }
+            $crate::testing::for_each_store!($crate::__matrix_store!($runtime, $services, $suite));
 
             // The other three protocols, on the memory store: the same suite, every answer the
             // same, whatever the wire.
@@ -94,31 +72,23 @@ macro_rules! __matrix_runtime {
                     $suite,
                 );
             }
-
-            #[test]
-            fn passes_on_the_mongo_store() {
-                $crate::testing::run_case(
-                    $services,
-                    stringify!($runtime),
-                    $crate::testing::StoreKind::Mongo,
-                    $suite,
-                );
-            }
         }
     };
 }
 
-/// Passes its tokens through when `brigade-launch` has the `embedded` feature, else drops them.
-#[cfg(feature = "embedded")]
+/// One store's test of a runtime's module of [`conformance_matrix!`](crate::conformance_matrix).
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __if_embedded {
-    ($($t:tt)*) => { $($t)* };
-}
-/// Passes its tokens through when `brigade-launch` has the `embedded` feature, else drops them.
-#[cfg(not(feature = "embedded"))]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __if_embedded {
-    ($($t:tt)*) => {};
+macro_rules! __matrix_store {
+    ($store:ident, $kind:ident, $case:ident, $runtime:ident, $services:expr, $suite:path) => {
+        #[test]
+        fn $case() {
+            $crate::testing::run_case(
+                $services,
+                stringify!($runtime),
+                $crate::testing::StoreKind::$kind,
+                $suite,
+            );
+        }
+    };
 }

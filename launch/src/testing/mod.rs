@@ -25,6 +25,7 @@ use brigade_runtimes::{Runtime, ServerLimits, ShutdownTrigger};
 pub use brigade_kit::conformance::{
     exactly_one_wins, run_standard_checks, Answer, Deployment as Target, TestClient, Wire,
 };
+pub use brigade_kit::for_each_store;
 pub use brigade_kit::store::StoreKind;
 
 use crate::{bind, prepare, Services};

@@ -55,7 +55,7 @@ pub struct CompareArgs {
     /// `hyper#2=5`; `serve --handicap-us`); repeatable
     #[arg(long = "handicap", value_name = "NAME=US")]
     pub handicaps: Vec<String>,
-    /// Store every service uses: embedded, memory or mongo
+    /// Store every service uses, one of the server binary's (its `runtimes` lists them)
     #[arg(long, default_value = "embedded")]
     pub store: String,
     /// Stores as a dimension, comma-separated (e.g. memory,embedded,mongo): a whole comparison per
@@ -340,6 +340,7 @@ impl CompareArgs {
         let scenarios = self.scenario_names(registry)?;
         let users = self.user_counts();
         self.check_launch(&launch, &handicaps, runtimes.len(), &users)?;
+        self.check_store(&launch, &server_info)?;
         let (duration, warmup) = self.run_times();
         let cpus = self.cpus.choice()?;
         self.check_mongodb_uri(external.is_empty())?;
@@ -514,6 +515,21 @@ impl CompareArgs {
         }
         if users.contains(&0) {
             bail!("--users must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Refuses a store the server binary does not have: its stores are its registry's (`runtimes
+    /// --json`); a binary that did not say (external servers, one that could not be asked) is
+    /// taken at its word.
+    fn check_store(&self, launch: &Launch, server_info: &ServerInfo) -> anyhow::Result<()> {
+        if !server_info.stores.is_empty() && !server_info.stores.contains(&self.store) {
+            bail!(
+                "store {} is not compiled into {} (it has: {})",
+                self.store,
+                launch.binary().display(),
+                server_info.stores.join(", ")
+            );
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ fn runtimes() -> RuntimesListing {
 fn runtimes_json_names_the_bookmarks_service_and_every_store() {
     let listing = runtimes();
     assert_eq!(listing.services, ["bookmarks"]);
-    assert_eq!(listing.stores, ["memory", "embedded", "mongo"]);
+    assert_eq!(listing.stores, brigade_kit::store::names());
     let names: Vec<&str> = listing.runtimes.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, brigade_launch::runtimes::names());
 }

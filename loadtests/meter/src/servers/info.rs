@@ -167,12 +167,12 @@ mod tests {
     fn the_text_form_is_read_without_services() {
         let text = "axum   0.8.4 — one multi-threaded tokio runtime\n\
                     actix  4.11.0 — N single-threaded arbiters\n\
-                    stores: memory, embedded, mongo\n";
+                    stores: memory, mongo\n";
         let info = ServerInfo::parse_text(text);
         assert_eq!(info.runtime_names(), ["axum", "actix"]);
         assert_eq!(info.runtimes[1].version, "4.11.0");
         assert_eq!(info.runtimes[1].threading, "N single-threaded arbiters");
-        assert_eq!(info.stores, ["memory", "embedded", "mongo"]);
+        assert_eq!(info.stores, ["memory", "mongo"]);
         assert!(info.services.is_empty());
     }
 }

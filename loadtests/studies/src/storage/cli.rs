@@ -145,7 +145,7 @@ impl StorageArgs {
             compiled
                 .iter()
                 .copied()
-                .filter(|s| *s != StoreKind::Mongo || self.mongodb_uri.is_some())
+                .filter(|s| !s.needs_uri() || self.mongodb_uri.is_some())
                 .collect()
         } else {
             self.stores.clone()

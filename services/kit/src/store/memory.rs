@@ -17,6 +17,24 @@ use async_trait::async_trait;
 use super::keys::{encode_doc, field_key, MergeIds};
 use super::*;
 
+/// The memory backend's registry entry (always compiled in: it needs no dependency).
+pub(crate) const BACKEND: Backend = Backend {
+    name: "memory",
+    about: "in the server's process, nothing kept",
+    durable: false,
+    needs_uri: false,
+    open,
+};
+
+fn open<'a>(
+    _database: &'a str,
+    collections: &'a [CollectionSpec],
+    _config: &'a StoreConfig,
+) -> BoxFuture<'a, Result<Arc<dyn Store>, StoreError>> {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new(collections));
+    Box::pin(std::future::ready(Ok(store)))
+}
+
 /// A stored document: the map and its JSON bytes.
 struct Entry {
     doc: Doc,
@@ -251,7 +269,7 @@ impl MemoryStore {
 #[async_trait]
 impl Store for MemoryStore {
     fn kind(&self) -> &'static str {
-        "memory"
+        BACKEND.name
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {

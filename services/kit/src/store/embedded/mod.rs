@@ -62,6 +62,28 @@ pub enum ReadPath {
     Pool,
 }
 
+/// The embedded backend's registry entry (feature `embedded`).
+pub(crate) const BACKEND: Backend = Backend {
+    name: "embedded",
+    about: "redb, one file per service under --data-dir",
+    durable: true,
+    needs_uri: false,
+    open,
+};
+
+/// Opens `<data_dir>/<database>.redb`.
+fn open<'a>(
+    database: &'a str,
+    collections: &'a [CollectionSpec],
+    config: &'a StoreConfig,
+) -> BoxFuture<'a, Result<Arc<dyn Store>, StoreError>> {
+    Box::pin(async move {
+        let path = config.data_dir.join(format!("{database}.redb"));
+        let store = EmbeddedStore::open(&path, collections, config.cache_bytes).await?;
+        Ok(Arc::new(store) as Arc<dyn Store>)
+    })
+}
+
 /// The embedded redb store.
 pub struct EmbeddedStore {
     db: Arc<Database>,
@@ -180,7 +202,7 @@ const INSERT_CHUNK: usize = 4_096;
 #[async_trait]
 impl Store for EmbeddedStore {
     fn kind(&self) -> &'static str {
-        "embedded"
+        BACKEND.name
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {

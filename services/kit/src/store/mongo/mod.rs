@@ -187,6 +187,35 @@ impl DriverThread {
     }
 }
 
+/// The MongoDB backend's registry entry (feature `mongo`).
+pub(crate) const BACKEND: Backend = Backend {
+    name: "mongo",
+    about: "MongoDB or FerretDB at --mongodb-uri, one database per service",
+    durable: true,
+    needs_uri: true,
+    open,
+};
+
+/// Connects to the database `database` of the server at `config.mongodb_uri`.
+fn open<'a>(
+    database: &'a str,
+    collections: &'a [CollectionSpec],
+    config: &'a StoreConfig,
+) -> BoxFuture<'a, Result<Arc<dyn Store>, StoreError>> {
+    Box::pin(async move {
+        let uri = config.mongodb_uri.as_deref().ok_or_else(|| {
+            StoreError::Internal("--store mongo needs --mongodb-uri or MONGODB_URI".into())
+        })?;
+        let limits = MongoLimits {
+            timeout: config.timeout,
+            concurrency: config.concurrency,
+            writers: config.writers,
+        };
+        let store = MongoStore::connect_with(uri, database, collections, limits).await?;
+        Ok(Arc::new(store) as Arc<dyn Store>)
+    })
+}
+
 /// The MongoDB store of one service.
 pub struct MongoStore {
     client: Client,
@@ -566,7 +595,7 @@ async fn missing_or_refused(
 #[async_trait]
 impl Store for MongoStore {
     fn kind(&self) -> &'static str {
-        "mongo"
+        BACKEND.name
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
