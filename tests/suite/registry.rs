@@ -92,11 +92,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() {
-            // Build outputs, data, vendored tools, the docs, and the generated overlays.
-            let skipped = matches!(
-                name,
-                "target" | "docs" | ".git" | ".ferretdb" | "node_modules"
-            ) || path.ends_with("deploy/k8s/overlays");
+            // Build outputs (`target`, and the `target-*` folders .gitignore keeps out), data,
+            // vendored tools, the docs, and the generated overlays.
+            let skipped = matches!(name, "docs" | ".git" | ".ferretdb" | "node_modules")
+                || name.starts_with("target")
+                || path.ends_with("deploy/k8s/overlays");
             if !skipped {
                 walk(&path, out);
             }
