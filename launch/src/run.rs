@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use brigade_kit::announce::{Announcement, Listening, Preloaded};
+use brigade_kit::limits::ServerLimits;
 use brigade_kit::peer::{PeerTimeouts, PeerTransport};
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
+use brigade_kit::tls::ServerTls;
 use brigade_runtimes::Runtime;
 
 use crate::args::LogFormat;
-use crate::prepare::{bind, local_url, prepare, scheme_url};
+use crate::prepare::{bind, local_url, prepare, scheme_url, Prepared};
 use crate::{ServeArgs, Services};
 
 /// Sets up logging once: to stderr (stdout carries only the announcements), at `RUST_LOG` or
@@ -180,14 +182,7 @@ mod tests {
 pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     let runtime = pick_runtime(args.runtime.as_deref())?;
     let chosen = services.select(&args.service)?;
-    for (name, _) in &args.peers {
-        if services.find(name).is_none() {
-            bail!(
-                "--peer {name}=...: unknown service {name:?}; expected {}",
-                services.names().join(", ")
-            );
-        }
-    }
+    check_peers(&args, services)?;
     let tls_settings = args.tls.settings();
     let tls = tls_settings.load()?;
     let mut limits = args
@@ -199,36 +194,10 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         .workers
         .unwrap_or_else(brigade_runtimes::available_cores)
         .max(1);
-    let config = ServiceConfig {
-        runtime: runtime.name.to_string(),
-        store: args.store,
-        store_config: StoreConfig {
-            data_dir: args.data_dir.clone(),
-            mongodb_uri: args.mongodb_uri.clone(),
-            timeout: Duration::from_millis(args.store_timeout_ms),
-            cache_bytes: None,
-            concurrency: args.store_concurrency.map_or(0, |n| n as usize),
-            writers: args.store_writers.map_or(0, |n| n as usize),
-        },
-        database_prefix: args.database_prefix.clone(),
-        peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),
-        peer_timeouts: PeerTimeouts {
-            connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
-            request: Duration::from_millis(args.peer_timeout_ms),
-        },
-        metrics: !args.no_metrics,
-        peer_transport: PeerTransport::of_server(&limits, tls.as_ref())?,
-    };
+    let config = service_config(&args, runtime, &limits, tls.as_ref())?;
     let store = config.store;
     let deadlines = deadlines_text(&args);
-    if args.handicap_us > 0.0 {
-        let iterations = brigade_kit::handicap::set_us(args.handicap_us);
-        tracing::warn!(
-            handicap_us = args.handicap_us,
-            iterations,
-            "calibration handicap on: every request burns extra CPU before its handler"
-        );
-    }
+    set_handicap(args.handicap_us);
     limits.max_connections = crate::files::fit_connections(
         limits.max_connections,
         args.limits.max_connections.is_some(),
@@ -242,26 +211,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     prepared.tls = tls.map(|t| t.config);
     if args.preload > 0 {
         // Before the listening lines: whoever waits for them gets a store already filled.
-        for (service, filled) in prepared.preload(args.preload)? {
-            for f in filled {
-                let seconds = (f.elapsed.as_secs_f64() * 1e6).round() / 1e6;
-                tracing::info!(
-                    %service,
-                    collection = f.collection,
-                    inserted = f.inserted,
-                    existing = f.existing,
-                    seconds,
-                    "preloaded"
-                );
-                announce(&Announcement::Preloaded(Preloaded {
-                    service: service.clone(),
-                    collection: f.collection.to_string(),
-                    documents: f.inserted,
-                    existing: f.existing,
-                    seconds,
-                }))?;
-            }
-        }
+        preload(&prepared, args.preload)?;
     }
     // Listen for SIGTERM/SIGINT before the listening lines: whoever reads them may signal at once.
     let signalled = {
@@ -289,7 +239,6 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             limits: Some(format!("{limits}; {deadlines}")),
         }))?;
     }
-
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     prepared.support().spawn(async move {
         signalled.await;
@@ -300,6 +249,86 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
     tracing::info!("stopped");
     if let Some(config) = drop_config {
         crate::drop_databases(&chosen, &config)?;
+    }
+    Ok(())
+}
+
+/// Refuses a `--peer` naming a service the binary does not have.
+fn check_peers(args: &ServeArgs, services: &Services) -> anyhow::Result<()> {
+    for (name, _) in &args.peers {
+        if services.find(name).is_none() {
+            bail!(
+                "--peer {name}=...: unknown service {name:?}; expected {}",
+                services.names().join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What every served service is built with: the runtime's name, the store and its settings, the
+/// peers and their timeouts, metrics, and how peers are reached under these limits and TLS.
+fn service_config(
+    args: &ServeArgs,
+    runtime: &Runtime,
+    limits: &ServerLimits,
+    tls: Option<&ServerTls>,
+) -> anyhow::Result<ServiceConfig> {
+    Ok(ServiceConfig {
+        runtime: runtime.name.to_string(),
+        store: args.store,
+        store_config: StoreConfig {
+            data_dir: args.data_dir.clone(),
+            mongodb_uri: args.mongodb_uri.clone(),
+            timeout: Duration::from_millis(args.store_timeout_ms),
+            cache_bytes: None,
+            concurrency: args.store_concurrency.map_or(0, |n| n as usize),
+            writers: args.store_writers.map_or(0, |n| n as usize),
+        },
+        database_prefix: args.database_prefix.clone(),
+        peers: args.peers.iter().cloned().collect::<HashMap<_, _>>(),
+        peer_timeouts: PeerTimeouts {
+            connect: Duration::from_millis(args.peer_timeout_ms.min(1000)),
+            request: Duration::from_millis(args.peer_timeout_ms),
+        },
+        metrics: !args.no_metrics,
+        peer_transport: PeerTransport::of_server(limits, tls)?,
+    })
+}
+
+/// `--handicap-us`: the calibration cost every request burns, said loudly when it is on.
+fn set_handicap(handicap_us: f64) {
+    if handicap_us > 0.0 {
+        let iterations = brigade_kit::handicap::set_us(handicap_us);
+        tracing::warn!(
+            handicap_us,
+            iterations,
+            "calibration handicap on: every request burns extra CPU before its handler"
+        );
+    }
+}
+
+/// `--preload N`: fills every service's collections, one log line and one announcement each.
+fn preload(prepared: &Prepared, documents: u64) -> anyhow::Result<()> {
+    for (service, filled) in prepared.preload(documents)? {
+        for f in filled {
+            let seconds = (f.elapsed.as_secs_f64() * 1e6).round() / 1e6;
+            tracing::info!(
+                %service,
+                collection = f.collection,
+                inserted = f.inserted,
+                existing = f.existing,
+                seconds,
+                "preloaded"
+            );
+            announce(&Announcement::Preloaded(Preloaded {
+                service: service.clone(),
+                collection: f.collection.to_string(),
+                documents: f.inserted,
+                existing: f.existing,
+                seconds,
+            }))?;
+        }
     }
     Ok(())
 }

@@ -21,9 +21,21 @@ fn doc(v: Value) -> Doc {
 
 /// Runs every check against `store`, which must have been opened with [`SPEC`] and be empty.
 pub async fn run(store: Arc<dyn Store>) {
+    let (a, b) = (new_id(), new_id());
+    insert_two(&*store, &a, &b).await;
+    unique_keys(&*store).await;
+    gets(&*store, &a).await;
+    lists(&*store, &a, &b).await;
+    racing_updates(&store, &a).await;
+    appends(&*store, &b).await;
+    unique_changes(&*store, &b).await;
+    conditional_deletes(&*store, &a).await;
+    store.ping().await.unwrap();
+}
+
+/// Two documents, `a` free and `b` busy, with unique numbers 1 and 2.
+async fn insert_two(store: &dyn Store, a: &str, b: &str) {
     let c = SPEC.name;
-    let a = new_id();
-    let b = new_id();
     store
         .insert(
             c,
@@ -38,8 +50,11 @@ pub async fn run(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
+}
 
-    // Unique keys.
+/// Unique keys: a second document with a taken number is refused.
+async fn unique_keys(store: &dyn Store) {
+    let c = SPEC.name;
     let dup = store
         .insert(
             c,
@@ -47,13 +62,19 @@ pub async fn run(store: Arc<dyn Store>) {
         )
         .await;
     assert!(matches!(dup, Err(StoreError::Duplicate { .. })), "{dup:?}");
+}
 
-    // Get and operator-looking ids.
-    assert_eq!(store.get(c, &a).await.unwrap().unwrap()["number"], json!(1));
+/// Get, and ids that look like operators.
+async fn gets(store: &dyn Store, a: &str) {
+    let c = SPEC.name;
+    assert_eq!(store.get(c, a).await.unwrap().unwrap()["number"], json!(1));
     assert_eq!(store.get(c, "$gt").await.unwrap(), None);
     assert_eq!(store.get(c, "{\"$ne\":1}").await.unwrap(), None);
+}
 
-    // Lists: order, filter, paging, totals.
+/// Lists: order, filter, paging, totals.
+async fn lists(store: &dyn Store, a: &str, b: &str) {
+    let c = SPEC.name;
     let all = store
         .list(
             c,
@@ -78,7 +99,7 @@ pub async fn run(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
-    assert_eq!((busy.total, doc_id(&busy.items[0])), (1, b.as_str()));
+    assert_eq!((busy.total, doc_id(&busy.items[0])), (1, b));
     let second = store
         .list(
             c,
@@ -92,7 +113,7 @@ pub async fn run(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(
         (second.total, second.items.len(), doc_id(&second.items[0])),
-        (2, 1, b.as_str())
+        (2, 1, b)
     );
     let either = store
         .list(
@@ -106,12 +127,15 @@ pub async fn run(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(either.total, 2);
+}
 
-    // Conditional update: exactly one of many racing writers wins.
+/// Conditional update: exactly one of many racing writers wins; a missing document is missing.
+async fn racing_updates(store: &Arc<dyn Store>, a: &str) {
+    let c = SPEC.name;
     let mut racers = Vec::new();
     for i in 0..20 {
         let s = store.clone();
-        let id = a.clone();
+        let id = a.to_owned();
         racers.push(tokio::spawn(async move {
             s.update(
                 c,
@@ -140,44 +164,53 @@ pub async fn run(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(missing, Outcome::Missing);
+}
 
-    // Appends keep every value, in order.
+/// Appends keep every value, in order.
+async fn appends(store: &dyn Store, b: &str) {
+    let c = SPEC.name;
     for n in 0..5 {
         store
             .update(
                 c,
-                &b,
+                b,
                 &Filter::all(),
                 &Change::default().push("log", vec![json!(n)]),
             )
             .await
             .unwrap();
     }
-    let grown = store.get(c, &b).await.unwrap().unwrap();
+    let grown = store.get(c, b).await.unwrap().unwrap();
     assert_eq!(grown["log"], json!([0, 1, 2, 3, 4]));
+}
 
-    // A unique field may not be changed onto a taken value.
+/// A unique field may not be changed onto a taken value.
+async fn unique_changes(store: &dyn Store, b: &str) {
+    let c = SPEC.name;
     let clash = store
-        .update(c, &b, &Filter::all(), &Change::default().set("number", 1))
+        .update(c, b, &Filter::all(), &Change::default().set("number", 1))
         .await;
     assert!(
         matches!(clash, Err(StoreError::Duplicate { .. })),
         "{clash:?}"
     );
+}
 
-    // Conditional delete, and the freed unique value is usable again.
+/// Conditional delete, and the freed unique value is usable again.
+async fn conditional_deletes(store: &dyn Store, a: &str) {
+    let c = SPEC.name;
     let refused = store
-        .delete(c, &a, &Filter::all().eq("state", "free"))
+        .delete(c, a, &Filter::all().eq("state", "free"))
         .await
         .unwrap();
     assert!(matches!(refused, Outcome::Refused(_)));
     let done = store
-        .delete(c, &a, &Filter::all().eq("state", "busy"))
+        .delete(c, a, &Filter::all().eq("state", "busy"))
         .await
         .unwrap();
     assert!(matches!(done, Outcome::Done(_)));
     assert_eq!(
-        store.delete(c, &a, &Filter::all()).await.unwrap(),
+        store.delete(c, a, &Filter::all()).await.unwrap(),
         Outcome::Missing
     );
     store
@@ -187,5 +220,4 @@ pub async fn run(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
-    store.ping().await.unwrap();
 }
