@@ -23,7 +23,7 @@ CARGO_FUZZ_VERSION=0.13.2
 # does not matter for a few seconds per target); the others build them optimised.
 PROFILE=()
 # The targets are fuzz/Cargo.toml's [[bin]] names, never a list here: `request_<runtime>` for each
-# runtime with an in-memory server (tests/registry.rs keeps those equal to the runtime registry's),
+# runtime with an in-memory server (tests/suite/registry.rs keeps those equal to the runtime registry's),
 # then the others.
 TARGETS=$(awk '/^\[\[bin\]\]/ { bin = 1 } bin && /^name = / { gsub(/"/, "", $3); print $3; bin = 0 }' Cargo.toml)
 REQUEST_TARGETS=$(grep '^request_' <<<"$TARGETS" | tr '\n' ' ')

@@ -664,12 +664,7 @@ fn uri_database(uri: &str) -> Option<&str> {
 
 /// Where a comparison writes when `--out` is not given: `results/compare-<UTC time>`.
 fn default_out() -> PathBuf {
-    let stamp = time::OffsetDateTime::now_utc()
-        .format(time::macros::format_description!(
-            "[year][month][day]-[hour][minute][second]"
-        ))
-        .unwrap_or_default();
-    PathBuf::from("results").join(format!("compare-{stamp}"))
+    PathBuf::from("results").join(format!("compare-{}", crate::clock::stamp()))
 }
 
 /// What serves `store`, in words (the MongoDB server asked for its name, where the binary can).

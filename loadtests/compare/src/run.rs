@@ -38,27 +38,32 @@ pub use brigade_meter::servers::STOP_GRACE;
 /// plan → launch → measure → judge → render, each taking what the one before gave it.
 pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let began = Instant::now();
-    let started_at = now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let plan = Plan::check(settings)?;
     plan.announce();
     // This thread is pinned to the generator's CPUs by `launch`; it gets all of its CPUs back at
     // the end.
     let _unpin = pin::Unpin::remember();
     let fresh = launch(&plan)?;
-    let bench = Bench {
-        settings: &plan.settings,
-        cpus: &plan.cpus,
-        shape: plan.shape(),
-        workers: plan.workers,
-        threads: plan.threads,
-        state: &fresh,
-    };
+    let bench = bench(&plan, &fresh);
     let measured = measure(&plan, &bench)?;
     let mut report = assemble(&plan, &fresh, measured, started_at);
     judge_all(&mut report, &plan.settings)?;
     report.wall_s = began.elapsed().as_secs_f64();
     report::write_all(&report, &plan.settings.out_dir)?;
     Ok(report)
+}
+
+/// What every measured run shares: the plan's settings, CPUs and threads, and the fresh state.
+fn bench<'a>(plan: &'a Plan<'_>, state: &'a FreshState) -> Bench<'a> {
+    Bench {
+        settings: &plan.settings,
+        cpus: &plan.cpus,
+        shape: plan.shape(),
+        workers: plan.workers,
+        threads: plan.threads,
+        state,
+    }
 }
 
 /// What the measuring phase gives the report.
@@ -113,15 +118,7 @@ fn launch(plan: &Plan<'_>) -> anyhow::Result<FreshState> {
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("Failed to create {}", settings.out_dir.display()))?;
     let mut fresh = FreshState::new(&settings.store);
-    let template = Bench {
-        settings,
-        cpus: &plan.cpus,
-        shape: plan.shape(),
-        workers: plan.workers,
-        threads: plan.threads,
-        state: &fresh,
-    }
-    .server_template();
+    let template = bench(plan, &fresh).server_template();
     fresh.prepare(&template, &settings.preloads, &logs)?;
     if let Some(generator) = plan.cpus.generator_mask() {
         // Everything this thread starts from now on (the sampler, the generator's helpers, the
@@ -410,13 +407,4 @@ fn versions(settings: &CompareSettings) -> report::Versions {
         server_binary_version: crate::servers::binary_version(binary),
         ..report::setup::build_versions()
     }
-}
-
-/// Now, as RFC 3339 in UTC.
-fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.replace_nanosecond(0)
-        .unwrap_or(now)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }

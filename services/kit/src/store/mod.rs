@@ -28,7 +28,7 @@
 //!    its place in the registry; a backend without a feature line is always compiled in).
 //! 3. The forwarding feature lines `foo = ["brigade-kit/foo"]` in `launch/Cargo.toml` and
 //!    `foo = ["brigade-launch/foo"]` in the root `Cargo.toml` (and each in their `default` if it
-//!    should be built by default), which `tests/registry.rs` checks.
+//!    should be built by default), which `tests/suite/registry.rs` checks.
 //!
 //! It then is a `--store` value, a name in `brigade runtimes`, and a case of every conformance
 //! suite (`passes_on_the_foo_store`); its own unit tests call [`conformance::run`].
