@@ -95,6 +95,9 @@ base_image() {
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
 BIN_DIR="$TARGET_DIR/containers-bin"
+# The images' one-runtime builds go to a target directory of their own, so the user's
+# target/<profile>/brigade (every runtime) is never replaced by one that holds a single runtime.
+IMAGES_TARGET_DIR="$TARGET_DIR/images"
 FERRETDB_TAG=localhost/brigade-ferretdb:1.24.2
 
 # The FerretDB image standing in for mongo:7, from the binary scripts/ferretdb.sh builds (or finds).
@@ -123,9 +126,10 @@ brigade_image() {
     local runtime="$1" flags=()
     [[ "$PROFILE" == release ]] && flags=(--release)
     timed "cargo build ($runtime, $PROFILE)" \
+        env CARGO_TARGET_DIR="$IMAGES_TARGET_DIR" \
         timeout 1500 cargo build --quiet --locked "${flags[@]}" --no-default-features --features "$runtime,embedded,mongo" --bin brigade
     mkdir -p "$BIN_DIR/$runtime"
-    strip --strip-debug -o "$BIN_DIR/$runtime/brigade" "$TARGET_DIR/$PROFILE/brigade"
+    strip --strip-debug -o "$BIN_DIR/$runtime/brigade" "$IMAGES_TARGET_DIR/$PROFILE/brigade"
     timed "podman build brigade:$runtime" \
         timeout 900 podman build -q --format docker --build-arg BUILDER=prebuilt --build-context brigade-bin="$BIN_DIR" \
         --build-arg RUNTIME="$runtime" -t "localhost/brigade:$runtime" "$REPO_ROOT" >/dev/null
@@ -486,8 +490,8 @@ PY
 }
 
 # What CI runs (.ci/run): items 1-3 of issue 13, each step timed.
-# testcontainers first: it reuses the test build as it is, while each image's one-runtime build
-# replaces target/<profile>/brigade.
+# testcontainers first: it reuses the test build as it is; each image's one-runtime build goes to
+# target/images and leaves target/<profile>/brigade as it was.
 ci() {
     local began=$SECONDS runtime
     timed "setup" setup
