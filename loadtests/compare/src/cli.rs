@@ -683,21 +683,51 @@ fn store_server(store: &str, args: &CompareArgs) -> String {
     }
 }
 
+impl CompareArgs {
+    /// `--stores`: the arguments of each store's whole comparison, its reports under `out`.
+    fn per_store(&self, out: &std::path::Path) -> Vec<(String, CompareArgs)> {
+        self.stores
+            .iter()
+            .map(|store| {
+                let one = CompareArgs {
+                    store: store.clone(),
+                    stores: Vec::new(),
+                    out: Some(crate::stores::folder(out, store)),
+                    ..self.clone()
+                };
+                (store.clone(), one)
+            })
+            .collect()
+    }
+
+    /// Several `--protocols`: the arguments of each protocol's whole comparison (each protocol
+    /// once), its reports under `out`.
+    fn per_protocol(&self, out: &std::path::Path) -> Vec<(Protocol, CompareArgs)> {
+        let mut seen = std::collections::HashSet::new();
+        self.protocols
+            .iter()
+            .filter(|p| seen.insert(**p))
+            .map(|&protocol| {
+                let one = CompareArgs {
+                    protocols: vec![protocol],
+                    out: Some(crate::protocols::folder(out, protocol)),
+                    ..self.clone()
+                };
+                (protocol, one)
+            })
+            .collect()
+    }
+}
+
 /// `compare --stores`: a whole comparison per store, then the stores report over them.
 fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
     let started_at = crate::clock::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut settings_by_store = Vec::new();
-    for store in &args.stores {
-        let one = CompareArgs {
-            store: store.clone(),
-            stores: Vec::new(),
-            out: Some(crate::stores::folder(&out, store)),
-            ..args.clone()
-        };
+    for (store, one) in args.per_store(&out) {
         // Every store's settings checked before the first run: a typo should cost nothing.
-        settings_by_store.push((store.clone(), one.settings(registry)?));
+        settings_by_store.push((store, one.settings(registry)?));
     }
     let mut runs = Vec::new();
     for (i, (store, settings)) in settings_by_store.iter().enumerate() {
@@ -727,16 +757,8 @@ fn run_protocols(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> 
     let began = std::time::Instant::now();
     let started_at = crate::clock::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
-    let mut protocols = args.protocols.clone();
-    let mut seen = std::collections::HashSet::new();
-    protocols.retain(|p| seen.insert(*p));
     let mut settings_by_protocol = Vec::new();
-    for &protocol in &protocols {
-        let one = CompareArgs {
-            protocols: vec![protocol],
-            out: Some(crate::protocols::folder(&out, protocol)),
-            ..args.clone()
-        };
+    for (protocol, one) in args.per_protocol(&out) {
         // Every protocol's settings checked before the first run: a typo should cost nothing.
         settings_by_protocol.push((protocol, one.settings(registry)?));
     }
@@ -839,23 +861,14 @@ fn write_dimension_report(
 fn print_plans(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let out = args.out.clone().unwrap_or_else(default_out);
     let ones: Vec<CompareArgs> = if !args.stores.is_empty() {
-        args.stores
-            .iter()
-            .map(|store| CompareArgs {
-                store: store.clone(),
-                stores: Vec::new(),
-                out: Some(crate::stores::folder(&out, store)),
-                ..args.clone()
-            })
+        args.per_store(&out)
+            .into_iter()
+            .map(|(_, one)| one)
             .collect()
     } else if args.protocols.len() > 1 {
-        args.protocols
-            .iter()
-            .map(|&protocol| CompareArgs {
-                protocols: vec![protocol],
-                out: Some(crate::protocols::folder(&out, protocol)),
-                ..args.clone()
-            })
+        args.per_protocol(&out)
+            .into_iter()
+            .map(|(_, one)| one)
             .collect()
     } else {
         vec![args.clone()]
