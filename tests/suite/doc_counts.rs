@@ -23,13 +23,8 @@ fn stated(what: &str) -> usize {
 #[test]
 fn the_architecture_doc_counts_the_library_crates_of_the_workspace() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest: toml::Value =
-        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
-    let libraries = manifest["workspace"]["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap())
+    let libraries = crate::imports::workspace_members()
+        .into_iter()
         // An example is a user of the kit, not one of its crates.
         .filter(|m| !m.starts_with("examples/"))
         .filter(|m| root.join(m).join("src/lib.rs").exists())

@@ -16,15 +16,25 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The workspace members' source folders, and the root crate's.
-fn source_roots() -> Vec<PathBuf> {
+/// The workspace's member folders, as the root manifest lists them (relative to the root).
+pub(crate) fn workspace_members() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest: toml::Value =
         toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
-    let members = manifest["workspace"]["members"].as_array().unwrap();
-    let mut roots: Vec<PathBuf> = members
+    manifest["workspace"]["members"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|m| root.join(m.as_str().unwrap()).join("src"))
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The workspace members' source folders, and the root crate's.
+fn source_roots() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut roots: Vec<PathBuf> = workspace_members()
+        .iter()
+        .map(|m| root.join(m).join("src"))
         .collect();
     roots.push(root.join("src"));
     roots
