@@ -150,7 +150,7 @@ fn valid_confidence(confidence: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rule::{three_way, Outcome};
+    use crate::rule::{four_way, Outcome};
     use crate::synthetic::{paired_costs, Noise};
 
     fn contains(interval: &Interval, value: f64) -> bool {
@@ -165,7 +165,7 @@ mod tests {
         assert!((interval.ratio / 1.05 - 1.0).abs() < 0.005, "{interval:?}");
         assert!(contains(&interval, 1.05), "{interval:?}");
         assert!(!contains(&interval, 1.0), "{interval:?}");
-        assert_eq!(three_way(&interval, 0.02), Outcome::Win);
+        assert_eq!(four_way(&interval, 0.02), Outcome::Win);
     }
 
     #[test]
@@ -174,7 +174,7 @@ mod tests {
         let (a, b) = paired_costs(&mut noise, 30, 1.0, 0.01, 0.0);
         let interval = paired_cost_ratio(&a, &b, 0.95, 7).unwrap();
         assert!(contains(&interval, 1.0), "{interval:?}");
-        assert_eq!(three_way(&interval, 0.02), Outcome::Equivalent);
+        assert_eq!(four_way(&interval, 0.02), Outcome::Equivalent);
     }
 
     /// How often a 95% interval over A/A runs of `windows` windows with AR(1) noise contains 1.

@@ -7,8 +7,10 @@
 //! geometric mean. Neighbouring windows correlate and the machine drifts, so the confidence
 //! interval comes from a block bootstrap that keeps runs of neighbouring windows together,
 //! prewhitened for the correlation a short block cannot see and widened for the few blocks a short
-//! run has (see `bootstrap.rs` for why each step is there). [`three_way`] then turns an interval
-//! into a verdict with an equivalence margin — a win, a tie within the margin, or not yet known —
+//! run has (see `bootstrap.rs` for why each step is there). Across rounds of fresh servers,
+//! [`all_pairs`] gives every pair of runtimes an interval that holds for the whole cell at once
+//! (see `rounds.rs`). [`four_way`] then turns an interval into a verdict with an equivalence
+//! margin — a win, an order inside the margin, a tie within it, or not yet known —
 //! and [`samples_to_decide`] says about how long a run would settle an undecided one. [`rollup()`]
 //! adds the verdicts of a scenario's cells into one headline.
 //!
@@ -18,12 +20,14 @@ mod bootstrap;
 mod distribution;
 mod interval;
 mod rollup;
+mod rounds;
 mod rule;
 mod summary;
 #[cfg(test)]
 mod synthetic;
 
 pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
-pub use rollup::{cell_decided, rollup, Judged, Rollup};
-pub use rule::{samples_to_decide, three_way, three_way_oriented, Outcome};
+pub use rollup::{cell_decided, leader, rollup, tally, Judged, Leader, Rollup, Tally};
+pub use rounds::{all_pairs, studentized_range_quantile, Simultaneous};
+pub use rule::{four_way, four_way_oriented, samples_to_decide, Outcome};
 pub use summary::{mean, median, std_dev};

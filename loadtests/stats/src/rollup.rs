@@ -1,8 +1,12 @@
-//! From cells to a scenario: what a scenario's per-cell verdicts add up to, as one headline.
+//! From comparisons to answers: a cell's leader (the best runtime and those equivalent to it, and
+//! whether that is decided), and what a scenario's cells add up to, as one headline.
 //!
-//! A scenario runs several cells (a concurrency, a payload size…); each cell compares its best
-//! runtime, `a`, with every other. The headline names a winner only when the cells back it up, and
-//! is built from the same verdicts as the tables so the two cannot disagree.
+//! A scenario runs several cells (a concurrency, a payload size, a load level…); each cell
+//! compares its best runtime, `a`, with every other. The one rule: a cell's **leading group** is
+//! its best plus every runtime equivalent to it; it is **decided** when no comparison is
+//! undecided (every other runtime is behind by a win beyond the margin, ahead-of by an order
+//! inside it, or equivalent). The headline names a winner only when the cells back it up, and is
+//! built from the same comparisons as the tables so the two cannot disagree.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,19 +19,48 @@ pub struct Judged {
     pub a: String,
     /// The runtime it is compared with.
     pub b: String,
-    /// The three-way verdict; None when the comparison could not be judged.
+    /// The four-way verdict; None when the comparison could not be judged.
     pub outcome: Option<Outcome>,
+}
+
+/// A cell's leader: the best runtime and those equivalent to it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Leader {
+    /// The leading group, the best first.
+    pub runtimes: Vec<String>,
+    /// Whether no comparison of the cell is undecided (or not judged).
+    pub decided: bool,
+    /// The runtimes the best could not be told from (undecided or not judged), if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<String>,
+}
+
+/// How many comparisons ended each way; an order inside the margin ("ahead") is counted apart
+/// from a win beyond it, so nobody mistakes an order for a difference that matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Tally {
+    /// Behind the best by more than the margin.
+    pub wins: usize,
+    /// Behind the best, the interval inside the margin at one end.
+    pub ahead: usize,
+    /// The whole interval inside the margin.
+    pub equivalent: usize,
+    /// The interval holds 1 and crosses a margin bound.
+    pub undecided: usize,
+    /// Could not be judged.
+    pub not_judged: usize,
 }
 
 /// What a scenario's cells add up to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Rollup {
-    /// One runtime won more than half of the judged cells and no other runtime won any comparison.
+    /// One runtime leads alone, decided, in more than half of the judged cells, and no other
+    /// runtime leads any cell alone.
     Winner {
         /// The winning runtime.
         runtime: String,
-        /// How many cells it won outright.
+        /// How many cells it leads alone, decided.
         cells_won: usize,
         /// How many cells were judged.
         cells_judged: usize,
@@ -39,7 +72,7 @@ pub enum Rollup {
     },
     /// Cells disagree or stay undecided.
     Mixed {
-        /// How many judged cells are decided (see [`cell_decided`]).
+        /// How many judged cells have a decided leader.
         decided: usize,
         /// How many cells were judged.
         judged: usize,
@@ -48,75 +81,87 @@ pub enum Rollup {
     NotJudged,
 }
 
+/// The leader of a cell whose comparisons all have its best as `a`; None when nothing is judged.
+pub fn leader(cell: &[Judged]) -> Option<Leader> {
+    let best = cell.first()?;
+    if cell.iter().all(|c| c.outcome.is_none()) {
+        return None;
+    }
+    let mut runtimes = vec![best.a.clone()];
+    let mut open = Vec::new();
+    for c in cell {
+        match c.outcome {
+            Some(Outcome::Equivalent) => runtimes.push(c.b.clone()),
+            Some(Outcome::Undecided) | None => open.push(c.b.clone()),
+            Some(Outcome::Win) | Some(Outcome::Ahead) => {}
+        }
+    }
+    Some(Leader {
+        runtimes,
+        decided: open.is_empty(),
+        open,
+    })
+}
+
+/// Counts the comparisons of `cells` by outcome.
+pub fn tally(cells: &[Vec<Judged>]) -> Tally {
+    let mut t = Tally::default();
+    for c in cells.iter().flatten() {
+        match c.outcome {
+            Some(Outcome::Win) => t.wins += 1,
+            Some(Outcome::Ahead) => t.ahead += 1,
+            Some(Outcome::Equivalent) => t.equivalent += 1,
+            Some(Outcome::Undecided) => t.undecided += 1,
+            None => t.not_judged += 1,
+        }
+    }
+    t
+}
+
 /// What a scenario's cells add up to.
 ///
 /// `cells[i]` lists the comparisons of cell i, each with that cell's best runtime as `a`. Cells
 /// with no judged comparison are left out. Equivalent when every comparison left is Equivalent;
-/// Winner when one runtime wins more than half of the cells (is `a` with a Win in every comparison
-/// of the cell) and no comparison anywhere is a Win for another runtime; Mixed otherwise.
+/// Winner when one runtime leads alone, decided (see [`leader`]), in more than half of the cells
+/// and no other runtime leads any cell alone; Mixed otherwise.
 pub fn rollup(cells: &[Vec<Judged>]) -> Rollup {
-    let judged: Vec<&[Judged]> = cells
-        .iter()
-        .map(Vec::as_slice)
-        .filter(|cell| cell.iter().any(|c| c.outcome.is_some()))
-        .collect();
-    if judged.is_empty() {
+    let leaders: Vec<Leader> = cells.iter().filter_map(|cell| leader(cell)).collect();
+    if leaders.is_empty() {
         return Rollup::NotJudged;
     }
-    let all_equivalent = judged
+    let all_equivalent = cells
         .iter()
+        .filter(|cell| leader(cell).is_some())
         .all(|cell| cell.iter().all(|c| c.outcome == Some(Outcome::Equivalent)));
     if all_equivalent {
         return Rollup::Equivalent {
-            cells: judged.len(),
+            cells: leaders.len(),
         };
     }
-    if let Some(runtime) = sole_winner(&judged) {
-        let cells_won = judged
-            .iter()
-            .filter(|cell| cell_winner(cell) == Some(runtime))
-            .count();
-        // "More than half": one won cell among many undecided ones is not a scenario headline.
-        if 2 * cells_won > judged.len() {
+    let alone: Vec<&str> = leaders
+        .iter()
+        .filter(|l| l.decided && l.runtimes.len() == 1)
+        .map(|l| l.runtimes[0].as_str())
+        .collect();
+    if let Some(&first) = alone.first() {
+        // "More than half": one led cell among many undecided ones is not a scenario headline.
+        if alone.iter().all(|r| *r == first) && 2 * alone.len() > leaders.len() {
             return Rollup::Winner {
-                runtime: runtime.to_owned(),
-                cells_won,
-                cells_judged: judged.len(),
+                runtime: first.to_owned(),
+                cells_won: alone.len(),
+                cells_judged: leaders.len(),
             };
         }
     }
     Rollup::Mixed {
-        decided: judged.iter().filter(|cell| cell_decided(cell)).count(),
-        judged: judged.len(),
+        decided: leaders.iter().filter(|l| l.decided).count(),
+        judged: leaders.len(),
     }
 }
 
-/// Whether every comparison of a cell is decided (Win or Equivalent); false if none is judged.
+/// Whether a cell's leader is decided (see [`leader`]); false if nothing is judged.
 pub fn cell_decided(cell: &[Judged]) -> bool {
-    !cell.is_empty()
-        && cell
-            .iter()
-            .all(|c| matches!(c.outcome, Some(Outcome::Win) | Some(Outcome::Equivalent)))
-}
-
-/// The runtime that won the cell outright: `a` in every comparison, every comparison a Win.
-fn cell_winner(cell: &[Judged]) -> Option<&str> {
-    let first = cell.first()?;
-    cell.iter()
-        .all(|c| c.a == first.a && c.outcome == Some(Outcome::Win))
-        .then_some(first.a.as_str())
-}
-
-/// The one runtime that any Win anywhere credits, if exactly one is; a Win for a second runtime —
-/// even in a cell it did not win outright — says otherwise, and there is no sole winner.
-fn sole_winner<'a>(cells: &[&'a [Judged]]) -> Option<&'a str> {
-    let mut winners = cells
-        .iter()
-        .flat_map(|cell| cell.iter())
-        .filter(|c| c.outcome == Some(Outcome::Win))
-        .map(|c| c.a.as_str());
-    let first = winners.next()?;
-    winners.all(|other| other == first).then_some(first)
+    leader(cell).is_some_and(|l| l.decided)
 }
 
 #[cfg(test)]
@@ -187,19 +232,47 @@ mod tests {
     }
 
     #[test]
-    fn a_win_for_another_runtime_in_a_cell_it_did_not_win_outright_still_mixes() {
-        let partial = vec![
-            judged("actix", "hyper", Some(Outcome::Win)),
-            judged("actix", "axum", Some(Outcome::Equivalent)),
+    fn another_runtime_sharing_the_lead_of_a_cell_does_not_stop_a_winner() {
+        let shared = vec![
+            judged("actix", "hyper", Some(Outcome::Equivalent)),
+            judged("actix", "axum", Some(Outcome::Win)),
         ];
-        let cells = vec![won_by("hyper"), won_by("hyper"), won_by("hyper"), partial];
-        assert_eq!(
+        let cells = vec![won_by("hyper"), won_by("hyper"), won_by("hyper"), shared];
+        assert!(matches!(
             rollup(&cells),
-            Rollup::Mixed {
-                decided: 4,
-                judged: 4
+            Rollup::Winner {
+                cells_won: 3,
+                cells_judged: 4,
+                ..
             }
-        );
+        ));
+    }
+
+    #[test]
+    fn an_order_inside_the_margin_decides_a_leader_and_is_counted_apart() {
+        let ordered = vec![
+            judged("hyper", "warp", Some(Outcome::Ahead)),
+            judged("hyper", "axum", Some(Outcome::Win)),
+            judged("hyper", "poem", Some(Outcome::Equivalent)),
+        ];
+        let l = leader(&ordered).expect("judged");
+        assert_eq!(l.runtimes, ["hyper", "poem"]);
+        assert!(l.decided);
+        let t = tally(&[ordered]);
+        assert_eq!((t.wins, t.ahead, t.equivalent, t.undecided), (1, 1, 1, 0));
+    }
+
+    #[test]
+    fn an_undecided_comparison_leaves_the_leader_open_and_names_who() {
+        let open = vec![
+            judged("hyper", "warp", Some(Outcome::Undecided)),
+            judged("hyper", "axum", Some(Outcome::Win)),
+        ];
+        let l = leader(&open).expect("judged");
+        assert_eq!(l.runtimes, ["hyper"]);
+        assert_eq!(l.open, ["warp"]);
+        assert!(!l.decided);
+        assert_eq!(leader(&[judged("a", "b", None)]), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The three-way rule: an interval and an equivalence margin make a verdict — a win, a tie within
-//! the margin, or not yet known — and an estimate of how many samples would settle the last.
+//! The four-way rule: an interval and an equivalence margin make a verdict — a win beyond the
+//! margin, an order known but inside the margin ("ahead"), a tie within the margin, or not yet
+//! known — and an estimate of how many samples would settle the last.
 //!
 //! The margin is symmetric on the ratio's log scale: a ratio r beyond `1 + margin` wins, and so
 //! does one below `1 / (1 + margin)` for the other side, so flipping which runtime is `a` never
@@ -10,24 +11,28 @@ use serde::{Deserialize, Serialize};
 
 use crate::interval::Interval;
 
-/// The outcome of the three-way rule.
+/// The outcome of the four-way rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The whole interval lies beyond the margin in the leader's favour.
     Win,
+    /// The interval excludes 1 in the leader's favour but reaches inside the margin: the order is
+    /// known, whether it matters is the margin's question.
+    Ahead,
     /// The whole interval lies inside the margin: the two are the same within it.
     Equivalent,
     /// The interval crosses a margin boundary: more samples are needed to say.
     Undecided,
 }
 
-/// The three-way rule for `a` with equivalence margin `margin` (a fraction, 0.02 = 2%).
+/// The four-way rule for `a` with equivalence margin `margin` (a fraction, 0.02 = 2%).
 ///
 /// Win when ci_low > 1 + margin; Equivalent when the whole interval lies inside
-/// [1/(1+margin), 1+margin]; Undecided otherwise — including when b is clearly better, which only
-/// [`three_way_oriented`] reports.
-pub fn three_way(interval: &Interval, margin: f64) -> Outcome {
+/// [1/(1+margin), 1+margin] (even if it excludes 1: the difference is known not to matter);
+/// Ahead when ci_low > 1 otherwise; Undecided otherwise — including when b is clearly better,
+/// which only [`four_way_oriented`] reports.
+pub fn four_way(interval: &Interval, margin: f64) -> Outcome {
     let upper = 1.0 + margin;
     let lower = 1.0 / upper;
     // Comparisons with NaN are false, so a broken interval falls through to Undecided.
@@ -35,21 +40,23 @@ pub fn three_way(interval: &Interval, margin: f64) -> Outcome {
         Outcome::Win
     } else if interval.ci_low >= lower && interval.ci_high <= upper {
         Outcome::Equivalent
+    } else if interval.ci_low > 1.0 {
+        Outcome::Ahead
     } else {
         Outcome::Undecided
     }
 }
 
-/// Like [`three_way`] but says who is ahead: (outcome, a_is_ahead), a_is_ahead being ratio >= 1; a
+/// Like [`four_way`] but says who is ahead: (outcome, a_is_ahead), a_is_ahead being ratio >= 1; a
 /// Win is the leader's, so a clear win for b is `(Outcome::Win, false)`.
-pub fn three_way_oriented(interval: &Interval, margin: f64) -> (Outcome, bool) {
+pub fn four_way_oriented(interval: &Interval, margin: f64) -> (Outcome, bool) {
     let a_is_ahead = interval.ratio >= 1.0;
     let leader_view = if a_is_ahead {
         *interval
     } else {
         interval.flipped()
     };
-    (three_way(&leader_view, margin), a_is_ahead)
+    (four_way(&leader_view, margin), a_is_ahead)
 }
 
 /// The most samples [`samples_to_decide`] will suggest; beyond it a difference is not worth a run.
@@ -58,12 +65,13 @@ const MAX_SAMPLES_TO_DECIDE: f64 = 1_000_000.0;
 /// For an Undecided interval, about how many samples in all would likely decide it.
 ///
 /// It assumes the point estimate stays and each end's distance from it (on the log scale, so an
-/// asymmetric interval keeps its shape) shrinks as 1/sqrt(n): with the leader's estimate beyond the
-/// margin, the n whose lower end clears it; inside the margin, the n whose both ends fit inside.
-/// None for a decided interval (a Win for either side, or Equivalent), for an estimate within 0.1%
-/// of the ratio from a margin boundary (no n would settle it), or for an answer above 1_000_000.
+/// asymmetric interval keeps its shape) shrinks as 1/sqrt(n), and finds the first n at which the
+/// interval is decided either way: its lower end past 1 (Ahead, or a Win beyond the margin), or
+/// both ends inside the margin (Equivalent), whichever comes first. None for a decided interval
+/// (a Win or Ahead for either side, or Equivalent), an estimate of exactly 1 with a margin of 0,
+/// or an answer above 1_000_000.
 pub fn samples_to_decide(interval: &Interval, margin: f64) -> Option<usize> {
-    let (outcome, a_is_ahead) = three_way_oriented(interval, margin);
+    let (outcome, a_is_ahead) = four_way_oriented(interval, margin);
     if outcome != Outcome::Undecided || interval.samples == 0 {
         return None;
     }
@@ -72,33 +80,28 @@ pub fn samples_to_decide(interval: &Interval, margin: f64) -> Option<usize> {
     } else {
         interval.flipped()
     };
-    let upper = 1.0 + margin;
-    let on_boundary = |boundary: f64| (view.ratio - boundary).abs() <= 0.001 * view.ratio;
-    if on_boundary(upper) || on_boundary(1.0 / upper) {
-        return None;
-    }
-
-    let (estimate, margin_log) = (view.ratio.ln(), upper.ln());
+    let (estimate, margin_log) = (view.ratio.ln(), (1.0 + margin).ln());
     let below = estimate - view.ci_low.ln();
     let above = view.ci_high.ln() - estimate;
     let current = view.samples as f64;
-    // The factor s = sqrt(current / n) by which both distances would have shrunk at n samples.
-    let needed = if estimate > margin_log {
-        // A Win needs below · s < estimate − margin, strictly: the smallest n past the bound.
-        let shrink = (estimate - margin_log) / below;
-        (current / (shrink * shrink)).floor() + 1.0
-    } else {
-        // Equivalence needs both ends inside, inclusively; an end on the estimate side never binds.
-        let fits = |room: f64, distance: f64| {
-            if distance > 0.0 {
-                room / distance
-            } else {
-                f64::INFINITY
-            }
-        };
-        let shrink = fits(estimate + margin_log, below).min(fits(margin_log - estimate, above));
-        (current / (shrink * shrink)).ceil()
+    // The factor s = sqrt(current / n) by which both distances would have shrunk at n samples;
+    // a room of zero or less is never reached.
+    let fits = |room: f64, distance: f64| {
+        if room <= 0.0 {
+            0.0
+        } else if distance > 0.0 {
+            room / distance
+        } else {
+            f64::INFINITY
+        }
     };
+    // Ahead needs below · s < estimate, strictly: the smallest n past the bound.
+    let ahead = fits(estimate, below);
+    let ahead_n = (current / (ahead * ahead)).floor() + 1.0;
+    // Equivalence needs both ends inside, inclusively; an end on the estimate side never binds.
+    let equivalent = fits(estimate + margin_log, below).min(fits(margin_log - estimate, above));
+    let equivalent_n = (current / (equivalent * equivalent)).ceil();
+    let needed = ahead_n.min(equivalent_n);
     if !needed.is_finite() || needed > MAX_SAMPLES_TO_DECIDE {
         return None;
     }
@@ -133,29 +136,41 @@ mod tests {
     }
 
     #[test]
-    fn three_way_reads_an_interval_against_the_margin() {
+    fn four_way_reads_an_interval_against_the_margin() {
         assert_eq!(
-            three_way(&interval(1.05, 1.03, 1.07, 30), 0.02),
+            four_way(&interval(1.05, 1.03, 1.07, 30), 0.02),
             Outcome::Win
         );
         assert_eq!(
-            three_way(&interval(1.0, 0.99, 1.01, 30), 0.02),
+            four_way(&interval(1.0, 0.99, 1.01, 30), 0.02),
             Outcome::Equivalent
         );
         assert_eq!(
-            three_way(&interval(1.03, 1.01, 1.05, 30), 0.02),
+            four_way(&interval(1.03, 1.01, 1.05, 30), 0.02),
+            Outcome::Ahead
+        );
+        assert_eq!(
+            four_way(&interval(1.015, 1.005, 1.025, 30), 0.02),
+            Outcome::Ahead
+        );
+        assert_eq!(
+            four_way(&interval(1.005, 1.001, 1.015, 30), 0.02),
+            Outcome::Equivalent
+        );
+        assert_eq!(
+            four_way(&interval(1.01, 0.995, 1.025, 30), 0.02),
             Outcome::Undecided
         );
         assert_eq!(
-            three_way(&interval(f64::NAN, f64::NAN, f64::NAN, 30), 0.02),
+            four_way(&interval(f64::NAN, f64::NAN, f64::NAN, 30), 0.02),
             Outcome::Undecided
         );
     }
 
     #[test]
-    fn three_way_leaves_a_clear_win_for_b_undecided() {
+    fn four_way_leaves_a_clear_win_for_b_undecided() {
         assert_eq!(
-            three_way(&interval(0.9, 0.88, 0.92, 30), 0.02),
+            four_way(&interval(0.9, 0.88, 0.92, 30), 0.02),
             Outcome::Undecided
         );
     }
@@ -179,30 +194,31 @@ mod tests {
     }
 
     #[test]
-    fn three_way_oriented_says_b_is_ahead_and_still_calls_its_win() {
+    fn four_way_oriented_says_b_is_ahead_and_still_calls_its_win() {
         let b_better = interval(0.9, 0.88, 0.92, 30);
-        assert_eq!(three_way_oriented(&b_better, 0.02), (Outcome::Win, false));
+        assert_eq!(four_way_oriented(&b_better, 0.02), (Outcome::Win, false));
         assert_eq!(
-            three_way_oriented(&b_better.flipped(), 0.02),
+            four_way_oriented(&b_better.flipped(), 0.02),
             (Outcome::Win, true)
         );
         let b_slightly_ahead = interval(0.995, 0.99, 1.0, 30);
         assert_eq!(
-            three_way_oriented(&b_slightly_ahead, 0.02),
+            four_way_oriented(&b_slightly_ahead, 0.02),
             (Outcome::Equivalent, false)
         );
     }
 
     #[test]
     fn an_interval_straddling_the_margin_would_be_decided_by_more_samples() {
-        let straddling = interval(1.03, 1.01, 1.05, 30);
-        assert_eq!(three_way(&straddling, 0.02), Outcome::Undecided);
+        let straddling = interval(1.03, 0.995, 1.065, 30);
+        assert_eq!(four_way(&straddling, 0.02), Outcome::Undecided);
         let n = samples_to_decide(&straddling, 0.02).unwrap();
         assert!(n > straddling.samples, "{n}");
-        // It is the smallest such count: the imagined interval at n decides, at n − 1 it does not.
-        assert_eq!(three_way(&projected(&straddling, n), 0.02), Outcome::Win);
+        // It is the smallest such count: the imagined interval at n decides (the order is known
+        // before a win beyond the margin is), at n − 1 it does not.
+        assert_eq!(four_way(&projected(&straddling, n), 0.02), Outcome::Ahead);
         assert_eq!(
-            three_way(&projected(&straddling, n - 1), 0.02),
+            four_way(&projected(&straddling, n - 1), 0.02),
             Outcome::Undecided
         );
     }
@@ -212,16 +228,13 @@ mod tests {
         let wide = interval(1.005, 0.97, 1.04, 20);
         let n = samples_to_decide(&wide, 0.02).unwrap();
         assert!(n > wide.samples, "{n}");
-        assert_eq!(three_way(&projected(&wide, n), 0.02), Outcome::Equivalent);
-        assert_eq!(
-            three_way(&projected(&wide, n - 1), 0.02),
-            Outcome::Undecided
-        );
+        assert_eq!(four_way(&projected(&wide, n), 0.02), Outcome::Equivalent);
+        assert_eq!(four_way(&projected(&wide, n - 1), 0.02), Outcome::Undecided);
     }
 
     #[test]
     fn an_undecided_lead_for_b_is_projected_as_well() {
-        let b_straddling = interval(1.03, 1.01, 1.05, 30).flipped();
+        let b_straddling = interval(1.03, 0.99, 1.07, 30).flipped();
         assert_eq!(
             samples_to_decide(&b_straddling, 0.02),
             samples_to_decide(&b_straddling.flipped(), 0.02)
@@ -246,21 +259,17 @@ mod tests {
     }
 
     #[test]
-    fn an_estimate_on_a_margin_boundary_is_never_decided() {
-        assert_eq!(
-            samples_to_decide(&interval(1.02, 1.0, 1.04, 30), 0.02),
-            None
-        );
-        assert_eq!(
-            samples_to_decide(&interval(1.0 / 1.02, 0.96, 1.0, 30), 0.02),
-            None
-        );
+    fn an_estimate_on_a_margin_boundary_is_decided_as_an_order() {
+        // On the boundary a win can never be shown, but the order can.
+        let on_boundary = interval(1.02, 0.99, 1.05, 30);
+        let n = samples_to_decide(&on_boundary, 0.02).unwrap();
+        assert_eq!(four_way(&projected(&on_boundary, n), 0.02), Outcome::Ahead);
     }
 
     #[test]
     fn a_decision_beyond_a_million_samples_is_not_suggested() {
         assert_eq!(
-            samples_to_decide(&interval(1.0215, 0.5, 1.5, 30), 0.02),
+            samples_to_decide(&interval(1.0001, 0.1, 10.0, 300), 0.02),
             None
         );
     }
