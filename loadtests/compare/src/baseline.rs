@@ -115,7 +115,7 @@ fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> C
         confidence: rule.confidence(),
     };
     let margin = rule.margin_pct(c.measure) / 100.0;
-    let (outcome, _) = brigade_stats::three_way_oriented(&interval, margin);
+    let (outcome, _) = brigade_stats::four_way_oriented(&interval, margin);
     change.change_pct = (interval.ratio - 1.0) * 100.0;
     change.ci_pct = Some((
         (interval.ci_low - 1.0) * 100.0,
@@ -124,7 +124,9 @@ fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> C
     change.call = match outcome {
         brigade_stats::Outcome::Win => Call::Changed,
         brigade_stats::Outcome::Equivalent => Call::Same,
-        brigade_stats::Outcome::Undecided => Call::Undecided,
+        // The change's direction is known but it may be inside the margin: not a change that
+        // matters, nor shown to be none.
+        brigade_stats::Outcome::Ahead | brigade_stats::Outcome::Undecided => Call::Undecided,
     };
     change.reason = format!(
         "{}'s lead over {} was {:+.1}%, is {:+.1}% ({:.0}% CI of the change {:+.1}…{:+.1}%, margin ±{:.0}%)",
@@ -261,6 +263,7 @@ mod tests {
             confidence_pct: 95.0,
             margin_pct: 2.0,
             samples: 20,
+            simultaneous: false,
             outcome: ComparisonOutcome::Win,
             reason: None,
             samples_to_decide: None,

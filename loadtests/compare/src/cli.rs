@@ -103,15 +103,22 @@ pub struct CompareArgs {
     /// the default load levels (about 40% and 80% of the server CPUs, from the isolated runs)
     #[arg(long, value_delimiter = ',', value_name = "R[,R...]")]
     pub side_by_side_rates: Vec<f64>,
-    /// Side by side: measured 1-second windows per load level [default: 16; --quick: 10]
+    /// Side by side: rounds per load level, each on fresh servers of every runtime; the verdicts'
+    /// intervals come from the rounds [default: 4; --quick: 3]
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
+    /// Side by side: measured 1-second windows per load level in each round [default: 6;
+    /// --quick: 4]
     #[arg(long, value_name = "N")]
     pub windows: Option<u32>,
     /// Side by side: seconds of extra load after the windows in which `perf stat` counts syscalls
     /// and context switches (0: no counts) [default: 1]
     #[arg(long, value_name = "S")]
     pub count_seconds: Option<u32>,
-    /// Keep adding windows to undecided side-by-side levels until they decide or this much extra
-    /// time is spent, each cell its share of what is left [default: 1m; --quick: 0s]
+    /// After every cell's first look, add rounds (fresh servers) to the side-by-side levels still
+    /// undecided, those nearest to deciding first, until this much extra time is spent; the error
+    /// rate is split between the two looks so the stated confidence holds [default: 1m;
+    /// --quick: 0s]
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub budget: Option<Duration>,
     /// Count instructions per request: each runtime's server under valgrind's callgrind, per
@@ -268,6 +275,11 @@ impl CompareArgs {
         if self.windows == Some(0) {
             bail!("--windows must be at least 1");
         }
+        if let Some(rounds) = self.rounds {
+            if !(1..=crate::side::MAX_ROUNDS).contains(&rounds) {
+                bail!("--rounds must be between 1 and {}", crate::side::MAX_ROUNDS);
+            }
+        }
         let budget = self.budget.unwrap_or_else(|| {
             if self.quick {
                 Duration::ZERO
@@ -283,8 +295,13 @@ impl CompareArgs {
                 DEFAULT_LEVELS.to_vec()
             },
             rates: (!self.side_by_side_rates.is_empty()).then(|| self.side_by_side_rates.clone()),
+            rounds: self.rounds.unwrap_or(if self.quick {
+                crate::settings::QUICK_ROUNDS
+            } else {
+                crate::settings::DEFAULT_ROUNDS
+            }),
             windows: self.windows.unwrap_or(if self.quick {
-                10
+                crate::settings::QUICK_WINDOWS
             } else {
                 crate::side::DEFAULT_WINDOWS
             }),

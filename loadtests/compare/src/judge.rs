@@ -3,10 +3,10 @@
 //! every scenario from its cells; the caveats a reader should know; and `--rejudge`, which derives
 //! all of them again from a written report.
 
-use brigade_stats::{Interval, Outcome as Three};
+use brigade_stats::{Interval, Outcome as Four};
 
 use crate::report::{self, CellVerdict, LevelVerdict, Report, RunRecord, ScenarioVerdict};
-use crate::side::SideCell;
+use crate::side::{Looks, SideCell, SideRuntime};
 use crate::verdict::{self, CellAt, CpuShape, Measure, Outcome, Rule, Verdict};
 
 /// The seed of every bootstrap: a verdict is a function of its figures alone, so `--rejudge`
@@ -51,50 +51,52 @@ impl<'a> Key<'a> {
     }
 }
 
-/// How a unit of samples is named in a verdict line.
-fn sample_words(measure: Measure, n: usize) -> String {
-    match measure {
-        Measure::Efficiency => format!("{n} windows"),
-        Measure::Throughput => format!("{n} s of isolated runs each"),
-        Measure::Capacity => format!("{n} confirmations each"),
+/// What an interval rests on: how many of what, and whether it holds with the cell's others.
+#[derive(Debug, Clone, Copy)]
+struct Basis {
+    /// How many samples per runtime.
+    samples: usize,
+    /// What one is called (`rounds`, `windows`, `isolated runs`, `confirmations`).
+    unit: &'static str,
+    /// Whether the interval is simultaneous over the cell's comparisons.
+    simultaneous: bool,
+}
+
+impl Basis {
+    /// The basis of an interval standing alone: its own sample count, in `unit`.
+    fn alone(interval: &Option<Interval>, unit: &'static str) -> Basis {
+        Basis {
+            samples: interval.map_or(0, |iv| iv.samples),
+            unit,
+            simultaneous: false,
+        }
     }
 }
 
-/// `(1.096, 1.091, 1.101)` → `9.6% (95% CI 9.1–10.1%)`.
-fn pct_with_ci(iv: &Interval, confidence_pct: f64) -> String {
+/// `(1.096, 1.091, 1.101)` → `9.6% (95% CI 9.1–10.1%`.
+fn pct_with_ci(iv: &Interval, confidence_pct: f64, simultaneous: bool) -> String {
     format!(
-        "{:.1}% ({confidence_pct:.0}% CI {:.1}–{:.1}%",
+        "{:.1}% ({confidence_pct:.0}% {}CI {:.1}–{:.1}%",
         (iv.ratio - 1.0) * 100.0,
+        if simultaneous { "simultaneous " } else { "" },
         (iv.ci_low - 1.0) * 100.0,
         (iv.ci_high - 1.0) * 100.0
     )
 }
 
-/// One comparison of `a` (better) with `b` from their interval, judged by the three-way rule.
+/// One comparison of `a` (better) with `b` from their interval, judged by the four-way rule.
 fn judged(
     measure: Measure,
     key: &Key<'_>,
     a: &str,
     b: &str,
     interval: Option<Interval>,
-    rule: &Rule,
-) -> Comparison {
-    judged_with(measure, key, a, b, interval, None, rule)
-}
-
-/// [`judged`], with the samples per runtime said (`None`: the interval's own count).
-fn judged_with(
-    measure: Measure,
-    key: &Key<'_>,
-    a: &str,
-    b: &str,
-    interval: Option<Interval>,
-    samples: Option<usize>,
+    basis: Basis,
     rule: &Rule,
 ) -> Comparison {
     let margin_pct = rule.margin_pct(measure);
     let margin = margin_pct / 100.0;
-    let confidence_pct = rule.confidence_pct;
+    let confidence_pct = interval.map_or(rule.confidence_pct, |iv| iv.confidence * 100.0);
     let mut comparison = Comparison {
         measure,
         scenario: key.scenario.to_owned(),
@@ -111,6 +113,7 @@ fn judged_with(
         confidence_pct,
         margin_pct,
         samples: 0,
+        simultaneous: basis.simultaneous,
         outcome: ComparisonOutcome::NotJudged,
         reason: None,
         samples_to_decide: None,
@@ -124,24 +127,28 @@ fn judged_with(
     comparison.ratio = Some(iv.ratio);
     comparison.ci_low = Some(iv.ci_low);
     comparison.ci_high = Some(iv.ci_high);
-    comparison.samples = samples.unwrap_or(iv.samples);
-    let how = pct_with_ci(&iv, confidence_pct);
-    let samples = sample_words(measure, comparison.samples);
+    comparison.samples = basis.samples;
+    let how = pct_with_ci(&iv, confidence_pct, basis.simultaneous);
+    let samples = format!("{} {}", basis.samples, basis.unit);
     let claim = claim(measure, a, b, &how, &samples);
-    comparison.outcome = match brigade_stats::three_way(&iv, margin) {
-        Three::Win => ComparisonOutcome::Win,
-        Three::Equivalent => ComparisonOutcome::Equivalent,
-        Three::Undecided => ComparisonOutcome::Undecided,
+    comparison.outcome = match brigade_stats::four_way(&iv, margin) {
+        Four::Win => ComparisonOutcome::Win,
+        Four::Ahead => ComparisonOutcome::Ahead,
+        Four::Equivalent => ComparisonOutcome::Equivalent,
+        Four::Undecided => ComparisonOutcome::Undecided,
     };
     comparison.sentence = match comparison.outcome {
         ComparisonOutcome::Win => claim,
+        ComparisonOutcome::Ahead => {
+            format!("{claim}: the order is known, the difference may be inside the ±{margin_pct:.0}% margin")
+        }
         ComparisonOutcome::Equivalent => {
             format!("{a} and {b} are equivalent: {claim}, inside the ±{margin_pct:.0}% margin")
         }
         _ => {
             comparison.samples_to_decide = brigade_stats::samples_to_decide(&iv, margin);
-            let more = what_would_decide(measure, comparison.samples_to_decide);
-            format!("undecided: {claim}, the interval straddles the ±{margin_pct:.0}% margin{more}")
+            let more = what_would_decide(basis.unit, comparison.samples_to_decide);
+            format!("undecided: {claim}, the interval holds no difference and crosses the ±{margin_pct:.0}% margin{more}")
         }
     };
     comparison
@@ -163,17 +170,10 @@ fn claim(measure: Measure, a: &str, b: &str, how: &str, samples: &str) -> String
 }
 
 /// The tail of an undecided sentence: how many samples would likely decide it, if any would.
-fn what_would_decide(measure: Measure, samples_to_decide: Option<usize>) -> String {
+fn what_would_decide(unit: &str, samples_to_decide: Option<usize>) -> String {
     match samples_to_decide {
-        Some(n) => format!(
-            "; about {n} {} in all would likely decide it",
-            match measure {
-                Measure::Efficiency => "windows",
-                Measure::Throughput => "seconds",
-                Measure::Capacity => "confirmations",
-            }
-        ),
-        None => "; it sits on the margin, more samples are unlikely to decide it".to_owned(),
+        Some(n) => format!("; about {n} {unit} in all would likely decide it"),
+        None => "; more samples are unlikely to decide it".to_owned(),
     }
 }
 
@@ -186,13 +186,34 @@ fn not_judged(
     reason: &str,
     rule: &Rule,
 ) -> Comparison {
-    let mut c = judged(measure, key, a, b, None, rule);
+    let mut c = judged(measure, key, a, b, None, Basis::alone(&None, ""), rule);
     c.reason = Some(reason.to_owned());
     c.sentence = format!("{a} vs {b}: not judged, {reason}");
     c
 }
 
-/// A cell's verdict from its comparisons (each `a` is the cell's best runtime).
+/// The comparisons as the roll-up reads them (not judged: no outcome).
+pub fn as_judged(comparisons: &[Comparison]) -> Vec<brigade_stats::Judged> {
+    comparisons
+        .iter()
+        .map(|c| brigade_stats::Judged {
+            a: c.a.clone(),
+            b: c.b.clone(),
+            outcome: match c.outcome {
+                ComparisonOutcome::Win => Some(Four::Win),
+                ComparisonOutcome::Ahead => Some(Four::Ahead),
+                ComparisonOutcome::Equivalent => Some(Four::Equivalent),
+                ComparisonOutcome::Undecided => Some(Four::Undecided),
+                ComparisonOutcome::NotJudged => None,
+            },
+        })
+        .collect()
+}
+
+/// A cell's verdict from its comparisons (each `a` is the cell's best runtime), by the one rule
+/// of [`brigade_stats::leader`]: open while a comparison is undecided; else the leading group
+/// (equivalent), or the best alone — a winner when every other trails beyond the margin, a
+/// leader when the order is known but some trail inside it.
 fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> Verdict {
     if let Some(reason) = not_judged_reason {
         let outcome = if reason.starts_with("generator-bound") {
@@ -207,129 +228,241 @@ fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> 
             reason: format!("no verdict: {reason}"),
         };
     }
-    let Some(first) = comparisons.first() else {
+    if comparisons.is_empty() {
         return Verdict {
             outcome: Outcome::NoData,
             reason: "fewer than two runtimes produced figures; nothing to compare".to_owned(),
         };
-    };
-    if comparisons
+    }
+    if let Some(c) = comparisons
         .iter()
-        .any(|c| c.outcome == ComparisonOutcome::NotJudged)
+        .find(|c| c.outcome == ComparisonOutcome::NotJudged)
     {
-        let c = comparisons
-            .iter()
-            .find(|c| c.outcome == ComparisonOutcome::NotJudged)
-            .unwrap_or(first);
         return Verdict {
             outcome: Outcome::NoData,
             reason: c.sentence.clone(),
         };
     }
-    let best = first.a.clone();
-    let lines = |filter: &dyn Fn(&Comparison) -> bool| -> Vec<String> {
-        comparisons
-            .iter()
-            .filter(|c| filter(c))
-            .map(|c| c.sentence.clone())
-            .collect()
+    let reason = comparisons
+        .iter()
+        .map(|c| c.sentence.clone())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let Some(leader) = brigade_stats::leader(&as_judged(comparisons)) else {
+        return Verdict {
+            outcome: Outcome::NoData,
+            reason,
+        };
     };
-    let undecided: Vec<&Comparison> = comparisons
-        .iter()
-        .filter(|c| c.outcome == ComparisonOutcome::Undecided)
-        .collect();
-    let mut top = vec![best.clone()];
-    if !undecided.is_empty() {
-        top.extend(undecided.iter().map(|c| c.b.clone()));
+    if !leader.decided {
+        let mut leaders = leader.runtimes;
+        leaders.extend(leader.open);
         return Verdict {
-            outcome: Outcome::Undecided { leaders: top },
-            reason: lines(&|_| true).join("; "),
+            outcome: Outcome::Undecided { leaders },
+            reason,
         };
     }
-    let equivalent: Vec<&Comparison> = comparisons
-        .iter()
-        .filter(|c| c.outcome == ComparisonOutcome::Equivalent)
-        .collect();
-    if equivalent.is_empty() {
-        // Every other runtime loses: the runner-up is the closest.
-        let runner_up = comparisons
-            .iter()
-            .min_by(|x, y| x.ratio.unwrap_or(1.0).total_cmp(&y.ratio.unwrap_or(1.0)))
-            .unwrap_or(first);
+    if leader.runtimes.len() > 1 {
         return Verdict {
-            outcome: Outcome::Winner {
-                runtime: best,
-                runner_up: runner_up.b.clone(),
-                margin_pct: (runner_up.ratio.unwrap_or(1.0) - 1.0) * 100.0,
+            outcome: Outcome::Equivalent {
+                leaders: leader.runtimes,
             },
-            reason: lines(&|_| true).join("; "),
+            reason,
         };
     }
-    top.extend(equivalent.iter().map(|c| c.b.clone()));
-    Verdict {
-        outcome: Outcome::Equivalent { leaders: top },
-        reason: lines(&|_| true).join("; "),
+    // The best alone: the runner-up is the closest.
+    let runner_up = comparisons
+        .iter()
+        .min_by(|x, y| x.ratio.unwrap_or(1.0).total_cmp(&y.ratio.unwrap_or(1.0)))
+        .unwrap_or(&comparisons[0]);
+    let (runtime, runner_up, margin_pct) = (
+        runner_up.a.clone(),
+        runner_up.b.clone(),
+        (runner_up.ratio.unwrap_or(1.0) - 1.0) * 100.0,
+    );
+    let outcome = if comparisons
+        .iter()
+        .all(|c| c.outcome == ComparisonOutcome::Win)
+    {
+        Outcome::Winner {
+            runtime,
+            runner_up,
+            margin_pct,
+        }
+    } else {
+        Outcome::Leads {
+            runtime,
+            runner_up,
+            margin_pct,
+        }
+    };
+    Verdict { outcome, reason }
+}
+
+/// The share of the error rate spent at a level's first look when a second is planned
+/// (`--budget`); the second look gets the rest. Bonferroni across looks: whatever the stopping
+/// rule, the chance that either look states something false is at most the two shares summed.
+const FIRST_LOOK_SHARE: f64 = 0.8;
+
+/// The confidence a level's verdict is drawn at, for its last look: the whole error rate when one
+/// look was planned, its share of it when two were.
+pub fn look_confidence(confidence: f64, looks: &Looks) -> f64 {
+    let error = 1.0 - confidence;
+    match (looks.planned, looks.rounds.len()) {
+        (2, 0 | 1) => 1.0 - error * FIRST_LOOK_SHARE,
+        (2, _) => 1.0 - error * (1.0 - FIRST_LOOK_SHARE),
+        _ => confidence,
     }
 }
 
-/// Every comparison of one side-by-side level: the runtime with the lowest CPU per request
-/// against each other one, paired window by window.
+/// A runtime's figures are usable when it ran without error and completed requests.
+fn usable_runtime(r: &&SideRuntime) -> bool {
+    r.error.is_none() && r.requests > 0
+}
+
+/// Each of `runtimes`' mean log cost per round, over the first `rounds` rounds: in each round the
+/// windows every one of them has a cost in (the same windows for all, so the difference of two is
+/// the mean log of their paired ratios); a round without such a window is left out for all.
+fn round_table(cell: &SideCell, runtimes: &[&SideRuntime], rounds: usize) -> Vec<Vec<f64>> {
+    let costs: Vec<Vec<f64>> = runtimes.iter().map(|r| r.window_costs()).collect();
+    let usable = |c: f64| c.is_finite() && c > 0.0;
+    let mut table = vec![Vec::new(); runtimes.len()];
+    for range in cell.rounds().into_iter().take(rounds) {
+        let common: Vec<usize> = range
+            .filter(|&w| costs.iter().all(|c| c.get(w).is_some_and(|&v| usable(v))))
+            .collect();
+        if common.is_empty() {
+            continue;
+        }
+        for (row, cost) in table.iter_mut().zip(&costs) {
+            row.push(common.iter().map(|&w| cost[w].ln()).sum::<f64>() / common.len() as f64);
+        }
+    }
+    table
+}
+
+/// How many rounds a level's verdict is drawn from: those of its last look (all, before looks).
+fn judged_rounds(cell: &SideCell) -> usize {
+    let all = cell.rounds().len();
+    cell.looks
+        .rounds
+        .last()
+        .map_or(all, |&n| (n as usize).min(all))
+}
+
+/// Every comparison of one side-by-side level: the cheapest runtime against each other one.
+///
+/// With rounds (fresh servers each), from [`brigade_stats::all_pairs`]: intervals simultaneous
+/// over every pair, so the cell's statement holds as a whole, and the best is the runtime those
+/// intervals are centred on (the lowest mean log cost). A level measured in one round (reports
+/// written before rounds, or `--rounds 1`) falls back to the windows' block bootstrap per pair,
+/// each interval alone; the best is then the lowest geometric mean over the windows all share —
+/// the statistic its comparisons test.
 pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
     let key = Key::level(cell, store);
-    let usable: Vec<&crate::side::SideRuntime> = cell
-        .runtimes
-        .iter()
-        .filter(|r| r.error.is_none() && r.requests > 0)
-        .collect();
-    let mut ranked = usable.clone();
-    ranked.sort_by(|x, y| x.cpu_us_per_request.total_cmp(&y.cpu_us_per_request));
-    let Some(best) = ranked.first() else {
+    let unjudged = cell.not_judged.clone().or_else(|| saturated(cell));
+    let usable: Vec<&SideRuntime> = cell.runtimes.iter().filter(usable_runtime).collect();
+    let rounds = judged_rounds(cell);
+    let table = round_table(cell, &usable, rounds.max(1));
+    let mean_log: Vec<f64> = table.iter().map(|row| brigade_stats::mean(row)).collect();
+    let mut order: Vec<usize> = (0..usable.len()).collect();
+    order.sort_by(|&x, &y| {
+        let by_cost = || {
+            usable[x]
+                .cpu_us_per_request
+                .total_cmp(&usable[y].cpu_us_per_request)
+        };
+        match (mean_log.get(x), mean_log.get(y)) {
+            (Some(a), Some(b)) if a.is_finite() && b.is_finite() => a.total_cmp(b),
+            _ => by_cost(),
+        }
+    });
+    let Some(&best) = order.first() else {
         return (Vec::new(), cell_verdict(&[], cell.not_judged.as_deref()));
     };
-    let best_costs = best.window_costs();
-    let comparisons: Vec<Comparison> = ranked[1..]
-        .iter()
-        .map(|other| match &cell.not_judged {
-            Some(reason) => not_judged(
-                Measure::Efficiency,
-                &key,
-                &best.runtime,
-                &other.runtime,
-                reason,
-                rule,
-            ),
-            None => {
-                let interval = brigade_stats::paired_cost_ratio(
-                    &best_costs,
-                    &other.window_costs(),
-                    rule.confidence(),
-                    BOOTSTRAP_SEED,
-                );
+    let name = |i: usize| usable[i].runtime.as_str();
+    let comparisons: Vec<Comparison> = if let Some(reason) = &unjudged {
+        order[1..]
+            .iter()
+            .map(|&o| not_judged(Measure::Efficiency, &key, name(best), name(o), reason, rule))
+            .collect()
+    } else if rounds >= 2 {
+        let confidence = look_confidence(rule.confidence(), &cell.looks);
+        let simultaneous = brigade_stats::all_pairs(&table, confidence);
+        order[1..]
+            .iter()
+            .map(|&o| {
+                let interval = simultaneous.as_ref().map(|s| s.ratio(best, o));
+                let basis = Basis {
+                    samples: simultaneous.as_ref().map_or(0, |s| s.rounds),
+                    unit: "rounds",
+                    simultaneous: true,
+                };
                 judged(
                     Measure::Efficiency,
                     &key,
-                    &best.runtime,
-                    &other.runtime,
+                    name(best),
+                    name(o),
                     interval,
+                    basis,
                     rule,
                 )
-            }
-        })
-        .collect();
-    let verdict = cell_verdict(&comparisons, cell.not_judged.as_deref());
+            })
+            .collect()
+    } else {
+        let best_costs = usable[best].window_costs();
+        order[1..]
+            .iter()
+            .map(|&o| {
+                let interval = brigade_stats::paired_cost_ratio(
+                    &best_costs,
+                    &usable[o].window_costs(),
+                    rule.confidence(),
+                    BOOTSTRAP_SEED,
+                );
+                let basis = Basis::alone(&interval, "windows");
+                judged(
+                    Measure::Efficiency,
+                    &key,
+                    name(best),
+                    name(o),
+                    interval,
+                    basis,
+                    rule,
+                )
+            })
+            .collect()
+    };
+    let verdict = cell_verdict(&comparisons, unjudged.as_deref());
     (comparisons, verdict)
+}
+
+/// At or above this busy share of the server CPUs a level is not judged: the servers then queue
+/// behind each other on the saturated CPUs, and side by side measures that queueing, not the load
+/// the level names.
+pub const SATURATED_BUSY_PCT: f64 = 90.0;
+
+/// Why a level kept the server CPUs too busy to be judged, if it did.
+fn saturated(cell: &SideCell) -> Option<String> {
+    (cell.windows > 0 && cell.server_cpus_busy_pct >= SATURATED_BUSY_PCT).then(|| {
+        format!(
+            "saturated: the server CPUs were {:.0}% busy (≥ {SATURATED_BUSY_PCT:.0}%), so the \
+             servers queued behind each other; lower the rate",
+            cell.server_cpus_busy_pct
+        )
+    })
 }
 
 /// Every runtime measured under two labels in one side-by-side level (`hyper` and `hyper#2` in an
 /// A/A run; `axum` in containers and `axum#loopback` beside it), judged against each other by the
-/// same paired per-window rule: the cheaper first. What the verdicts between the best and the
-/// rest leave out, and what an A/A check or a container's cost is.
+/// same rule as the level (from rounds when it has them, else its windows): the cheaper first.
+/// What the verdicts between the best and the rest leave out, and what an A/A check or a
+/// container's cost is.
 pub fn judge_pairs(cells: &[SideCell], store: &str, rule: &Rule) -> Vec<Comparison> {
     let mut out = Vec::new();
     for cell in cells.iter().filter(|c| c.not_judged.is_none()) {
         let key = Key::level(cell, store);
-        let usable = |r: &&crate::side::SideRuntime| r.error.is_none() && r.requests > 0;
-        for labelled in cell.runtimes.iter().filter(usable) {
+        for labelled in cell.runtimes.iter().filter(usable_runtime) {
             let base = crate::settings::runtime_of(&labelled.runtime);
             if base == labelled.runtime {
                 continue;
@@ -337,73 +470,202 @@ pub fn judge_pairs(cells: &[SideCell], store: &str, rule: &Rule) -> Vec<Comparis
             let Some(plain) = cell
                 .runtimes
                 .iter()
-                .filter(usable)
+                .filter(usable_runtime)
                 .find(|r| r.runtime == base)
             else {
                 continue;
             };
-            let (a, b) = if labelled.cpu_us_per_request < plain.cpu_us_per_request {
-                (labelled, plain)
-            } else {
-                (plain, labelled)
+            let mut pair = SideCell {
+                runtimes: vec![plain.clone(), labelled.clone()],
+                ..cell.clone()
             };
-            let interval = brigade_stats::paired_cost_ratio(
-                &a.window_costs(),
-                &b.window_costs(),
-                rule.confidence(),
-                BOOTSTRAP_SEED,
-            );
-            out.push(judged(
-                Measure::Efficiency,
-                &key,
-                &a.runtime,
-                &b.runtime,
-                interval,
-                rule,
-            ));
+            pair.not_judged = None;
+            let (comparisons, _) = judge_level(&pair, store, rule);
+            out.extend(comparisons.into_iter().map(|mut c| {
+                c.level = key.level.map(str::to_owned);
+                c
+            }));
         }
     }
     out
 }
 
-/// Whether a side-by-side level's verdict is decided (every comparison won or equivalent).
-pub fn level_decided(cell: &SideCell, store: &str, rule: &Rule) -> bool {
-    let (comparisons, _) = judge_level(cell, store, rule);
-    !comparisons.is_empty()
-        && comparisons.iter().all(|c| {
-            matches!(
-                c.outcome,
-                ComparisonOutcome::Win | ComparisonOutcome::Equivalent
-            )
-        })
+/// A level's leader from its comparisons (None when nothing was judged).
+pub fn level_leader(comparisons: &[Comparison]) -> Option<brigade_stats::Leader> {
+    brigade_stats::leader(&as_judged(comparisons))
 }
 
-/// Successful hits in each second of a run's measured window.
-fn ok_seconds(run: &RunRecord) -> Vec<f64> {
-    run.result
-        .as_ref()
-        .map(|r| {
-            r.seconds
-                .iter()
-                .filter(|s| f64::from(s.second) + 1.0 <= r.elapsed_s + 0.05)
-                .map(|s| s.requests.saturating_sub(s.errors) as f64)
-                .collect()
-        })
-        .unwrap_or_default()
+/// A cell's leader over its levels: the group every judged level names, decided when each
+/// level's is and all agree; else the groups joined, open.
+fn cell_leader(levels: &[LevelVerdict]) -> Option<brigade_stats::Leader> {
+    let leaders: Vec<&brigade_stats::Leader> =
+        levels.iter().filter_map(|l| l.leader.as_ref()).collect();
+    let first = leaders.first()?;
+    let agree = leaders.iter().all(|l| {
+        let mut a = l.runtimes.clone();
+        let mut b = first.runtimes.clone();
+        a.sort();
+        b.sort();
+        a == b
+    });
+    let mut joined = brigade_stats::Leader {
+        runtimes: Vec::new(),
+        decided: agree && leaders.iter().all(|l| l.decided),
+        open: Vec::new(),
+    };
+    for l in &leaders {
+        for r in &l.runtimes {
+            if !joined.runtimes.contains(r) {
+                joined.runtimes.push(r.clone());
+            }
+        }
+        for r in &l.open {
+            if !joined.open.contains(r) && !joined.runtimes.contains(r) {
+                joined.open.push(r.clone());
+            }
+        }
+    }
+    Some(joined)
+}
+
+/// Whether a side-by-side level's leader is decided (no comparison undecided or unjudged).
+pub fn level_decided(cell: &SideCell, store: &str, rule: &Rule) -> bool {
+    let (comparisons, _) = judge_level(cell, store, rule);
+    level_leader(&comparisons).is_some_and(|l| l.decided)
+}
+
+/// What a level still open after its first look would need: None when it is decided or cannot be
+/// judged; else the rounds in all that would likely decide every open comparison at the second
+/// look's confidence, or why no number within `max_rounds` would.
+pub fn rounds_to_decide(
+    cell: &SideCell,
+    store: &str,
+    rule: &Rule,
+    max_rounds: u32,
+) -> Option<Result<u32, String>> {
+    if cell.not_judged.is_some() || saturated(cell).is_some() || level_decided(cell, store, rule) {
+        return None;
+    }
+    let rounds = cell.rounds().len() as u32;
+    let mut second = cell.clone();
+    second.looks.rounds = vec![rounds, rounds];
+    let (comparisons, _) = judge_level(&second, store, rule);
+    let mut needed = rounds + 1;
+    for c in comparisons
+        .iter()
+        .filter(|c| c.outcome == ComparisonOutcome::Undecided)
+    {
+        let estimate = (c.ratio.unwrap_or(1.0) - 1.0) * 100.0;
+        match c.samples_to_decide {
+            Some(n) if n as u32 <= max_rounds => needed = needed.max(n as u32),
+            _ => {
+                return Some(Err(format!(
+                    "{} vs {}: {estimate:+.1}% — more than {max_rounds} rounds would be needed: \
+                     not decidable in this budget",
+                    c.a, c.b
+                )))
+            }
+        }
+    }
+    Some(Ok(needed))
 }
 
 /// The throughput comparisons of one isolated cell: the runtime with the most successful hits/s
-/// against each other one, from the seconds of their runs (unpaired: runs of different times).
-/// Reports written before per-second series fall back to one figure per repeat.
+/// against each other one, from their **runs** (each run a fresh server, the runtimes' runs of one
+/// repeat made back to back in rotated order: a block, as a side-by-side round is). The seconds of
+/// one run are not independent samples (they share its server and its minute of the machine), so
+/// they are averaged into the run's rate first; the intervals come from [`brigade_stats::all_pairs`]
+/// over the repeats every runtime completed, simultaneous over the cell. One run per runtime is
+/// reported but not judged.
 fn judge_throughput(
     runs: &[&RunRecord],
     runtimes: &[String],
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
-    // A cell whose runs cannot rank runtimes still lists its comparisons, not judged, with why.
-    let unjudged = runs
+    let unjudged = throughput_unjudged(runs);
+    // Per runtime, its successful hits/s in each repeat.
+    let rates: Vec<(String, Vec<(u32, f64)>)> = runtimes
         .iter()
+        .map(|runtime| {
+            let mine: Vec<(u32, f64)> = runs
+                .iter()
+                .filter(|r| &r.runtime == runtime)
+                .filter_map(|r| r.ok_per_s().filter(|v| *v > 0.0).map(|v| (r.repeat, v)))
+                .collect();
+            (runtime.clone(), mine)
+        })
+        .filter(|(_, rates)| !rates.is_empty())
+        .collect();
+    // The repeats every runtime has a rate in: complete blocks only.
+    let mut repeats: Vec<u32> = rates
+        .first()
+        .map(|(_, r)| r.iter().map(|(k, _)| *k).collect())
+        .unwrap_or_default();
+    repeats.retain(|k| rates.iter().all(|(_, r)| r.iter().any(|(j, _)| j == k)));
+    // Higher is better: the negated log rate plays the log cost.
+    let table: Vec<Vec<f64>> = rates
+        .iter()
+        .map(|(_, r)| {
+            repeats
+                .iter()
+                .filter_map(|k| r.iter().find(|(j, _)| j == k).map(|(_, v)| -v.ln()))
+                .collect()
+        })
+        .collect();
+    let mean_rate =
+        |i: usize| brigade_stats::mean(&rates[i].1.iter().map(|(_, v)| *v).collect::<Vec<_>>());
+    let mut order: Vec<usize> = (0..rates.len()).collect();
+    order.sort_by(|&x, &y| match (table[x].is_empty(), table[y].is_empty()) {
+        (false, false) => brigade_stats::mean(&table[x]).total_cmp(&brigade_stats::mean(&table[y])),
+        _ => mean_rate(y).total_cmp(&mean_rate(x)),
+    });
+    let Some(&best) = order.first() else {
+        return (Vec::new(), cell_verdict(&[], None));
+    };
+    let name = |i: usize| rates[i].0.as_str();
+    let reason = unjudged.or_else(|| {
+        (repeats.len() < 2).then(|| {
+            "one isolated run per runtime: throughput is judged from runs, not seconds (give \
+             --repeat 2 or more)"
+                .to_owned()
+        })
+    });
+    if let Some(reason) = reason {
+        let comparisons: Vec<Comparison> = order[1..]
+            .iter()
+            .map(|&o| not_judged(Measure::Throughput, key, name(best), name(o), &reason, rule))
+            .collect();
+        return (comparisons, cell_verdict(&[], Some(&reason)));
+    }
+    let simultaneous = brigade_stats::all_pairs(&table, rule.confidence());
+    let comparisons: Vec<Comparison> = order[1..]
+        .iter()
+        .map(|&o| {
+            let interval = simultaneous.as_ref().map(|s| s.ratio(best, o));
+            let basis = Basis {
+                samples: repeats.len(),
+                unit: "isolated runs each",
+                simultaneous: true,
+            };
+            judged(
+                Measure::Throughput,
+                key,
+                name(best),
+                name(o),
+                interval,
+                basis,
+                rule,
+            )
+        })
+        .collect();
+    let verdict = cell_verdict(&comparisons, None);
+    (comparisons, verdict)
+}
+
+/// Why a cell's isolated runs cannot rank runtimes (contended, or generator-bound), if so.
+fn throughput_unjudged(runs: &[&RunRecord]) -> Option<String> {
+    runs.iter()
         .find_map(|r| {
             r.contended.as_ref().map(|why| {
                 format!(
@@ -422,55 +684,7 @@ fn judge_throughput(
                     )
                 })
             })
-        });
-    let samples: Vec<(String, Vec<f64>)> = runtimes
-        .iter()
-        .map(|runtime| {
-            let mine: Vec<&&RunRecord> = runs.iter().filter(|r| &r.runtime == runtime).collect();
-            let mut seconds: Vec<f64> = mine.iter().flat_map(|r| ok_seconds(r)).collect();
-            if seconds.len() < 2 {
-                seconds = mine.iter().filter_map(|r| r.ok_per_s()).collect();
-            }
-            (runtime.clone(), seconds)
         })
-        .filter(|(_, s)| !s.is_empty())
-        .collect();
-    let mut ranked: Vec<&(String, Vec<f64>)> = samples.iter().collect();
-    ranked.sort_by(|x, y| brigade_stats::mean(&y.1).total_cmp(&brigade_stats::mean(&x.1)));
-    let Some(best) = ranked.first() else {
-        return (Vec::new(), cell_verdict(&[], None));
-    };
-    if let Some(reason) = unjudged {
-        let comparisons: Vec<Comparison> = ranked[1..]
-            .iter()
-            .map(|other| not_judged(Measure::Throughput, key, &best.0, &other.0, &reason, rule))
-            .collect();
-        return (comparisons, cell_verdict(&[], Some(&reason)));
-    }
-    let comparisons: Vec<Comparison> = ranked[1..]
-        .iter()
-        .map(|other| {
-            let interval = brigade_stats::unpaired_rate_ratio(
-                &best.1,
-                &other.1,
-                rule.confidence(),
-                BOOTSTRAP_SEED,
-            );
-            // Seconds per runtime, the fewer of the two (the interval counts both sides).
-            let samples = best.1.len().min(other.1.len());
-            judged_with(
-                Measure::Throughput,
-                key,
-                &best.0,
-                &other.0,
-                interval,
-                Some(samples),
-                rule,
-            )
-        })
-        .collect();
-    let verdict = cell_verdict(&comparisons, None);
-    (comparisons, verdict)
 }
 
 /// The capacity comparisons of one cell's SLO searches: the runtime with the highest mean
@@ -577,13 +791,18 @@ fn capacity_comparison(
         BOOTSTRAP_SEED,
     );
     let samples = best.outcome.repeats.len().min(other.outcome.repeats.len());
-    let mut c = judged_with(
+    let basis = Basis {
+        samples,
+        unit: "confirmations each",
+        simultaneous: false,
+    };
+    let mut c = judged(
         Measure::Capacity,
         key,
         &best.runtime,
         &other.runtime,
         interval,
-        Some(samples),
+        basis,
         rule,
     );
     c.rate_per_s = best.outcome.capacity_per_s;
@@ -689,11 +908,13 @@ pub fn judge(
                     .filter(|c| &c.scenario == scenario && c.users == users && c.preload == preload)
                 {
                     let (comparisons, verdict) = judge_level(cell, &settings.store, rule);
-                    out.comparisons.extend(comparisons);
+                    out.comparisons.extend(comparisons.iter().cloned());
                     efficiency.push((at(Some(cell.level.clone())), verdict.clone()));
                     levels.push(LevelVerdict {
                         level: cell.level.clone(),
                         rate_per_s: cell.rate_per_s,
+                        busy_pct: (cell.windows > 0).then_some(cell.server_cpus_busy_pct),
+                        leader: level_leader(&comparisons),
                         verdict,
                     });
                 }
@@ -710,6 +931,7 @@ pub fn judge(
                     preload,
                     verdict: on_throughput,
                     efficiency: summary,
+                    leader: cell_leader(&levels),
                     efficiency_levels: levels,
                     capacity: None,
                 });

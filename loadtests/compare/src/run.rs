@@ -247,19 +247,18 @@ fn judge_all(report: &mut Report, settings: &CompareSettings) -> anyhow::Result<
     Ok(())
 }
 
-/// Every cell side by side, in the order scenario, preload, users; the budget for undecided levels
-/// shared out as the cells go.
+/// Every cell side by side, in the order scenario, preload, users, each to its first look; then
+/// the budget's rounds for the levels still open ([`crate::side::budget`]).
 fn side_by_side(
     plan: &Plan<'_>,
     bench: &Bench<'_>,
     runs: &[RunRecord],
 ) -> (Vec<SideCell>, Vec<ServerRecord>) {
     let settings = &plan.settings;
-    let mut budget_left = settings.side.budget;
     let mut cells = Vec::new();
     let mut records = Vec::new();
-    let planned = plan.side_cells();
-    for (index, cell) in planned.iter().enumerate() {
+    let mut ran = Vec::new();
+    for (index, cell) in plan.side_cells().iter().enumerate() {
         let (scenario, label) = (
             &plan.scenarios[cell.scenario],
             &settings.scenarios[cell.scenario],
@@ -280,23 +279,26 @@ fn side_by_side(
             );
             continue;
         }
-        let cell_plan = crate::side::CellPlan {
+        let mut cell_plan = crate::side::CellPlan {
             scenario,
             label,
             users,
             preload,
             levels,
             index,
-            cells_left: planned.len() - index,
         };
-        let store = settings.store.clone();
-        let rule = settings.rule;
-        let decided = move |cell: &SideCell| crate::judge::level_decided(cell, &store, &rule);
-        let (more, started) = crate::side::run_cell(bench, &cell_plan, &mut budget_left, &decided);
+        let (more, started) = crate::side::run_cell(bench, &mut cell_plan);
+        let first = cells.len();
         cells.extend(more);
+        ran.push((cell_plan, first..cells.len()));
         records.extend(started);
         let _ = std::io::stdout().flush();
     }
+    let (store, rule) = (settings.store.clone(), settings.rule);
+    let need = move |cell: &SideCell, max_rounds: u32| {
+        crate::judge::rounds_to_decide(cell, &store, &rule, max_rounds)
+    };
+    records.extend(crate::side::budget::spend(bench, &ran, &mut cells, &need));
     (cells, records)
 }
 

@@ -94,8 +94,17 @@ pub struct CompareSettings {
     pub slo: Option<SloPlan>,
 }
 
-/// Side-by-side windows per level by default (`--quick`: 10).
-pub const DEFAULT_WINDOWS: u32 = 16;
+/// Side-by-side windows per level and round by default (`--quick`: [`QUICK_WINDOWS`]).
+pub const DEFAULT_WINDOWS: u32 = 6;
+
+/// Side-by-side rounds per level by default, each on fresh servers (`--quick`: [`QUICK_ROUNDS`]).
+pub const DEFAULT_ROUNDS: u32 = 4;
+
+/// `--quick`'s windows per level and round.
+pub const QUICK_WINDOWS: u32 = 4;
+
+/// `--quick`'s rounds per level.
+pub const QUICK_ROUNDS: u32 = 3;
 
 /// Seconds counted by `perf stat` after each level's windows by default.
 pub const DEFAULT_COUNT_S: u32 = 1;
@@ -109,7 +118,9 @@ pub struct SideSettings {
     pub levels: Vec<f64>,
     /// Offered rates per runtime, requests/s (`--side-by-side-rates`), replacing the levels.
     pub rates: Option<Vec<f64>>,
-    /// Measured windows per level.
+    /// Rounds per level, each on fresh servers of every runtime.
+    pub rounds: u32,
+    /// Measured windows per level and round.
     pub windows: u32,
     /// Length of one window, whole seconds.
     pub window_s: u32,
@@ -117,7 +128,7 @@ pub struct SideSettings {
     pub warmup: Duration,
     /// Seconds of extra load counted by `perf stat` after the windows (0: no counts).
     pub count_s: u32,
-    /// Extra time for more windows where a level is undecided.
+    /// Extra time for more rounds where a level is undecided after its first look.
     pub budget: Duration,
     /// Count instructions per request under callgrind (`--instructions`).
     pub instructions: bool,
@@ -129,6 +140,7 @@ impl Default for SideSettings {
             enabled: true,
             levels: vec![0.4, 0.8],
             rates: None,
+            rounds: DEFAULT_ROUNDS,
             windows: DEFAULT_WINDOWS,
             window_s: 1,
             warmup: Duration::from_secs(1),
@@ -242,11 +254,15 @@ impl CompareSettings {
         let side = &self.side;
         let levels = side.rates.as_ref().map_or(side.levels.len(), Vec::len) as f64;
         let per_level = side.warmup.as_secs_f64()
-            + f64::from(side.windows * side.window_s + side.count_s)
+            + f64::from(side.windows * side.window_s)
             + RUN_OVERHEAD_S * 2.0;
+        // Servers start at once, a round's start costs about two servers' worth; the first round
+        // adds the probes and the counting windows.
+        let per_round = levels * per_level + START_OVERHEAD_S * 2.0;
+        let first_round_extra = 2.0 * (1.0 + RUN_OVERHEAD_S) + levels * f64::from(side.count_s);
         let side_s = if side.enabled {
             (self.scenarios.len() * self.users.len() * self.preloads.len()) as f64
-                * (levels * per_level + START_OVERHEAD_S * self.runtimes.len() as f64)
+                * (f64::from(side.rounds.max(1)) * per_round + first_round_extra)
                 + side.budget.as_secs_f64()
         } else {
             0.0

@@ -31,8 +31,46 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
         return nothing_judged(&bound, &contended, &unjudged);
     }
     let bound_note = unjudged_note(&bound, &contended, &unjudged);
+    let leaders: Vec<Vec<brigade_stats::Judged>> =
+        judged.iter().map(|(_, v)| leader_view(v)).collect();
     let tally = Tally::of(&judged);
-    tally.verdict(&judged, &bound_note)
+    tally.verdict(&judged, &bound_note, brigade_stats::rollup(&leaders))
+}
+
+/// A cell's verdict as the one roll-up of [`brigade_stats::rollup`] reads it: the comparisons that
+/// make its leader (the verdict itself was drawn by [`brigade_stats::leader`]).
+fn leader_view(verdict: &Verdict) -> Vec<brigade_stats::Judged> {
+    use brigade_stats::Outcome as Four;
+    let pairs = |best: &str, others: &[String], outcome: Four| {
+        others
+            .iter()
+            .map(|b| brigade_stats::Judged {
+                a: best.to_owned(),
+                b: b.clone(),
+                outcome: Some(outcome),
+            })
+            .collect()
+    };
+    match &verdict.outcome {
+        Outcome::Winner {
+            runtime, runner_up, ..
+        } => pairs(runtime, std::slice::from_ref(runner_up), Four::Win),
+        Outcome::Leads {
+            runtime, runner_up, ..
+        } => pairs(runtime, std::slice::from_ref(runner_up), Four::Ahead),
+        Outcome::Equivalent { leaders } | Outcome::Undecided { leaders } => {
+            let outcome = if matches!(verdict.outcome, Outcome::Equivalent { .. }) {
+                Four::Equivalent
+            } else {
+                Four::Undecided
+            };
+            match leaders.split_first() {
+                Some((best, others)) => pairs(best, others, outcome),
+                None => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// The cells whose verdict is `outcome`.
@@ -126,6 +164,11 @@ impl Tally {
                     runtime,
                     runner_up,
                     margin_pct,
+                }
+                | Outcome::Leads {
+                    runtime,
+                    runner_up,
+                    margin_pct,
                 } => {
                     if !tally.winners.contains(runtime) {
                         tally.winners.push(runtime.clone());
@@ -152,9 +195,14 @@ impl Tally {
         tally
     }
 
-    /// The scenario's verdict: one runtime winning most judged cells wins; equivalent everywhere
-    /// is equivalent; anything else is undecided.
-    fn verdict(self, judged: &[&(CellAt, Verdict)], bound_note: &str) -> Verdict {
+    /// The scenario's verdict as `rolled` decided it (one runtime leading most judged cells alone
+    /// wins; equivalent everywhere is equivalent; anything else is undecided), in words.
+    fn verdict(
+        self,
+        judged: &[&(CellAt, Verdict)],
+        bound_note: &str,
+        rolled: brigade_stats::Rollup,
+    ) -> Verdict {
         let per_cell = judged
             .iter()
             .map(|(at, v)| format!("{at}: {}", v.label()))
@@ -168,8 +216,8 @@ impl Tally {
         } else {
             "user counts"
         };
-        if self.winners.len() == 1 && self.margins.len() * 2 > judged.len() {
-            return self.sole_winner(judged.len(), counts, &per_cell, bound_note);
+        if let brigade_stats::Rollup::Winner { runtime, .. } = &rolled {
+            return self.sole_winner(runtime, judged.len(), counts, &per_cell, bound_note);
         }
         let why = if self.winners.len() > 1 {
             format!("different runtimes lead at different {counts} ({per_cell})")
@@ -180,10 +228,7 @@ impl Tally {
                 self.margins.len(),
                 judged.len()
             )
-        } else if judged
-            .iter()
-            .all(|(_, v)| matches!(v.outcome, Outcome::Equivalent { .. }))
-        {
+        } else if matches!(rolled, brigade_stats::Rollup::Equivalent { .. }) {
             return Verdict {
                 outcome: Outcome::Equivalent {
                     leaders: self.leaders,
@@ -204,6 +249,7 @@ impl Tally {
     /// The verdict when one runtime wins most judged cells: by the range of its margins.
     fn sole_winner(
         mut self,
+        runtime: &str,
         judged: usize,
         counts: &str,
         per_cell: &str,
@@ -220,13 +266,12 @@ impl Tally {
         self.runners_up.dedup();
         Verdict {
             outcome: Outcome::Winner {
-                runtime: self.winners[0].clone(),
+                runtime: runtime.to_owned(),
                 runner_up: self.runners_up.join("/"),
                 margin_pct: low,
             },
             reason: format!(
-                "{} wins {} of {} judged {counts} by {range} ({per_cell}){bound_note}",
-                self.winners[0],
+                "{runtime} leads {} of {} judged {counts} alone, by {range} ({per_cell}){bound_note}",
                 self.margins.len(),
                 judged
             ),
@@ -289,9 +334,9 @@ mod tests {
         };
         let verdict = judge_scenario_at(&[(at(10, 1_000), win.clone()), (at(10, 1_000_000), win)]);
         assert!(
-            verdict
-                .reason
-                .contains("axum wins 2 of 2 judged cells by 9.0% (10 users with 1,000 preloaded"),
+            verdict.reason.contains(
+                "axum leads 2 of 2 judged cells alone, by 9.0% (10 users with 1,000 preloaded"
+            ),
             "{}",
             verdict.reason
         );

@@ -149,8 +149,17 @@ pub struct SideCell {
     pub window_s: f64,
     /// Measured windows.
     pub windows: usize,
-    /// Window sets added by `--budget` after the first.
+    /// Window sets added by `--budget` after the first (reports written before rounds).
     pub extensions: u32,
+    /// Windows measured in each round, in order: every round ran fresh servers of every runtime
+    /// (their windows follow one another in each runtime's `window_cpu_ns`). Empty in reports
+    /// written before rounds: one round of `windows`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_windows: Vec<u32>,
+    /// The rounds each verdict was drawn at, in order (`[4]`, or `[4, 8]` when `--budget` added
+    /// rounds after a first look), and the looks planned, which split the error rate between them.
+    #[serde(default, skip_serializing_if = "Looks::is_unplanned")]
+    pub looks: Looks,
     /// Every runtime, in the comparison's order.
     pub runtimes: Vec<SideRuntime>,
     /// The server CPUs' busy share over the windows, percent of their capacity.
@@ -169,6 +178,27 @@ pub struct SideCell {
     /// Why no verdict can be drawn from this level (generator-bound, failed), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,
+}
+
+/// When a level's verdict was looked at: the rounds at each look, and how many looks were
+/// planned before any was taken (the error rate is split between them, so that stopping when a
+/// look decides keeps the stated confidence).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Looks {
+    /// Rounds measured at each look taken.
+    pub rounds: Vec<u32>,
+    /// Looks planned (1: no budget for more rounds; 2: a first look, then more rounds if open).
+    pub planned: u32,
+    /// Why an open level got no second look, when it did not (the budget could not decide it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+impl Looks {
+    /// Whether nothing was planned (a report written before rounds).
+    pub fn is_unplanned(&self) -> bool {
+        self.planned == 0
+    }
 }
 
 /// How a level is set: a share of the server CPUs or a given rate.
@@ -208,7 +238,8 @@ struct Collected {
     new_threads: bool,
 }
 
-/// Appends a further window set to a level.
+/// Appends a further window set to a level: the next round, measured on fresh servers (`more`
+/// may list the runtimes in another order: each is matched by its label).
 pub fn extend(cell: &mut SideCell, more: SideCell) {
     let windows = cell.windows as f64;
     let added = more.windows as f64;
@@ -227,20 +258,52 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
         (Some(a), Some(b)) => Some(weigh(a, b)),
         (a, b) => a.or(b),
     };
+    if cell.round_windows.is_empty() {
+        cell.round_windows.push(cell.windows as u32);
+    }
+    cell.round_windows.push(more.windows as u32);
     cell.windows += more.windows;
-    cell.extensions += 1;
     if cell.not_judged.is_none() {
         cell.not_judged = more.not_judged;
     }
-    for (mine, theirs) in cell.runtimes.iter_mut().zip(more.runtimes) {
+    for theirs in more.runtimes {
+        let Some(mine) = cell
+            .runtimes
+            .iter_mut()
+            .find(|r| r.runtime == theirs.runtime)
+        else {
+            continue;
+        };
         mine.window_cpu_ns.extend(theirs.window_cpu_ns);
         mine.window_requests.extend(theirs.window_requests);
         mine.requests += theirs.requests;
         mine.errors += theirs.errors;
+        if mine.error.is_none() {
+            mine.error = theirs.error;
+        }
         let cpu: u64 = mine.window_cpu_ns.iter().sum();
         let secs = mine.window_requests.len() as f64 * cell.window_s;
         mine.achieved_per_s = mine.requests as f64 / secs.max(1e-9);
         mine.cpu_us_per_request = cpu as f64 / 1e3 / mine.requests.max(1) as f64;
+    }
+}
+
+impl SideCell {
+    /// The windows of each round as index ranges into every runtime's per-window series (one
+    /// round of every window for a report written before rounds).
+    pub fn rounds(&self) -> Vec<std::ops::Range<usize>> {
+        if self.round_windows.is_empty() {
+            return vec![0..self.windows];
+        }
+        let mut start = 0;
+        self.round_windows
+            .iter()
+            .map(|&n| {
+                let range = start..start + n as usize;
+                start = range.end;
+                range
+            })
+            .collect()
     }
 }
 
@@ -440,6 +503,8 @@ fn assemble(
         window_s,
         windows,
         extensions: 0,
+        round_windows: Vec::new(),
+        looks: Looks::default(),
         runtimes,
         server_cpus_busy_pct: server_busy,
         generator_cpus_busy_pct: generator_busy,

@@ -9,8 +9,11 @@ use crate::verdict::Measure;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ComparisonOutcome {
-    /// The whole interval lies beyond the margin: `a` is better.
+    /// The whole interval lies beyond the margin: `a` is better, by a difference that matters.
     Win,
+    /// The interval excludes 1 but reaches inside the margin: `a` is better, whether it matters
+    /// is the margin's question.
+    Ahead,
     /// The whole interval lies inside the margin.
     Equivalent,
     /// The interval straddles the margin.
@@ -52,9 +55,14 @@ pub struct Comparison {
     pub confidence_pct: f64,
     /// The equivalence margin, percent.
     pub margin_pct: f64,
-    /// Windows (efficiency) or seconds of isolated runs per runtime (throughput).
+    /// What the interval rests on: rounds of fresh servers (efficiency; windows in reports written
+    /// before rounds), isolated runs per runtime (throughput), confirmations (capacity).
     pub samples: usize,
-    /// The three-way outcome.
+    /// Whether the interval holds together with the cell's other comparisons at the stated
+    /// confidence (simultaneous over every pair), not only alone.
+    #[serde(default)]
+    pub simultaneous: bool,
+    /// The four-way outcome.
     pub outcome: ComparisonOutcome,
     /// Why it was not judged, if it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -247,7 +247,11 @@ pub struct SideSetup {
     pub levels: Vec<f64>,
     /// Rates given per runtime (`--side-by-side-rates`).
     pub rates: Option<Vec<f64>>,
-    /// Measured windows per level (before `--budget` adds more).
+    /// Rounds per level at the first look, each on fresh servers (reports written before rounds:
+    /// 0, one round of `windows`).
+    #[serde(default)]
+    pub rounds: u32,
+    /// Measured windows per level and round.
     pub windows: u32,
     /// Seconds per window.
     pub window_s: u32,
@@ -255,7 +259,7 @@ pub struct SideSetup {
     pub warmup_s: f64,
     /// Seconds counted by `perf stat` after the windows (0: none).
     pub count_s: u32,
-    /// Extra seconds allowed for undecided levels.
+    /// Extra seconds allowed for more rounds of undecided levels.
     pub budget_s: f64,
 }
 
@@ -652,6 +656,10 @@ pub struct CellVerdict {
     /// The efficiency verdict at each side-by-side load level.
     #[serde(default)]
     pub efficiency_levels: Vec<LevelVerdict>,
+    /// The cell's efficiency leader: the best runtime and those equivalent to it, over its levels
+    /// (decided when every level's leader is decided and all name the same group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<brigade_stats::Leader>,
     /// The capacity verdict (`--slo`): the highest rate holding every SLO, higher is better.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Verdict>,
@@ -664,8 +672,15 @@ pub struct LevelVerdict {
     pub level: String,
     /// The rate offered to every runtime, requests/s.
     pub rate_per_s: f64,
+    /// The share of the server CPUs the level kept busy, percent (what the level measured, beside
+    /// the share its name asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_pct: Option<f64>,
     /// What was decided and why.
     pub verdict: Verdict,
+    /// The level's leader: the best runtime and those equivalent to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<brigade_stats::Leader>,
 }
 
 /// The verdicts for one scenario over its cells.

@@ -105,6 +105,16 @@ pub enum Outcome {
         /// How far ahead of the runner-up, percent (for a scenario: the smallest lead).
         margin_pct: f64,
     },
+    /// One runtime leads and the order is known for every other, but at least one trails it by a
+    /// difference whose interval reaches inside the margin ("ahead", not a win that matters).
+    Leads {
+        /// The leader.
+        runtime: String,
+        /// The closest behind it.
+        runner_up: String,
+        /// How far ahead of the runner-up, percent.
+        margin_pct: f64,
+    },
     /// The leaders are equivalent: their intervals lie inside the margin (any other runtime
     /// loses to them).
     Equivalent {
@@ -147,6 +157,11 @@ impl Verdict {
                 margin_pct,
                 ..
             } => format!("{runtime} +{margin_pct:.1}%"),
+            Outcome::Leads {
+                runtime,
+                margin_pct,
+                ..
+            } => format!("{runtime} leads (+{margin_pct:.1}%)"),
             Outcome::Equivalent { leaders } if leaders.len() > 1 => {
                 format!("{} equivalent", leaders.join("≈"))
             }

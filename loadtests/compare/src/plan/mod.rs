@@ -188,6 +188,7 @@ impl<'s> Plan<'s> {
             side_by_side: settings.side.enabled.then(|| report::SideSetup {
                 levels: settings.side.levels.clone(),
                 rates: settings.side.rates.clone(),
+                rounds: settings.side.rounds,
                 windows: settings.side.windows,
                 window_s: settings.side.window_s,
                 warmup_s: settings.side.warmup.as_secs_f64(),

@@ -7,33 +7,45 @@
 //! the same seconds share whatever the machine does in those seconds — a neighbour's burst, the
 //! hypervisor taking the CPU, a cache flushed — and it cancels in the ratio (±0.4% A/A after 20 s).
 //!
-//! One cell (scenario × users × preload) in order:
+//! One cell (scenario × users × preload) runs in **rounds** (`--rounds`): two fresh servers of one
+//! runtime differ by about 0.7% in cost, an effect no number of windows on one pair can cover, so
+//! the server instance is the unit of replication and each round starts every runtime afresh.
+//! Between rounds the order in which servers start, their generators start and their clocks are
+//! read at a window boundary rotates, and each gets new ports. One round in order:
 //! 1. one fresh server per runtime (its own fresh store state, as an isolated run's), all pinned
-//!    to the server CPUs; a runtime on servers compare did not start (`--external` with
-//!    `--external-cgroup`: containers) is taken as it runs, its CPU read from its cgroups;
-//! 2. per load level: each server's fixtures made on its own store with the one seed (the setup
+//!    to the server CPUs, started at once; a runtime on servers compare did not start
+//!    (`--external` with `--external-cgroup`: containers) is taken as it runs, its CPU read from
+//!    its cgroups (its rounds then share one instance, and the report says so);
+//! 2. in the first round only, short probes set each level's rate from the busy share the
+//!    servers measure (the rounds after keep those rates);
+//! 3. per load level: each server's fixtures made on its own store with the one seed (the setup
 //!    steps send the same requests, so every store holds the same data); then one open-loop
 //!    generator per server, all started at one agreed instant (the engine's `start_at`), each at
 //!    the level's rate over `users` connections and with the one seed, so every runtime receives
 //!    the same request stream and its data grows the same way;
-//! 3. at every window boundary after the warm-up, each server's CPU-time clock is read, back to
+//! 4. at every window boundary after the warm-up, each server's CPU-time clock is read, back to
 //!    back ([`counters`]); requests per window come from each generator's per-second series;
-//! 4. after the measured windows, the same load goes on for the counting windows while `perf stat`
-//!    counts syscalls and context switches (kept apart from the CPU windows, since counting costs);
-//! 5. while a level is undecided and the `--budget` has time left, more windows at the same level
-//!    on the same servers.
+//! 5. in the first round, after the measured windows, the same load goes on for the counting
+//!    windows while `perf stat` counts syscalls and context switches (kept apart from the CPU
+//!    windows, since counting costs);
+//! 6. the servers stop.
+//!
+//! After every cell's first look, `--budget` adds rounds ([`more_rounds`]) to the levels still
+//! open, every runtime started afresh again (so the level's load stays what it names).
 //!
 //! Latency measured here includes the other servers' work on the same CPU: it is recorded and
 //! labelled so, and never judged (the isolated runs judge latency).
 
+pub mod budget;
 pub mod instructions;
 
 pub use brigade_meter::counters;
 pub use brigade_meter::window::{
-    extend, Level, SideCell, SideRuntime, WindowPlan, WindowServer, ACHIEVED_SHARE, MAX_ERROR_SHARE,
+    extend, Level, Looks, SideCell, SideRuntime, WindowPlan, WindowServer, ACHIEVED_SHARE,
+    MAX_ERROR_SHARE,
 };
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use brigade_load::scenario::Scenario;
@@ -87,9 +99,6 @@ pub fn level_rates(levels: &[f64], server_cpus: usize, isolated: &[(f64, f64)]) 
 /// The warm-up of a probe: the servers are warm already from their fixtures and earlier sets.
 const PROBE_WARMUP: Duration = Duration::from_millis(500);
 
-/// The fewest windows worth adding to an undecided level.
-const MIN_EXTENSION: u32 = 4;
-
 /// How many times a probe that saturates the servers is halved before the levels keep their rates.
 const MAX_PROBE_HALVINGS: u64 = 2;
 /// Seconds of the probe that corrects a level's rate by what the servers measure side by side.
@@ -120,13 +129,10 @@ pub struct CellPlan<'a> {
     pub users: u32,
     /// Documents preloaded per collection.
     pub preload: u64,
-    /// The levels to run.
+    /// The levels to run (after [`run_cell`], the rates its first round settled on).
     pub levels: Vec<Level>,
     /// Its index among side-by-side cells (names logs and folders).
     pub index: usize,
-    /// Side-by-side cells still to run, this one included: it may spend its share of the budget
-    /// left (what earlier cells did not spend passes on).
-    pub cells_left: usize,
 }
 
 /// One server of a side-by-side cell: started for it, or external (`--external`, read through
@@ -145,73 +151,163 @@ struct Started {
     _state: state::RunState,
 }
 
-/// Runs a cell side by side; `decided` says whether a level's figures decide its verdict (more
-/// windows are added, within `budget_left`, while it is false). Returns every level and the
-/// servers' records.
-pub fn run_cell(
+/// The most rounds one cell may run (first look and budget together); it spaces the rounds'
+/// folder numbers and seeds.
+pub const MAX_ROUNDS: u32 = 64;
+
+/// Runs a cell's first look: `--rounds` rounds, each on fresh servers of every runtime, every
+/// level measured in each. Returns every level (its windows round after round), the servers'
+/// records, and `plan.levels` set to the rates the first round settled on (what later rounds,
+/// and [`more_rounds`], run at).
+pub fn run_cell(bench: &Bench<'_>, plan: &mut CellPlan<'_>) -> (Vec<SideCell>, Vec<ServerRecord>) {
+    let side = &bench.settings.side;
+    let mut cells: Vec<SideCell> = Vec::new();
+    let mut records = Vec::new();
+    for round in 0..side.rounds.max(1) {
+        let servers = match start_all(bench, plan, round) {
+            Ok(servers) => servers,
+            Err(err) => {
+                let reason = format!(
+                    "failed: servers not started in round {}: {err:#}",
+                    round + 1
+                );
+                println!("side by side {} {} users: {reason}", plan.label, plan.users);
+                fail_levels(bench, plan, &mut cells, &reason);
+                break;
+            }
+        };
+        if round == 0 {
+            cells = first_round(bench, plan, &servers);
+        } else {
+            let all: Vec<usize> = (0..plan.levels.len()).collect();
+            later_round(bench, plan, &servers, &mut cells, &all, round);
+        }
+        records.extend(servers.into_iter().filter_map(stop));
+    }
+    let planned = if side.budget.is_zero() { 1 } else { 2 };
+    for cell in &mut cells {
+        cell.looks = Looks {
+            rounds: vec![cell.rounds().len() as u32],
+            planned,
+            stopped: None,
+        };
+    }
+    (cells, records)
+}
+
+/// `rounds` more rounds of the levels `which` of a cell whose first look left them open (the
+/// budget's): fresh servers of every runtime each round, the levels at the rates the first round
+/// settled on. Records the second look on each level extended.
+pub fn more_rounds(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
-    budget_left: &mut Duration,
-    decided: &dyn Fn(&SideCell) -> bool,
-) -> (Vec<SideCell>, Vec<ServerRecord>) {
-    let mut servers = match start_all(bench, plan) {
-        Ok(servers) => servers,
-        Err(err) => {
-            let reason = format!("failed: servers not started: {err:#}");
-            println!("side by side {} {} users: {reason}", plan.label, plan.users);
-            return (
-                plan.levels
-                    .iter()
-                    .map(|l| blank_cell(bench, plan, l, reason.clone()))
-                    .collect(),
-                Vec::new(),
-            );
+    cells: &mut [SideCell],
+    which: &[usize],
+    rounds: u32,
+) -> Vec<ServerRecord> {
+    let mut records = Vec::new();
+    let first = cells
+        .iter()
+        .map(|c| c.rounds().len() as u32)
+        .max()
+        .unwrap_or(0);
+    for round in first..(first + rounds).min(MAX_ROUNDS) {
+        let servers = match start_all(bench, plan, round) {
+            Ok(servers) => servers,
+            Err(err) => {
+                println!("  more rounds: servers not started: {err:#}");
+                break;
+            }
+        };
+        later_round(bench, plan, &servers, cells, which, round);
+        records.extend(servers.into_iter().filter_map(stop));
+    }
+    for &i in which {
+        let cell = &mut cells[i];
+        let total = cell.rounds().len() as u32;
+        if cell.looks.rounds.last() != Some(&total) {
+            cell.looks.rounds.push(total);
         }
-    };
-    let mut cells = Vec::new();
-    let mut budget = CellBudget {
-        allowance: *budget_left / plan.cells_left.max(1) as u32,
-        spent: Duration::ZERO,
-        set: 0,
-    };
+    }
+    records
+}
+
+/// Every level of a cell marked not judged for `reason` (blank if it has no figures yet).
+fn fail_levels(bench: &Bench<'_>, plan: &CellPlan<'_>, cells: &mut Vec<SideCell>, reason: &str) {
+    if cells.is_empty() {
+        *cells = plan
+            .levels
+            .iter()
+            .map(|l| blank_cell(bench, plan, l, reason.to_owned()))
+            .collect();
+    }
+    for cell in cells.iter_mut() {
+        cell.not_judged.get_or_insert_with(|| reason.to_owned());
+    }
+}
+
+/// The first round: the probes that set the levels' rates, then every level measured, with the
+/// counting windows after each.
+fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) -> Vec<SideCell> {
+    let side = &bench.settings.side;
     // A rate and the share of the server CPUs it measured side by side: the isolated runs' cost
     // per request (closed loop, the CPU never idle) understates the cost at a lower rate, so a
     // level's rate is corrected from the nearest rate measured side by side.
-    let mut measured = probe(bench, plan, &servers);
-    for level in &plan.levels {
-        budget.set += 1;
-        let level = &corrected_level(level, measured);
+    let mut measured = probe(bench, plan, servers);
+    let mut cells = Vec::new();
+    for i in 0..plan.levels.len() {
+        let level = corrected_level(&plan.levels[i], measured);
+        plan.levels[i] = level.clone();
         let shape = SetShape {
-            windows: bench.settings.side.windows,
-            count_s: bench.settings.side.count_s,
-            set: budget.set,
-            warmup: bench.settings.side.warmup,
+            windows: side.windows,
+            count_s: side.count_s,
+            set: set_number(0, i),
+            warmup: side.warmup,
         };
-        let mut cell = match measure_level(bench, plan, level, &servers, shape) {
+        let cell = match measure_level(bench, plan, &level, servers, shape) {
             Ok(cell) => cell,
-            Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
+            Err(err) => blank_cell(bench, plan, &level, format!("failed: {err:#}")),
         };
-        print_level(&cell);
-        add_windows(
-            bench,
-            plan,
-            level,
-            &servers,
-            &mut cell,
-            &mut budget,
-            decided,
-        );
+        print_level(&cell, 1);
         if cell.not_judged.is_none() {
             measured = Some((level.rate_per_s, busy_share(&cell)));
         }
         cells.push(cell);
     }
-    *budget_left = budget_left.saturating_sub(budget.spent);
-    let mut records = Vec::new();
-    for server in servers.drain(..) {
-        records.extend(stop(server));
+    cells
+}
+
+/// A round after the first: the levels `which` measured again on fresh servers, each appended to
+/// its level as a round of its own.
+fn later_round(
+    bench: &Bench<'_>,
+    plan: &CellPlan<'_>,
+    servers: &[Running],
+    cells: &mut [SideCell],
+    which: &[usize],
+    round: u32,
+) {
+    let side = &bench.settings.side;
+    for &i in which {
+        let level = &plan.levels[i];
+        let shape = SetShape {
+            windows: side.windows,
+            count_s: 0,
+            set: set_number(round, i),
+            warmup: side.warmup,
+        };
+        let more = match measure_level(bench, plan, level, servers, shape) {
+            Ok(more) => more,
+            Err(err) => blank_cell(
+                bench,
+                plan,
+                level,
+                format!("failed in round {}: {err:#}", round + 1),
+            ),
+        };
+        extend(&mut cells[i], more);
+        print_level(&cells[i], round + 1);
     }
-    (cells, records)
 }
 
 /// A level of a cell with no figures, and why.
@@ -248,70 +344,21 @@ fn corrected_level(level: &Level, measured: Option<(f64, f64)>) -> Level {
     level
 }
 
-/// What a cell may still spend on extra windows, and the number of the last window set run on
-/// its servers.
-struct CellBudget {
-    /// This cell's share of the budget left.
-    allowance: Duration,
-    /// Time spent on extra windows so far.
-    spent: Duration,
-    /// The last window set's number (its seed).
-    set: u64,
+/// The window set number of level `level` in round `round` (its seed, [`set_seed`]): every round
+/// and level its own, so fixtures drawing keys never meet an earlier set's on external servers.
+fn set_number(round: u32, level: usize) -> u64 {
+    1 + u64::from(round) * 16 + level as u64
 }
 
-/// More windows where the verdict is still open, as many as this cell's share of the budget
-/// affords (at most another full set, at least a few), up to three times.
-fn add_windows(
-    bench: &Bench<'_>,
-    plan: &CellPlan<'_>,
-    level: &Level,
-    servers: &[Running],
-    cell: &mut SideCell,
-    budget: &mut CellBudget,
-    decided: &dyn Fn(&SideCell) -> bool,
-) {
-    let side = &bench.settings.side;
-    let window_s = u64::from(side.window_s.max(1));
-    let overhead = side.warmup + Duration::from_secs(1);
-    while cell.not_judged.is_none() && !decided(cell) && cell.extensions < 3 {
-        let left = budget
-            .allowance
-            .saturating_sub(budget.spent)
-            .saturating_sub(overhead);
-        let more = u32::try_from(left.as_secs() / window_s)
-            .unwrap_or(u32::MAX)
-            .min(side.windows);
-        if more < MIN_EXTENSION {
-            break;
-        }
-        let step = Instant::now();
-        budget.set += 1;
-        let shape = SetShape {
-            windows: more,
-            count_s: 0,
-            set: budget.set,
-            warmup: side.warmup,
-        };
-        match measure_level(bench, plan, level, servers, shape) {
-            Ok(added) => extend(cell, added),
-            Err(err) => {
-                println!("  more windows failed: {err:#}");
-                break;
-            }
-        }
-        budget.spent += step.elapsed();
-        print_level(cell);
-    }
-}
-
-fn print_level(cell: &SideCell) {
+fn print_level(cell: &SideCell, round: u32) {
     let costs: Vec<String> = cell
         .runtimes
         .iter()
         .map(|r| format!("{} {:.1} µs", r.runtime, r.cpu_us_per_request))
         .collect();
     println!(
-        "side by side {} {} users, {} ({:.0}/s each, server CPUs {:.0}% busy, {} windows): {}{}",
+        "side by side {} {} users, {} round {round} ({:.0}/s each, server CPUs {:.0}% busy, {} \
+         windows): {}{}",
         cell.scenario,
         cell.users,
         cell.level,
@@ -478,58 +525,105 @@ fn measure_level(
     brigade_meter::window::measure(&window_plan, &window_servers)
 }
 
-/// Starts one fresh server per runtime, all pinned to the server CPUs; an external runtime's
-/// servers are taken as they run, their CPU read from their cgroups.
-fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>) -> anyhow::Result<Vec<Running>> {
-    let settings = bench.settings;
-    let mut started = Vec::new();
-    for (i, label) in settings.runtimes.iter().enumerate() {
-        if let Some(external) = settings.external.iter().find(|e| &e.runtime == label) {
-            let cgroups: Vec<String> = external.cgroups.iter().map(|(_, c)| c.clone()).collect();
-            started.push(Running {
-                label: label.clone(),
-                services: external.services.clone(),
-                clock: CpuClock::of_cgroups(&cgroups)
-                    .with_context(|| format!("{label}: its cgroups (--external-cgroup)"))?,
-                started: None,
-            });
-            continue;
+/// Starts one fresh server per runtime for round `round`, all at once, all pinned to the server
+/// CPUs; the list comes rotated by the round, so that which server starts, is loaded and has its
+/// clock read first moves round by round. An external runtime's servers are taken as they run,
+/// their CPU read from their cgroups.
+fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>, round: u32) -> anyhow::Result<Vec<Running>> {
+    let labels = &bench.settings.runtimes;
+    let shift = round as usize % labels.len().max(1);
+    let order: Vec<(usize, &String)> = labels
+        .iter()
+        .enumerate()
+        .cycle()
+        .skip(shift)
+        .take(labels.len())
+        .collect();
+    let started: Vec<anyhow::Result<Running>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = order
+            .iter()
+            .map(|&(i, label)| scope.spawn(move || start_one(bench, plan, round, i, label)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a server start panicked")))
+            })
+            .collect()
+    });
+    let mut running = Vec::new();
+    let mut first_err = None;
+    for result in started {
+        match result {
+            Ok(server) => running.push(server),
+            Err(err) => {
+                first_err.get_or_insert(err);
+            }
         }
-        let index = 10_000 + plan.index * settings.runtimes.len() + i;
-        let fresh = bench
-            .state
-            .for_run(index, &label.replace('#', "-"), plan.preload)?;
-        let log_path = settings.out_dir.join("logs").join(format!(
-            "side-{:03}-{}.log",
-            plan.index + 1,
-            label.replace('#', "-")
-        ));
-        let spec = ServerSpec {
-            runtime: crate::settings::runtime_of(label).to_owned(),
-            data_dir: fresh.data.path().to_path_buf(),
-            preload: fresh.preload_arg,
-            database_prefix: fresh.database_prefix.clone(),
-            log_path: log_path.clone(),
-            handicap_us: settings.handicaps.get(label).copied().unwrap_or(0.0),
-            ..bench.server_template()
-        };
-        let process =
-            servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
-                .with_context(|| format!("{label} did not start"))?;
-        let clock = CpuClock::of(process.pid())?;
-        let record = ServerRecord::started(label, index as u32, plan.preload, &process, &log_path);
-        started.push(Running {
-            label: label.clone(),
-            services: process.announced().clone(),
-            clock,
-            started: Some(Started {
-                process,
-                record,
-                _state: fresh,
-            }),
+    }
+    match first_err {
+        None => Ok(running),
+        Some(err) => {
+            running.into_iter().for_each(|s| drop(stop(s)));
+            Err(err)
+        }
+    }
+}
+
+/// Starts (or takes, when external) the server of runtime `label`, the `i`th, for round `round`.
+fn start_one(
+    bench: &Bench<'_>,
+    plan: &CellPlan<'_>,
+    round: u32,
+    i: usize,
+    label: &str,
+) -> anyhow::Result<Running> {
+    let settings = bench.settings;
+    if let Some(external) = settings.external.iter().find(|e| e.runtime == label) {
+        let cgroups: Vec<String> = external.cgroups.iter().map(|(_, c)| c.clone()).collect();
+        return Ok(Running {
+            label: label.to_owned(),
+            services: external.services.clone(),
+            clock: CpuClock::of_cgroups(&cgroups)
+                .with_context(|| format!("{label}: its cgroups (--external-cgroup)"))?,
+            started: None,
         });
     }
-    Ok(started)
+    let slot = (plan.index * MAX_ROUNDS as usize + round as usize) * settings.runtimes.len() + i;
+    let index = 10_000 + slot;
+    let fresh = bench
+        .state
+        .for_run(index, &label.replace('#', "-"), plan.preload)?;
+    let log_path = settings.out_dir.join("logs").join(format!(
+        "side-{:03}-r{}-{}.log",
+        plan.index + 1,
+        round + 1,
+        label.replace('#', "-")
+    ));
+    let spec = ServerSpec {
+        runtime: crate::settings::runtime_of(label).to_owned(),
+        data_dir: fresh.data.path().to_path_buf(),
+        preload: fresh.preload_arg,
+        database_prefix: fresh.database_prefix.clone(),
+        log_path: log_path.clone(),
+        handicap_us: settings.handicaps.get(label).copied().unwrap_or(0.0),
+        ..bench.server_template()
+    };
+    let process = servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
+        .with_context(|| format!("{label} did not start"))?;
+    let clock = CpuClock::of(process.pid())?;
+    let record = ServerRecord::started(label, index as u32, plan.preload, &process, &log_path);
+    Ok(Running {
+        label: label.to_owned(),
+        services: process.announced().clone(),
+        clock,
+        started: Some(Started {
+            process,
+            record,
+            _state: fresh,
+        }),
+    })
 }
 
 /// Stops a server the cell started and returns its record; an external one is left running.
