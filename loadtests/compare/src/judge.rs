@@ -1034,36 +1034,45 @@ fn cpu_notes(report: &Report, notes: &mut Vec<String>) {
 
 /// How efficiency was measured side by side, and how much of it was decided.
 fn side_by_side_note(report: &Report, notes: &mut Vec<String>) {
-    let side_cells = report.side_by_side.len();
-    if side_cells > 0 {
-        let efficiency: Vec<&Comparison> = report
-            .comparisons
-            .iter()
-            .filter(|c| c.measure == Measure::Efficiency)
-            .collect();
-        let decided = report
-            .cells
-            .iter()
-            .flat_map(|c| &c.efficiency_levels)
-            .filter(|l| {
-                matches!(
-                    l.verdict.outcome,
-                    Outcome::Winner { .. } | Outcome::Equivalent { .. }
-                )
-            })
-            .count();
-        let mut widths: Vec<f64> = efficiency
-            .iter()
-            .filter_map(|c| Some((c.ci_high? - c.ci_low?) / 2.0 * 100.0))
-            .collect();
-        widths.sort_by(f64::total_cmp);
-        let median = verdict::median(&widths);
+    let cells = &report.side_by_side;
+    if cells.is_empty() {
+        return;
+    }
+    notes.push(format!(
+        "{} Latency measured side by side includes the other servers' work and is not judged.",
+        crate::report::answer::tally(report)
+    ));
+    let one_round = cells
+        .iter()
+        .filter(|c| c.not_judged.is_none() && c.rounds().len() < 2)
+        .count();
+    if one_round > 0 {
         notes.push(format!(
-            "Efficiency is measured side by side: every runtime's server alive at once on the same \
-             CPUs, each offered the same rate; {decided} of {side_cells} cell levels decided (win or \
-             equivalent); median interval half-width {median:.2} points. Latency measured side by \
-             side includes the other servers' work and is not judged."
+            "{one_round} of {} levels were measured in one round of servers (a report written \
+             before rounds, or --rounds 1): their intervals come from the windows of one server \
+             per runtime and cannot cover how much two fresh servers of one runtime differ (about \
+             0.7% here), so they claim more than they hold.",
+            cells.len()
         ));
+    }
+    if report.settings.external {
+        notes.push(
+            "Servers compare did not start (--external) are the same instance in every round: \
+             their comparisons cannot cover the instance effect."
+                .to_owned(),
+        );
+    }
+    let stopped: Vec<String> = cells
+        .iter()
+        .filter_map(|c| {
+            c.looks
+                .stopped
+                .as_ref()
+                .map(|why| format!("{} {} users at {}: {why}", c.scenario, c.users, c.level))
+        })
+        .collect();
+    if !stopped.is_empty() {
+        notes.push(format!("Left open by the budget: {}.", stopped.join("; ")));
     }
 }
 
@@ -1298,6 +1307,151 @@ mod tests {
         assert_eq!(c.outcome, ComparisonOutcome::Undecided, "{c:?}");
         assert!(c.sentence.starts_with("undecided: "), "{}", c.sentence);
         assert!(matches!(verdict.outcome, Outcome::Undecided { .. }));
+    }
+
+    /// A level of `rounds` rounds of `windows` windows: each runtime's cost `us`, times a factor
+    /// per round for the server instance (`instance[r]` for the first runtime, reversed for the
+    /// others) and the machine's wobble shared by all in a window.
+    fn rounds_cell(
+        costs: &[(&str, f64)],
+        rounds: usize,
+        windows: usize,
+        instance: f64,
+    ) -> SideCell {
+        let mut cell = side(costs, rounds * windows, 0.3);
+        for (i, r) in cell.runtimes.iter_mut().enumerate() {
+            for (w, ns) in r.window_cpu_ns.iter_mut().enumerate() {
+                let round = w / windows;
+                let sign = if (round + i) % 2 == 0 { 1.0 } else { -1.0 };
+                *ns = (*ns as f64 * (1.0 + sign * instance)) as u64;
+            }
+        }
+        cell.round_windows = vec![windows as u32; rounds];
+        cell.looks = Looks {
+            rounds: vec![rounds as u32],
+            planned: 1,
+            stopped: None,
+        };
+        cell
+    }
+
+    #[test]
+    fn rounds_give_intervals_simultaneous_over_the_cell_and_a_decided_leader() {
+        // warp 1.8% behind hyper (an order, its interval reaching past the 2% margin), actix 12%
+        // behind (a win).
+        let cell = rounds_cell(
+            &[("warp", 25.45), ("hyper", 25.0), ("actix", 28.0)],
+            5,
+            6,
+            0.003,
+        );
+        let rule = Rule::default();
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &rule);
+        assert_eq!(comparisons.len(), 2);
+        assert!(comparisons
+            .iter()
+            .all(|c| c.a == "hyper" && c.simultaneous && c.samples == 5));
+        let of = |b: &str| comparisons.iter().find(|c| c.b == b).unwrap();
+        assert_eq!(
+            of("actix").outcome,
+            ComparisonOutcome::Win,
+            "{:?}",
+            of("actix")
+        );
+        assert_eq!(
+            of("warp").outcome,
+            ComparisonOutcome::Ahead,
+            "{:?}",
+            of("warp")
+        );
+        assert!(
+            of("warp").sentence.contains("simultaneous CI"),
+            "{}",
+            of("warp").sentence
+        );
+        let leader = level_leader(&comparisons).unwrap();
+        assert_eq!(
+            (leader.runtimes.clone(), leader.decided),
+            (vec!["hyper".to_owned()], true)
+        );
+        assert!(
+            matches!(verdict.outcome, Outcome::Leads { ref runtime, .. } if runtime == "hyper")
+        );
+        assert!(level_decided(&cell, "embedded", &rule));
+    }
+
+    #[test]
+    fn the_instance_effect_between_rounds_widens_the_interval_that_windows_alone_hide() {
+        // ±1% per server instance, alternating: one round alone looks tight and wrong.
+        let wide = rounds_cell(&[("hyper", 25.0), ("hyper#2", 25.0)], 4, 6, 0.01);
+        let tight = rounds_cell(&[("hyper", 25.0), ("hyper#2", 25.0)], 4, 6, 0.0);
+        let half = |cell: &SideCell| {
+            let (c, _) = judge_level(cell, "embedded", &Rule::default());
+            (c[0].ci_high.unwrap() - c[0].ci_low.unwrap()) / 2.0
+        };
+        assert!(
+            half(&wide) > 3.0 * half(&tight),
+            "{} vs {}",
+            half(&wide),
+            half(&tight)
+        );
+        let (c, _) = judge_level(&wide, "embedded", &Rule::default());
+        assert!(
+            c[0].ci_low.unwrap() <= 1.0 && c[0].ci_high.unwrap() >= 1.0,
+            "{:?}",
+            c[0]
+        );
+    }
+
+    #[test]
+    fn the_best_is_the_runtime_its_comparisons_test_not_the_cheapest_in_aggregate() {
+        // a: 20 µs in one window with 100× the requests, 30 µs in the 19 others (21.6 µs in
+        // aggregate); b: 25 µs throughout. Window by window b is cheaper by about 15%.
+        let mut cell = side(&[("a", 21.6), ("b", 25.0)], 20, 0.0);
+        let a = &mut cell.runtimes[0];
+        a.window_requests[0] = 100_000;
+        a.window_cpu_ns[0] = 2_000_000_000;
+        for w in 1..20 {
+            a.window_cpu_ns[w] = 30_000_000;
+        }
+        for r in &mut cell.runtimes {
+            r.window_cpu_ns.iter_mut().enumerate().for_each(|(w, ns)| {
+                *ns = (*ns as f64 * (1.0 + 0.002 * (w % 3) as f64)) as u64;
+            });
+        }
+        cell.runtimes[1].window_cpu_ns = (0..20).map(|w| 25_000_000 + w as u64).collect();
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
+        let c = &comparisons[0];
+        assert_eq!((c.a.as_str(), c.b.as_str()), ("b", "a"), "{c:?}");
+        assert_eq!(c.outcome, ComparisonOutcome::Win, "{c:?}");
+        assert!(matches!(verdict.outcome, Outcome::Winner { ref runtime, .. } if runtime == "b"));
+    }
+
+    #[test]
+    fn a_level_with_the_server_cpus_saturated_is_not_judged() {
+        let mut cell = side(&[("axum", 25.0), ("warp", 40.0)], 10, 0.1);
+        cell.server_cpus_busy_pct = 93.0;
+        let (comparisons, verdict) = judge_level(&cell, "embedded", &Rule::default());
+        assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
+        assert!(
+            comparisons[0].sentence.contains("93% busy"),
+            "{}",
+            comparisons[0].sentence
+        );
+        assert_eq!(verdict.outcome, Outcome::NotJudged);
+    }
+
+    #[test]
+    fn the_error_rate_is_split_between_two_planned_looks_and_whole_with_one() {
+        let looks = |rounds: Vec<u32>, planned| Looks {
+            rounds,
+            planned,
+            stopped: None,
+        };
+        assert_eq!(look_confidence(0.95, &looks(vec![4], 1)), 0.95);
+        assert!((look_confidence(0.95, &looks(vec![4], 2)) - 0.96).abs() < 1e-12);
+        assert!((look_confidence(0.95, &looks(vec![4, 8], 2)) - 0.99).abs() < 1e-12);
+        assert_eq!(look_confidence(0.95, &Looks::default()), 0.95);
     }
 
     fn search(

@@ -19,6 +19,7 @@ use crate::verdict::Verdict;
 pub fn render(report: &Report) -> anyhow::Result<String> {
     let mut out = head("Brigade runtime comparison");
     out.push_str(&intro(report));
+    out.push_str(&super::answer::html(report));
     let (compared, searched) = markdown::verdict_columns(report);
     out.push_str(&verdicts(report, compared, searched));
     out.push_str(&notes(report, compared));

@@ -14,6 +14,7 @@
 //! x/y series). Both open with the same [`setup::Setup`] section and go through the same writer
 //! ([`write_all`], for anything that is a [`ReportDocument`]) into the same three files.
 
+pub mod answer;
 pub mod baseline;
 pub mod capacity;
 pub mod comparison;

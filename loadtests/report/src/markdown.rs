@@ -34,6 +34,7 @@ pub fn summary(report: &Report) -> String {
         report.started_at,
         duration_words(report.wall_s)
     );
+    out.push_str(&super::answer::markdown(report));
     out.push_str(&verdicts(report));
     out.push_str(&pairs(report));
     out.push_str(&crate::thresholds::markdown(
@@ -88,14 +89,20 @@ pub fn verdict_rules(rule: &crate::verdict::Rule) -> String {
          compares the servers' CPU µs per request measured **side by side**: every runtime's \
          server alive at once on the same CPUs, each offered the same rate, each one's CPU read \
          every window, so the machine's noise lands on all of them in the same second and cancels \
-         in the paired per-window ratio; one verdict per load level. The **throughput verdict** \
-         compares successful hits/s of the isolated closed-loop runs (one runtime alone on its \
-         CPUs), second by second. Each comparison is the best runtime against another, a ratio \
-         with its {}% interval (moving-block bootstrap): **win** when the whole interval lies \
-         beyond the equivalence margin (±{}% efficiency, ±{}% throughput), **equivalent** when it \
-         lies inside, **undecided** otherwise, with about how many more windows would decide it. \
-         A level the generator could not deliver, or an isolated cell that was generator-bound \
-         or contended, is not judged, and says why.",
+         in the paired ratio; one verdict per load level, measured in **rounds** of fresh servers \
+         (two fresh servers of one runtime differ, so the server instance is the unit). The \
+         **throughput verdict** compares successful hits/s of the isolated closed-loop runs (one \
+         runtime alone on its CPUs), run by run. Each comparison is the best runtime against \
+         another, a ratio with its {}% interval, simultaneous over the cell's comparisons \
+         (rounds or runs as blocks, Tukey's range): **win** when the whole interval lies beyond \
+         the equivalence margin (±{}% efficiency, ±{}% throughput), **equivalent** when it lies \
+         inside, **ahead** when it excludes no difference but reaches inside the margin (the \
+         order is known, not that it matters), **undecided** otherwise, with about how many \
+         rounds would decide it. A level's **leader** is its best runtime with those equivalent \
+         to it, decided when nothing is undecided. With `--budget` the error rate is split \
+         between a first look and a second after more rounds. A level the generator could not \
+         deliver or that kept the server CPUs 90% busy or more, or an isolated cell that was \
+         generator-bound or contended, is not judged, and says why.",
         trim(rule.confidence_pct),
         trim(rule.margin_pct(Measure::Efficiency)),
         trim(rule.margin_pct(Measure::Throughput))

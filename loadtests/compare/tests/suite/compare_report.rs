@@ -448,8 +448,12 @@ fn verdicts_name_the_faster_runtime_and_refuse_a_generator_bound_scenario() {
 #[test]
 fn the_html_is_self_contained_with_inline_svg_charts() {
     let html = report::html::render(&synthetic()).unwrap();
-    // Three charts per scenario, and the side-by-side breakdown where there is one (waiter).
-    assert_eq!(html.matches("<svg").count(), 7);
+    // Three charts per scenario, and the side-by-side breakdown and forest plot where there are
+    // side-by-side levels (waiter); the answer (forest plot and leaders) comes first.
+    assert_eq!(html.matches("<svg").count(), 8);
+    assert_eq!(html.matches("<svg class=\"forest\"").count(), 1);
+    let answer = html.find("<h2>The answer</h2>").expect("the answer leads");
+    assert!(answer < html.find("<h2>Verdicts</h2>").unwrap());
     assert!(html.contains("waiter: CPU per request side by side"));
     assert!(html.contains("throughput per runtime"));
     assert!(html.contains("throughput against users"));

@@ -1,0 +1,305 @@
+//! The answer a reader came for, before anything else: per scenario, every side-by-side level's
+//! leader in one line (the best runtime, who trails it and how surely), a forest plot of each
+//! runtime's cost over the best with its interval and the margin band shaded (HTML), and one tally
+//! that counts wins beyond the margin apart from orders inside it ("ahead"), equivalences and the
+//! undecided, so nobody mistakes an order for a difference that matters.
+
+use std::fmt::Write as _;
+
+use super::comparison::{Comparison, ComparisonOutcome};
+use super::render::esc;
+use super::{CellVerdict, LevelVerdict, Report};
+use crate::verdict::Measure;
+
+/// One judged side-by-side level with its comparisons (the best against each other runtime).
+struct LevelAnswer<'a> {
+    cell: &'a CellVerdict,
+    level: &'a LevelVerdict,
+    comparisons: Vec<&'a Comparison>,
+}
+
+/// Every side-by-side level of `scenario`, in the report's order.
+fn levels<'a>(report: &'a Report, scenario: &str) -> Vec<LevelAnswer<'a>> {
+    let mut out = Vec::new();
+    for cell in report.cells.iter().filter(|c| c.scenario == scenario) {
+        for level in &cell.efficiency_levels {
+            let comparisons = report
+                .comparisons
+                .iter()
+                .filter(|c| {
+                    c.measure == Measure::Efficiency
+                        && c.scenario == scenario
+                        && c.users == cell.users
+                        && c.preload == cell.preload
+                        && c.level.as_deref() == Some(level.level.as_str())
+                })
+                .collect();
+            out.push(LevelAnswer {
+                cell,
+                level,
+                comparisons,
+            });
+        }
+    }
+    out
+}
+
+/// An outcome in one word.
+fn word(outcome: ComparisonOutcome) -> &'static str {
+    match outcome {
+        ComparisonOutcome::Win => "win",
+        ComparisonOutcome::Ahead => "ahead",
+        ComparisonOutcome::Equivalent => "equivalent",
+        ComparisonOutcome::Undecided => "undecided",
+        ComparisonOutcome::NotJudged => "not judged",
+    }
+}
+
+/// `+1.8% (1.0–2.6%)`: how much more the other runtime spends than the best.
+fn extra(c: &Comparison) -> String {
+    match (c.ratio, c.ci_low, c.ci_high) {
+        (Some(r), Some(lo), Some(hi)) => format!(
+            "{:+.1}% ({:.1}–{:.1}%)",
+            (r - 1.0) * 100.0,
+            (lo - 1.0) * 100.0,
+            (hi - 1.0) * 100.0
+        ),
+        _ => "no interval".to_owned(),
+    }
+}
+
+/// Where a level lies and what it measured: `10 users at 40% (437/s each, 44% busy)`.
+fn where_words(report: &Report, a: &LevelAnswer<'_>) -> String {
+    let busy = a
+        .level
+        .busy_pct
+        .map(|b| format!(", {b:.0}% busy"))
+        .unwrap_or_default();
+    format!(
+        "{} at {} ({}/s each{busy})",
+        super::cell_name(report, a.cell),
+        a.level.level,
+        super::rate_words(a.level.rate_per_s)
+    )
+}
+
+/// The one-line leader of a level, in markdown.
+fn leader_line(report: &Report, a: &LevelAnswer<'_>) -> String {
+    let place = where_words(report, a);
+    let Some(leader) = &a.level.leader else {
+        return format!("{place}: {}", a.level.verdict.label());
+    };
+    let group = leader
+        .runtimes
+        .iter()
+        .map(|r| format!("**{r}**"))
+        .collect::<Vec<_>>()
+        .join(" ≈ ");
+    let state = if leader.decided { "decided" } else { "open" };
+    let trail = a
+        .comparisons
+        .iter()
+        .map(|c| format!("{} {} {}", c.b, extra(c), word(c.outcome)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let basis = a
+        .comparisons
+        .first()
+        .map(|c| {
+            format!(
+                " — {:.0}%{} intervals, {} {}",
+                c.confidence_pct,
+                if c.simultaneous { " simultaneous" } else { "" },
+                c.samples,
+                if c.simultaneous { "rounds" } else { "windows" }
+            )
+        })
+        .unwrap_or_default();
+    format!("{place}: {group} leads, {state} ({trail}){basis}")
+}
+
+/// The tally over every side-by-side level of the report, in one sentence.
+pub fn tally(report: &Report) -> String {
+    let all: Vec<LevelAnswer<'_>> = report
+        .settings
+        .scenarios
+        .iter()
+        .flat_map(|s| levels(report, s))
+        .collect();
+    let judged: Vec<&LevelAnswer<'_>> = all.iter().filter(|a| a.level.leader.is_some()).collect();
+    let decided = judged
+        .iter()
+        .filter(|a| a.level.leader.as_ref().is_some_and(|l| l.decided))
+        .count();
+    let count = |o: ComparisonOutcome| {
+        judged
+            .iter()
+            .flat_map(|a| &a.comparisons)
+            .filter(|c| c.outcome == o)
+            .count()
+    };
+    let mut halves: Vec<f64> = judged
+        .iter()
+        .flat_map(|a| &a.comparisons)
+        .filter_map(|c| Some((c.ci_high? - c.ci_low?) / 2.0 * 100.0))
+        .collect();
+    halves.sort_by(f64::total_cmp);
+    let median = halves.get(halves.len() / 2).copied().unwrap_or(f64::NAN);
+    format!(
+        "Efficiency: {} of {} levels judged; the leader decided in {decided}; comparisons with \
+         the best: {} wins beyond the margin, {} ahead (an order inside it), {} equivalent, {} \
+         undecided; median half-width {median:.2} points.",
+        judged.len(),
+        all.len(),
+        count(ComparisonOutcome::Win),
+        count(ComparisonOutcome::Ahead),
+        count(ComparisonOutcome::Equivalent),
+        count(ComparisonOutcome::Undecided),
+    )
+}
+
+/// The answer in markdown: the tally, then every level's leader per scenario.
+pub fn markdown(report: &Report) -> String {
+    if report.side_by_side.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("## The answer\n\n{}\n\n", tally(report));
+    for scenario in &report.settings.scenarios {
+        let _ = writeln!(out, "`{scenario}`:\n");
+        for a in levels(report, scenario) {
+            let _ = writeln!(out, "- {}", leader_line(report, &a));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The answer in HTML: the tally, then per scenario its forest plot and its leaders.
+pub fn html(report: &Report) -> String {
+    if report.side_by_side.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("<h2>The answer</h2>\n<p>{}</p>\n", esc(&tally(report)));
+    for scenario in &report.settings.scenarios {
+        let answers = levels(report, scenario);
+        let _ = writeln!(out, "<h3>{}</h3>", esc(scenario));
+        out.push_str(&forest(
+            &answers,
+            report.settings.rule.margin_pct(Measure::Efficiency),
+        ));
+        out.push_str("<ul>\n");
+        for a in &answers {
+            let line = esc(&leader_line(report, a));
+            let _ = writeln!(out, "<li>{}</li>", bold(&line));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
+/// Markdown's `**x**` as `<b>x</b>` (the text is escaped already).
+fn bold(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split("**").enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<b>{part}</b>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// Pixel sizes of the forest plot.
+const LABEL_W: f64 = 260.0;
+const PLOT_W: f64 = 420.0;
+const ROW_H: f64 = 16.0;
+
+/// A forest plot: one row per runtime trailing a level's best, its extra cost over the best as a
+/// dot and its interval as a whisker, the ±margin band shaded, grouped by level.
+fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
+    let rows: usize = answers.iter().map(|a| 1 + a.comparisons.len()).sum();
+    if rows == 0 {
+        return String::new();
+    }
+    let pct = |v: Option<f64>| v.map(|r| (r - 1.0) * 100.0);
+    let ends = answers
+        .iter()
+        .flat_map(|a| &a.comparisons)
+        .flat_map(|c| [pct(c.ci_low), pct(c.ci_high)])
+        .flatten()
+        .filter(|v| v.is_finite());
+    let (low, high) = ends.fold((-1.5 * margin_pct, 1.5 * margin_pct), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let x = |v: f64| LABEL_W + (v - low) / (high - low) * PLOT_W;
+    let height = (rows as f64 + 2.0) * ROW_H;
+    let mut svg = format!(
+        "<svg class=\"forest\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" \
+         height=\"{height}\" font-size=\"11\" font-family=\"sans-serif\">\n",
+        LABEL_W + PLOT_W + 20.0
+    );
+    let _ = writeln!(
+        svg,
+        "<rect x=\"{:.1}\" y=\"0\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#e8eef5\"/>",
+        x(-margin_pct),
+        x(margin_pct) - x(-margin_pct),
+        height - ROW_H
+    );
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"0\" y2=\"{1:.1}\" stroke=\"#555\"/>",
+        x(0.0),
+        height - ROW_H
+    );
+    let mut y = ROW_H;
+    for a in answers {
+        let best = a.comparisons.first().map_or("", |c| c.a.as_str());
+        let _ = writeln!(
+            svg,
+            "<text x=\"4\" y=\"{y:.1}\" font-weight=\"bold\">{} at {}: {} (best)</text>",
+            esc(&format!("{} users", a.cell.users)),
+            esc(&a.level.level),
+            esc(best)
+        );
+        y += ROW_H;
+        for c in &a.comparisons {
+            let colour = match c.outcome {
+                ComparisonOutcome::Win => "#b2182b",
+                ComparisonOutcome::Ahead => "#ef8a62",
+                ComparisonOutcome::Equivalent => "#1a9850",
+                _ => "#777777",
+            };
+            let _ = writeln!(
+                svg,
+                "<text x=\"16\" y=\"{y:.1}\">{} ({})</text>",
+                esc(&c.b),
+                word(c.outcome)
+            );
+            if let (Some(r), Some(lo), Some(hi)) = (pct(c.ratio), pct(c.ci_low), pct(c.ci_high)) {
+                let mid = y - 4.0;
+                let _ = writeln!(
+                    svg,
+                    "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\" \
+                     stroke=\"{colour}\" stroke-width=\"2\"/><circle cx=\"{:.1}\" cy=\"{mid:.1}\" \
+                     r=\"3.5\" fill=\"{colour}\"><title>{}</title></circle>",
+                    x(lo),
+                    x(hi),
+                    x(r),
+                    esc(&extra(c))
+                );
+            }
+            y += ROW_H;
+        }
+    }
+    for tick in [low, -margin_pct, 0.0, margin_pct, high] {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{tick:+.1}%</text>",
+            x(tick),
+            height - 2.0
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
