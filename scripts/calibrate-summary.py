@@ -1,34 +1,38 @@
 #!/usr/bin/env python3
-"""The figures of a `scripts/calibrate-verdicts.sh` run, from its reports:
+"""The figures of a `scripts/calibrate-verdicts.sh` run, from its reports, against its targets:
 
-    python3 scripts/calibrate-summary.py OUT N COST_US H5_US H1_US
+    python3 scripts/calibrate-summary.py OUT COST_US H5_US H1_US
 
-A/A: false wins, how often the interval holds 1.0, interval half-widths. The ~5% handicap: how
-often it is found as a loss for hyper#2, the size measured against the size planted. The ~1% one:
-whether it is ever called a win for the handicapped side. Levels that could not be judged (the
-servers fell short of the offered rate) are counted apart, with their reasons.
+A/A: how often the interval holds 1.0 and how often an order is named. The ~5% handicap: how often
+it is found in the right direction (win or ahead for hyper over hyper#2), and its measured size
+against the size planted. The ~1% one: whether it is ever found in the wrong direction. Seven
+copies: whether the cell names all seven as its leading group or leaves them open, never an order.
+Levels that could not be judged are counted apart, with their reasons.
 """
+import glob
 import json
+import re
 import statistics
 import sys
 
-out, n = sys.argv[1], int(sys.argv[2])
-cost, h5, h1 = map(float, sys.argv[3:6])
+out = sys.argv[1]
+cost, h5, h1 = map(float, sys.argv[2:5])
+ORDERED = ("win", "ahead")
 
 
-def runs(kind):
+def reports(kind):
+    paths = glob.glob(f"{out}/{kind}-*/report.json")
+    return [json.load(open(p)) for p in sorted(paths, key=lambda p: int(re.findall(r"-(\d+)/", p)[-1]))]
+
+
+def pair_runs(kind):
     """(comparison, hyper#2's extra cost as a ratio, low, high) per judged run; reasons of the others."""
     judged, skipped = [], []
-    for i in range(1, n + 1):
-        try:
-            report = json.load(open(f"{out}/{kind}-{i}/report.json"))
-        except FileNotFoundError:
-            continue
+    for report in reports(kind):
         c = [c for c in report["comparisons"] if c["measure"] == "efficiency"][0]
         if c["ratio"] is None:
             skipped.append(c.get("reason") or "not judged")
             continue
-        # As hyper#2's extra cost over hyper, whichever way round the report put them.
         if c["a"] == "hyper":
             judged.append((c, c["ratio"], c["ci_low"], c["ci_high"]))
         else:
@@ -41,40 +45,61 @@ def widths(judged):
 
 
 def skipped_words(skipped):
-    if not skipped:
-        return ""
-    return f"; {len(skipped)} not judged (first: {skipped[0]})"
+    return f"; {len(skipped)} not judged (first: {skipped[0]})" if skipped else ""
 
 
-aa, aa_skip = runs("aa")
-false_wins = sum(1 for c, *_ in aa if c["outcome"] == "win")
+def verdict(ok):
+    return "met" if ok else "MISSED"
+
+
+aa, aa_skip = pair_runs("aa")
 holds = sum(1 for _, _, lo, hi in aa if lo <= 1.0 <= hi)
-equivalent = sum(1 for c, *_ in aa if c["outcome"] == "equivalent")
+ordered = sum(1 for c, *_ in aa if c["outcome"] in ORDERED)
 print(
-    f"A/A (hyper vs hyper#2): {len(aa)} judged, {false_wins} false win(s), {equivalent} equivalent; "
-    f"the interval holds 1.0 in {holds} of {len(aa)}; median half-width {widths(aa):.2f} points"
+    f"A/A (hyper vs hyper#2): {len(aa)} judged; the interval holds 1.0 in {holds} of {len(aa)} "
+    f"(target ≥ 90%: {verdict(len(aa) > 0 and holds >= 0.9 * len(aa))}); an order named in {ordered} "
+    f"(target ≤ 5%: {verdict(ordered <= 0.05 * len(aa))}); median half-width {widths(aa):.2f} points"
     + skipped_words(aa_skip)
 )
-five, five_skip = runs("h5")
+five, five_skip = pair_runs("h5")
 planted = h5 / cost * 100
-found = sum(1 for c, *_ in five if c["outcome"] == "win" and c["b"] == "hyper#2")
+found = sum(1 for c, *_ in five if c["outcome"] in ORDERED and c["b"] == "hyper#2")
 sizes = [(r - 1) * 100 for _, r, _, _ in five]
 within = sum(1 for s in sizes if abs(s - planted) <= 1.5)
 if sizes:
     print(
-        f"~5% handicap ({h5} µs, {planted:.1f}% of {cost:.1f} µs planted): {len(five)} judged; found as a "
-        f"loss in {found}; measured {statistics.median(sizes):.2f}% median ({min(sizes):.2f} to "
-        f"{max(sizes):.2f}); within ±1.5 points in {within}; median half-width {widths(five):.2f} points"
-        + skipped_words(five_skip)
+        f"~5% handicap ({h5} µs, {planted:.1f}% of {cost:.1f} µs planted): {len(five)} judged; found "
+        f"in the right direction in {found} (target ≥ 95%: {verdict(found >= 0.95 * len(five))}); "
+        f"measured {statistics.median(sizes):.2f}% median ({min(sizes):.2f} to {max(sizes):.2f}); "
+        f"within ±1.5 points in {within} (target ≥ 90%: {verdict(within >= 0.9 * len(five))}); "
+        f"median half-width {widths(five):.2f} points" + skipped_words(five_skip)
     )
-one, one_skip = runs("h1")
-planted1 = h1 / cost * 100
-wrong = sum(1 for c, *_ in one if c["outcome"] == "win" and c["a"] == "hyper#2")
-found1 = sum(1 for c, *_ in one if c["outcome"] == "win" and c["b"] == "hyper#2")
+one, one_skip = pair_runs("h1")
+wrong = sum(1 for c, *_ in one if c["outcome"] in ORDERED and c["a"] == "hyper#2")
+found1 = sum(1 for c, *_ in one if c["outcome"] in ORDERED and c["b"] == "hyper#2")
 sizes1 = [(r - 1) * 100 for _, r, _, _ in one]
 if sizes1:
     print(
-        f"~1% handicap ({h1} µs, {planted1:.1f}% planted): {len(one)} judged; a win for the handicapped "
-        f"side in {wrong}; found as a loss in {found1}; measured {statistics.median(sizes1):.2f}% median; "
-        f"median half-width {widths(one):.2f} points" + skipped_words(one_skip)
+        f"~1% handicap ({h1} µs, {h1 / cost * 100:.1f}% planted): {len(one)} judged; the wrong direction "
+        f"in {wrong} (target 0: {verdict(wrong == 0)}); the right one in {found1}; measured "
+        f"{statistics.median(sizes1):.2f}% median; median half-width {widths(one):.2f} points"
+        + skipped_words(one_skip)
+    )
+seven = reports("seven")
+if seven:
+    fine, orders, unjudged = 0, 0, 0
+    for report in seven:
+        level = report["cells"][0]["efficiency_levels"][0]
+        leader = level.get("leader")
+        if leader is None:
+            unjudged += 1
+            continue
+        comparisons = [c for c in report["comparisons"] if c["measure"] == "efficiency"]
+        named = sum(1 for c in comparisons if c["outcome"] in ORDERED)
+        orders += named > 0
+        fine += named == 0
+    print(
+        f"Seven copies of hyper: {len(seven) - unjudged} judged; all seven leading or undecided, no "
+        f"order, in {fine} (target ≥ 90%: {verdict(fine >= 0.9 * max(1, len(seven) - unjudged))}); an "
+        f"order named in {orders}" + (f"; {unjudged} not judged" if unjudged else "")
     )
