@@ -760,3 +760,53 @@ fn a_report_holding_the_largest_numbers_is_rejudged_without_a_panic_or_a_wrap() 
         "no widened repeat in the runs table"
     );
 }
+
+#[test]
+fn throughput_is_judged_from_runs_so_many_seconds_of_two_runs_cannot_make_a_win() {
+    // Two runs each, ten tight seconds per run, but the runs themselves disagree (1,200 and
+    // 1,100/s for axum, 1,000 and 980/s for actix): two samples per runtime, however many
+    // seconds. Pooling the seconds as independent would call axum's 16% lead a win.
+    let mut report = synthetic();
+    report
+        .runs
+        .retain(|r| r.scenario != "waiter" || r.users != 10);
+    for (repeat, axum, actix) in [(0, 1200.0, 1000.0), (1, 1100.0, 980.0)] {
+        for (runtime, hits) in [("axum", axum), ("actix", actix)] {
+            let mut record = run(report.runs.len(), repeat, runtime, "waiter", 10, hits, 0);
+            record.result = Some(result(hits, 10.0, 0, 10.0));
+            report.runs.push(record);
+        }
+    }
+    rejudge_in_memory(&mut report);
+    let c = report
+        .comparisons
+        .iter()
+        .find(|c| {
+            c.measure == compare::verdict::Measure::Throughput
+                && c.scenario == "waiter"
+                && c.users == 10
+        })
+        .expect("a throughput comparison");
+    assert_eq!((c.a.as_str(), c.b.as_str()), ("axum", "actix"), "{c:?}");
+    assert_eq!(c.samples, 2, "{c:?}");
+    assert_ne!(
+        c.outcome,
+        report::comparison::ComparisonOutcome::Win,
+        "{c:?}"
+    );
+    // One run each is reported but not judged, and says how to get a verdict.
+    let mut one = synthetic();
+    one.runs.retain(|r| r.repeat == 0);
+    rejudge_in_memory(&mut one);
+    let c = one
+        .comparisons
+        .iter()
+        .find(|c| c.measure == compare::verdict::Measure::Throughput && c.scenario == "waiter")
+        .expect("a throughput comparison");
+    assert_eq!(
+        c.outcome,
+        report::comparison::ComparisonOutcome::NotJudged,
+        "{c:?}"
+    );
+    assert!(c.sentence.contains("--repeat 2"), "{}", c.sentence);
+}
