@@ -256,25 +256,54 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
     let mut measured = probe(bench, plan, servers);
     let mut cells = Vec::new();
     for i in 0..plan.levels.len() {
-        let level = corrected_level(&plan.levels[i], measured);
-        plan.levels[i] = level.clone();
+        let mut level = corrected_level(&plan.levels[i], measured);
         let shape = SetShape {
             windows: side.windows,
             count_s: side.count_s,
             set: set_number(0, i),
             warmup: side.warmup,
         };
-        let cell = match measure_level(bench, plan, &level, servers, shape) {
+        let measure = |level: &Level| match measure_level(bench, plan, level, servers, shape) {
             Ok(cell) => cell,
-            Err(err) => blank_cell(bench, plan, &level, format!("failed: {err:#}")),
+            Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
         };
+        let mut cell = measure(&level);
         print_level(&cell, 1);
+        // A level whose busy share missed its name by more than the tolerance is set again from
+        // what it measured and measured once more: the rounds after keep the rate it settles on.
+        if let Some(again) = off_its_share(&level, &cell) {
+            println!(
+                "  {} kept the server CPUs {:.0}% busy: measured again at {:.0}/s",
+                level.label, cell.server_cpus_busy_pct, again.rate_per_s
+            );
+            level = again;
+            cell = measure(&level);
+            print_level(&cell, 1);
+        }
+        plan.levels[i] = level.clone();
         if cell.not_judged.is_none() {
             measured = Some((level.rate_per_s, busy_share(&cell)));
         }
         cells.push(cell);
     }
     cells
+}
+
+/// How far (points of busy share) a level may land from the share its name asks for.
+pub const LEVEL_TOLERANCE_PCT: f64 = 10.0;
+
+/// `level` set again from what `cell` measured at it, when its busy share missed the level's
+/// share by more than [`LEVEL_TOLERANCE_PCT`] (a cell short of its rate counts as saturated);
+/// None when it landed, when the level is a given rate, or when the correction changes nothing.
+fn off_its_share(level: &Level, cell: &SideCell) -> Option<Level> {
+    let share = level.share?;
+    let busy = busy_share(cell);
+    let usable = cell.windows > 0 && busy > 0.0;
+    if !usable || (busy - share).abs() * 100.0 <= LEVEL_TOLERANCE_PCT {
+        return None;
+    }
+    let again = corrected_level(level, Some((level.rate_per_s, busy)));
+    (again.rate_per_s != level.rate_per_s).then_some(again)
 }
 
 /// A round after the first: the levels `which` measured again on fresh servers, each appended to
@@ -686,5 +715,25 @@ mod tests {
             cap_per_s: 500.0,
         };
         assert_eq!(corrected_rate(&given, 4_000.0, 0.8), 500.0);
+    }
+
+    #[test]
+    fn a_level_that_missed_its_share_by_more_than_ten_points_is_set_again() {
+        let levels = level_rates(&[0.4], 1, &[(50.0, 20_000.0), (50.0, 19_000.0)]);
+        let measured = |busy: f64| SideCell {
+            windows: 6,
+            server_cpus_busy_pct: busy,
+            ..SideCell::default()
+        };
+        // 72% busy at 4,000/s for a 40% level: about 2,222/s would land it.
+        let again = off_its_share(&levels[0], &measured(72.0)).expect("set again");
+        assert_eq!(again.rate_per_s, 2_222.0);
+        // Within ten points it stays; a given rate is never moved.
+        assert!(off_its_share(&levels[0], &measured(48.0)).is_none());
+        let given = Level {
+            share: None,
+            ..levels[0].clone()
+        };
+        assert!(off_its_share(&given, &measured(72.0)).is_none());
     }
 }
