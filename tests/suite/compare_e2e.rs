@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use brigade_compare::judge::ComparisonOutcome;
 use brigade_compare::report::{json, markdown, Report, RunRecord};
 use brigade_compare::servers::{Listening, Preloaded};
 use brigade_compare::verdict::Outcome;
@@ -1339,7 +1340,7 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
     assert_ne!(handicapped.a, "hyper#3");
     assert_eq!(
         handicapped.outcome,
-        brigade_compare::judge::ComparisonOutcome::Win,
+        ComparisonOutcome::Win,
         "{handicapped:?}"
     );
     assert!(handicapped.ratio.unwrap() > 1.3, "{handicapped:?}");
@@ -1378,15 +1379,16 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
 }
 
 /// A cgroup of its own for `pid` (cgroup v1's cpuacct and memory hierarchies, or v2's one),
-/// removed on drop; `None` where this process may not make one (not root, no writable cgroup file
-/// system).
+/// removed on drop.
 struct OwnCgroup {
     dirs: Vec<std::path::PathBuf>,
     path: String,
 }
 
 impl OwnCgroup {
-    fn holding(name: &str, pid: u32) -> Option<OwnCgroup> {
+    /// The cgroup, or why this process may not make one (not root, no writable cgroup file
+    /// system), naming the step that failed.
+    fn holding(name: &str, pid: u32) -> Result<OwnCgroup, String> {
         let root = Path::new("/sys/fs/cgroup");
         let path = format!("/brigade-test-{}-{name}", std::process::id());
         let relative = path.trim_start_matches('/');
@@ -1403,11 +1405,13 @@ impl OwnCgroup {
             path,
         };
         for dir in dirs {
-            std::fs::create_dir(&dir).ok()?;
+            std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
             cgroup.dirs.push(dir.clone());
-            std::fs::write(dir.join("cgroup.procs"), pid.to_string()).ok()?;
+            let procs = dir.join("cgroup.procs");
+            std::fs::write(&procs, pid.to_string())
+                .map_err(|e| format!("writing {pid} to {}: {e}", procs.display()))?;
         }
-        Some(cgroup)
+        Ok(cgroup)
     }
 }
 
@@ -1445,11 +1449,17 @@ fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
     let mut cgroups = Vec::new();
     for (label, _, served) in &servers {
         match OwnCgroup::holding(&label.replace('#', "-"), served.child.id()) {
-            Some(c) => cgroups.push(c),
-            None => {
-                brigade_kit::skip::loud(
-                    "!!! SKIPPING compare_external_runs_side_by_side_on_servers_read_from_their_cgroups: \
-                     no cgroup can be made here (needs root and a writable /sys/fs/cgroup)",
+            Ok(c) => cgroups.push(c),
+            Err(why) => {
+                // Loud, and a failure where CI asks for cgroups: a silent skip would pass a
+                // test that measured nothing.
+                brigade_kit::skip::skip_unless_required(
+                    "BRIGADE_REQUIRE_CGROUP",
+                    &format!(
+                        "compare_external_runs_side_by_side_on_servers_read_from_their_cgroups: \
+                         no cgroup can be made here (needs root and a writable /sys/fs/cgroup): \
+                         {why}"
+                    ),
                 );
                 return;
             }
@@ -1501,16 +1511,6 @@ fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
         assert!(row.cpu_us_per_request > 0.0, "{row:?}");
     }
     assert!(cell.interrupts_us_per_request.is_some(), "{cell:?}");
-    if cell.not_judged.is_none() {
-        // The one runtime under two labels is judged against itself, and nothing else is a pair.
-        assert_eq!(report.pairs.len(), 1, "{:?}", report.pairs);
-        let pair = &report.pairs[0];
-        let mut names = [pair.a.as_str(), pair.b.as_str()];
-        names.sort_unstable();
-        assert_eq!(names, ["axum", "axum#b"]);
-        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-        assert!(md.contains("## The same runtime under two labels"), "{md}");
-    }
     // The isolated runs read the same cgroups.
     for server in &report.servers {
         let source = server.source.as_deref().unwrap();
@@ -1519,6 +1519,37 @@ fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
     for run in &report.runs {
         assert!(run.server_cpu_us_per_request().is_some(), "{run:?}");
     }
+    if let Some(why) = &cell.not_judged {
+        // 150/s is light, so only the machine can stop the level from being judged: other
+        // processes keeping the generator's CPU busy. Said loudly, as the pair goes unjudged.
+        assert!(why.starts_with("generator-bound"), "{why}\n{stdout}");
+        brigade_kit::skip::loud(&format!(
+            "!!! compare_external_runs_side_by_side_on_servers_read_from_their_cgroups: the pair \
+             axum / axum#b was not judged, the level was not: {why}"
+        ));
+        assert!(report.pairs.is_empty(), "{:?}", report.pairs);
+        return;
+    }
+    // The one runtime under two labels is judged against itself, and nothing else is a pair.
+    assert_eq!(report.pairs.len(), 1, "{:?}", report.pairs);
+    let pair = &report.pairs[0];
+    let mut names = [pair.a.as_str(), pair.b.as_str()];
+    names.sort_unstable();
+    assert_eq!(names, ["axum", "axum#b"]);
+    // Both labels are the same build, started alike, loaded alike: an A/A pair. It may be
+    // equivalent, or undecided in six windows, but it has an interval, and a win beyond the
+    // margin would be a difference that is not there (`a` is the cheaper label, so a ratio
+    // above 1 + margin is a win for either side).
+    assert!(
+        matches!(
+            pair.outcome,
+            ComparisonOutcome::Equivalent | ComparisonOutcome::Undecided
+        ),
+        "the same runtime under two labels came out {:?}: {pair:?}",
+        pair.outcome
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## The same runtime under two labels"), "{md}");
 }
 
 /// `compare --stores memory,embedded`: a whole comparison per store in its own folder, then one
