@@ -16,10 +16,41 @@ use brigade_compare::verdict::Measure;
 /// The planted CPU cost per request, µs: at most 1e6 ÷ 2,000 = 500 requests/s per server CPU.
 const HANDICAP_US: u32 = 2000;
 
-/// The search flags every test uses: a loose SLO, short steps, a coarse precision.
+/// What one server CPU can serve under the planted cost, requests/s: 1e6 ÷ (planted + base µs),
+/// where the base cost (a debug build's `hello`, well under 10% of the planted one) is left out.
+fn planted_capacity_per_s() -> f64 {
+    1e6 / f64::from(HANDICAP_US)
+}
+
+/// Asserts that a search found a capacity near what the planted cost allows, and returns it.
+///
+/// Generous both ways: on a busy two-core machine the server's CPU is shared and stalls, so a
+/// search may confirm well under it (down to 0.3×); above it only the SLO's blind spot can land
+/// (an overload too short-lived to break the latency bound), bounded at 1.5×.
+fn assert_near_planted(capacity: Option<f64>, context: &dyn std::fmt::Debug) -> f64 {
+    let capacity = capacity.unwrap_or_else(|| panic!("no capacity found: {context:?}"));
+    let known = planted_capacity_per_s();
+    assert!(
+        (0.3 * known..=1.5 * known).contains(&capacity),
+        "capacity {capacity:.0}/s is not within 0.3–1.5× of the {known:.0}/s the planted \
+         {HANDICAP_US} µs allow: {context:?}"
+    );
+    capacity
+}
+
+/// The search flags every test uses: short steps, a coarse precision, and an SLO an overload
+/// breaks within one.
+///
+/// A step is 0.5 s of load (0.1 s warm-up, 0.4 s measured), so overloading by a share ε queues
+/// its late requests about ε × 0.4 s behind: `p90<100ms` fails from ε ≈ 0.25 while stalls of a
+/// busy machine seldom reach a tenth of the requests. `p99<1s` held at twice what the CPU can
+/// serve (its queue never grew to a second in half a second), and the search reported that.
+const SLO: &str = "p90<100ms";
+
+/// The search flags every test uses (with [`SLO`]).
 const SEARCH: [&str; 12] = [
     "--slo",
-    "p99<1s",
+    SLO,
     "--slo-start",
     "100",
     "--slo-precision",
@@ -74,36 +105,32 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
     assert_eq!(report.slo_searches.len(), 2, "{stdout}");
     for search in &report.slo_searches {
         let o = &search.outcome;
-        assert_eq!(o.slo, ["p99<1s"]);
+        assert_eq!(o.slo, [SLO]);
         assert_eq!(search.scenario, "hello");
         assert_eq!(search.users, 4);
         assert_eq!(o.start_per_s, 100.0);
         assert_eq!(o.curve.len(), o.steps as usize);
         // 100/s holds; past what the planted cost lets one CPU serve, nothing can.
         assert!(o.curve.iter().any(|p| p.held), "{search:?}");
-        match o.capacity_per_s {
-            Some(capacity) => {
-                assert!(o.confirmed);
-                assert!(
-                    o.curve.iter().any(|p| !p.held && p.why.is_some()),
-                    "{search:?}"
-                );
-                // The capacity is a rate that held its confirmation windows.
-                assert!(
-                    o.curve
-                        .iter()
-                        .any(|p| p.held && p.offered_per_s == capacity),
-                    "{search:?}"
-                );
-                assert_eq!(o.repeats[0], capacity);
-                let (low, high) = (o.bracket_low.unwrap(), o.bracket_high.unwrap());
-                assert!(low < high && high <= low * 1.2 + 1e-9, "{low} {high}");
-                let per_cpu = search.capacity_per_cpu.unwrap();
-                let cores = search.cores_for_target.unwrap();
-                assert!((cores * per_cpu - 1000.0).abs() < 1e-6);
-            }
-            None => assert!(o.reason.is_some(), "{search:?}"),
-        }
+        let capacity = assert_near_planted(o.capacity_per_s, search);
+        assert!(o.confirmed);
+        assert!(
+            o.curve.iter().any(|p| !p.held && p.why.is_some()),
+            "{search:?}"
+        );
+        // The capacity is a rate that held its confirmation windows.
+        assert!(
+            o.curve
+                .iter()
+                .any(|p| p.held && p.offered_per_s == capacity),
+            "{search:?}"
+        );
+        assert_eq!(o.repeats[0], capacity);
+        let (low, high) = (o.bracket_low.unwrap(), o.bracket_high.unwrap());
+        assert!(low < high && high <= low * 1.2 + 1e-9, "{low} {high}");
+        let per_cpu = search.capacity_per_cpu.unwrap();
+        let cores = search.cores_for_target.unwrap();
+        assert!((cores * per_cpu - 1000.0).abs() < 1e-6);
     }
     // One capacity comparison (the better runtime against the other), judged or saying why not.
     let capacity: Vec<_> = report
@@ -206,7 +233,7 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
     ] {
         assert!(search.get(key).is_some(), "no {key} in {search}");
     }
-    assert_eq!(search["slo"][0], "p99<1s");
+    assert_eq!(search["slo"][0], SLO);
     let curve = search["curve"].as_array().unwrap();
     assert!(curve.len() >= 3, "{search}");
     for point in curve {
@@ -221,16 +248,15 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
             assert!(point[key].is_number(), "no {key} in {point}");
         }
     }
-    match search["capacity_per_s"].as_f64() {
-        None => assert!(search["reason"].is_string(), "{search}"),
-        // The capacity is a rate that held.
-        Some(capacity) => assert!(
-            curve
-                .iter()
-                .any(|p| p["held"] == true && p["offered_per_s"].as_f64() == Some(capacity)),
-            "{search}"
-        ),
-    }
+    // The server runs one worker, so one CPU's worth of the planted cost bounds it here too.
+    let capacity = assert_near_planted(search["capacity_per_s"].as_f64(), search);
+    // The capacity is a rate that held.
+    assert!(
+        curve
+            .iter()
+            .any(|p| p["held"] == true && p["offered_per_s"].as_f64() == Some(capacity)),
+        "{search}"
+    );
 }
 
 #[test]

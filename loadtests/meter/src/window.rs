@@ -76,7 +76,8 @@ pub struct SideRuntime {
     /// The planted cost per request, µs (`--handicap`), when one was planted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handicap_us: Option<f64>,
-    /// Its CPU time in each measured window, nanoseconds.
+    /// Its CPU time in each measured window, nanoseconds; 0 where it is unknown (a clock read at
+    /// either boundary failed): see [`SideRuntime::window_costs`].
     pub window_cpu_ns: Vec<u64>,
     /// Requests it completed in each measured window.
     pub window_requests: Vec<u64>,
@@ -114,19 +115,48 @@ pub struct SideRuntime {
 }
 
 impl SideRuntime {
-    /// CPU µs per request in each window (NaN where a window had no request).
+    /// CPU µs per request in each window (NaN where a window had no request or no known CPU time).
+    ///
+    /// A window's CPU time of exactly 0 ns marks it unknown: a server that answered requests in a
+    /// second used some CPU doing it, and its clocks count nanoseconds, so 0 is never a real
+    /// reading; it is what [`window_cpu_ns`] records beside a failed read. The verdict drops
+    /// non-finite costs, so such a window leaves the comparison instead of looking free.
     pub fn window_costs(&self) -> Vec<f64> {
         self.window_cpu_ns
             .iter()
             .zip(&self.window_requests)
             .map(|(&ns, &n)| {
-                if n == 0 {
+                if n == 0 || ns == 0 {
                     f64::NAN
                 } else {
                     ns as f64 / 1e3 / n as f64
                 }
             })
             .collect()
+    }
+
+    /// The CPUs it kept busy on average over the windows whose CPU time is known (0 when none is),
+    /// for windows of `window_s` seconds.
+    fn busy_cpus(&self, window_s: f64) -> f64 {
+        let known: Vec<u64> = self
+            .window_cpu_ns
+            .iter()
+            .copied()
+            .filter(|&ns| ns > 0)
+            .collect();
+        let cpu_s = known.iter().sum::<u64>() as f64 / 1e9;
+        cpu_s / (known.len() as f64 * window_s).max(1e-9)
+    }
+
+    /// CPU µs per request over the measured windows whose CPU time is known (0 when none is).
+    fn overall_cost(&self) -> f64 {
+        let (cpu_ns, requests) = self
+            .window_cpu_ns
+            .iter()
+            .zip(&self.window_requests)
+            .filter(|(&ns, _)| ns > 0)
+            .fold((0u64, 0u64), |(cpu, n), (ns, r)| (cpu + ns, n + r));
+        cpu_ns as f64 / 1e3 / requests.max(1) as f64
     }
 }
 
@@ -281,10 +311,9 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
         if mine.error.is_none() {
             mine.error = theirs.error;
         }
-        let cpu: u64 = mine.window_cpu_ns.iter().sum();
         let secs = mine.window_requests.len() as f64 * cell.window_s;
         mine.achieved_per_s = mine.requests as f64 / secs.max(1e-9);
-        mine.cpu_us_per_request = cpu as f64 / 1e3 / mine.requests.max(1) as f64;
+        mine.cpu_us_per_request = mine.overall_cost();
     }
 }
 
@@ -413,8 +442,7 @@ fn runtime_row(
     row.errors = seconds.iter().take(windows * per).map(|s| s.errors).sum();
     row.window_cpu_ns = c.cpu_ns;
     row.achieved_per_s = row.requests as f64 / span_s;
-    let cpu_ns: u64 = row.window_cpu_ns.iter().sum();
-    row.cpu_us_per_request = cpu_ns as f64 / 1e3 / row.requests.max(1) as f64;
+    row.cpu_us_per_request = row.overall_cost();
     let user = c.ticks.1.user.saturating_sub(c.ticks.0.user) as f64;
     let system = c.ticks.1.system.saturating_sub(c.ticks.0.system) as f64;
     if user + system > 0.0 {
@@ -463,7 +491,6 @@ fn assemble(
     let level = plan.level;
     let windows = plan.windows.max(1) as usize;
     let window_s = f64::from(plan.window_s.max(1));
-    let span_s = window_s * windows as f64;
     let mut not_judged: Option<String> = None;
     let mut runtimes = Vec::new();
     for ((server, result), c) in servers.iter().zip(results).zip(collected.servers) {
@@ -490,7 +517,7 @@ fn assemble(
     let capacity = plan.cpus.server.len().max(1) as f64;
     let servers_pct: f64 = runtimes
         .iter()
-        .map(|r| r.window_cpu_ns.iter().sum::<u64>() as f64 / 1e9 / span_s * 100.0 / capacity)
+        .map(|r| r.busy_cpus(window_s) * 100.0 / capacity)
         .sum();
     judge_cpus(plan, &mut not_judged, server_busy, generator_busy);
     SideCell {
@@ -578,7 +605,7 @@ fn collect(
         servers: servers.iter().map(|_| Collected::default()).collect(),
         ..CollectedAll::default()
     };
-    let mut readings: Vec<Vec<u64>> = vec![Vec::with_capacity(windows + 1); servers.len()];
+    let mut readings: Vec<Vec<Option<u64>>> = vec![Vec::with_capacity(windows + 1); servers.len()];
     for k in 0..=windows {
         let at = window_open + window * k as u32;
         let now = Instant::now();
@@ -586,7 +613,7 @@ fn collect(
             std::thread::sleep(at - now);
         }
         for (server, reading) in servers.iter().zip(readings.iter_mut()) {
-            reading.push(server.clock.read_ns().unwrap_or(0));
+            reading.push(server.clock.read_ns().ok());
         }
         // Stamped with the window boundary, so that `CpuSeries::busy` reads the pair as a span.
         let edge = |set: &[usize]| CpuSample {
@@ -609,10 +636,7 @@ fn collect(
         }
     }
     for (c, reading) in all.servers.iter_mut().zip(&readings) {
-        c.cpu_ns = reading
-            .windows(2)
-            .map(|w| w[1].saturating_sub(w[0]))
-            .collect();
+        c.cpu_ns = window_cpu_ns(reading);
     }
     if counting.is_zero() {
         for c in &mut all.servers {
@@ -642,6 +666,21 @@ fn collect(
     all
 }
 
+/// Each window's CPU time, nanoseconds, from a clock's `readings` at the window boundaries (None
+/// where a read failed); 0, the mark of an unknown window, for both windows beside a failed read.
+///
+/// A failed read once counted as a reading of 0: the window before it then looked free and the
+/// one after carried the process's whole cumulative CPU time, an outlier the verdict kept.
+fn window_cpu_ns(readings: &[Option<u64>]) -> Vec<u64> {
+    readings
+        .windows(2)
+        .map(|w| match (w[0], w[1]) {
+            (Some(before), Some(after)) => after.saturating_sub(before),
+            _ => 0,
+        })
+        .collect()
+}
+
 impl Default for Collected {
     fn default() -> Collected {
         Collected {
@@ -668,5 +707,35 @@ mod tests {
         let costs = row.window_costs();
         assert_eq!(costs[0], 20.0);
         assert!(costs[1].is_nan());
+    }
+
+    #[test]
+    fn a_failed_clock_read_leaves_both_its_windows_unusable_and_out_of_the_total() {
+        // The process had used 10 s of CPU before the windows and uses 1 s in each of four; the
+        // read at the third boundary fails.
+        let readings = [
+            Some(10e9 as u64),
+            Some(11e9 as u64),
+            None,
+            Some(13e9 as u64),
+            Some(14e9 as u64),
+        ];
+        let row = SideRuntime {
+            window_cpu_ns: window_cpu_ns(&readings),
+            window_requests: vec![1000; 4],
+            requests: 4000,
+            ..SideRuntime::default()
+        };
+        assert!(
+            row.window_cpu_ns.iter().all(|&ns| ns <= 1e9 as u64),
+            "a window carries the cumulative CPU: {:?}",
+            row.window_cpu_ns
+        );
+        let costs = row.window_costs();
+        assert_eq!(costs[0], 1000.0, "{costs:?}");
+        assert!(costs[1].is_nan() && costs[2].is_nan(), "{costs:?}");
+        assert_eq!(costs[3], 1000.0, "{costs:?}");
+        assert_eq!(row.overall_cost(), 1000.0);
+        assert_eq!(row.busy_cpus(1.0), 1.0);
     }
 }

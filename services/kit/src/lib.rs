@@ -19,8 +19,8 @@
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the route table (`GET /openapi.json`).
 //! - [`announce`]: the JSON lines a server prints on stdout (`listening`, `preloaded`) and
 //!   `runtimes --json`: the contract with whoever starts it.
-//! - [`skip`]: how a test that cannot run here says so, and one reading of
-//!   `BRIGADE_REQUIRE_MONGO`.
+//! - [`skip`]: how a test that cannot run here says so, and the `BRIGADE_REQUIRE_*` variables
+//!   (`BRIGADE_REQUIRE_MONGO`, `BRIGADE_REQUIRE_CGROUP`) that make the skip a failure.
 //! - [`handicap`]: a calibration knob (`serve --handicap-us N`): a known CPU cost planted before
 //!   every handler, to test the comparison's verdicts; off by default.
 //! - `conformance` (feature `conformance`): the black-box HTTP test client and the checks every

@@ -163,6 +163,20 @@ fn a_step_completing_less_than_offered_with_every_slo_held_is_the_generators() {
 }
 
 #[test]
+fn a_short_step_one_request_short_of_its_schedule_is_rounding_not_the_generator() {
+    // 0.4 s at 84/s schedules 33.6 requests; 33 completed is 98.2%, under the share, yet no
+    // generator fell behind: the window's edges cut a request.
+    let slo = vec![parse_slo("p90<100ms").unwrap()];
+    let mut search = Search::new(slo, SearchSettings::from_start(84.0));
+    let mut measured = Queue::new(200.0, 0.0, 3).step(84.0);
+    measured.figures.requests = 33;
+    measured.achieved_per_s = 33.0 / 0.4;
+    search.record(&measured);
+    assert_eq!(search.outcome().reason, None, "{:?}", search.outcome());
+    assert_eq!(search.next_step(), Some((168.0, Stage::Ramp)));
+}
+
+#[test]
 fn a_server_that_misses_the_slo_at_any_rate_has_no_capacity() {
     // Its p99 at no load is 4.6 ms: a 1 ms SLO never holds.
     let mut queue = Queue::new(1_000.0, 0.0, 4);
