@@ -104,11 +104,11 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', value_name = "R[,R...]")]
     pub side_by_side_rates: Vec<f64>,
     /// Side by side: rounds per load level, each on fresh servers of every runtime; the verdicts'
-    /// intervals come from the rounds [default: 4; --quick: 3]
+    /// intervals come from the rounds [default: the fewest that are a multiple of the runtimes
+    /// and at least 4, so every runtime takes every place in the rotated order equally often]
     #[arg(long, value_name = "N")]
     pub rounds: Option<u32>,
-    /// Side by side: measured 1-second windows per load level in each round [default: 6;
-    /// --quick: 4]
+    /// Side by side: measured 1-second windows per load level in each round [default: 2]
     #[arg(long, value_name = "N")]
     pub windows: Option<u32>,
     /// Side by side: seconds of extra load after the windows in which `perf stat` counts syscalls
@@ -268,7 +268,11 @@ impl CompareArgs {
     }
 
     /// The side-by-side settings these flags ask for.
-    fn side(&self, cannot_sample: bool) -> anyhow::Result<crate::side::SideSettings> {
+    fn side(
+        &self,
+        cannot_sample: bool,
+        runtimes: usize,
+    ) -> anyhow::Result<crate::side::SideSettings> {
         for &rate in &self.side_by_side_rates {
             brigade_load::engine::check_rate("--side-by-side-rates", rate)?;
         }
@@ -295,16 +299,10 @@ impl CompareArgs {
                 DEFAULT_LEVELS.to_vec()
             },
             rates: (!self.side_by_side_rates.is_empty()).then(|| self.side_by_side_rates.clone()),
-            rounds: self.rounds.unwrap_or(if self.quick {
-                crate::settings::QUICK_ROUNDS
-            } else {
-                crate::settings::DEFAULT_ROUNDS
-            }),
-            windows: self.windows.unwrap_or(if self.quick {
-                crate::settings::QUICK_WINDOWS
-            } else {
-                crate::side::DEFAULT_WINDOWS
-            }),
+            rounds: self
+                .rounds
+                .unwrap_or_else(|| crate::settings::balanced_rounds(runtimes)),
+            windows: self.windows.unwrap_or(crate::side::DEFAULT_WINDOWS),
             count_s: self.count_seconds.unwrap_or(crate::side::DEFAULT_COUNT_S),
             budget,
             instructions: self.instructions,
@@ -351,7 +349,7 @@ impl CompareArgs {
         }
         // Side by side reads every server's CPU in nanoseconds: an external runtime needs its
         // cgroups for that.
-        let side = self.side(external.iter().any(|e| e.cgroups.is_empty()))?;
+        let side = self.side(external.iter().any(|e| e.cgroups.is_empty()), runtimes.len())?;
         let rule = self.rule()?;
         let setup_notes = self.setup_notes()?;
         let scenarios = self.scenario_names(registry)?;

@@ -322,23 +322,37 @@ fn usable_runtime(r: &&SideRuntime) -> bool {
 
 /// Each of `runtimes`' mean log cost per round, over the first `rounds` rounds: in each round the
 /// windows every one of them has a cost in (the same windows for all, so the difference of two is
-/// the mean log of their paired ratios); a round without such a window is left out for all.
-fn round_table(cell: &SideCell, runtimes: &[&SideRuntime], rounds: usize) -> Vec<Vec<f64>> {
+/// the mean log of their paired ratios); a round without such a window is left out for all. With
+/// it, each runtime's place in each round kept, when every runtime recorded its places.
+fn round_table(
+    cell: &SideCell,
+    runtimes: &[&SideRuntime],
+    rounds: usize,
+) -> (Vec<Vec<f64>>, Option<Vec<Vec<u32>>>) {
     let costs: Vec<Vec<f64>> = runtimes.iter().map(|r| r.window_costs()).collect();
+    let all = cell.rounds();
+    let placed = runtimes
+        .iter()
+        .all(|r| r.round_positions.len() == all.len());
     let usable = |c: f64| c.is_finite() && c > 0.0;
     let mut table = vec![Vec::new(); runtimes.len()];
-    for range in cell.rounds().into_iter().take(rounds) {
+    let mut places = vec![Vec::new(); runtimes.len()];
+    for (round, range) in all.into_iter().enumerate().take(rounds) {
         let common: Vec<usize> = range
             .filter(|&w| costs.iter().all(|c| c.get(w).is_some_and(|&v| usable(v))))
             .collect();
         if common.is_empty() {
             continue;
         }
-        for (row, cost) in table.iter_mut().zip(&costs) {
-            row.push(common.iter().map(|&w| cost[w].ln()).sum::<f64>() / common.len() as f64);
+        for (i, cost) in costs.iter().enumerate() {
+            let mean = common.iter().map(|&w| cost[w].ln()).sum::<f64>() / common.len() as f64;
+            table[i].push(mean);
+            if placed {
+                places[i].push(runtimes[i].round_positions[round]);
+            }
         }
     }
-    table
+    (table, placed.then_some(places))
 }
 
 /// How many rounds a level's verdict is drawn from: those of its last look (all, before looks).
@@ -363,7 +377,7 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
     let unjudged = cell.not_judged.clone().or_else(|| saturated(cell));
     let usable: Vec<&SideRuntime> = cell.runtimes.iter().filter(usable_runtime).collect();
     let rounds = judged_rounds(cell);
-    let table = round_table(cell, &usable, rounds.max(1));
+    let (table, places) = round_table(cell, &usable, rounds.max(1));
     let mean_log: Vec<f64> = table.iter().map(|row| brigade_stats::mean(row)).collect();
     let mut order: Vec<usize> = (0..usable.len()).collect();
     order.sort_by(|&x, &y| {
@@ -388,7 +402,7 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
             .collect()
     } else if rounds >= 2 {
         let confidence = look_confidence(rule.confidence(), &cell.looks);
-        let simultaneous = brigade_stats::all_pairs(&table, confidence);
+        let simultaneous = brigade_stats::all_pairs(&table, places.as_deref(), confidence);
         order[1..]
             .iter()
             .map(|&o| {
@@ -638,7 +652,7 @@ fn judge_throughput(
             .collect();
         return (comparisons, cell_verdict(&[], Some(&reason)));
     }
-    let simultaneous = brigade_stats::all_pairs(&table, rule.confidence());
+    let simultaneous = brigade_stats::all_pairs(&table, None, rule.confidence());
     let comparisons: Vec<Comparison> = order[1..]
         .iter()
         .map(|&o| {

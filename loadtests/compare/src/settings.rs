@@ -94,17 +94,21 @@ pub struct CompareSettings {
     pub slo: Option<SloPlan>,
 }
 
-/// Side-by-side windows per level and round by default (`--quick`: [`QUICK_WINDOWS`]).
-pub const DEFAULT_WINDOWS: u32 = 6;
+/// Side-by-side windows per level and round by default. Few: a round's windows share one set of
+/// server instances, and the instances' own difference (the larger part of a round's scatter
+/// with seven servers on one CPU) shrinks only with more rounds.
+pub const DEFAULT_WINDOWS: u32 = 2;
 
-/// Side-by-side rounds per level by default, each on fresh servers (`--quick`: [`QUICK_ROUNDS`]).
-pub const DEFAULT_ROUNDS: u32 = 4;
+/// The fewest rounds worth an interval: three degrees of freedom for a pair.
+pub const MIN_ROUNDS: u32 = 4;
 
-/// `--quick`'s windows per level and round.
-pub const QUICK_WINDOWS: u32 = 4;
-
-/// `--quick`'s rounds per level.
-pub const QUICK_ROUNDS: u32 = 3;
+/// The default rounds for `runtimes` runtimes: the fewest that are a multiple of their number and
+/// at least [`MIN_ROUNDS`], so that the rotation gives every runtime every place in the order
+/// equally often (the analysis then removes the places' own cost; `brigade_stats::all_pairs`).
+pub fn balanced_rounds(runtimes: usize) -> u32 {
+    let k = runtimes.max(1) as u32;
+    MIN_ROUNDS.div_ceil(k) * k
+}
 
 /// Seconds counted by `perf stat` after each level's windows by default.
 pub const DEFAULT_COUNT_S: u32 = 1;
@@ -140,10 +144,10 @@ impl Default for SideSettings {
             enabled: true,
             levels: vec![0.4, 0.8],
             rates: None,
-            rounds: DEFAULT_ROUNDS,
+            rounds: MIN_ROUNDS,
             windows: DEFAULT_WINDOWS,
             window_s: 1,
-            warmup: Duration::from_secs(1),
+            warmup: Duration::from_millis(500),
             count_s: DEFAULT_COUNT_S,
             budget: Duration::ZERO,
             instructions: false,

@@ -6,7 +6,8 @@
 //! stopping where the first look decided keeps the stated confidence (Bonferroni across two
 //! looks). Every runtime of the cell is started afresh in an added round, not only the ones still
 //! open, so the level's load on the server CPUs stays the one it names, and every round stays a
-//! complete block for the analysis. A level that no affordable number of rounds would likely
+//! complete block for the analysis; rounds are added in whole cycles of the rotation (a multiple
+//! of the runtimes), so every runtime keeps every place in the order equally often. A level that no affordable number of rounds would likely
 //! decide is not extended, and says so.
 
 use std::ops::Range;
@@ -63,6 +64,9 @@ pub fn spend(
             }
         }
         if !extension.levels.is_empty() {
+            // Whole cycles of the rotation, so every runtime keeps every place equally often.
+            let k = bench.settings.runtimes.len().max(1) as u32;
+            extension.rounds = extension.rounds.div_ceil(k) * k;
             queue.push(extension);
         }
     }

@@ -550,6 +550,8 @@ fn measure_level(
         seed: set_seed(cell_seed(settings, plan.index), set),
         cpus: bench.cpus,
         wire: settings.wire,
+        // Only rounds that give every runtime every place equally often may stagger.
+        stagger: side.rounds as usize % settings.runtimes.len().max(1) == 0,
     };
     brigade_meter::window::measure(&window_plan, &window_servers)
 }
