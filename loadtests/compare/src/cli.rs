@@ -22,7 +22,7 @@ use crate::verdict;
 /// User counts run by default (the study's).
 pub const DEFAULT_USERS: &str = "10,20,30";
 /// Measured time per run by default.
-pub const DEFAULT_DURATION: &str = "2s";
+pub const DEFAULT_DURATION: &str = "1s";
 /// Warm-up per run by default.
 pub const DEFAULT_WARMUP: &str = "500ms";
 /// Isolated runs per cell by default: one, since efficiency is judged side by side and throughput

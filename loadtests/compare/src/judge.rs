@@ -210,12 +210,10 @@ pub fn as_judged(comparisons: &[Comparison]) -> Vec<brigade_stats::Judged> {
         .collect()
 }
 
-/// A cell's verdict from its comparisons (each `a` is the cell's best runtime), by the one rule
-/// of [`brigade_stats::leader`]: open while a comparison is undecided; else the leading group
-/// (equivalent), or the best alone — a winner when every other trails beyond the margin, a
-/// leader when the order is known but some trail inside it.
-fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> Verdict {
-    if let Some(reason) = not_judged_reason {
+/// The verdict of a cell that cannot be judged: for `reason`, with no comparison, or with one not
+/// judged; None when the cell can be judged.
+fn unjudged_verdict(comparisons: &[Comparison], reason: Option<&str>) -> Option<Verdict> {
+    if let Some(reason) = reason {
         let outcome = if reason.starts_with("generator-bound") {
             Outcome::GeneratorBound
         } else if reason.starts_with("contended") {
@@ -223,25 +221,33 @@ fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> 
         } else {
             Outcome::NotJudged
         };
-        return Verdict {
+        return Some(Verdict {
             outcome,
             reason: format!("no verdict: {reason}"),
-        };
+        });
     }
     if comparisons.is_empty() {
-        return Verdict {
+        return Some(Verdict {
             outcome: Outcome::NoData,
             reason: "fewer than two runtimes produced figures; nothing to compare".to_owned(),
-        };
+        });
     }
-    if let Some(c) = comparisons
+    comparisons
         .iter()
         .find(|c| c.outcome == ComparisonOutcome::NotJudged)
-    {
-        return Verdict {
+        .map(|c| Verdict {
             outcome: Outcome::NoData,
             reason: c.sentence.clone(),
-        };
+        })
+}
+
+/// A cell's verdict from its comparisons (each `a` is the cell's best runtime), by the one rule
+/// of [`brigade_stats::leader`]: open while a comparison is undecided; else the leading group
+/// (equivalent), or the best alone — a winner when every other trails beyond the margin, a
+/// leader when the order is known but some trail inside it.
+fn cell_verdict(comparisons: &[Comparison], not_judged_reason: Option<&str>) -> Verdict {
+    if let Some(verdict) = unjudged_verdict(comparisons, not_judged_reason) {
+        return verdict;
     }
     let reason = comparisons
         .iter()
@@ -598,35 +604,7 @@ fn judge_throughput(
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
     let unjudged = throughput_unjudged(runs);
-    // Per runtime, its successful hits/s in each repeat.
-    let rates: Vec<(String, Vec<(u32, f64)>)> = runtimes
-        .iter()
-        .map(|runtime| {
-            let mine: Vec<(u32, f64)> = runs
-                .iter()
-                .filter(|r| &r.runtime == runtime)
-                .filter_map(|r| r.ok_per_s().filter(|v| *v > 0.0).map(|v| (r.repeat, v)))
-                .collect();
-            (runtime.clone(), mine)
-        })
-        .filter(|(_, rates)| !rates.is_empty())
-        .collect();
-    // The repeats every runtime has a rate in: complete blocks only.
-    let mut repeats: Vec<u32> = rates
-        .first()
-        .map(|(_, r)| r.iter().map(|(k, _)| *k).collect())
-        .unwrap_or_default();
-    repeats.retain(|k| rates.iter().all(|(_, r)| r.iter().any(|(j, _)| j == k)));
-    // Higher is better: the negated log rate plays the log cost.
-    let table: Vec<Vec<f64>> = rates
-        .iter()
-        .map(|(_, r)| {
-            repeats
-                .iter()
-                .filter_map(|k| r.iter().find(|(j, _)| j == k).map(|(_, v)| -v.ln()))
-                .collect()
-        })
-        .collect();
+    let (rates, repeats, table) = throughput_table(runs, runtimes);
     let mean_rate =
         |i: usize| brigade_stats::mean(&rates[i].1.iter().map(|(_, v)| *v).collect::<Vec<_>>());
     let mut order: Vec<usize> = (0..rates.len()).collect();
@@ -675,6 +653,48 @@ fn judge_throughput(
         .collect();
     let verdict = cell_verdict(&comparisons, None);
     (comparisons, verdict)
+}
+
+/// Each runtime's successful hits/s by repeat (runtimes without any left out).
+type RatesByRepeat = Vec<(String, Vec<(u32, f64)>)>;
+
+/// Per runtime (those with a rate), its successful hits/s in each repeat; the repeats every one
+/// of them completed (complete blocks only); and the table of negated log rates over those repeats
+/// (higher is better, so the negated log plays the log cost).
+fn throughput_table(
+    runs: &[&RunRecord],
+    runtimes: &[String],
+) -> (RatesByRepeat, Vec<u32>, Vec<Vec<f64>>) {
+    // Per runtime, its successful hits/s in each repeat.
+    let rates: RatesByRepeat = runtimes
+        .iter()
+        .map(|runtime| {
+            let mine: Vec<(u32, f64)> = runs
+                .iter()
+                .filter(|r| &r.runtime == runtime)
+                .filter_map(|r| r.ok_per_s().filter(|v| *v > 0.0).map(|v| (r.repeat, v)))
+                .collect();
+            (runtime.clone(), mine)
+        })
+        .filter(|(_, rates)| !rates.is_empty())
+        .collect();
+    // The repeats every runtime has a rate in: complete blocks only.
+    let mut repeats: Vec<u32> = rates
+        .first()
+        .map(|(_, r)| r.iter().map(|(k, _)| *k).collect())
+        .unwrap_or_default();
+    repeats.retain(|k| rates.iter().all(|(_, r)| r.iter().any(|(j, _)| j == k)));
+    // Higher is better: the negated log rate plays the log cost.
+    let table: Vec<Vec<f64>> = rates
+        .iter()
+        .map(|(_, r)| {
+            repeats
+                .iter()
+                .filter_map(|k| r.iter().find(|(j, _)| j == k).map(|(_, v)| -v.ln()))
+                .collect()
+        })
+        .collect();
+    (rates, repeats, table)
 }
 
 /// Why a cell's isolated runs cannot rank runtimes (contended, or generator-bound), if so.

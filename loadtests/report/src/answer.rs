@@ -215,6 +215,24 @@ const LABEL_W: f64 = 260.0;
 const PLOT_W: f64 = 420.0;
 const ROW_H: f64 = 16.0;
 
+/// The forest plot's horizontal scale: percent of extra cost to pixels.
+struct Scale {
+    low: f64,
+    high: f64,
+}
+
+impl Scale {
+    /// The pixel of `pct`.
+    fn x(&self, pct: f64) -> f64 {
+        LABEL_W + (pct - self.low) / (self.high - self.low) * PLOT_W
+    }
+}
+
+/// `(ratio - 1) * 100`, where there is a ratio.
+fn pct(ratio: Option<f64>) -> Option<f64> {
+    ratio.map(|r| (r - 1.0) * 100.0)
+}
+
 /// A forest plot: one row per runtime trailing a level's best, its extra cost over the best as a
 /// dot and its interval as a whisker, the ±margin band shaded, grouped by level.
 fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
@@ -222,7 +240,6 @@ fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
     if rows == 0 {
         return String::new();
     }
-    let pct = |v: Option<f64>| v.map(|r| (r - 1.0) * 100.0);
     let ends = answers
         .iter()
         .flat_map(|a| &a.comparisons)
@@ -232,7 +249,7 @@ fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
     let (low, high) = ends.fold((-1.5 * margin_pct, 1.5 * margin_pct), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
-    let x = |v: f64| LABEL_W + (v - low) / (high - low) * PLOT_W;
+    let scale = Scale { low, high };
     let height = (rows as f64 + 2.0) * ROW_H;
     let mut svg = format!(
         "<svg class=\"forest\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" \
@@ -242,64 +259,69 @@ fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
     let _ = writeln!(
         svg,
         "<rect x=\"{:.1}\" y=\"0\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#e8eef5\"/>",
-        x(-margin_pct),
-        x(margin_pct) - x(-margin_pct),
+        scale.x(-margin_pct),
+        scale.x(margin_pct) - scale.x(-margin_pct),
         height - ROW_H
     );
     let _ = writeln!(
         svg,
         "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"0\" y2=\"{1:.1}\" stroke=\"#555\"/>",
-        x(0.0),
+        scale.x(0.0),
         height - ROW_H
     );
     let mut y = ROW_H;
     for a in answers {
-        let best = a.comparisons.first().map_or("", |c| c.a.as_str());
-        let _ = writeln!(
-            svg,
-            "<text x=\"4\" y=\"{y:.1}\" font-weight=\"bold\">{} at {}: {} (best)</text>",
-            esc(&format!("{} users", a.cell.users)),
-            esc(&a.level.level),
-            esc(best)
-        );
-        y += ROW_H;
-        for c in &a.comparisons {
-            let colour = match c.outcome {
-                ComparisonOutcome::Win => "#b2182b",
-                ComparisonOutcome::Ahead => "#ef8a62",
-                ComparisonOutcome::Equivalent => "#1a9850",
-                _ => "#777777",
-            };
-            let _ = writeln!(
-                svg,
-                "<text x=\"16\" y=\"{y:.1}\">{} ({})</text>",
-                esc(&c.b),
-                word(c.outcome)
-            );
-            if let (Some(r), Some(lo), Some(hi)) = (pct(c.ratio), pct(c.ci_low), pct(c.ci_high)) {
-                let mid = y - 4.0;
-                let _ = writeln!(
-                    svg,
-                    "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\" \
-                     stroke=\"{colour}\" stroke-width=\"2\"/><circle cx=\"{:.1}\" cy=\"{mid:.1}\" \
-                     r=\"3.5\" fill=\"{colour}\"><title>{}</title></circle>",
-                    x(lo),
-                    x(hi),
-                    x(r),
-                    esc(&extra(c))
-                );
-            }
-            y += ROW_H;
-        }
+        forest_level(&mut svg, &scale, a, &mut y);
     }
     for tick in [low, -margin_pct, 0.0, margin_pct, high] {
         let _ = writeln!(
             svg,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{tick:+.1}%</text>",
-            x(tick),
+            scale.x(tick),
             height - 2.0
         );
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// One level's rows of the forest plot, from `y` down: its heading, then each comparison.
+fn forest_level(svg: &mut String, scale: &Scale, a: &LevelAnswer<'_>, y: &mut f64) {
+    let best = a.comparisons.first().map_or("", |c| c.a.as_str());
+    let _ = writeln!(
+        svg,
+        "<text x=\"4\" y=\"{y:.1}\" font-weight=\"bold\">{} at {}: {} (best)</text>",
+        esc(&format!("{} users", a.cell.users)),
+        esc(&a.level.level),
+        esc(best)
+    );
+    *y += ROW_H;
+    for c in &a.comparisons {
+        let colour = match c.outcome {
+            ComparisonOutcome::Win => "#b2182b",
+            ComparisonOutcome::Ahead => "#ef8a62",
+            ComparisonOutcome::Equivalent => "#1a9850",
+            _ => "#777777",
+        };
+        let _ = writeln!(
+            svg,
+            "<text x=\"16\" y=\"{y:.1}\">{} ({})</text>",
+            esc(&c.b),
+            word(c.outcome)
+        );
+        if let (Some(r), Some(lo), Some(hi)) = (pct(c.ratio), pct(c.ci_low), pct(c.ci_high)) {
+            let mid = *y - 4.0;
+            let _ = writeln!(
+                svg,
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\" \
+                 stroke=\"{colour}\" stroke-width=\"2\"/><circle cx=\"{:.1}\" cy=\"{mid:.1}\" \
+                 r=\"3.5\" fill=\"{colour}\"><title>{}</title></circle>",
+                scale.x(lo),
+                scale.x(hi),
+                scale.x(r),
+                esc(&extra(c))
+            );
+        }
+        *y += ROW_H;
+    }
 }

@@ -28,6 +28,6 @@ mod synthetic;
 
 pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
 pub use rollup::{cell_decided, leader, rollup, tally, Judged, Leader, Rollup, Tally};
-pub use rounds::{all_pairs, studentized_range_quantile, Simultaneous};
+pub use rounds::{all_pairs, studentized_range_quantile, Simultaneous, MIN_RUNTIMES_FOR_PLACES};
 pub use rule::{four_way, four_way_oriented, samples_to_decide, Outcome};
 pub use summary::{mean, median, std_dev};

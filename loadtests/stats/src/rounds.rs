@@ -45,6 +45,9 @@ use crate::interval::Interval;
 /// ±0.5% of the published tables; checked in the tests below).
 const RANGE_DRAWS: usize = 40_000;
 
+/// The fewest runtimes whose places are estimated and removed (see [`all_pairs`]).
+pub const MIN_RUNTIMES_FOR_PLACES: usize = 3;
+
 /// The seed of those draws: a critical value is a property of its table, not of the data.
 const RANGE_SEED: u64 = 0x0051_0DE7;
 
@@ -132,7 +135,9 @@ pub fn all_pairs(
         })
         .collect();
     let mut degrees = (r - 1) * (k - 1);
-    let places = places.filter(|p| balanced(p, k, r));
+    // With two runtimes the rotation alone balances the places, and removing them would cost a
+    // third of the degrees of freedom at four rounds: they stay in the residual.
+    let places = places.filter(|p| k >= MIN_RUNTIMES_FOR_PLACES && balanced(p, k, r));
     if let Some(places) = places {
         // Orthogonal to runtimes and rounds: a place's effect is its residuals' mean.
         let mut sums = vec![(0.0, 0usize); k];

@@ -257,17 +257,21 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
     let mut cells = Vec::new();
     for i in 0..plan.levels.len() {
         let mut level = corrected_level(&plan.levels[i], measured);
-        let shape = SetShape {
+        let shape = |attempt: u64| SetShape {
             windows: side.windows,
             count_s: side.count_s,
-            set: set_number(0, i),
+            set: set_number(0, i) + attempt * SECOND_ATTEMPT,
             warmup: side.warmup,
         };
-        let measure = |level: &Level| match measure_level(bench, plan, level, servers, shape) {
-            Ok(cell) => cell,
-            Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
+        // Each attempt its own seed: a second on the same servers with the first's would make the
+        // same keys (table numbers) again, refused as taken.
+        let measure = |level: &Level, attempt| {
+            match measure_level(bench, plan, level, servers, shape(attempt)) {
+                Ok(cell) => cell,
+                Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
+            }
         };
-        let mut cell = measure(&level);
+        let mut cell = measure(&level, 0);
         print_level(&cell, 1);
         // A level whose busy share missed its name by more than the tolerance is set again from
         // what it measured and measured once more: the rounds after keep the rate it settles on.
@@ -277,7 +281,7 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
                 level.label, cell.server_cpus_busy_pct, again.rate_per_s
             );
             level = again;
-            cell = measure(&level);
+            cell = measure(&level, 1);
             print_level(&cell, 1);
         }
         plan.levels[i] = level.clone();
@@ -373,11 +377,21 @@ fn corrected_level(level: &Level, measured: Option<(f64, f64)>) -> Level {
     level
 }
 
+/// Whether `rounds` rounds of `runtimes` runtimes offset each generator by its place: only when
+/// the analysis removes the places' own cost, which needs every runtime in every place equally
+/// often (rounds a multiple of the runtimes) and enough runtimes to spare the degrees of freedom.
+fn staggered(rounds: u32, runtimes: usize) -> bool {
+    runtimes >= brigade_stats::MIN_RUNTIMES_FOR_PLACES && rounds as usize % runtimes == 0
+}
+
 /// The window set number of level `level` in round `round` (its seed, [`set_seed`]): every round
-/// and level its own, so fixtures drawing keys never meet an earlier set's on external servers.
+/// and level its own, so fixtures drawing keys never meet an earlier set's on the same servers.
 fn set_number(round: u32, level: usize) -> u64 {
     1 + u64::from(round) * 16 + level as u64
 }
+
+/// What a level's second attempt in the first round adds to its set number (levels stay below).
+const SECOND_ATTEMPT: u64 = 8;
 
 fn print_level(cell: &SideCell, round: u32) {
     let costs: Vec<String> = cell
@@ -550,8 +564,8 @@ fn measure_level(
         seed: set_seed(cell_seed(settings, plan.index), set),
         cpus: bench.cpus,
         wire: settings.wire,
-        // Only rounds that give every runtime every place equally often may stagger.
-        stagger: side.rounds as usize % settings.runtimes.len().max(1) == 0,
+        // Only rounds whose analysis removes the places' cost may stagger.
+        stagger: staggered(side.rounds, settings.runtimes.len()),
     };
     brigade_meter::window::measure(&window_plan, &window_servers)
 }
