@@ -37,7 +37,7 @@ pub const QUICK_LEVELS: [f64; 1] = [0.6];
 /// `--quick`: user counts.
 pub const QUICK_USERS: &str = "10";
 /// `--quick`: measured time per run.
-pub const QUICK_DURATION: &str = "2s";
+pub const QUICK_DURATION: &str = "1s";
 /// `--quick`: warm-up per run.
 pub const QUICK_WARMUP: &str = "500ms";
 
@@ -105,7 +105,8 @@ pub struct CompareArgs {
     pub side_by_side_rates: Vec<f64>,
     /// Side by side: rounds per load level, each on fresh servers of every runtime; the verdicts'
     /// intervals come from the rounds [default: the fewest that are a multiple of the runtimes
-    /// and at least 4, so every runtime takes every place in the rotated order equally often]
+    /// and at least 4, so every runtime takes every place in the rotated order equally often;
+    /// --quick: 4]
     #[arg(long, value_name = "N")]
     pub rounds: Option<u32>,
     /// Side by side: measured 1-second windows per load level in each round [default: 2]
@@ -299,9 +300,16 @@ impl CompareArgs {
                 DEFAULT_LEVELS.to_vec()
             },
             rates: (!self.side_by_side_rates.is_empty()).then(|| self.side_by_side_rates.clone()),
-            rounds: self
-                .rounds
-                .unwrap_or_else(|| crate::settings::balanced_rounds(runtimes)),
+            // --quick keeps the fewest rounds worth an interval: with seven runtimes they do not
+            // rotate through every place, so its generators share one schedule (less precise,
+            // not biased).
+            rounds: self.rounds.unwrap_or_else(|| {
+                if self.quick {
+                    crate::settings::MIN_ROUNDS
+                } else {
+                    crate::settings::balanced_rounds(runtimes)
+                }
+            }),
             windows: self.windows.unwrap_or(crate::side::DEFAULT_WINDOWS),
             count_s: self.count_seconds.unwrap_or(crate::side::DEFAULT_COUNT_S),
             budget,
@@ -349,7 +357,10 @@ impl CompareArgs {
         }
         // Side by side reads every server's CPU in nanoseconds: an external runtime needs its
         // cgroups for that.
-        let side = self.side(external.iter().any(|e| e.cgroups.is_empty()), runtimes.len())?;
+        let side = self.side(
+            external.iter().any(|e| e.cgroups.is_empty()),
+            runtimes.len(),
+        )?;
         let rule = self.rule()?;
         let setup_notes = self.setup_notes()?;
         let scenarios = self.scenario_names(registry)?;

@@ -1356,7 +1356,11 @@ mod tests {
         for (i, r) in cell.runtimes.iter_mut().enumerate() {
             for (w, ns) in r.window_cpu_ns.iter_mut().enumerate() {
                 let round = w / windows;
-                let sign = if (round + i) % 2 == 0 { 1.0 } else { -1.0 };
+                let sign = if (round + i).is_multiple_of(2) {
+                    1.0
+                } else {
+                    -1.0
+                };
                 *ns = (*ns as f64 * (1.0 + sign * instance)) as u64;
             }
         }

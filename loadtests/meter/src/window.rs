@@ -331,7 +331,7 @@ impl SideCell {
     /// round of every window for a report written before rounds).
     pub fn rounds(&self) -> Vec<std::ops::Range<usize>> {
         if self.round_windows.is_empty() {
-            return vec![0..self.windows];
+            return std::iter::once(0..self.windows).collect();
         }
         let mut start = 0;
         self.round_windows

@@ -175,7 +175,7 @@ pub fn all_pairs(
 /// Whether `places` (k runtimes × r rounds) fill every place 0..k once in every round and give
 /// every runtime every place equally often: place is then orthogonal to runtime and round.
 fn balanced(places: &[Vec<u32>], k: usize, r: usize) -> bool {
-    if places.len() != k || places.iter().any(|p| p.len() != r) || r % k != 0 {
+    if places.len() != k || places.iter().any(|p| p.len() != r) || !r.is_multiple_of(k) {
         return false;
     }
     let every_round_full = (0..r).all(|j| {
@@ -185,9 +185,9 @@ fn balanced(places: &[Vec<u32>], k: usize, r: usize) -> bool {
             place < k && !std::mem::replace(&mut seen[place], true)
         })
     });
-    let every_place_alike = places.iter().all(|p| {
-        (0..k as u32).all(|place| p.iter().filter(|&&q| q == place).count() == r / k)
-    });
+    let every_place_alike = places
+        .iter()
+        .all(|p| (0..k as u32).all(|place| p.iter().filter(|&&q| q == place).count() == r / k));
     every_round_full && every_place_alike
 }
 
@@ -341,12 +341,22 @@ mod tests {
         let without = all_pairs(&rows, None, 0.95).expect("an interval");
         assert!(with.places_removed && !without.places_removed);
         assert_eq!(with.degrees, 8);
-        assert!(with.half_width * 5.0 < without.half_width, "{with:?} {without:?}");
+        assert!(
+            with.half_width * 5.0 < without.half_width,
+            "{with:?} {without:?}"
+        );
         let iv = with.ratio(0, 2);
-        assert!(iv.ci_low < 1.0202 && iv.ci_high > 1.0202 && iv.ci_low > 1.01, "{iv:?}");
+        assert!(
+            iv.ci_low < 1.0202 && iv.ci_high > 1.0202 && iv.ci_low > 1.01,
+            "{iv:?}"
+        );
         // Rounds that are not a multiple of the runtimes leave places alone.
         let short: Vec<Vec<f64>> = rows.iter().map(|r| r[..4].to_vec()).collect();
         let short_places: Vec<Vec<u32>> = places.iter().map(|p| p[..4].to_vec()).collect();
-        assert!(!all_pairs(&short, Some(&short_places), 0.95).unwrap().places_removed);
+        assert!(
+            !all_pairs(&short, Some(&short_places), 0.95)
+                .unwrap()
+                .places_removed
+        );
     }
 }

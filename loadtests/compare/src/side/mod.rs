@@ -265,11 +265,15 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
         };
         // Each attempt its own seed: a second on the same servers with the first's would make the
         // same keys (table numbers) again, refused as taken.
-        let measure = |level: &Level, attempt| {
-            match measure_level(bench, plan, level, servers, shape(attempt)) {
-                Ok(cell) => cell,
-                Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
-            }
+        let measure = |level: &Level, attempt| match measure_level(
+            bench,
+            plan,
+            level,
+            servers,
+            shape(attempt),
+        ) {
+            Ok(cell) => cell,
+            Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
         };
         let mut cell = measure(&level, 0);
         print_level(&cell, 1);
@@ -381,7 +385,7 @@ fn corrected_level(level: &Level, measured: Option<(f64, f64)>) -> Level {
 /// the analysis removes the places' own cost, which needs every runtime in every place equally
 /// often (rounds a multiple of the runtimes) and enough runtimes to spare the degrees of freedom.
 fn staggered(rounds: u32, runtimes: usize) -> bool {
-    runtimes >= brigade_stats::MIN_RUNTIMES_FOR_PLACES && rounds as usize % runtimes == 0
+    runtimes >= brigade_stats::MIN_RUNTIMES_FOR_PLACES && (rounds as usize).is_multiple_of(runtimes)
 }
 
 /// The window set number of level `level` in round `round` (its seed, [`set_seed`]): every round
@@ -695,6 +699,15 @@ mod tests {
         assert_eq!(set_seed(7, 0), 7);
         assert_ne!(set_seed(7, 1), set_seed(7, 2));
         assert_ne!(set_seed(7, 1), 7);
+        // Every level of a round, a second attempt at each, and the next round: all different.
+        let mut sets: Vec<u64> = (0..2)
+            .flat_map(|round| (0..4).map(move |level| set_number(round, level)))
+            .chain((0..4).map(|level| set_number(0, level) + SECOND_ATTEMPT))
+            .collect();
+        let all = sets.len();
+        sets.sort_unstable();
+        sets.dedup();
+        assert_eq!(sets.len(), all);
     }
 
     #[test]
