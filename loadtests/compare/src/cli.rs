@@ -153,8 +153,8 @@ pub struct CompareArgs {
     /// [default: results/compare-<UTC timestamp>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// A short comparison (one user count, shorter runs, one repeat, one side-by-side level):
-    /// about 3.5 minutes with seven runtimes on 2 cores
+    /// A short comparison (one user count, one repeat, one side-by-side level, 4 rounds): about
+    /// 3.5 minutes with seven runtimes on 2 cores
     #[arg(long)]
     pub quick: bool,
     /// The server binary: it takes the standard serve flags (`serve --runtime R --service all

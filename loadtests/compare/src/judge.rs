@@ -1375,10 +1375,10 @@ mod tests {
 
     #[test]
     fn rounds_give_intervals_simultaneous_over_the_cell_and_a_decided_leader() {
-        // warp 1.8% behind hyper (an order, its interval reaching past the 2% margin), actix 12%
+        // near 1.8% behind lean (an order, its interval reaching past the 2% margin), heavy 12%
         // behind (a win).
         let cell = rounds_cell(
-            &[("warp", 25.45), ("hyper", 25.0), ("actix", 28.0)],
+            &[("near", 25.45), ("lean", 25.0), ("heavy", 28.0)],
             5,
             6,
             0.003,
@@ -1388,33 +1388,31 @@ mod tests {
         assert_eq!(comparisons.len(), 2);
         assert!(comparisons
             .iter()
-            .all(|c| c.a == "hyper" && c.simultaneous && c.samples == 5));
+            .all(|c| c.a == "lean" && c.simultaneous && c.samples == 5));
         let of = |b: &str| comparisons.iter().find(|c| c.b == b).unwrap();
         assert_eq!(
-            of("actix").outcome,
+            of("heavy").outcome,
             ComparisonOutcome::Win,
             "{:?}",
-            of("actix")
+            of("heavy")
         );
         assert_eq!(
-            of("warp").outcome,
+            of("near").outcome,
             ComparisonOutcome::Ahead,
             "{:?}",
-            of("warp")
+            of("near")
         );
         assert!(
-            of("warp").sentence.contains("simultaneous CI"),
+            of("near").sentence.contains("simultaneous CI"),
             "{}",
-            of("warp").sentence
+            of("near").sentence
         );
         let leader = level_leader(&comparisons).unwrap();
         assert_eq!(
             (leader.runtimes.clone(), leader.decided),
-            (vec!["hyper".to_owned()], true)
+            (vec!["lean".to_owned()], true)
         );
-        assert!(
-            matches!(verdict.outcome, Outcome::Leads { ref runtime, .. } if runtime == "hyper")
-        );
+        assert!(matches!(verdict.outcome, Outcome::Leads { ref runtime, .. } if runtime == "lean"));
         assert!(level_decided(&cell, "embedded", &rule));
     }
 
