@@ -406,55 +406,64 @@ pub fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison
             .iter()
             .map(|&o| not_judged(Measure::Efficiency, &key, name(best), name(o), reason, rule))
             .collect()
-    } else if rounds >= 2 {
-        let confidence = look_confidence(rule.confidence(), &cell.looks);
-        let simultaneous = brigade_stats::all_pairs(&table, places.as_deref(), confidence);
-        order[1..]
-            .iter()
-            .map(|&o| {
-                let interval = simultaneous.as_ref().map(|s| s.ratio(best, o));
-                let basis = Basis {
-                    samples: simultaneous.as_ref().map_or(0, |s| s.rounds),
-                    unit: "rounds",
-                    simultaneous: true,
-                };
-                judged(
-                    Measure::Efficiency,
-                    &key,
-                    name(best),
-                    name(o),
-                    interval,
-                    basis,
-                    rule,
-                )
-            })
-            .collect()
     } else {
-        let best_costs = usable[best].window_costs();
-        order[1..]
-            .iter()
-            .map(|&o| {
-                let interval = brigade_stats::paired_cost_ratio(
-                    &best_costs,
-                    &usable[o].window_costs(),
-                    rule.confidence(),
-                    BOOTSTRAP_SEED,
-                );
-                let basis = Basis::alone(&interval, "windows");
-                judged(
-                    Measure::Efficiency,
-                    &key,
-                    name(best),
-                    name(o),
-                    interval,
-                    basis,
-                    rule,
-                )
-            })
-            .collect()
+        level_intervals(
+            cell,
+            rule,
+            &usable,
+            &order,
+            (&table, places.as_deref()),
+            rounds,
+        )
+        .into_iter()
+        .map(|(o, interval, basis)| {
+            let (a, b) = (name(best), name(o));
+            judged(Measure::Efficiency, &key, a, b, interval, basis, rule)
+        })
+        .collect()
     };
     let verdict = cell_verdict(&comparisons, unjudged.as_deref());
     (comparisons, verdict)
+}
+
+/// The interval of the best (`order[0]`) against each other runtime of a level, with what it
+/// rests on: from the rounds' table (simultaneous) when there are two rounds or more, else from
+/// the windows (each alone).
+fn level_intervals(
+    cell: &SideCell,
+    rule: &Rule,
+    usable: &[&SideRuntime],
+    order: &[usize],
+    (table, places): (&[Vec<f64>], Option<&[Vec<u32>]>),
+    rounds: usize,
+) -> Vec<(usize, Option<Interval>, Basis)> {
+    let best = order[0];
+    if rounds >= 2 {
+        let confidence = look_confidence(rule.confidence(), &cell.looks);
+        let simultaneous = brigade_stats::all_pairs(table, places, confidence);
+        let basis = Basis {
+            samples: simultaneous.as_ref().map_or(0, |s| s.rounds),
+            unit: "rounds",
+            simultaneous: true,
+        };
+        return order[1..]
+            .iter()
+            .map(|&o| (o, simultaneous.as_ref().map(|s| s.ratio(best, o)), basis))
+            .collect();
+    }
+    let best_costs = usable[best].window_costs();
+    order[1..]
+        .iter()
+        .map(|&o| {
+            let interval = brigade_stats::paired_cost_ratio(
+                &best_costs,
+                &usable[o].window_costs(),
+                rule.confidence(),
+                BOOTSTRAP_SEED,
+            );
+            (o, interval, Basis::alone(&interval, "windows"))
+        })
+        .collect()
 }
 
 /// At or above this busy share of the server CPUs a level is not judged: the servers then queue
