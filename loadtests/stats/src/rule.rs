@@ -137,34 +137,22 @@ mod tests {
 
     #[test]
     fn four_way_reads_an_interval_against_the_margin() {
-        assert_eq!(
-            four_way(&interval(1.05, 1.03, 1.07, 30), 0.02),
-            Outcome::Win
-        );
-        assert_eq!(
-            four_way(&interval(1.0, 0.99, 1.01, 30), 0.02),
-            Outcome::Equivalent
-        );
-        assert_eq!(
-            four_way(&interval(1.03, 1.01, 1.05, 30), 0.02),
-            Outcome::Ahead
-        );
-        assert_eq!(
-            four_way(&interval(1.015, 1.005, 1.025, 30), 0.02),
-            Outcome::Ahead
-        );
-        assert_eq!(
-            four_way(&interval(1.005, 1.001, 1.015, 30), 0.02),
-            Outcome::Equivalent
-        );
-        assert_eq!(
-            four_way(&interval(1.01, 0.995, 1.025, 30), 0.02),
-            Outcome::Undecided
-        );
-        assert_eq!(
-            four_way(&interval(f64::NAN, f64::NAN, f64::NAN, 30), 0.02),
-            Outcome::Undecided
-        );
+        let cases = [
+            ((1.05, 1.03, 1.07), Outcome::Win),
+            ((1.0, 0.99, 1.01), Outcome::Equivalent),
+            ((1.03, 1.01, 1.05), Outcome::Ahead),
+            ((1.015, 1.005, 1.025), Outcome::Ahead),
+            ((1.005, 1.001, 1.015), Outcome::Equivalent),
+            ((1.01, 0.995, 1.025), Outcome::Undecided),
+            ((f64::NAN, f64::NAN, f64::NAN), Outcome::Undecided),
+        ];
+        for ((ratio, low, high), outcome) in cases {
+            assert_eq!(
+                four_way(&interval(ratio, low, high, 30), 0.02),
+                outcome,
+                "{ratio} ({low}–{high})"
+            );
+        }
     }
 
     #[test]
