@@ -41,24 +41,26 @@ fn assert_near_planted(capacity: Option<f64>, context: &dyn std::fmt::Debug) -> 
 /// The search flags every test uses: short steps, a coarse precision, and an SLO an overload
 /// breaks within one.
 ///
-/// A step is 0.5 s of load (0.1 s warm-up, 0.4 s measured), so overloading by a share ε queues
+/// A step is 0.5 s of load (0.1 s warm-up, four sub-windows of 0.1 s), so overloading by a share ε queues
 /// its late requests about ε × 0.4 s behind: `p90<100ms` fails from ε ≈ 0.25 while stalls of a
 /// busy machine seldom reach a tenth of the requests. `p99<1s` held at twice what the CPU can
 /// serve (its queue never grew to a second in half a second), and the search reported that.
 const SLO: &str = "p90<100ms";
 
 /// The search flags every test uses (with [`SLO`]).
-const SEARCH: [&str; 12] = [
+const SEARCH: [&str; 14] = [
     "--slo",
     SLO,
     "--slo-start",
     "100",
     "--slo-precision",
     "20",
-    "--slo-confirm",
-    "1",
-    "--slo-repeats",
+    "--slo-windows",
+    "4",
+    "--slo-searches",
     "2",
+    "--slo-probe",
+    "200ms",
     "--warmup",
     "100ms",
 ];
@@ -81,7 +83,7 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
             "--scenarios",
             "hello",
         ])
-        .args(["--store", "memory", "--users", "4", "--duration", "400ms"])
+        .args(["--store", "memory", "--users", "4", "--duration", "100ms"])
         .args([
             "--handicap",
             &handicap("hyper"),
@@ -102,8 +104,22 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
     let report = json::read(&out.join("report.json")).unwrap();
     // Nothing but the search: no isolated run, no side-by-side level.
     assert!(report.runs.is_empty() && report.side_by_side.is_empty());
-    assert_eq!(report.slo_searches.len(), 2, "{stdout}");
+    // Two independent searches per runtime, numbered, each with the probe of its round.
+    assert_eq!(report.slo_searches.len(), 4, "{stdout}");
+    for runtime in ["hyper", "axum"] {
+        let mut numbers: Vec<u32> = report
+            .slo_searches
+            .iter()
+            .filter(|s| s.runtime == runtime)
+            .map(|s| s.search)
+            .collect();
+        numbers.sort_unstable();
+        assert_eq!(numbers, [0, 1]);
+    }
     for search in &report.slo_searches {
+        let probe = search.stall_probe.as_ref().expect("a stall probe");
+        assert_eq!(probe.sides.len(), 2, "{probe:?}");
+        assert!(probe.sides.iter().all(|s| s.own.len() == 1), "{probe:?}");
         let o = &search.outcome;
         assert_eq!(o.slo, [SLO]);
         assert_eq!(search.scenario, "hello");
@@ -113,21 +129,26 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
         // 100/s holds; past what the planted cost lets one CPU serve, nothing can.
         assert!(o.curve.iter().any(|p| p.held), "{search:?}");
         let capacity = assert_near_planted(o.capacity_per_s, search);
-        assert!(o.confirmed);
         assert!(
             o.curve.iter().any(|p| !p.held && p.why.is_some()),
             "{search:?}"
         );
-        // The capacity is a rate that held its confirmation windows.
+        // The capacity is the bracket's low end, a rate that held on every sub-window pooled at it
+        // over two visits at least; every step measured its four sub-windows.
+        let (low, high) = (o.bracket_low.unwrap(), o.bracket_high.unwrap());
+        assert_eq!(low, capacity);
+        assert!(low < high && high <= low * 1.2 + 1e-9, "{low} {high}");
+        let last = o
+            .curve
+            .iter()
+            .rfind(|p| p.offered_per_s == capacity)
+            .unwrap();
+        assert!(last.held && last.visits >= 2, "{last:?}");
+        // A visit is four sub-windows (the last one left out when the window's end cut it short).
         assert!(
-            o.curve
-                .iter()
-                .any(|p| p.held && p.offered_per_s == capacity),
+            o.curve.iter().all(|p| p.windows >= 3 * p.visits),
             "{search:?}"
         );
-        assert_eq!(o.repeats[0], capacity);
-        let (low, high) = (o.bracket_low.unwrap(), o.bracket_high.unwrap());
-        assert!(low < high && high <= low * 1.2 + 1e-9, "{low} {high}");
         let per_cpu = search.capacity_per_cpu.unwrap();
         let cores = search.cores_for_target.unwrap();
         assert!((cores * per_cpu - 1000.0).abs() < 1e-6);
@@ -143,7 +164,7 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
     assert!(c.sentence.contains(&c.a) && c.sentence.contains(&c.b));
     if c.outcome != ComparisonOutcome::NotJudged {
         assert!(c.ratio.unwrap() >= 1.0);
-        assert_eq!(c.samples, 2);
+        assert_eq!(c.samples, 2, "two searches each: {c:?}");
     }
     let cell = report.cells.iter().find(|c| c.scenario == "hello").unwrap();
     assert!(cell.capacity.is_some());
@@ -152,7 +173,11 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Capacity at the SLO") && md.contains("## Latency–rate curves"));
     assert!(md.contains("| capacity verdict |"));
-    assert!(md.contains("no isolated runs (--slo): every search step 0.4 s measured"));
+    assert!(md.contains("no isolated runs (--slo)"), "{md}");
+    assert!(
+        md.contains("| search |") && md.contains("of 2 searches"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Capacity at the SLO") && html.contains("latency against rate"));
     assert!(html.contains("<svg"));
@@ -200,7 +225,7 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
     let json_path = dir.path().join("search.json");
     let output = brigade()
         .args(["load", "--target", &url, "--scenario", "hello"])
-        .args(["--connections", "4", "--duration", "400ms"])
+        .args(["--connections", "4", "--duration", "100ms"])
         .args(SEARCH)
         .arg("--json")
         .arg(&json_path)
@@ -214,12 +239,18 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
         "load --slo failed\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("target hello 4 users"), "{stdout}");
+    assert!(
+        stdout.contains("target hello 4 users, search 2"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stall probe"), "{stdout}");
     let value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    // The usual result, and the search beside it.
+    // The usual result, the searches beside it and their summary.
     assert!(value["total"]["requests"].as_u64().unwrap() > 0);
-    let search = &value["search"];
+    assert_eq!(value["searches"].as_array().unwrap().len(), 2, "{value}");
+    assert_eq!(value["capacity"]["searches"], 2);
+    let search = &value["searches"][0];
     for key in [
         "runtime",
         "scenario",
@@ -228,7 +259,7 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
         "capacity_per_s",
         "bracket_low",
         "bracket_high",
-        "confirmed",
+        "stall_probe",
         "curve",
     ] {
         assert!(search.get(key).is_some(), "no {key} in {search}");
@@ -244,6 +275,8 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
             "p99_ms",
             "p999_ms",
             "error_pct",
+            "windows",
+            "pooled_p99_ms",
         ] {
             assert!(point[key].is_number(), "no {key} in {point}");
         }

@@ -121,7 +121,8 @@ struct Cell<'a> {
     rotation: usize,
 }
 
-/// One cell: every runtime's start rate, then their searches interleaved.
+/// One cell: every runtime's start rate, then `--slo-searches` rounds, each a probe of the
+/// machine's own stalls and then every runtime's search, interleaved, on fresh servers per step.
 fn search_cell(
     bench: &Bench<'_>,
     plan: &SloPlan,
@@ -157,35 +158,78 @@ fn search_cell(
         record
     };
     let head = |r: usize| format!("[slo] {} {} {} users", runtimes[r], at.label, at.users);
-    let mut spent: Vec<f64> = vec![0.0; runtimes.len()];
     let mut starts = Vec::new();
     for k in 0..runtimes.len() {
         let r = (k + at.rotation) % runtimes.len();
-        let clock = Instant::now();
         let (start, from) = start_rate(plan, runs, &runtimes[r], at, || {
             run(r, None, format!("{}: closed-loop probe", head(r)))
         });
-        spent[r] += clock.elapsed().as_secs_f64();
         starts.push((r, start, from));
     }
     starts.sort_by_key(|(r, _, _)| *r);
-    let mut searches = new_searches(plan, &starts);
-    slo::interleave(&mut searches, |i, rate, stage| {
-        let clock = Instant::now();
-        let record = run(
-            i,
-            Some(rate),
-            format!(
-                "{}: {} at {}",
-                head(i),
-                stage.as_str(),
-                slo::rate_words(rate)
-            ),
-        );
-        spent[i] += clock.elapsed().as_secs_f64();
-        measured(&record, rate)
-    });
-    search_records(bench, plan, at, searches, starts, &spent)
+    let mut records = Vec::new();
+    for round in 0..plan.args.slo_searches {
+        let probe = probe_stalls(bench, plan);
+        let mut spent: Vec<f64> = vec![0.0; runtimes.len()];
+        let outcomes: Vec<slo::SearchOutcome> = match &probe.refused {
+            Some(why) => starts
+                .iter()
+                .map(|(_, start, _)| slo::load::refused_outcome(&plan.slos, *start, why))
+                .collect(),
+            None => {
+                let mut searches = new_searches(plan, &starts);
+                slo::interleave(&mut searches, |i, rate, stage| {
+                    let clock = Instant::now();
+                    let record = run(
+                        i,
+                        Some(rate),
+                        format!(
+                            "{}, search {}: {} at {}",
+                            head(i),
+                            round + 1,
+                            stage.as_str(),
+                            slo::rate_words(rate)
+                        ),
+                    );
+                    spent[i] += clock.elapsed().as_secs_f64();
+                    measured(&record, rate)
+                });
+                searches.into_iter().map(Search::into_outcome).collect()
+            }
+        };
+        let found = Round {
+            number: round,
+            probe: &probe,
+            spent: &spent,
+        };
+        records.extend(search_records(bench, plan, at, outcomes, &starts, &found));
+    }
+    records
+}
+
+/// The machine's own stalls on the server and generator CPUs, probed before a round of searches
+/// (nothing probed with `--slo-probe 0`).
+fn probe_stalls(bench: &Bench<'_>, plan: &SloPlan) -> slo::stalls::StallProbe {
+    if plan.args.slo_probe.is_zero() {
+        return slo::stalls::StallProbe::default();
+    }
+    let sides = if bench.cpus.server.is_empty() && bench.cpus.generator.is_empty() {
+        vec![(
+            "machine".to_owned(),
+            (0..brigade_load::engine::usable_cpus()).collect(),
+        )]
+    } else {
+        vec![
+            ("server".to_owned(), bench.cpus.server.clone()),
+            ("generator".to_owned(), bench.cpus.generator.clone()),
+        ]
+    };
+    let probe = slo::stalls::probe(&sides, plan.args.slo_probe, &plan.slos);
+    println!("[slo] {}", probe.sentence());
+    if let Some(why) = &probe.refused {
+        println!("[slo] {why}");
+    }
+    probe
 }
 
 /// Every runtime's search, from its start rate (`starts` in runtime order).
@@ -202,15 +246,22 @@ fn new_searches(plan: &SloPlan, starts: &[(usize, f64, String)]) -> Vec<Search> 
         .collect()
 }
 
-/// The cell's finished searches as records, each sized and said: with where its start rate came
-/// from and the seconds it took (`spent`, per runtime).
+/// One round of searches: its number, the probe before it and the seconds each runtime took.
+struct Round<'a> {
+    number: u32,
+    probe: &'a slo::stalls::StallProbe,
+    spent: &'a [f64],
+}
+
+/// A round's finished searches as records, each sized and said: with where its start rate came
+/// from, the probe before it and the seconds it took.
 fn search_records(
     bench: &Bench<'_>,
     plan: &SloPlan,
     at: &Cell<'_>,
-    searches: Vec<Search>,
-    starts: Vec<(usize, f64, String)>,
-    spent: &[f64],
+    outcomes: Vec<slo::SearchOutcome>,
+    starts: &[(usize, f64, String)],
+    round: &Round<'_>,
 ) -> Vec<SloSearch> {
     let settings = bench.settings;
     let server_cpus = settings
@@ -218,19 +269,22 @@ fn search_records(
         .is_empty()
         .then_some(bench.cpus.server.len() as u32);
     let fresh = steps_words(settings).to_owned();
-    searches
+    let probed = !plan.args.slo_probe.is_zero();
+    outcomes
         .into_iter()
         .zip(starts)
-        .map(|(search, (r, _, from))| {
+        .map(|(outcome, (r, _, from))| {
             let mut record = SloSearch {
-                runtime: settings.runtimes[r].clone(),
+                runtime: settings.runtimes[*r].clone(),
                 scenario: at.label.to_owned(),
                 users: at.users,
                 preload: at.preload,
-                outcome: search.into_outcome(),
-                start_from: from,
+                search: round.number,
+                outcome,
+                start_from: from.clone(),
                 fresh: fresh.clone(),
-                seconds: spent[r],
+                stall_probe: probed.then(|| round.probe.clone()),
+                seconds: round.spent[*r],
                 ..SloSearch::default()
             };
             record.size(server_cpus, plan.args.slo_target_rate);
@@ -299,8 +353,9 @@ pub fn setup(settings: &crate::settings::CompareSettings) -> Option<report::SloS
     Some(report::SloSetup {
         slo: plan.args.slo.clone(),
         precision_pct: plan.args.slo_precision,
-        confirm_windows: plan.args.slo_confirm,
-        repeats: plan.args.slo_repeats,
+        windows: plan.args.slo_windows,
+        max_windows: plan.args.slo_max_windows,
+        searches: plan.args.slo_searches,
         start_per_s: plan.args.slo_start,
         target_rate_per_s: plan.args.slo_target_rate,
         window_s: settings.duration.as_secs_f64(),

@@ -730,39 +730,108 @@ fn throughput_unjudged(runs: &[&RunRecord]) -> Option<String> {
         })
 }
 
-/// The capacity comparisons of one cell's SLO searches: the runtime with the highest mean
-/// confirmed rate against each other one, from the rates their confirmations confirmed
-/// (unpaired: each search's steps ran at their own times, interleaved with the others'). A
-/// search without a capacity, or whose capacity carries the stalls note, is not ranked.
+/// The capacity comparisons of one cell's SLO searches. Search n of every runtime ran in one
+/// round, interleaved step by step, so the round is a block as the verdicts' rounds are: the log of
+/// 1 ÷ capacity per runtime and round goes to [`brigade_stats::all_pairs`], whose intervals hold
+/// for every pair at once, and the runtime with the highest (geometric mean) capacity is compared
+/// with each other one. A search that found no capacity is a result, not dropped: its runtime
+/// cannot be ranked and its comparison says which search and why.
 fn judge_capacity_cell(
     searches: &[&brigade_load::slo::SloSearch],
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
-    let mut found: Vec<&&brigade_load::slo::SloSearch> =
-        searches.iter().filter(|s| usable_capacity(s)).collect();
-    // Best first by the mean confirmed rate, the figure the ratio is made of.
-    found.sort_by(|x, y| capacity_rank(y).total_cmp(&capacity_rank(x)));
-    let Some(best) = found.first() else {
-        return no_capacity_found(searches);
-    };
-    let mut comparisons: Vec<Comparison> = found[1..]
+    let mut runtimes: Vec<&str> = Vec::new();
+    for s in searches {
+        if !runtimes.contains(&s.runtime.as_str()) {
+            runtimes.push(&s.runtime);
+        }
+    }
+    let rounds = searches
         .iter()
-        .map(|other| capacity_comparison(best, other, key, rule))
+        .map(|s| s.search as usize + 1)
+        .max()
+        .unwrap_or(0);
+    // Each runtime's capacities by round, or why it has none in some round.
+    let by_round = |runtime: &str| -> Result<Vec<f64>, String> {
+        (0..rounds)
+            .map(|n| {
+                let found = searches
+                    .iter()
+                    .find(|s| s.runtime == runtime && s.search as usize == n);
+                match found.and_then(|s| s.outcome.capacity_per_s.map(|c| (s, c))) {
+                    Some((_, c)) => Ok(c),
+                    None => Err(format!(
+                        "search {} found no capacity ({})",
+                        n + 1,
+                        found
+                            .and_then(|s| s.outcome.reason.as_deref())
+                            .unwrap_or("not run")
+                    )),
+                }
+            })
+            .collect()
+    };
+    let (ranked, unranked): (Vec<_>, Vec<_>) = runtimes
+        .iter()
+        .map(|r| (*r, by_round(r)))
+        .partition(|(_, caps)| caps.is_ok());
+    let ranked: Vec<(&str, Vec<f64>)> = ranked
+        .into_iter()
+        .map(|(r, caps)| (r, caps.unwrap_or_default()))
         .collect();
-    // A runtime without a usable capacity cannot be ranked: its comparison says why.
-    for other in searches.iter().filter(|s| !usable_capacity(s)) {
-        let reason = other
-            .outcome
-            .reason
-            .as_deref()
-            .unwrap_or("no capacity found");
+    if ranked.is_empty() {
+        return no_capacity_found(searches);
+    }
+    let log_costs: Vec<Vec<f64>> = ranked
+        .iter()
+        .map(|(_, caps)| caps.iter().map(|c| -c.ln()).collect())
+        .collect();
+    let simultaneous = brigade_stats::all_pairs(&log_costs, None, rule.confidence());
+    let best = simultaneous.as_ref().map_or_else(
+        || highest_capacity(&ranked),
+        brigade_stats::Simultaneous::cheapest,
+    );
+    let best_name = ranked[best].0;
+    let mut comparisons: Vec<Comparison> = (0..ranked.len())
+        .filter(|&i| i != best)
+        .map(|i| match &simultaneous {
+            Some(sim) => {
+                let basis = Basis {
+                    samples: rounds,
+                    unit: "searches each",
+                    simultaneous: ranked.len() > 2,
+                };
+                let mut c = judged(
+                    Measure::Capacity,
+                    key,
+                    best_name,
+                    ranked[i].0,
+                    Some(sim.ratio(best, i)),
+                    basis,
+                    rule,
+                );
+                c.rate_per_s = Some((-sim.log_cost[best]).exp());
+                c
+            }
+            None => not_judged(
+                Measure::Capacity,
+                key,
+                best_name,
+                ranked[i].0,
+                "one search per runtime gives no interval (--slo-searches 2 or more)",
+                rule,
+            ),
+        })
+        .collect();
+    for (runtime, why) in unranked {
+        let reason = why.err().unwrap_or_default();
         comparisons.push(not_judged(
             Measure::Capacity,
             key,
-            &best.runtime,
-            &other.runtime,
-            reason,
+            best_name,
+            runtime,
+            &reason,
             rule,
         ));
     }
@@ -770,32 +839,26 @@ fn judge_capacity_cell(
     (comparisons, verdict)
 }
 
-/// Whether a search's capacity can be ranked. A capacity confirmed far below its bracket carries
-/// a note (stalls that do not depend on the rate): it measures the machine, so it is listed but
-/// not ranked.
-fn usable_capacity(s: &brigade_load::slo::SloSearch) -> bool {
-    s.outcome.capacity_per_s.is_some() && s.outcome.reason.is_none()
+/// The index of the runtime with the highest geometric mean capacity (when no interval could be
+/// drawn).
+fn highest_capacity(ranked: &[(&str, Vec<f64>)]) -> usize {
+    let log_mean = |caps: &Vec<f64>| caps.iter().map(|c| c.ln()).sum::<f64>() / caps.len() as f64;
+    (0..ranked.len())
+        .max_by(|&a, &b| log_mean(&ranked[a].1).total_cmp(&log_mean(&ranked[b].1)))
+        .unwrap_or(0)
 }
 
-/// The rate a search is ranked by: the mean of its confirmed rates (its capacity without any).
-fn capacity_rank(s: &brigade_load::slo::SloSearch) -> f64 {
-    if s.outcome.repeats.is_empty() {
-        s.outcome.capacity_per_s.unwrap_or(0.0)
-    } else {
-        brigade_stats::mean(&s.outcome.repeats)
-    }
-}
-
-/// A cell no search found a usable capacity in: generator-bound when a search says so, else no
-/// data, with each search's reason.
+/// A cell no search found a capacity in: generator-bound when a search says so, else no data,
+/// with each search's reason.
 fn no_capacity_found(searches: &[&brigade_load::slo::SloSearch]) -> (Vec<Comparison>, Verdict) {
     let missing: Vec<String> = searches
         .iter()
-        .filter(|s| !usable_capacity(s))
+        .filter(|s| s.outcome.capacity_per_s.is_none())
         .map(|s| {
             format!(
-                "{}: {}",
+                "{} search {}: {}",
                 s.runtime,
+                s.search + 1,
                 s.outcome.reason.as_deref().unwrap_or("no capacity")
             )
         })
@@ -818,38 +881,6 @@ fn no_capacity_found(searches: &[&brigade_load::slo::SloSearch]) -> (Vec<Compari
             reason: format!("no capacity found ({reason})"),
         },
     )
-}
-
-/// The capacity comparison of the best search with `other`, from their confirmed rates.
-fn capacity_comparison(
-    best: &brigade_load::slo::SloSearch,
-    other: &brigade_load::slo::SloSearch,
-    key: &Key<'_>,
-    rule: &Rule,
-) -> Comparison {
-    let interval = brigade_stats::unpaired_rate_ratio(
-        &best.outcome.repeats,
-        &other.outcome.repeats,
-        rule.confidence(),
-        BOOTSTRAP_SEED,
-    );
-    let samples = best.outcome.repeats.len().min(other.outcome.repeats.len());
-    let basis = Basis {
-        samples,
-        unit: "confirmations each",
-        simultaneous: false,
-    };
-    let mut c = judged(
-        Measure::Capacity,
-        key,
-        &best.runtime,
-        &other.runtime,
-        interval,
-        basis,
-        rule,
-    );
-    c.rate_per_s = best.outcome.capacity_per_s;
-    c
 }
 
 /// Judges every `--slo` search of `report` on capacity: a verdict per cell (in `report.cells`)
@@ -1499,37 +1530,46 @@ mod tests {
         assert_eq!(look_confidence(0.95, &Looks::default()), 0.95);
     }
 
-    fn search(
+    /// One runtime's independent searches, one per round: a capacity, or none with `reason`.
+    fn searches(
         runtime: &str,
-        repeats: &[f64],
-        reason: Option<&str>,
-    ) -> brigade_load::slo::SloSearch {
-        brigade_load::slo::SloSearch {
-            runtime: runtime.to_owned(),
-            scenario: "s".to_owned(),
-            users: 20,
-            outcome: brigade_load::slo::SearchOutcome {
-                slo: vec!["p99<10ms".to_owned()],
-                capacity_per_s: reason.is_none().then(|| repeats[0]),
-                reason: reason.map(str::to_owned),
-                confirmed: reason.is_none(),
-                repeats: repeats.to_vec(),
+        capacities: &[Option<f64>],
+        reason: &str,
+    ) -> Vec<brigade_load::slo::SloSearch> {
+        capacities
+            .iter()
+            .enumerate()
+            .map(|(n, c)| brigade_load::slo::SloSearch {
+                runtime: runtime.to_owned(),
+                scenario: "s".to_owned(),
+                users: 20,
+                search: n as u32,
+                outcome: brigade_load::slo::SearchOutcome {
+                    slo: vec!["p99<10ms".to_owned()],
+                    capacity_per_s: *c,
+                    reason: c.is_none().then(|| reason.to_owned()),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
-        }
+            })
+            .collect()
     }
 
     fn capacity_key() -> Key<'static> {
         Key::cell("s", 20, 0, "memory")
     }
 
+    fn judge_cell(runtimes: &[&Vec<brigade_load::slo::SloSearch>]) -> (Vec<Comparison>, Verdict) {
+        let all: Vec<&brigade_load::slo::SloSearch> =
+            runtimes.iter().flat_map(|r| r.iter()).collect();
+        judge_capacity_cell(&all, &capacity_key(), &Rule::default())
+    }
+
     #[test]
-    fn capacities_are_judged_from_the_confirmed_rates_best_first() {
-        let rule = Rule::default();
-        let fast = search("fast", &[10_000.0, 10_200.0, 9_800.0], None);
-        let slow = search("slow", &[8_000.0, 8_100.0, 7_900.0], None);
-        let (comparisons, verdict) = judge_capacity_cell(&[&slow, &fast], &capacity_key(), &rule);
+    fn capacities_are_judged_by_rounds_of_searches_best_first() {
+        let fast = searches("fast", &[Some(10_000.0), Some(10_200.0), Some(9_800.0)], "");
+        let slow = searches("slow", &[Some(8_000.0), Some(8_100.0), Some(7_900.0)], "");
+        let (comparisons, verdict) = judge_cell(&[&slow, &fast]);
         assert_eq!(comparisons.len(), 1);
         let c = &comparisons[0];
         assert_eq!(
@@ -1539,6 +1579,7 @@ mod tests {
         assert_eq!(c.outcome, ComparisonOutcome::Win, "{c:?}");
         assert!((c.ratio.unwrap() - 1.25).abs() < 0.01);
         assert_eq!(c.samples, 3);
+        assert!((c.rate_per_s.unwrap() - 10_000.0).abs() < 10.0, "{c:?}");
         assert!(
             c.sentence
                 .contains("more requests/s than slow within the SLO"),
@@ -1549,43 +1590,61 @@ mod tests {
             matches!(verdict.outcome, Outcome::Winner { ref runtime, .. } if runtime == "fast")
         );
         // The same capacities within the 5% margin are equivalent.
-        let twin = search("twin", &[10_000.0, 10_100.0, 9_900.0], None);
-        let same = search("same", &[10_050.0, 10_000.0, 9_950.0], None);
-        let (comparisons, _) = judge_capacity_cell(&[&twin, &same], &capacity_key(), &rule);
+        let twin = searches("twin", &[Some(10_000.0), Some(10_100.0), Some(9_900.0)], "");
+        let same = searches("same", &[Some(10_050.0), Some(10_000.0), Some(9_950.0)], "");
+        let (comparisons, _) = judge_cell(&[&twin, &same]);
         assert_eq!(
             comparisons[0].outcome,
             ComparisonOutcome::Equivalent,
             "{comparisons:?}"
         );
+        // One search each gives no interval.
+        let (comparisons, _) = judge_cell(&[
+            &searches("a", &[Some(10_000.0)], ""),
+            &searches("b", &[Some(8_000.0)], ""),
+        ]);
+        assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
+        assert!(comparisons[0].sentence.contains("--slo-searches 2 or more"));
     }
 
     #[test]
-    fn a_runtime_without_a_capacity_is_not_judged_and_says_why() {
-        let rule = Rule::default();
-        let found = search("found", &[5_000.0, 5_000.0], None);
-        let bound = search("bound", &[], Some("generator-bound at 9,000/s: its CPUs"));
-        let (comparisons, verdict) = judge_capacity_cell(&[&found, &bound], &capacity_key(), &rule);
+    fn a_runtime_with_a_search_that_found_no_capacity_is_not_ranked_and_says_which() {
+        let found = searches("found", &[Some(5_000.0), Some(5_000.0)], "");
+        let bound = searches(
+            "bound",
+            &[None, None],
+            "generator-bound at 9,000/s: its CPUs",
+        );
+        let (comparisons, verdict) = judge_cell(&[&found, &bound]);
         assert_eq!(comparisons.len(), 1);
         assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
-        assert!(comparisons[0]
-            .sentence
-            .contains("generator-bound at 9,000/s"));
+        assert!(
+            comparisons[0]
+                .sentence
+                .contains("search 1 found no capacity (generator-bound at 9,000/s"),
+            "{comparisons:?}"
+        );
         assert_eq!(verdict.outcome, Outcome::NoData);
-        // A capacity confirmed far below its bracket is listed, not ranked.
-        let mut stalled = search("stalled", &[1_000.0, 1_000.0], None);
-        stalled.outcome.reason = Some("confirmed 80% below the bracket (5,000/s): stalls".into());
-        let (comparisons, _) = judge_capacity_cell(&[&found, &stalled], &capacity_key(), &rule);
+        // One failed search of two is a result, not dropped: the runtime is not ranked.
+        let refused = searches(
+            "half",
+            &[Some(5_200.0), None],
+            "refused: this machine cannot",
+        );
+        let (comparisons, _) = judge_cell(&[&found, &refused]);
         assert_eq!(comparisons[0].outcome, ComparisonOutcome::NotJudged);
         assert!(
-            comparisons[0].sentence.contains("stalls"),
+            comparisons[0]
+                .sentence
+                .contains("search 2 found no capacity (refused"),
             "{comparisons:?}"
         );
         // Nobody found one: generator-bound, with every reason.
-        let (comparisons, verdict) = judge_capacity_cell(&[&bound], &capacity_key(), &rule);
+        let (comparisons, verdict) = judge_cell(&[&bound]);
         assert!(comparisons.is_empty());
         assert_eq!(verdict.outcome, Outcome::GeneratorBound);
         assert!(
-            verdict.reason.contains("bound: generator-bound"),
+            verdict.reason.contains("bound search 1: generator-bound"),
             "{}",
             verdict.reason
         );

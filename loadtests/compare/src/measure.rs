@@ -175,12 +175,22 @@ impl Bench<'_> {
     ) -> LoadConfig {
         let settings = self.settings;
         let cpus = self.cpus;
+        // An SLO search's step measures its sub-windows of --duration each, an exact histogram
+        // kept per sub-window.
+        let (duration, sub_window) = match (&settings.slo, planned.rate) {
+            (Some(slo), Some(_)) => (
+                settings.duration * slo.search.windows,
+                Some(settings.duration),
+            ),
+            _ => (settings.duration, None),
+        };
         settings.wire.apply(LoadConfig {
             targets,
             users: Some(planned.users),
             rate: planned.rate.or(settings.rate),
             connections: planned.users,
-            duration: Some(settings.duration),
+            duration: Some(duration),
+            sub_window,
             requests: None,
             warmup: settings.warmup,
             keepalive: settings.keepalive,

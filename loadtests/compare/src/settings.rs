@@ -166,8 +166,9 @@ pub struct SloPlan {
     pub search: brigade_load::slo::SearchSettings,
 }
 
-/// Steps a search takes about, for the estimate: a ramp, a bisection and its confirmations.
-const SLO_STEPS: f64 = 8.0;
+/// Steps a search takes about, for the estimate: a ramp, a bisection, the rechecks of its ends
+/// and the extensions of rates not yet known.
+const SLO_STEPS: f64 = 16.0;
 
 /// The runtime a comparison's runtime name serves with: `hyper#2` → `hyper`.
 pub fn runtime_of(label: &str) -> &str {
@@ -272,16 +273,18 @@ impl CompareSettings {
             0.0
         };
         let slo_s = self.slo.as_ref().map_or(0.0, |slo| {
-            let confirm = f64::from(slo.args.slo_confirm * slo.args.slo_repeats);
             let probe = if slo.args.slo_start.is_some() {
                 0.0
             } else {
-                1.0
+                per_run
             };
-            (self.scenarios.len() * self.users.len() * self.preloads.len() * self.runtimes.len())
-                as f64
-                * (SLO_STEPS + confirm + probe)
-                * per_run
+            // A step measures its sub-windows; some rates take more than one step.
+            let step = per_run - self.duration.as_secs_f64()
+                + self.duration.as_secs_f64() * f64::from(slo.args.slo_windows);
+            let searches = f64::from(slo.args.slo_searches);
+            (self.scenarios.len() * self.users.len() * self.preloads.len()) as f64
+                * (searches * slo.args.slo_probe.as_secs_f64()
+                    + self.runtimes.len() as f64 * (probe + searches * SLO_STEPS * step))
         });
         self.run_count() as f64 * per_run + fills / PRELOAD_PER_S + side_s + slo_s
     }

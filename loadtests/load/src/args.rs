@@ -207,6 +207,7 @@ impl LoadArgs {
                 client_cert: self.tls_client_cert.clone(),
                 client_key: self.tls_client_key.clone(),
             },
+            sub_window: None,
         })
     }
 }

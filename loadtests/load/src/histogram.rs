@@ -65,6 +65,32 @@ impl LatencyHistogram {
         self.inner.saturating_record(us);
     }
 
+    /// Records `count` latencies of one value (what a simulated server adds at once).
+    pub fn record_n(&mut self, latency: Duration, count: u64) {
+        let us = u64::try_from(latency.as_micros())
+            .unwrap_or(u64::MAX)
+            .max(LOWEST_US);
+        self.inner.saturating_record_n(us, count);
+    }
+
+    /// How many latencies lie past `ms`: at or above it, or strictly above it when `inclusive`
+    /// (an SLO `<=` lets the bound itself hold), to the histogram's 0.1%.
+    pub fn count_past_ms(&self, ms: f64, inclusive: bool) -> u64 {
+        let us = (ms * 1000.0).max(0.0);
+        self.inner
+            .iter_recorded()
+            .filter(|v| {
+                let value = self.inner.median_equivalent(v.value_iterated_to()) as f64;
+                if inclusive {
+                    value > us
+                } else {
+                    value >= us
+                }
+            })
+            .map(|v| v.count_at_value())
+            .sum()
+    }
+
     /// Adds every value of `other` to this one.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         // Both sides have the same fixed bounds, so adding cannot fail.

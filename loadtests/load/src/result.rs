@@ -144,6 +144,9 @@ pub struct LoadResult {
     /// p50/p99): the run over time.
     #[serde(default)]
     pub seconds: Vec<Second>,
+    /// The sub-windows with their exact histograms, when the run was asked for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_windows: Vec<SubWindow>,
     /// The measured window in wall-clock time (absent in results written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
@@ -256,6 +259,20 @@ pub struct ShardPart {
     pub requests: u64,
     /// Its generator's CPU use, percent of one core.
     pub generator_cpu_percent: f64,
+}
+
+/// One sub-window of a run (`LoadConfig::sub_window`), all routes together, with its exact latency
+/// histogram: what the SLO search pools, with the sub-window as the unit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubWindow {
+    /// Seconds from the measured window's opening to this sub-window's.
+    pub start_s: f64,
+    /// Requests completed in it.
+    pub requests: u64,
+    /// Of those, failed.
+    pub errors: u64,
+    /// Its latency histogram (µs), as [`RouteResult::histogram`] is written.
+    pub histogram: String,
 }
 
 /// One second of a run, all routes together.

@@ -183,7 +183,74 @@ impl fmt::Display for Threshold {
     }
 }
 
+/// What an SLO bounds, in the form the SLO search judges over sub-windows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SloBound {
+    /// A percentile below `ms`: the share of latencies at or above `ms` (above it, for `<=`)
+    /// must stay under `share` (0.01 for a p99).
+    Tail {
+        /// The bound, ms.
+        ms: f64,
+        /// The share of latencies the percentile lets past it.
+        share: f64,
+        /// Whether a latency equal to the bound holds (`<=`).
+        inclusive: bool,
+    },
+    /// The mean latency below `ms` (`<=`: at most).
+    Mean {
+        /// The bound, ms.
+        ms: f64,
+    },
+    /// Every latency below `ms`.
+    Max {
+        /// The bound, ms.
+        ms: f64,
+    },
+    /// The share of failed requests below `share` (0.001 for `errors<0.1%`).
+    ErrorShare {
+        /// The share allowed.
+        share: f64,
+    },
+    /// The count of failed requests below `count` (`<=`: at most).
+    ErrorCount {
+        /// The count allowed.
+        count: f64,
+        /// Whether `count` itself holds.
+        inclusive: bool,
+    },
+}
+
 impl Threshold {
+    /// What an SLO (a threshold [`parse_slo`] accepted) bounds; `None` for any other threshold.
+    pub fn slo_bound(&self) -> Option<SloBound> {
+        let inclusive = match self.op {
+            Op::Lt => false,
+            Op::Le => true,
+            Op::Gt | Op::Ge => return None,
+        };
+        let tail = |q: f64| SloBound::Tail {
+            ms: self.limit,
+            share: 1.0 - q,
+            inclusive,
+        };
+        Some(match self.metric {
+            Metric::P50 => tail(0.50),
+            Metric::P90 => tail(0.90),
+            Metric::P99 => tail(0.99),
+            Metric::P999 => tail(0.999),
+            Metric::Mean => SloBound::Mean { ms: self.limit },
+            Metric::Max => SloBound::Max { ms: self.limit },
+            Metric::ErrorShare => SloBound::ErrorShare {
+                share: self.limit / 100.0,
+            },
+            Metric::ErrorCount => SloBound::ErrorCount {
+                count: self.limit,
+                inclusive,
+            },
+            Metric::HitsPerS | Metric::Requests => return None,
+        })
+    }
+
     /// The bound in ms of a threshold on latency (`None` for errors, rates and counts).
     pub fn latency_bound_ms(&self) -> Option<f64> {
         matches!(

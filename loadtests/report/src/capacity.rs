@@ -15,18 +15,18 @@ use super::render::{colour, esc, plot_err, significant};
 const CURVE_CHART: (u32, u32) = (880, 460);
 use super::Report;
 
-/// The header of the capacity table.
+/// The header of the capacity table: one row per search.
 pub const HEADER: [&str; 11] = [
     "runtime",
     "users",
+    "search",
     "capacity /s",
     "per server CPU /s",
     "cores for target",
     "bracket /s",
-    "confirmations /s",
     "steps",
     "seconds",
-    "start",
+    "machine's own pauses",
     "why",
 ];
 
@@ -36,33 +36,35 @@ pub fn rules(report: &Report) -> String {
         return String::new();
     };
     format!(
-        "Capacity is the highest open-loop rate at which every SLO ({}) held over a {} s window \
-         (after {} s of warm-up), latency counted from each request's intended send time. The \
-         search ramps from its start rate (×2 while the SLO holds, ÷2 while it fails), bisects \
-         the bracket until its ends are within {}%, then confirms: {} windows at the bracket's low \
-         end must all hold, stepping down {}% on a failure and twice as far on each further one \
-         (at most {}×). It confirms {} times in all, the later ones starting one step above the \
-         capacity; the rates they confirm are the samples of the capacity verdict (the best \
-         runtime against each other, unpaired bootstrap, ±{}% margin): the bracket is the \
-         search's precision, not a confidence interval; a capacity confirmed below {}% of its \
-         bracket says why (stalls that do not depend on the rate) and is not ranked. Steps: {}. \
-         A step the generator could not offer ends that search as generator-bound, with no \
-         capacity.",
+        "Capacity is the highest open-loop rate at which every SLO ({}) held, latency counted \
+         from each request's intended send time. A step measures {} sub-windows of {} s (after \
+         {} s of warm-up), each with an exact histogram; every step at one rate pools, and the \
+         rate is held when every SLO's one-sided 95% upper bound is inside it, failed when one's \
+         lower bound is past it, and not yet known otherwise: then it is measured again, up to \
+         {} sub-windows, after which it counts as failed (a percentile SLO is judged as the \
+         share of latencies past its bound, with the sub-window as the unit, since a pause \
+         delays a batch of requests together). The search ramps from its start rate (×2 while \
+         the SLO holds, ÷2 while it fails), bisects until the bracket's ends are within {}%, \
+         and rechecks each end on a fresh visit, moving the bracket when an end turns; the \
+         capacity is the low end once both ends have answered twice. Each runtime gets {} \
+         independent searches per cell, each round on fresh servers after a probe of the \
+         machine's own pauses (a capacity the machine's pauses alone would break is refused); \
+         the capacity verdict compares the searches' capacities by rounds (simultaneous \
+         intervals, ±{}% margin), and a runtime with a search that found none is not ranked. \
+         Steps: {}. A step the generator could not offer ends that search as generator-bound.",
         slo.slo.join(", "),
+        slo.windows,
         trim(slo.window_s),
         trim(slo.warmup_s),
+        slo.max_windows,
         trim(slo.precision_pct),
-        slo.confirm_windows,
-        trim(slo.precision_pct),
-        1u32 << brigade_load::slo::STEP_DOUBLINGS,
-        slo.repeats,
+        slo.searches,
         trim(
             report
                 .settings
                 .rule
                 .margin_pct(crate::verdict::Measure::Capacity)
         ),
-        trim(brigade_load::slo::STALLS_SHARE * 100.0),
         slo.interleaving
     )
 }
@@ -78,6 +80,7 @@ pub fn row(search: &SloSearch) -> Vec<String> {
     vec![
         search.runtime.clone(),
         search.users.to_string(),
+        (search.search + 1).to_string(),
         maybe(o.capacity_per_s),
         maybe(search.capacity_per_cpu),
         search.cores_for_target.map_or("-".to_owned(), |c| {
@@ -92,56 +95,78 @@ pub fn row(search: &SloSearch) -> Vec<String> {
             (None, Some(h)) => format!("< {}", rate_words(h)),
             (None, None) => "-".to_owned(),
         },
-        if o.repeats.is_empty() {
-            "-".to_owned()
-        } else {
-            o.repeats
-                .iter()
-                .map(|r| rate_words(*r))
-                .collect::<Vec<_>>()
-                .join(", ")
-        },
         o.steps.to_string(),
         format!("{:.0}", search.seconds),
-        search.start_from.clone(),
-        o.reason.clone().unwrap_or_else(|| {
-            if o.confirmed {
-                "confirmed".to_owned()
-            } else {
-                "-".to_owned()
-            }
-        }),
+        search.stall_probe.as_ref().map_or("-".to_owned(), pauses),
+        o.reason.clone().unwrap_or_else(|| "-".to_owned()),
     ]
 }
 
+/// The probe's pauses in a table cell: `server 0.5/s ≤ 27 ms; generator 0/s`.
+fn pauses(probe: &brigade_load::slo::stalls::StallProbe) -> String {
+    probe
+        .sides
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {:.2}/s, longest {:.1} ms",
+                s.side, s.pauses_per_s, s.longest_ms
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Each runtime's capacity over its searches in a cell, one line each.
+fn summaries(searches: &[&SloSearch]) -> Vec<String> {
+    let mut runtimes: Vec<&str> = Vec::new();
+    for s in searches {
+        if !runtimes.contains(&s.runtime.as_str()) {
+            runtimes.push(&s.runtime);
+        }
+    }
+    runtimes
+        .into_iter()
+        .map(|r| {
+            let mine: Vec<&SloSearch> = searches
+                .iter()
+                .copied()
+                .filter(|s| s.runtime == r)
+                .collect();
+            brigade_load::slo::CapacitySummary::of(&mine).sentence()
+        })
+        .collect()
+}
+
 /// The header of the curve table.
-pub const CURVE_HEADER: [&str; 9] = [
+pub const CURVE_HEADER: [&str; 10] = [
     "runtime",
+    "search",
     "stage",
     "offered /s",
     "achieved /s",
-    "p50 ms",
-    "p99 ms",
-    "p99.9 ms",
+    "p99 ms (step)",
+    "sub-windows",
+    "pooled p99 ms",
     "errors %",
-    "held",
+    "answer",
 ];
 
-/// A curve point's row.
-fn curve_row(runtime: &str, p: &CurvePoint) -> Vec<String> {
+/// A curve point's row: the step alone, and the rate's pooled answer after it.
+fn curve_row(search: &SloSearch, p: &CurvePoint) -> Vec<String> {
     vec![
-        runtime.to_owned(),
+        search.runtime.clone(),
+        (search.search + 1).to_string(),
         p.stage.as_str().to_owned(),
         rate_words(p.offered_per_s),
         rate_words(p.achieved_per_s),
-        format!("{:.3}", p.p50_ms),
         format!("{:.3}", p.p99_ms),
-        format!("{:.3}", p.p999_ms),
+        p.windows.to_string(),
+        format!("{:.3}", p.pooled_p99_ms),
         format!("{:.2}", p.error_pct),
-        if p.held {
-            "yes".to_owned()
-        } else {
-            format!("no: {}", p.why.as_deref().unwrap_or("-"))
+        match &p.why {
+            Some(why) => format!("{}: {why}", p.answer.words()),
+            None => p.answer.words().to_owned(),
         },
     ]
 }
@@ -184,6 +209,11 @@ pub fn markdown(report: &Report) -> String {
         let _ = writeln!(out, "### Scenario `{scenario}`\n");
         out.push_str(&super::render::table(&HEADER, &rows));
         out.push('\n');
+        for (users, _, searches) in cells(report, scenario) {
+            for line in summaries(&searches) {
+                let _ = writeln!(out, "- {users} users: {line}");
+            }
+        }
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
             if let Some(v) = &cell.capacity {
                 let _ = writeln!(
@@ -227,9 +257,7 @@ pub fn markdown_curves(report: &Report) -> String {
             );
             let mut rows = Vec::new();
             for s in searches {
-                let mut points: Vec<&CurvePoint> = s.outcome.curve.iter().collect();
-                points.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
-                rows.extend(points.into_iter().map(|p| curve_row(&s.runtime, p)));
+                rows.extend(s.outcome.curve.iter().map(|p| curve_row(s, p)));
             }
             out.push_str(&super::render::table(&CURVE_HEADER, &rows));
             out.push('\n');
@@ -262,6 +290,11 @@ pub fn html(report: &Report) -> anyhow::Result<String> {
             .collect();
         out.push_str(&super::render::plain_table(&HEADER, &rows));
         out.push_str("<ul>\n");
+        for (users, _, searches) in &cells {
+            for line in summaries(searches) {
+                let _ = writeln!(out, "<li>{users} users: {}</li>", esc(&line));
+            }
+        }
         for cell in report.cells.iter().filter(|c| &c.scenario == scenario) {
             if let Some(v) = &cell.capacity {
                 let _ = writeln!(
@@ -389,8 +422,10 @@ fn draw_search(
     let curve = &search.outcome.curve;
     // Every step a dot; the line through the median at each rate tested, so that a rate
     // tested several times (the confirmations) draws one point of the curve.
-    let p99 = median_by_rate(curve, |p| p.p99_ms);
-    let p50 = median_by_rate(curve, |p| p.p50_ms);
+    // The line through each rate's pooled figures (a step's own where none were pooled).
+    let pooled = |own: f64, pooled: f64| if pooled > 0.0 { pooled } else { own };
+    let p99 = median_by_rate(curve, |p| pooled(p.p99_ms, p.pooled_p99_ms));
+    let p50 = median_by_rate(curve, |p| pooled(p.p50_ms, p.pooled_p50_ms));
     chart
         .draw_series(curve.iter().filter(|p| p.p99_ms > 0.0).map(|p| {
             Circle::new(

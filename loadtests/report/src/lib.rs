@@ -208,19 +208,24 @@ pub struct Settings {
 pub struct SloSetup {
     /// The SLOs, every one to hold.
     pub slo: Vec<String>,
-    /// The bracket's precision and the confirmation's step, percent.
+    /// The bracket's precision, percent.
     pub precision_pct: f64,
-    /// Windows per confirmation.
-    pub confirm_windows: u32,
-    /// Confirmations per search.
-    pub repeats: u32,
+    /// Sub-windows per step.
+    #[serde(default)]
+    pub windows: u32,
+    /// Sub-windows a rate may pool before not yet known counts as failed.
+    #[serde(default)]
+    pub max_windows: u32,
+    /// Independent searches per runtime and cell.
+    #[serde(default)]
+    pub searches: u32,
     /// `--slo-start`, when given.
     #[serde(default)]
     pub start_per_s: Option<f64>,
     /// `--slo-target-rate`, when given.
     #[serde(default)]
     pub target_rate_per_s: Option<f64>,
-    /// Seconds per step's measured window.
+    /// Seconds per sub-window.
     pub window_s: f64,
     /// Warm-up seconds per step.
     pub warmup_s: f64,
@@ -236,7 +241,12 @@ fn runs_words(s: &Settings) -> String {
         render::trim(s.warmup_s)
     );
     match &s.slo {
-        Some(_) if s.repeat == 0 => format!("no isolated runs (--slo): every search step {window}"),
+        Some(slo) if s.repeat == 0 => format!(
+            "no isolated runs (--slo): every search step {} sub-windows of {} s after {} s warm-up",
+            slo.windows,
+            render::trim(s.duration_s),
+            render::trim(s.warmup_s)
+        ),
         _ => format!("isolated runs: {window}, repeat {}", s.repeat),
     }
 }

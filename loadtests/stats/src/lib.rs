@@ -9,7 +9,8 @@
 //! prewhitened for the correlation a short block cannot see and widened for the few blocks a short
 //! run has (see `bootstrap.rs` for why each step is there). Across rounds of fresh servers,
 //! [`all_pairs`] gives every pair of runtimes an interval that holds for the whole cell at once
-//! (see `rounds.rs`). [`four_way`] then turns an interval into a verdict with an equivalence
+//! (see `rounds.rs`). [`pooled_share`] bounds a share pooled over sub-windows (an SLO's tail, an
+//! error rate) with the sub-window as the unit. [`four_way`] then turns an interval into a verdict with an equivalence
 //! margin — a win, an order inside the margin, a tie within it, or not yet known —
 //! and [`samples_to_decide`] says about how long a run would settle an undecided one. [`rollup()`]
 //! adds the verdicts of a scenario's cells into one headline.
@@ -22,6 +23,7 @@ mod interval;
 mod rollup;
 mod rounds;
 mod rule;
+mod share;
 mod summary;
 #[cfg(test)]
 mod synthetic;
@@ -30,4 +32,5 @@ pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
 pub use rollup::{cell_decided, leader, rollup, tally, Judged, Leader, Rollup, Tally};
 pub use rounds::{all_pairs, studentized_range_quantile, Simultaneous, MIN_RUNTIMES_FOR_PLACES};
 pub use rule::{four_way, four_way_oriented, samples_to_decide, Outcome};
-pub use summary::{mean, median, std_dev};
+pub use share::{pooled_share, ShareBounds};
+pub use summary::{geometric_interval, mean, median, std_dev};

@@ -34,9 +34,41 @@ pub fn std_dev(values: &[f64]) -> f64 {
     (squares / (values.len() - 1) as f64).sqrt()
 }
 
+/// The geometric mean of positive `values` with its two-sided interval at `confidence`
+/// (Student's t on the logs, n − 1 degrees of freedom): `(centre, low, high)`. None for fewer than
+/// two values, a value not positive and finite, or a confidence not strictly between 0 and 1.
+pub fn geometric_interval(values: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+    if values.len() < 2
+        || !(confidence > 0.0 && confidence < 1.0)
+        || values.iter().any(|v| !(v.is_finite() && *v > 0.0))
+    {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let centre = mean(&logs);
+    let t = crate::distribution::student_t_quantile(
+        1.0 - (1.0 - confidence) / 2.0,
+        (values.len() - 1) as f64,
+    );
+    let half = t * std_dev(&logs) / (values.len() as f64).sqrt();
+    Some((centre.exp(), (centre - half).exp(), (centre + half).exp()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_geometric_interval_centres_on_the_geometric_mean_and_widens_with_scatter() {
+        let (c, l, h) = geometric_interval(&[100.0, 400.0], 0.95).unwrap();
+        assert!((c - 200.0).abs() < 1e-9);
+        // t(0.975, 1) = 12.706: the interval is very wide with two values.
+        assert!(l < 1.0 && h > 40_000.0, "{l} {h}");
+        let (c, l, h) = geometric_interval(&[100.0, 100.0, 100.0], 0.95).unwrap();
+        assert!((c - 100.0).abs() < 1e-9 && (l - 100.0).abs() < 1e-9 && (h - 100.0).abs() < 1e-9);
+        assert_eq!(geometric_interval(&[100.0], 0.95), None);
+        assert_eq!(geometric_interval(&[100.0, 0.0], 0.95), None);
+    }
 
     #[test]
     fn mean_median_and_std_dev_match_hand_computed_values() {

@@ -274,15 +274,16 @@ impl<'s> Plan<'s> {
         }
         if let Some(slo) = &settings.slo {
             println!(
-                "SLO search at {}: every runtime × scenario × users × preload, steps of {} s (+{} \
-                 s warm-up) on a fresh server each, bracket to {}%, {} confirmation(s) of {} \
-                 windows",
+                "SLO search at {}: every runtime × scenario × users × preload, {} independent \
+                 search(es) each; steps of {} sub-windows of {} s (+{} s warm-up) on a fresh \
+                 server each, a rate pooled up to {} sub-windows, bracket to {}%",
                 slo.args.slo.join(", "),
+                slo.args.slo_searches,
+                slo.args.slo_windows,
                 settings.duration.as_secs_f64(),
                 settings.warmup.as_secs_f64(),
-                slo.args.slo_precision,
-                slo.args.slo_repeats,
-                slo.args.slo_confirm
+                slo.args.slo_max_windows,
+                slo.args.slo_precision
             );
         }
         println!(

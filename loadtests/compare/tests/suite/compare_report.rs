@@ -77,6 +77,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
                 p99_ms: mean_ms * 3.0,
             })
             .collect(),
+        sub_windows: Vec::new(),
         window: None,
         shards: Vec::new(),
         tls: None,

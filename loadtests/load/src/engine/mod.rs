@@ -36,6 +36,7 @@ pub use conn::read_answer;
 pub mod session;
 mod stats;
 mod worker;
+pub(crate) use worker::pin_current_thread;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -109,6 +110,9 @@ pub struct LoadConfig {
     pub streams: u32,
     /// The TLS client's settings (used by `h1-tls` and `h2-tls`).
     pub tls: TlsClient,
+    /// Keep an exact latency histogram per sub-window of this length (the SLO search judges its
+    /// percentile over them); `None`: only the per-second series.
+    pub sub_window: Option<Duration>,
 }
 
 impl Default for LoadConfig {
@@ -131,6 +135,7 @@ impl Default for LoadConfig {
             protocol: Protocol::H1,
             streams: 1,
             tls: TlsClient::default(),
+            sub_window: None,
         }
     }
 }
@@ -219,6 +224,7 @@ fn run_planned(
         streams: config.streams,
         tls,
         resumption: config.tls.resumption,
+        sub_window: config.sub_window,
         start: OnceLock::new(),
     });
 
@@ -608,6 +614,7 @@ fn assemble_result(
         generator_cpu_percent: window.generator_cpu_percent,
         total: total.into_result("total".into(), elapsed_s),
         routes,
+        sub_windows: joined.seconds.sub_windows(),
         seconds: joined.seconds.into_result(),
         window: Some(Window {
             start_unix_s: window.start_unix_s,

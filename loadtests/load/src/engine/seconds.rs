@@ -2,11 +2,14 @@
 //! the errors among them and their p50 and p99, so a reader can see a run over time (an outage, the
 //! time to recover) and not only its totals. Each thread keeps its own buckets (a count, an error
 //! count and a small log-scale latency histogram per second: under a kilobyte each), merged at the
-//! end like the per-route statistics.
+//! end like the per-route statistics. Asked for sub-windows (the SLO search), it also keeps an
+//! exact histogram per sub-window, so that the search can pool a step's sub-windows exactly and
+//! judge a percentile with the sub-window as the unit.
 
 use std::time::Duration;
 
-use crate::result::Second;
+use crate::histogram::LatencyHistogram;
+use crate::result::{Second, SubWindow};
 
 /// Latency buckets of a second: bucket `i` holds latencies up to `FIRST_US * RATIO^i`
 /// microseconds, from 1 µs to past 100 s, so a quantile is within about 5% of its true value.
@@ -46,13 +49,32 @@ fn bucket_top_ms(i: usize) -> f64 {
     FIRST_US * RATIO.powi(i as i32) / 1000.0
 }
 
-/// A thread's seconds, indexed from the measured window's start.
+/// One sub-window of one thread: its counts and its exact histogram.
+#[derive(Debug, Clone, Default)]
+struct Exact {
+    requests: u64,
+    errors: u64,
+    latency: LatencyHistogram,
+}
+
+/// A thread's seconds, indexed from the measured window's start, and its sub-windows when asked.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SecondSeries {
     seconds: Vec<SecondStats>,
+    /// The sub-windows' length, when exact histograms are kept per sub-window.
+    sub_window: Option<Duration>,
+    exact: Vec<Exact>,
 }
 
 impl SecondSeries {
+    /// An empty series; with `sub_window`, keeping an exact histogram per sub-window of that length.
+    pub(crate) fn new(sub_window: Option<Duration>) -> SecondSeries {
+        SecondSeries {
+            sub_window: sub_window.filter(|d| !d.is_zero()),
+            ..SecondSeries::default()
+        }
+    }
+
     /// Counts one request completed `at` after the window opened.
     pub(crate) fn record(&mut self, at: Duration, failed: bool, latency: Option<Duration>) {
         let i = at.as_secs() as usize;
@@ -65,9 +87,21 @@ impl SecondSeries {
         if let Some(l) = latency {
             s.latency[bucket(l)] += 1;
         }
+        if let Some(width) = self.sub_window {
+            let j = (at.as_nanos() / width.as_nanos()) as usize;
+            if self.exact.len() <= j {
+                self.exact.resize_with(j + 1, Exact::default);
+            }
+            let e = &mut self.exact[j];
+            e.requests += 1;
+            e.errors += u64::from(failed);
+            if let Some(l) = latency {
+                e.latency.record(l);
+            }
+        }
     }
 
-    /// Adds another thread's seconds.
+    /// Adds another thread's seconds (and sub-windows).
     pub(crate) fn merge(&mut self, other: &SecondSeries) {
         if self.seconds.len() < other.seconds.len() {
             self.seconds
@@ -80,6 +114,47 @@ impl SecondSeries {
                 *x += y;
             }
         }
+        self.sub_window = self.sub_window.or(other.sub_window);
+        if self.exact.len() < other.exact.len() {
+            self.exact.resize_with(other.exact.len(), Exact::default);
+        }
+        for (a, b) in self.exact.iter_mut().zip(&other.exact) {
+            a.requests += b.requests;
+            a.errors += b.errors;
+            a.latency.merge(&b.latency);
+        }
+    }
+
+    /// The sub-windows as the result carries them (empty unless asked for), each with its exact
+    /// histogram; a last sub-window the window's end cut short is left out when it holds less than
+    /// half a sub-window's requests (its few requests would weigh as one unit).
+    pub(crate) fn sub_windows(&self) -> Vec<SubWindow> {
+        let Some(width) = self.sub_window else {
+            return Vec::new();
+        };
+        let mut out: Vec<SubWindow> = self
+            .exact
+            .iter()
+            .enumerate()
+            .map(|(i, e)| SubWindow {
+                start_s: width.as_secs_f64() * i as f64,
+                requests: e.requests,
+                errors: e.errors,
+                histogram: e.latency.encode(),
+            })
+            .collect();
+        if out.len() >= 2 {
+            let last = out[out.len() - 1].requests as f64;
+            let typical = out[..out.len() - 1]
+                .iter()
+                .map(|w| w.requests as f64)
+                .sum::<f64>()
+                / (out.len() - 1) as f64;
+            if last < typical / 2.0 {
+                out.pop();
+            }
+        }
+        out
     }
 
     /// The series as the result carries it, one entry per second (empty seconds included).

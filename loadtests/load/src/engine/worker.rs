@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) prebuilt: Vec<Option<(http::Request<()>, bytes::Bytes)>>,
     /// The wire protocol.
     pub(crate) protocol: Protocol,
+    /// The length of the sub-windows that keep an exact histogram each, if any.
+    pub(crate) sub_window: Option<Duration>,
     /// HTTP/2 request loops per connection (1 for HTTP/1.1).
     pub(crate) streams: u32,
     /// The TLS client config every thread clones (TLS protocols only).
@@ -215,7 +217,7 @@ pub(crate) fn thread_main(
         shared: shared.clone(),
         pools: RefCell::new(pools),
         stats: RefCell::new(vec![RouteStats::default(); routes]),
-        seconds: RefCell::new(SecondSeries::default()),
+        seconds: RefCell::new(SecondSeries::new(shared.sub_window)),
         progress,
     });
     let set = tokio::task::LocalSet::new();

@@ -1,20 +1,22 @@
 //! `brigade load --slo`: the SLO search against any running server (one compare did not start,
 //! a container, a service not on the kit). Every step loads the same server in turn: it is not
-//! restarted, so a scenario that writes finds the data earlier steps left.
+//! restarted, so a scenario that writes finds the data earlier steps left. `--slo-searches`
+//! searches run one after another, each from the same start, after a probe of the machine's own
+//! stalls; their capacities give the interval.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::{Measured, Search, SloSearch, Stage, GENERATOR_SATURATED};
+use super::{stalls, CapacitySummary, Measured, Search, SloSearch, Stage, GENERATOR_SATURATED};
 use crate::args::LoadArgs;
 use crate::engine::{self, LoadConfig};
 use crate::registry::Registry;
 use crate::result::LoadResult;
 use crate::scenario::Scenario;
 
-/// Each step's measured window unless `--duration` says.
-const STEP_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+/// Each sub-window's length unless `--duration` says.
+const SUB_WINDOW: Duration = Duration::from_secs(1);
 
 /// What a step's run measured, as the search reads it: generator-bound when its threads were
 /// saturated (the server's side is not sampled here).
@@ -32,13 +34,12 @@ pub fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
     }
 }
 
-/// Runs the search `args` asks for and prints the capacity and the curve.
+/// Runs the searches `args` asks for and prints each capacity, their summary and the curves.
 pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<()> {
     refuse_flags(args)?;
     let slo = args.slo.slos()?;
-    let began = Instant::now();
     let mut closed = args.config(registry)?;
-    closed.duration = Some(args.duration.unwrap_or(STEP_WINDOW));
+    let sub_window = args.duration.unwrap_or(SUB_WINDOW);
     closed.progress = false;
     // The same seed for every step, so every step sends the same request stream.
     closed.seed = Some(args.seed.unwrap_or_else(|| fastrand::u64(..)));
@@ -46,62 +47,131 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
         .connections
         .or(args.users)
         .unwrap_or(closed.connections);
+    closed.duration = Some(sub_window);
     let (start, start_from) = start_rate(args, &closed, connections, scenario)?;
     let settings = args.slo.settings(start)?;
+    closed.duration = Some(sub_window * settings.windows);
+    closed.sub_window = Some(sub_window);
     println!(
-        "SLO search at {}: from {} on {connections} connections, {} s windows, bracket to {}%, \
-         {} confirmation(s) of {} windows",
+        "SLO search at {}: {} search(es) from {} on {connections} connections, steps of {} \
+         sub-windows of {} s, a rate pooled up to {} sub-windows, bracket to {}%",
         args.slo.slo.join(", "),
+        args.slo.slo_searches,
         super::rate_words(start),
-        closed.duration.unwrap_or(STEP_WINDOW).as_secs_f64(),
+        settings.windows,
+        sub_window.as_secs_f64(),
+        settings.max_windows,
         args.slo.slo_precision,
-        settings.repeats,
-        settings.confirm_windows
     );
-    let mut searches = vec![Search::new(slo, settings)];
+    let probe = probe_machine(args, &closed, &slo);
+    let mut records = Vec::new();
     let mut last: Option<LoadResult> = None;
     let mut error = None;
-    super::interleave(&mut searches, |_, rate, stage| {
-        let config = LoadConfig {
-            users: None,
-            rate: Some(rate),
-            connections,
-            ..closed.clone()
+    for n in 0..args.slo.slo_searches {
+        let began = Instant::now();
+        let outcome = match &probe.refused {
+            Some(why) => refused_outcome(&slo, start, why),
+            None => {
+                let mut search = Search::new(slo.clone(), settings.clone());
+                while let Some((rate, stage)) = search.next_step() {
+                    let m = step(&closed, connections, scenario, rate, &mut last, &mut error);
+                    search.record(&m);
+                    if let Some(point) = search.outcome().curve.last() {
+                        print_step(stage, &m, point);
+                    }
+                }
+                search.into_outcome()
+            }
         };
-        match engine::run(&config, scenario) {
-            Ok(result) => {
-                let m = measured(rate, &result);
-                print_step(rate, stage, &m);
-                last = Some(result);
-                m
-            }
-            Err(err) => {
-                error = Some(format!("{err:#}"));
-                Measured::failed(rate, format!("{err:#}"))
-            }
-        }
-    });
-    let search = searches.pop().expect("one search");
-    let mut record = SloSearch {
-        runtime: "target".to_owned(),
-        scenario: scenario.name().to_owned(),
-        users: connections,
-        preload: 0,
-        outcome: search.into_outcome(),
-        start_from,
-        fresh: "the same server for every step (brigade load does not start servers)".to_owned(),
-        seconds: began.elapsed().as_secs_f64(),
-        ..SloSearch::default()
-    };
-    record.size(None, args.slo.slo_target_rate);
-    println!("{}", record.sentence());
+        let mut record = SloSearch {
+            runtime: "target".to_owned(),
+            scenario: scenario.name().to_owned(),
+            users: connections,
+            search: n,
+            outcome,
+            start_from: start_from.clone(),
+            fresh: "the same server for every step (brigade load does not start servers)"
+                .to_owned(),
+            stall_probe: Some(probe.clone()),
+            seconds: began.elapsed().as_secs_f64(),
+            ..SloSearch::default()
+        };
+        record.size(None, args.slo.slo_target_rate);
+        println!("{}", record.sentence());
+        records.push(record);
+    }
+    let summary = CapacitySummary::of(&records.iter().collect::<Vec<_>>());
+    println!("capacity over the searches: {}", summary.sentence());
     if let Some(path) = &args.json {
-        write_json(path, last.as_ref(), &record)?;
+        write_json(path, last.as_ref(), &records, &summary)?;
     }
     if let Some(err) = error {
         bail!("a step failed: {err}");
     }
     Ok(())
+}
+
+/// One step: `rate` offered for the step's sub-windows.
+fn step(
+    closed: &LoadConfig,
+    connections: u32,
+    scenario: &Scenario,
+    rate: f64,
+    last: &mut Option<LoadResult>,
+    error: &mut Option<String>,
+) -> Measured {
+    let config = LoadConfig {
+        users: None,
+        rate: Some(rate),
+        connections,
+        ..closed.clone()
+    };
+    match engine::run(&config, scenario) {
+        Ok(result) => {
+            let m = measured(rate, &result);
+            *last = Some(result);
+            m
+        }
+        Err(err) => {
+            *error = Some(format!("{err:#}"));
+            Measured::failed(rate, format!("{err:#}"))
+        }
+    }
+}
+
+/// The machine's own stalls before the searches: the generator's CPUs when pinned, else every
+/// CPU (the server's are not known to `brigade load`).
+fn probe_machine(
+    args: &LoadArgs,
+    closed: &LoadConfig,
+    slo: &[crate::threshold::Threshold],
+) -> stalls::StallProbe {
+    let sides = match &closed.cpus {
+        Some(cpus) => vec![("generator".to_owned(), cpus.clone())],
+        None => vec![(
+            "machine".to_owned(),
+            (0..engine::usable_cpus()).collect::<Vec<usize>>(),
+        )],
+    };
+    let probe = stalls::probe(&sides, args.slo.slo_probe, slo);
+    if !args.slo.slo_probe.is_zero() {
+        println!("{}", probe.sentence());
+    }
+    probe
+}
+
+/// A search the stall probe refused: no step, the probe's reason.
+pub fn refused_outcome(
+    slo: &[crate::threshold::Threshold],
+    start: f64,
+    why: &str,
+) -> super::SearchOutcome {
+    super::SearchOutcome {
+        slo: slo.iter().map(ToString::to_string).collect(),
+        reason: Some(why.to_owned()),
+        start_per_s: start,
+        ..super::SearchOutcome::default()
+    }
 }
 
 /// Refuses the flags a search sets itself or cannot honour.
@@ -145,31 +215,45 @@ fn start_rate(
     ))
 }
 
-/// Writes the last step's result (an empty object without one) with the search under `search`.
-fn write_json(path: &std::path::Path, last: Option<&LoadResult>, record: &SloSearch) -> Result<()> {
+/// Writes the last step's result (an empty object without one) with the searches under `searches`
+/// and their summary under `capacity`.
+fn write_json(
+    path: &std::path::Path,
+    last: Option<&LoadResult>,
+    records: &[SloSearch],
+    summary: &CapacitySummary,
+) -> Result<()> {
     let mut value = match last {
         Some(result) => serde_json::to_value(result)?,
         None => serde_json::json!({}),
     };
-    value["search"] = serde_json::to_value(record)?;
+    value["searches"] = serde_json::to_value(records)?;
+    value["capacity"] = serde_json::to_value(summary)?;
     std::fs::write(path, serde_json::to_string_pretty(&value)? + "\n")
         .with_context(|| format!("Failed to write {}", path.display()))?;
-    println!("result and search written to {}", path.display());
+    println!("result and searches written to {}", path.display());
     Ok(())
 }
 
-/// One line per step.
-fn print_step(rate: f64, stage: Stage, m: &Measured) {
+/// One line per step: what it measured, and the rate's answer on everything pooled at it.
+fn print_step(stage: Stage, m: &Measured, point: &super::CurvePoint) {
     let l = &m.figures.latency;
     println!(
-        "  {:<8} {:>12} offered, {:>10.0}/s done, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, {} errors{}",
+        "  {:<8} {:>12} offered, {:>10.0}/s done, p99 {:.2} ms (pooled over {} sub-windows: {:.2} \
+         ms), {} errors: {}{}{}",
         stage.as_str(),
-        super::rate_words(rate),
+        super::rate_words(m.offered_per_s),
         m.achieved_per_s,
-        l.p50_ms,
         l.p99_ms,
-        l.p999_ms,
+        point.windows,
+        point.pooled_p99_ms,
         m.figures.errors,
+        point.answer.words(),
+        point
+            .why
+            .as_deref()
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default(),
         m.generator_bound
             .as_deref()
             .map(|w| format!(" — generator-bound: {w}"))

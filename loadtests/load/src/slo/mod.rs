@@ -1,24 +1,34 @@
 //! Capacity at a latency SLO: the highest open-loop rate at which every SLO (`p99<10ms`,
-//! `errors<0.1%`) holds over a measured window, found by search — the question a team provisions
-//! by, which a peak-throughput figure does not answer.
+//! `errors<0.1%`) holds, found by search — the question a team provisions by, which a
+//! peak-throughput figure does not answer.
 //!
 //! The search is a state machine that asks for one step at a time ([`Search::next_step`]) and is
 //! told what the step measured ([`Search::record`]); whoever drives it runs the steps (`brigade
 //! load --slo` against one server, `brigade compare --slo` interleaving several runtimes, each
-//! step on a fresh server), so the logic is tested on a simulated server without a clock. It goes
-//! as Envoy's Nighthawk adaptive controller does, with a confirmation added:
-//! 1. **ramp**: from the start rate, double while every SLO holds, halve while it fails, until a
-//!    held rate and a failed one bracket the capacity;
-//! 2. **bisect** the bracket (its midpoint each step) until its ends are within the precision
-//!    (2% by default) of each other;
-//! 3. **confirm**: [`SearchSettings::confirm_windows`] windows at the bracket's low end, every one
-//!    must hold; on a failure step down by the precision and confirm again, each further step
-//!    down twice the last (up to 16× the precision), since a latency that fails at the bracket
-//!    is too noisy to hold a step below it. The rate confirmed is the capacity.
-//! 4. **repeat** the confirmation ([`SearchSettings::repeats`] in all), each later one starting one
-//!    step above the capacity and stepping down as the first: the rates they confirm are samples
-//!    of the capacity for an interval (the bracket is the search's precision, not a confidence
-//!    interval), landing above the capacity when the machine is kind and below when it is not.
+//! step on a fresh server), so the logic is tested on a simulated server without a clock.
+//!
+//! **Every rate is judged on all that was measured at it** ([`evidence`]): a step measures
+//! [`SearchSettings::windows`] sub-windows, each with an exact histogram; the steps at one rate
+//! pool; and the rate is **held** when every SLO's upper bound (sub-windows as the unit) is inside
+//! it, **failed** when one's lower bound is past it, and **not yet known** otherwise — then the
+//! next step measures the same rate again, up to [`SearchSettings::max_windows`] sub-windows,
+//! after which it counts as failed, saying so.
+//!
+//! **The search moves both ways** (a noisy bisection with backtracking, as Karp and Kleinberg's
+//! noisy binary search checks its bracket before trusting it). Its bracket is always read from
+//! every answer so far: the highest held rate below the lowest failed one.
+//! 1. **ramp** from the start rate, ×2 while every rate held, ÷2 while every rate failed;
+//! 2. **bisect** the bracket at its midpoint until its ends are within the precision (2%);
+//! 3. **recheck** each end of the narrow bracket on a fresh visit (pooled with the earlier ones):
+//!    an end whose answer turns moves the bracket — down when the low end fails, up when the high
+//!    end holds — and the bisection goes on from there. A held rate above a failed one (a
+//!    contradiction one stalled or lucky visit can make) is measured again, the thinner of the two
+//!    first; if both reach the cap, the held one is set aside (a capacity cannot pass a rate that
+//!    failed).
+//!
+//! The capacity is the low end once both ends have answered twice. A search is one sample of the
+//! capacity: its interval comes from independent searches, each on its own fresh servers
+//! ([`SloArgs::slo_searches`]), never from steps within one.
 //!
 //! A step the generator could not offer (its CPUs saturated, or fewer requests sent than the
 //! schedule asked while every SLO held) ends the search with "generator-bound at R": that rate
@@ -28,16 +38,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::threshold::{Figures, Threshold};
 
+pub mod evidence;
 pub mod load;
 #[cfg(test)]
 mod simulated;
+pub mod stalls;
+
+pub use evidence::{Answer, Pool, SloEvidence, WindowFigures};
 
 /// The precision unless told: the bracket's ends within 2% of each other.
 pub const DEFAULT_PRECISION: f64 = 0.02;
-/// Windows of a confirmation unless told.
-pub const DEFAULT_CONFIRM_WINDOWS: u32 = 3;
-/// Confirmations per search unless told (the first gives the capacity, all give its interval).
-pub const DEFAULT_REPEATS: u32 = 3;
+/// Sub-windows a step measures unless told.
+pub const DEFAULT_WINDOWS: u32 = 4;
+/// Sub-windows a rate may pool before "not yet known" counts as failed, unless told.
+pub const DEFAULT_MAX_WINDOWS: u32 = 16;
+/// Independent searches per runtime and cell unless told (the samples of the capacity).
+pub const DEFAULT_SEARCHES: u32 = 3;
+/// Visits each end of a narrow bracket needs before the search ends.
+pub const RECHECK_VISITS: u32 = 2;
 /// The ramp's factor per step.
 pub const GROWTH: f64 = 2.0;
 /// A step that completes less than this share of its offered rate was not offered in full.
@@ -46,12 +64,6 @@ pub const ACHIEVED_SHARE: f64 = 0.99;
 /// offered in full: a window's two edges each cut a request, so 33 of the 33.6 that 0.4 s at 84/s
 /// schedules (98.2%) is rounding, not a generator falling behind.
 pub const EDGE_REQUESTS: f64 = 2.0;
-/// Step-downs one confirmation may take before the search says it could not confirm.
-pub const MAX_STEP_DOWNS: u32 = 8;
-/// A capacity confirmed below this share of the bracket's low end comes with a note on stalls.
-pub const STALLS_SHARE: f64 = 0.7;
-/// A confirmation's step down doubles after each failure, at most this many times (2% → 32%).
-pub const STEP_DOUBLINGS: u32 = 4;
 /// The generator counts as saturated at this share of its threads' CPU (as compare judges its
 /// CPUs).
 pub const GENERATOR_SATURATED: f64 = 0.90;
@@ -61,13 +73,12 @@ pub const GENERATOR_SATURATED: f64 = 0.90;
 pub struct SearchSettings {
     /// The first rate offered, requests/s.
     pub start_per_s: f64,
-    /// The bracket is narrow enough when high ÷ low − 1 is at most this (0.02 = 2%); also the
-    /// confirmation's step.
+    /// The bracket is narrow enough when high ÷ low − 1 is at most this (0.02 = 2%).
     pub precision: f64,
-    /// Windows of one confirmation, every one must hold.
-    pub confirm_windows: u32,
-    /// Confirmations in all (at least 1).
-    pub repeats: u32,
+    /// Sub-windows one step measures.
+    pub windows: u32,
+    /// Sub-windows a rate may pool; past them, not yet known is failed.
+    pub max_windows: u32,
     /// The ramp stops going down below this rate, requests/s.
     pub floor_per_s: f64,
     /// The ramp stops going up above this rate, requests/s.
@@ -82,8 +93,8 @@ impl SearchSettings {
         SearchSettings {
             start_per_s,
             precision: DEFAULT_PRECISION,
-            confirm_windows: DEFAULT_CONFIRM_WINDOWS,
-            repeats: DEFAULT_REPEATS,
+            windows: DEFAULT_WINDOWS,
+            max_windows: DEFAULT_MAX_WINDOWS,
             floor_per_s: 1.0,
             ceiling_per_s: 10_000_000.0,
             max_steps: 60,
@@ -96,8 +107,10 @@ impl SearchSettings {
         if !(self.precision > 0.0 && self.precision < 0.5) {
             anyhow::bail!("--slo-precision must be above 0% and below 50%");
         }
-        if self.confirm_windows == 0 || self.repeats == 0 {
-            anyhow::bail!("--slo-confirm and --slo-repeats must be at least 1");
+        if self.windows == 0 || self.max_windows < self.windows.max(2) {
+            anyhow::bail!(
+                "--slo-windows must be at least 1 and --slo-max-windows at least 2 and at least                  --slo-windows"
+            );
         }
         Ok(())
     }
@@ -111,30 +124,39 @@ pub enum Stage {
     Ramp,
     /// The bisection of the bracket.
     Bisect,
-    /// A confirmation window (`repeat` 0 is the one that gives the capacity).
+    /// The same rate again: its answer was not yet known.
+    Extend,
+    /// A bracket end (or one side of a contradiction) measured again on a fresh visit.
+    Recheck,
+    /// A confirmation window (reports written before the pooled search).
     Confirm,
 }
 
 impl Stage {
-    /// Its name, as `report.json` writes it (`ramp`, `bisect`, `confirm`).
+    /// Its name, as `report.json` writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Ramp => "ramp",
             Stage::Bisect => "bisect",
+            Stage::Extend => "extend",
+            Stage::Recheck => "recheck",
             Stage::Confirm => "confirm",
         }
     }
 }
 
 /// What one step measured, as its driver saw it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Measured {
     /// The rate the step offered, requests/s.
     pub offered_per_s: f64,
     /// Requests completed per second of the measured window.
     pub achieved_per_s: f64,
-    /// The window's totals, checked against the SLOs.
+    /// The window's totals.
     pub figures: Figures,
+    /// Its sub-windows, each with an exact histogram (one for the whole window when the run kept
+    /// none).
+    pub windows: Vec<WindowFigures>,
     /// Why the generator, not the server, set the pace, if it did (its CPUs saturated).
     pub generator_bound: Option<String>,
     /// The server's CPU per request over the window, µs, when it was sampled.
@@ -147,13 +169,32 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// What a run at `offered_per_s` measured: its completed rate and totals (who set the pace,
-    /// the server's CPU and contention are the driver's to add).
+    /// What a run at `offered_per_s` measured: its completed rate, totals and sub-windows (who set
+    /// the pace, the server's CPU and contention are the driver's to add).
     pub fn from_result(offered_per_s: f64, result: &crate::result::LoadResult) -> Measured {
+        let windows = if result.sub_windows.is_empty() {
+            vec![WindowFigures {
+                requests: result.total.requests,
+                errors: result.total.errors.total(),
+                latency: result.total.histogram().unwrap_or_default(),
+            }]
+        } else {
+            result
+                .sub_windows
+                .iter()
+                .map(|w| WindowFigures {
+                    requests: w.requests,
+                    errors: w.errors,
+                    latency: crate::histogram::LatencyHistogram::decode(&w.histogram)
+                        .unwrap_or_default(),
+                })
+                .collect()
+        };
         Measured {
             offered_per_s,
             achieved_per_s: result.total.requests as f64 / result.elapsed_s.max(1e-9),
             figures: Figures::from(&result.total),
+            windows,
             ..Measured::default()
         }
     }
@@ -168,29 +209,51 @@ impl Measured {
     }
 }
 
-/// One tested rate on the latency–rate curve.
+/// One step on the latency–rate curve: what it measured alone, and the rate's pooled answer after
+/// it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
     /// The rate offered, requests/s.
     pub offered_per_s: f64,
     /// Requests completed per second.
     pub achieved_per_s: f64,
-    /// Median latency, ms (from the intended send time).
+    /// Median latency of this step, ms (from the intended send time).
     pub p50_ms: f64,
-    /// 99th percentile, ms.
+    /// 99th percentile of this step, ms.
     pub p99_ms: f64,
-    /// 99.9th percentile, ms.
+    /// 99.9th percentile of this step, ms.
     pub p999_ms: f64,
-    /// Failed requests, percent of those sent.
+    /// Failed requests of this step, percent of those sent.
     pub error_pct: f64,
-    /// Whether every SLO held (and the rate was offered in full).
+    /// Whether the rate's answer after this step is held (and the rate was offered in full).
     pub held: bool,
     /// The search stage that asked for it.
     pub stage: Stage,
+    /// The rate's answer after this step, on everything pooled at it.
+    #[serde(default)]
+    pub answer: Answer,
+    /// Visits made at this rate so far, this one included.
+    #[serde(default)]
+    pub visits: u32,
+    /// Sub-windows pooled at this rate so far.
+    #[serde(default)]
+    pub windows: u32,
+    /// The pooled median at this rate, ms.
+    #[serde(default)]
+    pub pooled_p50_ms: f64,
+    /// The pooled p99 at this rate, ms.
+    #[serde(default)]
+    pub pooled_p99_ms: f64,
+    /// The pooled p99.9 at this rate, ms.
+    #[serde(default)]
+    pub pooled_p999_ms: f64,
+    /// Every SLO judged on the pool: figure, bounds, limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<SloEvidence>,
     /// The server's CPU per request, µs, when sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_us_per_request: Option<f64>,
-    /// What failed, in words (`p99 = 14 ms (wanted < 10 ms)`), when it did not hold.
+    /// What failed or is not yet known, in words, when the rate did not hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
     /// Other processes took CPU on a side during the step, in words, if they did.
@@ -203,42 +266,30 @@ pub struct CurvePoint {
 pub struct SearchOutcome {
     /// The SLOs, as given.
     pub slo: Vec<String>,
-    /// The highest rate at which every SLO held in every confirmation window, requests/s; `None`
+    /// The highest rate at which every SLO held, below every rate that failed, requests/s; `None`
     /// with a `reason` when none was found.
     pub capacity_per_s: Option<f64>,
-    /// Why no capacity was found, or what limits the one found.
+    /// Why no capacity was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The highest rate that held before the confirmation.
+    /// The bracket's low end at the end (the capacity, when one was found).
     pub bracket_low: Option<f64>,
-    /// The lowest rate that failed before the confirmation.
+    /// The bracket's high end at the end: the lowest rate that failed.
     pub bracket_high: Option<f64>,
-    /// Whether the first confirmation held all its windows at the capacity.
-    pub confirmed: bool,
-    /// The rate each confirmation confirmed, in order (the first is the capacity): the samples of
-    /// the capacity's interval.
-    pub repeats: Vec<f64>,
     /// The rate the ramp started from, requests/s.
     pub start_per_s: f64,
     /// Steps taken.
     pub steps: u32,
-    /// Every tested rate, in the order tested.
+    /// Every step, in the order taken.
     pub curve: Vec<CurvePoint>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Phase {
-    Ramp {
-        rate: f64,
-    },
-    Bisect,
-    Confirm {
-        repeat: u32,
-        rate: f64,
-        held: u32,
-        downs: u32,
-    },
-    Done,
+/// What the search does next, read from its pools.
+#[derive(Debug, Clone, PartialEq)]
+enum Next {
+    Step(f64, Stage),
+    Found(f64),
+    Stop(String),
 }
 
 /// One runtime's search, one step at a time.
@@ -246,9 +297,10 @@ enum Phase {
 pub struct Search {
     slo: Vec<Threshold>,
     settings: SearchSettings,
-    phase: Phase,
-    low: Option<f64>,
-    high: Option<f64>,
+    pools: Vec<Pool>,
+    /// The rate last measured (extended while not yet known).
+    last: Option<f64>,
+    next: Option<(f64, Stage)>,
     outcome: SearchOutcome,
 }
 
@@ -261,33 +313,23 @@ impl Search {
             ..SearchOutcome::default()
         };
         Search {
-            phase: Phase::Ramp {
-                rate: settings.start_per_s,
-            },
+            next: Some((settings.start_per_s, Stage::Ramp)),
             slo,
             settings,
-            low: None,
-            high: None,
+            pools: Vec::new(),
+            last: None,
             outcome,
         }
     }
 
     /// The next rate to offer and its stage; `None` once the search is over.
     pub fn next_step(&self) -> Option<(f64, Stage)> {
-        match self.phase {
-            Phase::Ramp { rate } => Some((rate, Stage::Ramp)),
-            Phase::Bisect => {
-                let (low, high) = (self.low?, self.high?);
-                Some(((low + high) / 2.0, Stage::Bisect))
-            }
-            Phase::Confirm { rate, .. } => Some((rate, Stage::Confirm)),
-            Phase::Done => None,
-        }
+        self.next
     }
 
     /// Whether the search is over.
     pub fn is_done(&self) -> bool {
-        self.phase == Phase::Done
+        self.next.is_none()
     }
 
     /// What the search found so far (all of it once [`Search::is_done`]).
@@ -302,129 +344,154 @@ impl Search {
 
     /// Records what the step [`Search::next_step`] asked for measured, and moves on.
     pub fn record(&mut self, measured: &Measured) {
-        let Some((rate, stage)) = self.next_step() else {
+        let Some((rate, stage)) = self.next else {
             return;
         };
         self.outcome.steps += 1;
         if let Some(why) = &measured.failed {
-            self.abandon(format!(
+            return self.abandon(format!(
                 "the step at {} could not be measured: {why}",
                 rate_words(rate)
             ));
-            return;
         }
-        let (held, why) = self.judge(measured);
-        self.outcome.curve.push(point(measured, held, stage, why));
-        if let Some(why) = self.generator_bound(measured, held) {
-            self.abandon(format!("generator-bound at {}: {why}", rate_words(rate)));
-            return;
-        }
-        match self.phase {
-            Phase::Ramp { .. } => self.ramp(rate, held),
-            Phase::Bisect => {
-                if held {
-                    self.low = Some(rate);
-                } else {
-                    self.high = Some(rate);
-                }
-                self.bracketed();
+        let at = match self.pools.iter().position(|p| p.rate == rate) {
+            Some(at) => at,
+            None => {
+                self.pools.push(Pool::new(rate));
+                self.pools.len() - 1
             }
-            Phase::Confirm {
-                repeat,
-                rate,
-                held: windows,
-                downs,
-            } => self.confirm(held, repeat, rate, windows, downs),
-            Phase::Done => {}
+        };
+        self.pools[at].add(&measured.windows, &self.slo);
+        self.last = Some(rate);
+        let (answer, evidence, why) = self.pools[at].judge(&self.slo, self.max_windows());
+        let pool = &self.pools[at];
+        self.outcome
+            .curve
+            .push(point(measured, stage, pool, answer, evidence, why));
+        if let Some(why) = self.generator_bound(measured) {
+            return self.abandon(format!("generator-bound at {}: {why}", rate_words(rate)));
         }
+        self.settle();
         if !self.is_done() && self.outcome.steps >= self.settings.max_steps {
-            self.stop(format!(
+            self.abandon(format!(
                 "stopped after {} steps, the most a search may take",
                 self.outcome.steps
             ));
         }
     }
 
-    /// A ramp step at `rate` has been judged: widen the bracket, or double or halve the rate.
-    fn ramp(&mut self, rate: f64, held: bool) {
-        if held {
-            self.low = Some(self.low.map_or(rate, |l: f64| l.max(rate)));
-        } else {
-            self.high = Some(self.high.map_or(rate, |h: f64| h.min(rate)));
-        }
-        match (self.low, self.high) {
-            (Some(_), Some(_)) => self.bracketed(),
-            (Some(_), None) if rate * GROWTH > self.settings.ceiling_per_s => self.stop(format!(
-                "every SLO holds at {}, the highest rate the search may offer",
-                rate_words(rate)
-            )),
-            (Some(_), None) => {
-                self.phase = Phase::Ramp {
-                    rate: rate * GROWTH,
-                }
-            }
-            (None, _) if rate / GROWTH < self.settings.floor_per_s => self.stop(format!(
-                "the SLO fails even at {}, the lowest rate the search may offer",
-                rate_words(rate)
-            )),
-            (None, _) => {
-                self.phase = Phase::Ramp {
-                    rate: rate / GROWTH,
-                }
-            }
-        }
+    fn max_windows(&self) -> usize {
+        self.settings.max_windows as usize
     }
 
-    /// Window `windows` of confirmation `repeat` at `rate` has been judged (`downs` steps down
-    /// so far): the next window, the capacity confirmed, or a step down.
-    fn confirm(&mut self, held: bool, repeat: u32, rate: f64, windows: u32, downs: u32) {
-        if held && windows + 1 < self.settings.confirm_windows {
-            self.phase = Phase::Confirm {
-                repeat,
-                rate,
-                held: windows + 1,
-                downs,
-            };
-        } else if held {
-            self.confirmed(repeat, rate);
-        } else if downs + 1 > MAX_STEP_DOWNS {
-            self.unconfirmed(repeat, rate);
-        } else {
-            // Each step down doubles (2%, 4%, 8%, then 16% at most): a latency too noisy
-            // to hold near the bracket reaches a rate that holds in a few steps.
-            let step = self.settings.precision * f64::from(1u32 << downs.min(STEP_DOUBLINGS));
-            self.phase = Phase::Confirm {
-                repeat,
-                rate: rate * (1.0 - step.min(0.5)),
-                held: 0,
-                downs: downs + 1,
-            };
-        }
-    }
-
-    /// Every SLO checked against the step, and the failures in words.
-    fn judge(&self, measured: &Measured) -> (bool, Option<String>) {
-        let failed: Vec<String> = self
-            .slo
+    /// Each pool's answer now.
+    fn answers(&self) -> Vec<Answer> {
+        self.pools
             .iter()
-            .map(|t| t.check(&measured.figures))
-            .filter(|c| !c.passed)
-            .map(|c| c.text)
-            .collect();
-        if failed.is_empty() {
-            (true, None)
-        } else {
-            (false, Some(failed.join("; ")))
+            .map(|p| p.judge(&self.slo, self.max_windows()).0)
+            .collect()
+    }
+
+    /// Decides the next step (or the end) from every pool, setting contradictions aside first.
+    fn settle(&mut self) {
+        loop {
+            match self.plan() {
+                Ok(Next::Step(rate, stage)) => {
+                    self.next = Some((rate, stage));
+                    return;
+                }
+                Ok(Next::Found(capacity)) => {
+                    self.outcome.capacity_per_s = Some(capacity);
+                    self.next = None;
+                    return;
+                }
+                Ok(Next::Stop(why)) => return self.stop(why),
+                // A contradiction both sides of which reached the cap: the held rate is set aside.
+                Err(overrule) => self.pools[overrule].overruled = true,
+            }
         }
+    }
+
+    /// The next step from the pools' answers; `Err(i)` asks to overrule pool `i`'s held answer.
+    fn plan(&mut self) -> Result<Next, usize> {
+        let answers = self.answers();
+        let cap = self.max_windows();
+        // 1. A rate not yet known is measured again, as long as it was the one just measured.
+        if let Some(i) = self
+            .last
+            .and_then(|r| self.pools.iter().position(|p| p.rate == r))
+        {
+            if answers[i] == Answer::NotYetKnown {
+                return Ok(Next::Step(self.pools[i].rate, Stage::Extend));
+            }
+        }
+        let held = |i: &usize| answers[*i] == Answer::Held;
+        let failed = |i: &usize| answers[*i] == Answer::Failed;
+        let rate = |i: usize| self.pools[i].rate;
+        let by_rate = |a: &usize, b: &usize| rate(*a).total_cmp(&rate(*b));
+        let top_held = (0..self.pools.len()).filter(held).max_by(by_rate);
+        let low_failed = (0..self.pools.len()).filter(failed).min_by(by_rate);
+        // 2. A held rate above a failed one: measure the thinner of the two again.
+        if let (Some(h), Some(f)) = (top_held, low_failed) {
+            if rate(h) > rate(f) {
+                let (hw, fw) = (self.pools[h].windows(), self.pools[f].windows());
+                return if hw < cap && hw <= fw {
+                    Ok(Next::Step(rate(h), Stage::Recheck))
+                } else if fw < cap {
+                    Ok(Next::Step(rate(f), Stage::Recheck))
+                } else {
+                    Err(h)
+                };
+            }
+        }
+        self.outcome.bracket_low = top_held.map(rate);
+        self.outcome.bracket_high = low_failed.map(rate);
+        Ok(match (top_held, low_failed) {
+            (None, _) => {
+                let lowest = self.pools.iter().map(|p| p.rate).fold(f64::MAX, f64::min);
+                if lowest / GROWTH < self.settings.floor_per_s {
+                    Next::Stop(format!(
+                        "the SLO fails even at {}, the lowest rate the search may offer",
+                        rate_words(lowest)
+                    ))
+                } else {
+                    Next::Step(lowest / GROWTH, Stage::Ramp)
+                }
+            }
+            (Some(h), None) => {
+                if rate(h) * GROWTH > self.settings.ceiling_per_s {
+                    Next::Stop(format!(
+                        "every SLO holds at {}, the highest rate the search may offer",
+                        rate_words(rate(h))
+                    ))
+                } else {
+                    Next::Step(rate(h) * GROWTH, Stage::Ramp)
+                }
+            }
+            (Some(h), Some(f)) => {
+                let (low, high) = (rate(h), rate(f));
+                if high > low * (1.0 + self.settings.precision) {
+                    Next::Step((low + high) / 2.0, Stage::Bisect)
+                } else if self.pools[h].visits < RECHECK_VISITS {
+                    Next::Step(low, Stage::Recheck)
+                } else if self.pools[f].visits < RECHECK_VISITS {
+                    Next::Step(high, Stage::Recheck)
+                } else {
+                    Next::Found(low)
+                }
+            }
+        })
     }
 
     /// Why the step measured the generator, if it did: its CPUs saturated, or, with every SLO
-    /// held, fewer requests completed than the schedule offered (past the edges' rounding) (a server that cannot keep up
-    /// fails its latency SLO instead, since latency counts from the intended send time).
-    fn generator_bound(&self, measured: &Measured, held: bool) -> Option<String> {
+    /// held over the step, fewer requests completed than the schedule offered (past the edges'
+    /// rounding) (a server that cannot keep up fails its latency SLO instead, since latency counts
+    /// from the intended send time).
+    fn generator_bound(&self, measured: &Measured) -> Option<String> {
         if let Some(why) = &measured.generator_bound {
             return Some(why.clone());
         }
+        let held = self.slo.iter().all(|t| t.check(&measured.figures).passed);
         let requests = measured.figures.requests as f64;
         // One request's share of the completed rate (1 ÷ the window's seconds); none completed
         // is short whatever the window.
@@ -443,111 +510,31 @@ impl Search {
         })
     }
 
-    /// The bracket is made: bisect it, or confirm once it is narrow enough.
-    fn bracketed(&mut self) {
-        let (Some(low), Some(high)) = (self.low, self.high) else {
-            return;
-        };
-        self.outcome.bracket_low = Some(low);
-        self.outcome.bracket_high = Some(high);
-        if high <= low * (1.0 + self.settings.precision) || high <= low {
-            self.phase = Phase::Confirm {
-                repeat: 0,
-                rate: low,
-                held: 0,
-                downs: 0,
-            };
-        } else {
-            self.phase = Phase::Bisect;
-        }
-    }
-
-    /// Confirmation `repeat` held all its windows at `rate`.
-    fn confirmed(&mut self, repeat: u32, rate: f64) {
-        self.outcome.repeats.push(rate);
-        if repeat == 0 {
-            self.outcome.capacity_per_s = Some(rate);
-            self.outcome.confirmed = true;
-            self.outcome.reason = self.stalls_note(rate);
-        }
-        self.next_repeat(repeat);
-    }
-
-    /// When the first confirmation held only far below the bracket, why: the SLO failed in
-    /// windows at rates the bisection had seen hold, so latency there is set by stalls that do not
-    /// depend on the rate (a 20 ms pause fails a p99 of 10 ms in any 2 s window), and the capacity
-    /// measures the machine more than the server.
-    fn stalls_note(&self, capacity: f64) -> Option<String> {
-        let low = self.low?;
-        if capacity >= STALLS_SHARE * low {
-            return None;
-        }
-        let below: Vec<&CurvePoint> = self
-            .outcome
-            .curve
-            .iter()
-            .filter(|p| p.offered_per_s <= low && p.offered_per_s > capacity)
-            .collect();
-        let failed = below.iter().filter(|p| !p.held).count();
-        Some(format!(
-            "confirmed {:.0}% below the bracket ({}): {failed} of {} windows between the two \
-             failed the SLO, so latency here has stalls that do not depend on the rate; a longer \
-             --duration or a looser SLO makes a stall a smaller share of a window",
-            (1.0 - capacity / low) * 100.0,
-            rate_words(low),
-            below.len()
-        ))
-    }
-
-    /// Confirmation `repeat` stepped down as far as it may without holding.
-    fn unconfirmed(&mut self, repeat: u32, rate: f64) {
-        if repeat == 0 {
-            self.stop(format!(
-                "not confirmed: no rate from {} down to {} held {} windows in a row",
-                rate_words(self.low.unwrap_or(rate)),
-                rate_words(rate),
-                self.settings.confirm_windows
-            ));
-            return;
-        }
-        self.next_repeat(repeat);
-    }
-
-    /// The next confirmation, one step above the capacity, or the end.
-    fn next_repeat(&mut self, repeat: u32) {
-        let Some(capacity) = self.outcome.capacity_per_s else {
-            return self.stop("not confirmed".to_owned());
-        };
-        if repeat + 1 >= self.settings.repeats {
-            self.phase = Phase::Done;
-            return;
-        }
-        self.phase = Phase::Confirm {
-            repeat: repeat + 1,
-            rate: capacity * (1.0 + self.settings.precision),
-            held: 0,
-            downs: 0,
-        };
-    }
-
-    /// Ends the search with `reason`, keeping what it confirmed.
+    /// Ends the search with `reason` and no capacity.
     fn stop(&mut self, reason: String) {
         self.outcome.reason = Some(reason);
-        self.phase = Phase::Done;
+        self.outcome.capacity_per_s = None;
+        self.next = None;
     }
 
-    /// Ends the search with `reason` and no capacity, whatever it confirmed before: a step that
-    /// measured the generator, or nothing, leaves the search without a figure to claim.
+    /// Ends the search with `reason` and no capacity, whatever its bracket: a step that measured
+    /// the generator, or nothing, leaves the search without a figure to claim.
     fn abandon(&mut self, reason: String) {
-        self.outcome.capacity_per_s = None;
-        self.outcome.confirmed = false;
         self.stop(reason);
     }
 }
 
-/// The curve's point for a step.
-fn point(measured: &Measured, held: bool, stage: Stage, why: Option<String>) -> CurvePoint {
+/// The curve's point for a step at `pool`'s rate, with the rate's answer after it.
+fn point(
+    measured: &Measured,
+    stage: Stage,
+    pool: &Pool,
+    answer: Answer,
+    evidence: Vec<SloEvidence>,
+    why: String,
+) -> CurvePoint {
     let f = &measured.figures;
+    let pooled = pool.latency().latency();
     CurvePoint {
         offered_per_s: measured.offered_per_s,
         achieved_per_s: measured.achieved_per_s,
@@ -559,10 +546,17 @@ fn point(measured: &Measured, held: bool, stage: Stage, why: Option<String>) -> 
         } else {
             100.0 * f.errors as f64 / f.requests as f64
         },
-        held,
+        held: answer == Answer::Held,
         stage,
+        answer,
+        visits: pool.visits,
+        windows: pool.windows() as u32,
+        pooled_p50_ms: pooled.p50_ms,
+        pooled_p99_ms: pooled.p99_ms,
+        pooled_p999_ms: pooled.p999_ms,
+        evidence,
         server_cpu_us_per_request: measured.server_cpu_us_per_request,
-        why,
+        why: (!why.is_empty()).then_some(why),
         contended: measured.contended.clone(),
     }
 }
@@ -589,13 +583,20 @@ pub struct SloSearch {
     /// Documents preloaded per collection.
     #[serde(default)]
     pub preload: u64,
-    /// The search's outcome: capacity, bracket, confirmation, curve.
+    /// Which of the runtime's independent searches in this cell (0 for the first): searches with
+    /// one number ran interleaved, one step each in turn.
+    #[serde(default)]
+    pub search: u32,
+    /// The search's outcome: capacity, bracket, curve.
     #[serde(flatten)]
     pub outcome: SearchOutcome,
     /// Where the start rate came from, in words.
     pub start_from: String,
     /// How each step's server was made, in words.
     pub fresh: String,
+    /// The machine's own pauses, probed just before this search (and the searches it ran beside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_probe: Option<stalls::StallProbe>,
     /// The CPUs the server ran on, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpus: Option<u32>,
@@ -627,10 +628,26 @@ impl SloSearch {
         };
     }
 
-    /// One line: `hyper waiter 20 users: 9,540/s at p99<10ms (bracket 9,450–9,600/s, confirmed)`.
+    /// A search the machine's own stalls refused before it took a step.
+    pub fn refused(&self) -> bool {
+        self.outcome.steps == 0
+            && self
+                .stall_probe
+                .as_ref()
+                .is_some_and(|p| p.refused.is_some())
+    }
+
+    /// One line: `hyper waiter 20 users, search 1: 9,540/s at p99<10ms (bracket 9,540–9,690/s; 14
+    /// steps, 81 s)`.
     pub fn sentence(&self) -> String {
         let slo = self.outcome.slo.join(", ");
-        let head = format!("{} {} {} users", self.runtime, self.scenario, self.users);
+        let head = format!(
+            "{} {} {} users, search {}",
+            self.runtime,
+            self.scenario,
+            self.users,
+            self.search + 1
+        );
         match self.outcome.capacity_per_s {
             Some(c) => {
                 let bracket = match (self.outcome.bracket_low, self.outcome.bracket_high) {
@@ -639,15 +656,8 @@ impl SloSearch {
                     }
                     _ => "no bracket".to_owned(),
                 };
-                let repeats = self
-                    .outcome
-                    .repeats
-                    .iter()
-                    .map(|r| rate_words(*r))
-                    .collect::<Vec<_>>()
-                    .join(", ");
                 format!(
-                    "{head}: {} at {slo} ({bracket}; confirmations {repeats}; {} steps, {:.0} s)",
+                    "{head}: {} at {slo} ({bracket}; {} steps, {:.0} s)",
                     rate_words(c),
                     self.outcome.steps,
                     self.seconds
@@ -656,6 +666,116 @@ impl SloSearch {
             None => format!(
                 "{head}: no capacity at {slo}: {}",
                 self.outcome.reason.as_deref().unwrap_or("not found")
+            ),
+        }
+    }
+}
+
+/// A runtime's capacity over its independent searches in one cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapacitySummary {
+    /// The runtime.
+    pub runtime: String,
+    /// Searches made.
+    pub searches: u32,
+    /// Of those, the ones that found a capacity.
+    pub found: u32,
+    /// The geometric mean of the capacities found, requests/s.
+    pub capacity_per_s: Option<f64>,
+    /// Its interval (Student's t on the log capacities, [`SUMMARY_CONFIDENCE`]), only when every
+    /// search found one and there are at least two.
+    pub low_per_s: Option<f64>,
+    /// The interval's high end.
+    pub high_per_s: Option<f64>,
+    /// Server CPUs for the target rate at the capacity, and at the interval's ends.
+    pub cores_for_target: Option<f64>,
+    /// Cores at the interval's high capacity (the fewest).
+    pub cores_low: Option<f64>,
+    /// Cores at the interval's low capacity (the most).
+    pub cores_high: Option<f64>,
+    /// Why searches found none, one line each.
+    pub missing: Vec<String>,
+}
+
+/// The confidence of a capacity summary's interval.
+pub const SUMMARY_CONFIDENCE: f64 = 0.95;
+
+impl CapacitySummary {
+    /// The summary of `searches` (one runtime's, one cell's).
+    pub fn of(searches: &[&SloSearch]) -> CapacitySummary {
+        let found: Vec<&SloSearch> = searches
+            .iter()
+            .copied()
+            .filter(|s| s.outcome.capacity_per_s.is_some())
+            .collect();
+        let capacities: Vec<f64> = found
+            .iter()
+            .filter_map(|s| s.outcome.capacity_per_s)
+            .collect();
+        let interval = (found.len() == searches.len())
+            .then(|| brigade_stats::geometric_interval(&capacities, SUMMARY_CONFIDENCE))
+            .flatten();
+        let centre = brigade_stats::geometric_interval(&capacities, SUMMARY_CONFIDENCE)
+            .map(|i| i.0)
+            .or_else(|| capacities.first().copied());
+        // Cores scale as 1 ÷ capacity: the ratio of one search's cores to its capacity holds for all.
+        let per = found
+            .iter()
+            .find_map(|s| Some(s.cores_for_target? * s.outcome.capacity_per_s?));
+        let cores = |c: Option<f64>| per.zip(c).map(|(p, c)| p / c);
+        CapacitySummary {
+            runtime: searches
+                .first()
+                .map_or(String::new(), |s| s.runtime.clone()),
+            searches: searches.len() as u32,
+            found: found.len() as u32,
+            capacity_per_s: centre,
+            low_per_s: interval.map(|i| i.1),
+            high_per_s: interval.map(|i| i.2),
+            cores_for_target: cores(centre),
+            cores_low: cores(interval.map(|i| i.2)),
+            cores_high: cores(interval.map(|i| i.1)),
+            missing: searches
+                .iter()
+                .filter(|s| s.outcome.capacity_per_s.is_none())
+                .map(|s| {
+                    format!(
+                        "search {}: {}",
+                        s.search + 1,
+                        s.outcome.reason.as_deref().unwrap_or("no capacity")
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// One line: `hyper: 9,540/s (9,310–9,780/s, 3 of 3 searches)`.
+    pub fn sentence(&self) -> String {
+        let interval = match (self.low_per_s, self.high_per_s) {
+            (Some(l), Some(h)) => format!("{}–{}, ", rate_words(l), rate_words(h)),
+            _ => String::new(),
+        };
+        let cores = match (self.cores_for_target, self.cores_low, self.cores_high) {
+            (Some(c), Some(l), Some(h)) => format!("; {c:.2} cores for the target ({l:.2}–{h:.2})"),
+            (Some(c), _, _) => format!("; {c:.2} cores for the target"),
+            _ => String::new(),
+        };
+        let missing = if self.missing.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", self.missing.join("; "))
+        };
+        match self.capacity_per_s {
+            Some(c) => format!(
+                "{}: {} ({interval}{} of {} searches){cores}{missing}",
+                self.runtime,
+                rate_words(c),
+                self.found,
+                self.searches
+            ),
+            None => format!(
+                "{}: no capacity in {} searches{missing}",
+                self.runtime, self.searches
             ),
         }
     }
@@ -696,17 +816,24 @@ pub struct SloArgs {
     /// same connections completes]
     #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
     pub slo_start: Option<f64>,
-    /// The SLO search's precision, percent: bisect until the bracket's ends are this close, and
-    /// step down by it when a confirmation window fails
+    /// The SLO search's precision, percent: bisect until the bracket's ends are this close
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_PRECISION * 100.0,
           value_parser = crate::parse::parse_percent)]
     pub slo_precision: f64,
-    /// Windows of a confirmation at the found rate, every one must hold
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONFIRM_WINDOWS)]
-    pub slo_confirm: u32,
-    /// Confirmations per search: the first gives the capacity, all of them its interval
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS)]
-    pub slo_repeats: u32,
+    /// Sub-windows (of --duration each) one step measures; a rate is judged on all its steps'
+    /// sub-windows pooled, the sub-window as the unit
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WINDOWS)]
+    pub slo_windows: u32,
+    /// Sub-windows a rate may pool while its answer is not yet known; past them it has failed
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WINDOWS)]
+    pub slo_max_windows: u32,
+    /// Independent searches per runtime (compare: per runtime and cell, each on fresh servers):
+    /// the samples of the capacity's interval
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEARCHES, alias = "slo-repeats")]
+    pub slo_searches: u32,
+    /// Seconds of the stall probe before each round of searches (0: none)
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::parse::parse_duration)]
+    pub slo_probe: std::time::Duration,
     /// Say how many server CPUs this many requests/s needs at the capacity found
     #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
     pub slo_target_rate: Option<f64>,
@@ -725,11 +852,14 @@ impl SloArgs {
     pub fn settings(&self, start_per_s: f64) -> anyhow::Result<SearchSettings> {
         let settings = SearchSettings {
             precision: self.slo_precision / 100.0,
-            confirm_windows: self.slo_confirm,
-            repeats: self.slo_repeats,
+            windows: self.slo_windows,
+            max_windows: self.slo_max_windows,
             ..SearchSettings::from_start(start_per_s)
         };
         settings.check()?;
+        if self.slo_searches == 0 {
+            anyhow::bail!("--slo-searches must be at least 1");
+        }
         if let Some(rate) = self.slo_target_rate {
             crate::engine::check_rate("--slo-target-rate", rate)?;
         }

@@ -62,6 +62,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         total,
         routes,
         seconds: Vec::new(),
+        sub_windows: Vec::new(),
         window: None,
         shards: Vec::new(),
         tls: None,

@@ -104,6 +104,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
         total,
         // Calls made in process have no per-second series.
         seconds: Vec::new(),
+        sub_windows: Vec::new(),
         window: None,
         shards: Vec::new(),
         tls: None,
