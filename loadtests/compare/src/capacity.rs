@@ -167,44 +167,58 @@ fn search_cell(
         starts.push((r, start, from));
     }
     starts.sort_by_key(|(r, _, _)| *r);
-    let mut records = Vec::new();
-    for round in 0..plan.args.slo_searches {
-        let probe = probe_stalls(bench, plan);
-        let mut spent: Vec<f64> = vec![0.0; runtimes.len()];
-        let outcomes: Vec<slo::SearchOutcome> = match &probe.refused {
-            Some(why) => starts
-                .iter()
-                .map(|(_, start, _)| slo::load::refused_outcome(&plan.slos, *start, why))
-                .collect(),
-            None => {
-                let mut searches = new_searches(plan, &starts);
-                slo::interleave(&mut searches, |i, rate, stage| {
-                    let clock = Instant::now();
-                    let record = run(
-                        i,
-                        Some(rate),
-                        format!(
-                            "{}, search {}: {} at {}",
-                            head(i),
-                            round + 1,
-                            stage.as_str(),
-                            slo::rate_words(rate)
-                        ),
-                    );
-                    spent[i] += clock.elapsed().as_secs_f64();
-                    measured(&record, rate)
-                });
-                searches.into_iter().map(Search::into_outcome).collect()
-            }
-        };
-        let found = Round {
-            number: round,
-            probe: &probe,
-            spent: &spent,
-        };
-        records.extend(search_records(bench, plan, at, outcomes, &starts, &found));
-    }
-    records
+    (0..plan.args.slo_searches)
+        .flat_map(|round| search_round(bench, plan, at, &starts, round, &mut run))
+        .collect()
+}
+
+/// Round `round` of a cell: the stall probe, then every runtime's search from its start rate,
+/// interleaved (`run` makes one step's run) — or none, each refused, when the probe says so.
+fn search_round(
+    bench: &Bench<'_>,
+    plan: &SloPlan,
+    at: &Cell<'_>,
+    starts: &[(usize, f64, String)],
+    round: u32,
+    run: &mut dyn FnMut(usize, Option<f64>, String) -> RunRecord,
+) -> Vec<SloSearch> {
+    let runtimes = &bench.settings.runtimes;
+    let probe = probe_stalls(bench, plan);
+    let mut spent: Vec<f64> = vec![0.0; runtimes.len()];
+    let outcomes: Vec<slo::SearchOutcome> = match &probe.refused {
+        Some(why) => starts
+            .iter()
+            .map(|(_, start, _)| slo::load::refused_outcome(&plan.slos, *start, why))
+            .collect(),
+        None => {
+            let mut searches = new_searches(plan, starts);
+            slo::interleave(&mut searches, |i, rate, stage| {
+                let clock = Instant::now();
+                let record = run(
+                    i,
+                    Some(rate),
+                    format!(
+                        "[slo] {} {} {} users, search {}: {} at {}",
+                        runtimes[i],
+                        at.label,
+                        at.users,
+                        round + 1,
+                        stage.as_str(),
+                        slo::rate_words(rate)
+                    ),
+                );
+                spent[i] += clock.elapsed().as_secs_f64();
+                measured(&record, rate)
+            });
+            searches.into_iter().map(Search::into_outcome).collect()
+        }
+    };
+    let found = Round {
+        number: round,
+        probe: &probe,
+        spent: &spent,
+    };
+    search_records(bench, plan, at, outcomes, starts, &found)
 }
 
 /// The machine's own stalls on the server and generator CPUs, probed before a round of searches

@@ -741,45 +741,7 @@ fn judge_capacity_cell(
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
-    let mut runtimes: Vec<&str> = Vec::new();
-    for s in searches {
-        if !runtimes.contains(&s.runtime.as_str()) {
-            runtimes.push(&s.runtime);
-        }
-    }
-    let rounds = searches
-        .iter()
-        .map(|s| s.search as usize + 1)
-        .max()
-        .unwrap_or(0);
-    // Each runtime's capacities by round, or why it has none in some round.
-    let by_round = |runtime: &str| -> Result<Vec<f64>, String> {
-        (0..rounds)
-            .map(|n| {
-                let found = searches
-                    .iter()
-                    .find(|s| s.runtime == runtime && s.search as usize == n);
-                match found.and_then(|s| s.outcome.capacity_per_s.map(|c| (s, c))) {
-                    Some((_, c)) => Ok(c),
-                    None => Err(format!(
-                        "search {} found no capacity ({})",
-                        n + 1,
-                        found
-                            .and_then(|s| s.outcome.reason.as_deref())
-                            .unwrap_or("not run")
-                    )),
-                }
-            })
-            .collect()
-    };
-    let (ranked, unranked): (Vec<_>, Vec<_>) = runtimes
-        .iter()
-        .map(|r| (*r, by_round(r)))
-        .partition(|(_, caps)| caps.is_ok());
-    let ranked: Vec<(&str, Vec<f64>)> = ranked
-        .into_iter()
-        .map(|(r, caps)| (r, caps.unwrap_or_default()))
-        .collect();
+    let (ranked, unranked) = capacities_by_round(searches);
     if ranked.is_empty() {
         return no_capacity_found(searches);
     }
@@ -798,7 +760,7 @@ fn judge_capacity_cell(
         .map(|i| match &simultaneous {
             Some(sim) => {
                 let basis = Basis {
-                    samples: rounds,
+                    samples: ranked[i].1.len(),
                     unit: "searches each",
                     simultaneous: ranked.len() > 2,
                 };
@@ -825,13 +787,12 @@ fn judge_capacity_cell(
         })
         .collect();
     for (runtime, why) in unranked {
-        let reason = why.err().unwrap_or_default();
         comparisons.push(not_judged(
             Measure::Capacity,
             key,
             best_name,
             runtime,
-            &reason,
+            &why,
             rule,
         ));
     }
@@ -839,9 +800,57 @@ fn judge_capacity_cell(
     (comparisons, verdict)
 }
 
+/// A runtime's capacities, one per round.
+type ByRound<'a> = (&'a str, Vec<f64>);
+
+/// Every runtime's capacities by round (search n of each is round n), and the runtimes that miss
+/// one, with which search and why.
+fn capacities_by_round<'a>(
+    searches: &[&'a brigade_load::slo::SloSearch],
+) -> (Vec<ByRound<'a>>, Vec<(&'a str, String)>) {
+    let mut runtimes: Vec<&str> = Vec::new();
+    for s in searches {
+        if !runtimes.contains(&s.runtime.as_str()) {
+            runtimes.push(&s.runtime);
+        }
+    }
+    let rounds = searches
+        .iter()
+        .map(|s| s.search as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let by_round = |runtime: &str| -> Result<Vec<f64>, String> {
+        (0..rounds)
+            .map(|n| {
+                let found = searches
+                    .iter()
+                    .find(|s| s.runtime == runtime && s.search as usize == n);
+                found.and_then(|s| s.outcome.capacity_per_s).ok_or_else(|| {
+                    format!(
+                        "search {} found no capacity ({})",
+                        n + 1,
+                        found
+                            .and_then(|s| s.outcome.reason.as_deref())
+                            .unwrap_or("not run")
+                    )
+                })
+            })
+            .collect()
+    };
+    let mut ranked = Vec::new();
+    let mut unranked = Vec::new();
+    for runtime in runtimes {
+        match by_round(runtime) {
+            Ok(caps) => ranked.push((runtime, caps)),
+            Err(why) => unranked.push((runtime, why)),
+        }
+    }
+    (ranked, unranked)
+}
+
 /// The index of the runtime with the highest geometric mean capacity (when no interval could be
 /// drawn).
-fn highest_capacity(ranked: &[(&str, Vec<f64>)]) -> usize {
+fn highest_capacity(ranked: &[ByRound<'_>]) -> usize {
     let log_mean = |caps: &Vec<f64>| caps.iter().map(|c| c.ln()).sum::<f64>() / caps.len() as f64;
     (0..ranked.len())
         .max_by(|&a, &b| log_mean(&ranked[a].1).total_cmp(&log_mean(&ranked[b].1)))

@@ -265,11 +265,12 @@ impl<'s> Plan<'s> {
         } else {
             println!(
                 "brigade compare --slo: {} runtimes × {} scenarios × {} user counts × {} \
-                 preload(s), one search each; about {min} min {s} s",
+                 preload(s), {} independent search(es) each; about {min} min {s} s",
                 settings.runtimes.len(),
                 settings.scenarios.len(),
                 settings.users.len(),
                 settings.preloads.len(),
+                settings.slo.as_ref().map_or(1, |slo| slo.args.slo_searches),
             );
         }
         if let Some(slo) = &settings.slo {

@@ -349,7 +349,7 @@ impl Search {
         };
         self.outcome.steps += 1;
         if let Some(why) = &measured.failed {
-            return self.abandon(format!(
+            return self.stop(format!(
                 "the step at {} could not be measured: {why}",
                 rate_words(rate)
             ));
@@ -369,11 +369,11 @@ impl Search {
             .curve
             .push(point(measured, stage, pool, answer, evidence, why));
         if let Some(why) = self.generator_bound(measured) {
-            return self.abandon(format!("generator-bound at {}: {why}", rate_words(rate)));
+            return self.stop(format!("generator-bound at {}: {why}", rate_words(rate)));
         }
         self.settle();
         if !self.is_done() && self.outcome.steps >= self.settings.max_steps {
-            self.abandon(format!(
+            self.stop(format!(
                 "stopped after {} steps, the most a search may take",
                 self.outcome.steps
             ));
@@ -510,17 +510,12 @@ impl Search {
         })
     }
 
-    /// Ends the search with `reason` and no capacity.
+    /// Ends the search with `reason` and no capacity, whatever its bracket: a step that measured
+    /// the generator, or nothing, leaves the search without a figure to claim.
     fn stop(&mut self, reason: String) {
         self.outcome.reason = Some(reason);
         self.outcome.capacity_per_s = None;
         self.next = None;
-    }
-
-    /// Ends the search with `reason` and no capacity, whatever its bracket: a step that measured
-    /// the generator, or nothing, leaves the search without a figure to claim.
-    fn abandon(&mut self, reason: String) {
-        self.stop(reason);
     }
 }
 

@@ -406,7 +406,10 @@ fn a_rate_not_yet_known_is_measured_again_until_it_is_or_the_cap_says_failed() {
     let point = search.outcome().curve.last().unwrap().clone();
     assert_eq!(point.windows, 8);
     assert_eq!(point.answer, Answer::Failed, "{point:?}");
-    assert!(point.why.unwrap().starts_with("not shown to hold in 8 sub-windows"));
+    assert!(point
+        .why
+        .unwrap()
+        .starts_with("not shown to hold in 8 sub-windows"));
     // Failed at the start: the ramp halves.
     assert_eq!(search.next_step(), Some((2_500.0, Stage::Ramp)));
 }
