@@ -56,7 +56,7 @@ impl<'a> Key<'a> {
 struct Basis {
     /// How many samples per runtime.
     samples: usize,
-    /// What one is called (`rounds`, `windows`, `isolated runs`, `confirmations`).
+    /// What one is called (`rounds`, `windows`, `isolated runs`, `searches each`).
     unit: &'static str,
     /// Whether the interval is simultaneous over the cell's comparisons.
     simultaneous: bool,

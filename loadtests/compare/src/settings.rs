@@ -160,15 +160,17 @@ impl Default for SideSettings {
 pub struct SloPlan {
     /// The SLOs, every one to hold.
     pub slos: Vec<brigade_load::threshold::Threshold>,
-    /// The search's flags (start, precision, confirmations, target rate).
+    /// The search's flags (start, precision, sub-windows, searches, probe, target rate).
     pub args: brigade_load::slo::SloArgs,
     /// The search's settings from those flags, checked; each search takes its own start rate.
     pub search: brigade_load::slo::SearchSettings,
 }
 
 /// Steps a search takes about, for the estimate: a ramp, a bisection, the rechecks of its ends
-/// and the extensions of rates not yet known.
-const SLO_STEPS: f64 = 16.0;
+/// and the extensions of rates not yet known (14–55, mean 26, in the 18 searches of
+/// `compare --slo 'p99<10ms' --scenarios waiter,read-heavy --users 20 --runtimes hyper,actix,axum`
+/// on the 2-core machine, docs/results.md).
+const SLO_STEPS: f64 = 26.0;
 
 /// The runtime a comparison's runtime name serves with: `hyper#2` → `hyper`.
 pub fn runtime_of(label: &str) -> &str {

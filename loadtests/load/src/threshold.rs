@@ -340,12 +340,17 @@ pub fn check_all(thresholds: &[Threshold], figures: &Figures) -> Vec<Check> {
 }
 
 /// `6.2`, `0.05`, `1250`: a figure without trailing zeros.
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     let text = if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.3}")
     };
+    trim_zeros(text)
+}
+
+/// `6.200` → `6.2`, `5.000` → `5`: a decimal figure without trailing zeros.
+pub(crate) fn trim_zeros(text: String) -> String {
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_owned()
     } else {

@@ -1,5 +1,5 @@
 //! The capacity section of the reports (`compare --slo`): per scenario, every runtime's capacity
-//! at the SLOs with its bracket and confirmations, per server CPU and in cores for a target rate,
+//! at the SLOs with its bracket, search by search, per server CPU and in cores for a target rate,
 //! the capacity verdicts, and the latency–rate curve — in markdown as tables, in HTML as a chart
 //! per cell (p50 and p99 on a log axis against the offered rate, one colour per runtime, the
 //! latency SLOs drawn across, each capacity marked).
@@ -420,9 +420,9 @@ fn draw_search(
     (lo, hi): (f64, f64),
 ) -> anyhow::Result<()> {
     let curve = &search.outcome.curve;
-    // Every step a dot; the line through the median at each rate tested, so that a rate
-    // tested several times (the confirmations) draws one point of the curve.
-    // The line through each rate's pooled figures (a step's own where none were pooled).
+    // Every step a dot; the line through each rate's pooled figures (a step's own where none were
+    // pooled; the median where a rate was tested several times, extended or rechecked), so that
+    // each rate draws one point of the curve.
     let pooled = |own: f64, pooled: f64| if pooled > 0.0 { pooled } else { own };
     let p99 = median_by_rate(curve, |p| pooled(p.p99_ms, p.pooled_p99_ms));
     let p50 = median_by_rate(curve, |p| pooled(p.p50_ms, p.pooled_p50_ms));
@@ -435,7 +435,17 @@ fn draw_search(
             )
         }))
         .map_err(plot_err)?;
-    super::render::draw_line(chart, p99, color, format!("{} p99", search.runtime), 3)?;
+    if search.search == 0 {
+        // One legend entry per runtime, however many searches it had.
+        super::render::draw_line(chart, p99, color, format!("{} p99", search.runtime), 3)?;
+    } else {
+        chart
+            .draw_series(LineSeries::new(p99.clone(), color.stroke_width(2)))
+            .map_err(plot_err)?;
+        chart
+            .draw_series(p99.iter().map(|p| Circle::new(*p, 3, color.filled())))
+            .map_err(plot_err)?;
+    }
     chart
         .draw_series(LineSeries::new(p50, color.mix(0.5).stroke_width(1)))
         .map_err(plot_err)?;

@@ -56,7 +56,7 @@ pub struct Comparison {
     /// The equivalence margin, percent.
     pub margin_pct: f64,
     /// What the interval rests on: rounds of fresh servers (efficiency; windows in reports written
-    /// before rounds), isolated runs per runtime (throughput), confirmations (capacity).
+    /// before rounds), isolated runs per runtime (throughput), independent searches (capacity).
     pub samples: usize,
     /// Whether the interval holds together with the cell's other comparisons at the stated
     /// confidence (simultaneous over every pair), not only alone.

@@ -90,7 +90,7 @@ pub struct Report {
     #[serde(default)]
     pub baseline: Option<baseline::Baseline>,
     /// Every `--slo` search: per runtime, scenario, user count and preload, the capacity, its
-    /// bracket, its confirmations and the latency–rate curve.
+    /// bracket, its stall probe and the latency–rate curve (several independent searches each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo_searches: Vec<brigade_load::slo::SloSearch>,
 }

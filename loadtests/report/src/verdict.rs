@@ -7,9 +7,9 @@
 //!   window; a moving-block bootstrap interval);
 //! - **throughput**: a's successful hits/s ÷ b's, from the isolated runs' seconds (unpaired: the
 //!   runs were made at different times, so the interval carries the drift between them);
-//! - **capacity** (`--slo`): a's highest rate holding every SLO ÷ b's, from the rates their
-//!   repeated confirmations confirmed (unpaired; the search's bracket is its precision, not an
-//!   interval).
+//! - **capacity** (`--slo`): a's highest rate holding every SLO ÷ b's, from their independent
+//!   searches, round by round (simultaneous intervals; the search's bracket is its precision, not
+//!   an interval).
 //!
 //! The three-way rule: **win** when the whole interval lies beyond the equivalence margin (2% for
 //! efficiency, 5% for throughput, or `--equivalence`), **equivalent** when it lies inside,
@@ -88,7 +88,7 @@ pub enum Measure {
     /// cells are judged too: the server's cost per request does not depend on who set the pace.
     Efficiency,
     /// The highest open-loop rate at which every SLO held (`--slo`), requests/s; higher is
-    /// better. Judged from the rates each search's confirmations confirmed.
+    /// better. Judged from the capacities of each runtime's independent searches.
     Capacity,
 }
 

@@ -230,7 +230,7 @@ impl Pool {
                 format!(
                     "% of latencies {} {} ms",
                     if inclusive { "above" } else { "at or above" },
-                    trim(ms)
+                    crate::threshold::short(ms)
                 ),
                 share * 100.0,
                 100.0,
@@ -314,19 +314,7 @@ fn significant(v: f64) -> String {
         return format!("{v}");
     }
     let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-    trim_text(format!("{v:.digits$}"))
-}
-
-fn trim(v: f64) -> String {
-    trim_text(format!("{v:.3}"))
-}
-
-fn trim_text(text: String) -> String {
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    }
+    crate::threshold::trim_zeros(format!("{v:.digits$}"))
 }
 
 #[cfg(test)]
