@@ -188,7 +188,7 @@ fn search_round(
     let outcomes: Vec<slo::SearchOutcome> = match &probe.refused {
         Some(why) => starts
             .iter()
-            .map(|(_, start, _)| slo::load::refused_outcome(&plan.slos, *start, why))
+            .map(|(_, start, _)| slo::SearchOutcome::refused(&plan.slos, *start, why))
             .collect(),
         None => {
             let mut searches = new_searches(plan, starts);
@@ -228,10 +228,7 @@ fn probe_stalls(bench: &Bench<'_>, plan: &SloPlan) -> slo::stalls::StallProbe {
         return slo::stalls::StallProbe::default();
     }
     let sides = if bench.cpus.server.is_empty() && bench.cpus.generator.is_empty() {
-        vec![(
-            "machine".to_owned(),
-            (0..brigade_load::engine::usable_cpus()).collect(),
-        )]
+        vec![slo::stalls::whole_machine()]
     } else {
         vec![
             ("server".to_owned(), bench.cpus.server.clone()),

@@ -122,6 +122,7 @@ impl Pool {
         self.visits += 1;
         for w in windows {
             self.latency.merge(&w.latency);
+            let summary = w.latency.latency();
             let parts = slo
                 .iter()
                 .map(|t| match t.slo_bound() {
@@ -130,7 +131,7 @@ impl Pool {
                         w.latency.len() as f64,
                     ),
                     Some(SloBound::Mean { .. }) => (
-                        w.latency.latency().mean_ms * w.latency.len() as f64,
+                        summary.mean_ms * w.latency.len() as f64,
                         w.latency.len() as f64,
                     ),
                     Some(SloBound::ErrorShare { .. }) => (w.errors as f64, w.requests as f64),
@@ -140,7 +141,7 @@ impl Pool {
             self.tallies.push(Tally {
                 visit: self.visits - 1,
                 parts,
-                max_ms: w.latency.latency().max_ms,
+                max_ms: summary.max_ms,
                 errors: w.errors,
             });
         }

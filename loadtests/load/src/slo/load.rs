@@ -70,7 +70,7 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
     for n in 0..args.slo.slo_searches {
         let began = Instant::now();
         let outcome = match &probe.refused {
-            Some(why) => refused_outcome(&slo, start, why),
+            Some(why) => super::SearchOutcome::refused(&slo, start, why),
             None => {
                 let mut search = Search::new(slo.clone(), settings.clone());
                 while let Some((rate, stage)) = search.next_step() {
@@ -148,30 +148,13 @@ fn probe_machine(
 ) -> stalls::StallProbe {
     let sides = match &closed.cpus {
         Some(cpus) => vec![("generator".to_owned(), cpus.clone())],
-        None => vec![(
-            "machine".to_owned(),
-            (0..engine::usable_cpus()).collect::<Vec<usize>>(),
-        )],
+        None => vec![stalls::whole_machine()],
     };
     let probe = stalls::probe(&sides, args.slo.slo_probe, slo);
     if !args.slo.slo_probe.is_zero() {
         println!("{}", probe.sentence());
     }
     probe
-}
-
-/// A search the stall probe refused: no step, the probe's reason.
-pub fn refused_outcome(
-    slo: &[crate::threshold::Threshold],
-    start: f64,
-    why: &str,
-) -> super::SearchOutcome {
-    super::SearchOutcome {
-        slo: slo.iter().map(ToString::to_string).collect(),
-        reason: Some(why.to_owned()),
-        start_per_s: start,
-        ..super::SearchOutcome::default()
-    }
 }
 
 /// Refuses the flags a search sets itself or cannot honour.

@@ -284,6 +284,18 @@ pub struct SearchOutcome {
     pub curve: Vec<CurvePoint>,
 }
 
+impl SearchOutcome {
+    /// A search the stall probe refused: no step, the probe's reason.
+    pub fn refused(slo: &[Threshold], start_per_s: f64, why: &str) -> SearchOutcome {
+        SearchOutcome {
+            slo: slo.iter().map(ToString::to_string).collect(),
+            reason: Some(why.to_owned()),
+            start_per_s,
+            ..SearchOutcome::default()
+        }
+    }
+}
+
 /// What the search does next, read from its pools.
 #[derive(Debug, Clone, PartialEq)]
 enum Next {
@@ -707,12 +719,10 @@ impl CapacitySummary {
             .iter()
             .filter_map(|s| s.outcome.capacity_per_s)
             .collect();
-        let interval = (found.len() == searches.len())
-            .then(|| brigade_stats::geometric_interval(&capacities, SUMMARY_CONFIDENCE))
-            .flatten();
-        let centre = brigade_stats::geometric_interval(&capacities, SUMMARY_CONFIDENCE)
-            .map(|i| i.0)
-            .or_else(|| capacities.first().copied());
+        let all = brigade_stats::geometric_interval(&capacities, SUMMARY_CONFIDENCE);
+        let centre = all.map(|i| i.0).or_else(|| capacities.first().copied());
+        // An interval only when no search is missing from it.
+        let interval = all.filter(|_| found.len() == searches.len());
         // Cores scale as 1 ÷ capacity: the ratio of one search's cores to its capacity holds for all.
         let per = found
             .iter()

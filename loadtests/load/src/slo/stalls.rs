@@ -160,6 +160,14 @@ impl Lateness {
     }
 }
 
+/// The side to probe when servers and generator are not apart: every CPU this process may use.
+pub fn whole_machine() -> (String, Vec<usize>) {
+    (
+        "machine".to_owned(),
+        (0..crate::engine::usable_cpus()).collect(),
+    )
+}
+
 /// Runs a timer pinned to `cpu` for `length`.
 fn time_one(cpu: Option<usize>, length: Duration) -> Lateness {
     if let Some(cpu) = cpu {
@@ -227,12 +235,8 @@ pub fn summarize(side: &str, cpus: &[usize], timers: &[Lateness], slo: &[Thresho
     let own = slo
         .iter()
         .filter_map(|t| {
-            let bound = t.slo_bound()?;
+            let (bound, limit) = (t.slo_bound()?, t.latency_bound_ms()?);
             let value = worst(&|l: &Lateness| l.own(bound).unwrap_or(0.0));
-            let limit = match bound {
-                SloBound::Tail { ms, .. } | SloBound::Mean { ms } | SloBound::Max { ms } => ms,
-                SloBound::ErrorShare { .. } | SloBound::ErrorCount { .. } => return None,
-            };
             Some(OwnFigure {
                 slo: t.to_string(),
                 value,
