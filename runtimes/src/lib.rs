@@ -416,12 +416,12 @@ where
     })
 }
 
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 content_type_values!(http::HeaderValue);
 
-/// The kit's request from an `http` 1 request's query and headers (every hyper-based runtime uses
-/// these types).
-#[cfg(feature = "hyper-loop")]
+/// The kit's request from an `http` 1 request's query and headers (every hyper-based runtime and
+/// xitca-web use these types).
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 fn request_from(
     query: Option<&str>,
     headers: &http::HeaderMap,
@@ -439,16 +439,16 @@ fn request_from(
 }
 
 /// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once.
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 const BUDGET: http::HeaderName =
     http::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// A header's value as text, if present and ASCII.
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<String> {
     headers
         .get(name)
@@ -457,8 +457,8 @@ fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<Str
 }
 
 /// The `Content-Length` a request announced, if any and well-formed.
-#[cfg(feature = "hyper-loop")]
-#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp) read it
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp, xitca) read it
 fn content_length(headers: &http::HeaderMap) -> Option<u64> {
     headers
         .get(http::header::CONTENT_LENGTH)
