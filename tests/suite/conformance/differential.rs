@@ -211,7 +211,12 @@ const PARSER_ANSWERS: &[(&str, Who, Differs, &str)] = &[
         Differs::Outcome,
         PIPELINED_10,
     ),
-    ("an HTTP/2 preface", STRICT_PARSERS, Differs::Outcome, PREFACE),
+    (
+        "an HTTP/2 preface",
+        STRICT_PARSERS,
+        Differs::Outcome,
+        PREFACE,
+    ),
     (
         "POST Content-Length with a plus",
         ALL_BUT_XITCA,
@@ -242,7 +247,12 @@ const PARSER_ANSWERS: &[(&str, Who, Differs, &str)] = &[
         Differs::Body,
         XITCA_LENIENT,
     ),
-    ("smuggling CL.CL", ALL_BUT_XITCA, Differs::Body, XITCA_LENIENT),
+    (
+        "smuggling CL.CL",
+        ALL_BUT_XITCA,
+        Differs::Body,
+        XITCA_LENIENT,
+    ),
     (
         "an unknown Expect without a body",
         XITCA,
