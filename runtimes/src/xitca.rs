@@ -44,7 +44,7 @@ use brigade_kit::limits::{
     read_body_draining_here, ConnectionGate, ServeProtocol, ServerLimits, RUNTIME_MAX_HEADERS,
     RUNTIME_MAX_HEADER_BYTES,
 };
-use brigade_kit::rules::{self, Admitted};
+use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply};
 use bytes::Bytes;
 use xitca_http::config::{HttpServiceConfig, DEFAULT_WRITE_BUF_LIMIT};
@@ -95,9 +95,11 @@ fn config(limits: &ServerLimits) -> Config {
         .h2_max_header_list_size(h2.max_header_list_bytes)
 }
 
-/// The one place a [`Reply`] becomes a xitca response. The answer to a `HEAD` carries the length
-/// the `GET`'s body has, and no body; a 204 carries neither (RFC 9110 §8.6).
-fn respond(reply: Reply, head: bool) -> WebResponse {
+/// The one place a [`Reply`] becomes a xitca response, in the request's own allocations (xitca-web's
+/// `as_response`: the request is spent). The answer to a `HEAD` carries the length the `GET`'s body
+/// has, and no body; a 204 carries neither (RFC 9110 §8.6).
+fn respond(ctx: &mut WebContext<'_>, reply: Reply) -> WebResponse {
+    let head = ctx.req().method() == xitca_web::http::Method::HEAD;
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let length = reply.body.len();
     let body = if head || status == StatusCode::NO_CONTENT {
@@ -105,7 +107,7 @@ fn respond(reply: Reply, head: bool) -> WebResponse {
     } else {
         ResponseBody::bytes(reply.body)
     };
-    let mut res = Response::new(body);
+    let mut res = ctx.as_response(body);
     *res.status_mut() = status;
     let headers = res.headers_mut();
     headers.insert(
@@ -190,15 +192,14 @@ impl<'r> Service<WebContext<'r>> for EndpointService {
     async fn call(&self, mut ctx: WebContext<'r>) -> Result<WebResponse, Infallible> {
         let app = &self.app;
         let req = ctx.req();
-        let head = req.method() == xitca_web::http::Method::HEAD;
         let endpoint = &app.endpoints()[self.endpoint];
         let Some(route) = method(req.method()).and_then(|m| endpoint.route_for(m)) else {
             let reply = app.unmatched(req.method().as_str(), req.uri().path());
-            return Ok(respond(reply, head));
+            return Ok(respond(&mut ctx, reply));
         };
         let body = match self.body(&mut ctx).await {
             Ok(b) => b,
-            Err(e) => return Ok(respond(app.refused(route, e), head)),
+            Err(e) => return Ok(respond(&mut ctx, app.refused(route, e))),
         };
         let req = ctx.req();
         // The values as the router matched them in the raw path: still percent-encoded.
@@ -209,7 +210,8 @@ impl<'r> Service<WebContext<'r>> for EndpointService {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         let request = crate::request_from(req.uri().query(), req.headers(), params, body);
-        Ok(respond(app.call(route, request).await, head))
+        let reply = app.call(route, request).await;
+        Ok(respond(&mut ctx, reply))
     }
 }
 
@@ -292,10 +294,7 @@ struct Guarded<S> {
 
 impl<S> Guarded<S> {
     /// The kit's house rules on a request.
-    fn admit(
-        &self,
-        req: &Request<xitca_web::http::RequestExt<()>>,
-    ) -> Result<Admitted, WebResponse> {
+    fn admit(&self, req: &Request<RequestExt<()>>) -> Result<Admitted, Refused> {
         let target = req.uri().path_and_query().map_or("", |p| p.as_str());
         let headers = || {
             req.headers()
@@ -306,7 +305,6 @@ impl<S> Guarded<S> {
             req.version() <= Version::HTTP_10,
             req.version() >= Version::HTTP_2,
         );
-        let head = req.method() == xitca_web::http::Method::HEAD;
         rules::admit(
             &self.limits,
             req.method().as_str(),
@@ -314,7 +312,6 @@ impl<S> Guarded<S> {
             version,
             headers,
         )
-        .map_err(|refused| closing(respond(refused.error.to_reply(), head), refused.close))
     }
 }
 
@@ -328,7 +325,10 @@ where
     async fn call(&self, mut ctx: WebContext<'r>) -> Result<WebResponse, Infallible> {
         let admitted = match self.admit(ctx.req()) {
             Ok(a) => a,
-            Err(refusal) => return Ok(refusal),
+            Err(refused) => {
+                let res = respond(&mut ctx, refused.error.to_reply());
+                return Ok(closing(res, refused.close));
+            }
         };
         if let Some(path) = rules::normalize_path(ctx.req().uri().path()) {
             // `/he%61lth` routes as `/health` on every runtime (xitca-router matches the raw path).
@@ -346,11 +346,8 @@ where
             // No endpoint's pattern took the path (the endpoints pick their methods themselves).
             Err(_) => {
                 let req = ctx.req();
-                let head = req.method() == xitca_web::http::Method::HEAD;
-                respond(
-                    self.app.unmatched(req.method().as_str(), req.uri().path()),
-                    head,
-                )
+                let reply = self.app.unmatched(req.method().as_str(), req.uri().path());
+                respond(&mut ctx, reply)
             }
         };
         let close = admitted.closes_after(res.status().as_u16());
