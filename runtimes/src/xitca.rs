@@ -26,17 +26,19 @@
 //! preface) and TLS with the kit's rustls configuration as it is (ALPN `h2, http/1.1`).
 //!
 //! The drain: the listening socket is shut and every HTTP/1.1 answer from then on closes its
-//! connection ([`crate::drain_listener`]), then xitca-server's graceful stop gives the rest the
-//! grace. xitca-http sends no GOAWAY on a stop (it has no way to be told), so an HTTP/2 connection a
-//! client keeps open holds the stop until the grace ends, as on actix-web.
+//! connection ([`crate::drain_listener`]); when the drain ends the connections with no request
+//! running are closed ([`Held`]: xitca-http sends no GOAWAY on a stop, it has no way to be told, and
+//! xitca-server's graceful stop waits for every connection), then xitca-server's graceful stop gives
+//! the rest the grace.
 //!
 //! For a sibling runtime on another I/O engine (io_uring) the application ([`app`]), the guard and
 //! the gate are the same; only the serving function ([`run`]) and its connection services differ.
 
 use std::convert::Infallible;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -425,7 +427,10 @@ where
 
     async fn call(&self, req: Request<Req>) -> Result<Response<B>, S::Error> {
         let http1 = req.version() < Version::HTTP_2;
+        // The request keeps its connection from the drain's close of idle connections.
+        let busy = CONNECTION.try_with(Conn::busy).ok();
         let mut res = self.service.call(req).await?;
+        drop(busy);
         if http1 && self.draining.load(Ordering::Relaxed) {
             res.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -444,9 +449,12 @@ impl<S: ReadyService> ReadyService for DrainingService<S> {
 
 /// The kit's connection gate in front of xitca-http's service (and its TLS handshake): a
 /// connection past the limit is closed before any byte of it is read; an admitted one holds its
-/// permit until it ends.
+/// permit until it ends, and is [`Held`] so that the drain can close it when idle.
 #[derive(Clone)]
-struct Gate(ConnectionGate);
+struct Gate {
+    gate: ConnectionGate,
+    held: Held,
+}
 
 impl<S, E> Service<Result<S, E>> for Gate {
     type Response = Gated<S>;
@@ -455,7 +463,7 @@ impl<S, E> Service<Result<S, E>> for Gate {
     async fn call(&self, service: Result<S, E>) -> Result<Gated<S>, E> {
         service.map(|service| Gated {
             service,
-            gate: self.0.clone(),
+            gate: self.clone(),
         })
     }
 }
@@ -463,25 +471,113 @@ impl<S, E> Service<Result<S, E>> for Gate {
 /// A connection service behind the [`Gate`].
 struct Gated<S> {
     service: S,
-    gate: ConnectionGate,
+    gate: Gate,
 }
 
 impl<S, Io> Service<Io> for Gated<S>
 where
     S: Service<Io, Response = ()>,
+    Io: Accepted,
 {
     type Response = ();
     type Error = S::Error;
 
     async fn call(&self, io: Io) -> Result<(), S::Error> {
-        let Some(permit) = self.gate.try_enter() else {
+        let Some(permit) = self.gate.gate.try_enter() else {
             // Past the connection limit: closed at once, before any byte is read.
             drop(io);
             return Ok(());
         };
-        let served = self.service.call(io).await;
+        // xitca-http answers a connection's requests inside the connection's own task: its
+        // requests find their connection there ([`CONNECTION`]).
+        let served = match self.gate.held.track(io.socket()) {
+            Some(conn) => CONNECTION.scope(conn, self.service.call(io)).await,
+            None => self.service.call(io).await,
+        };
         drop(permit);
         served
+    }
+}
+
+/// An accepted connection as xitca-server hands it to a connection service: its socket.
+trait Accepted {
+    /// The connection's socket.
+    fn socket(&self) -> BorrowedFd<'_>;
+}
+
+impl Accepted for Stream {
+    fn socket(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(tcp, _) => tcp.as_fd(),
+            Stream::Unix(unix, _) => unix.as_fd(),
+        }
+    }
+}
+
+impl Accepted for (xitca_io::net::TcpStream, std::net::SocketAddr) {
+    fn socket(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+tokio::task_local! {
+    /// The connection a request came on (set around each connection's task).
+    static CONNECTION: Arc<Conn>;
+}
+
+/// The connections open, to close the idle ones when the drain ends: xitca-http sends no GOAWAY
+/// on a stop and xitca-server's graceful stop waits for every connection, so an HTTP/2 client (or
+/// an HTTP/1.1 one between requests) holding an idle connection would hold the stop to the grace.
+/// The kit shuts the idle connection's reading side, which xitca-http's dispatchers take as the
+/// client's end, and which the client sees as the connection closing. A request still running
+/// keeps its connection until it is answered (within the grace). The same as actix-web's.
+#[derive(Default, Clone)]
+struct Held(Arc<Mutex<Vec<Weak<Conn>>>>);
+
+/// One connection: a second handle on its socket (so that shutting it can never reach a socket
+/// that reused a closed descriptor) and how many of its requests are running.
+struct Conn {
+    socket: socket2::Socket,
+    running: AtomicUsize,
+}
+
+/// One running request on a [`Conn`], for as long as it lives.
+struct Busy(Arc<Conn>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Conn {
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.running.fetch_add(1, Ordering::Relaxed);
+        Busy(self.clone())
+    }
+}
+
+impl Held {
+    /// Tracks the connection on `socket`, for as long as the returned handle lives.
+    fn track(&self, socket: BorrowedFd<'_>) -> Option<Arc<Conn>> {
+        let conn = Arc::new(Conn {
+            socket: socket2::Socket::from(socket.try_clone_to_owned().ok()?),
+            running: AtomicUsize::new(0),
+        });
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|c| c.strong_count() > 0);
+        all.push(Arc::downgrade(&conn));
+        Some(conn)
+    }
+
+    /// Shuts the reading side of every open connection with no request running.
+    fn close_idle(&self) {
+        let all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for conn in all.iter().filter_map(Weak::upgrade) {
+            if conn.running.load(Ordering::Relaxed) == 0 {
+                let _ = conn.socket.shutdown(std::net::Shutdown::Read);
+            }
+        }
     }
 }
 
@@ -586,7 +682,10 @@ where
     B::Error: std::fmt::Debug,
 {
     let limits = *limits;
-    let gate = ConnectionGate::new(limits.max_connections);
+    let gate = Gate {
+        gate: ConnectionGate::new(limits.max_connections),
+        held: Held::default(),
+    };
     // Set once the server drains: every answer from then on closes its connection.
     let draining = Arc::new(AtomicBool::new(false));
     // The listening socket itself (a second handle on it), to stop listening when the drain
@@ -605,7 +704,7 @@ where
             server.listen(
                 "brigade",
                 socket,
-                $factory.enclosed($http).enclosed(Gate(gate.clone())),
+                $factory.enclosed($http).enclosed(gate.clone()),
             )
         };
     }
@@ -630,8 +729,9 @@ where
         let handle = server.handle()?;
         tokio::spawn(async move {
             // The listener closes at once, the connections still open close after their next
-            // answer, then the rest within the grace.
-            crate::drain_listener(shutdown, listening, draining, || gate.open()).await;
+            // answer, then the idle ones at once and the rest within the grace.
+            crate::drain_listener(shutdown, listening, draining, || gate.gate.open()).await;
+            gate.held.close_idle();
             handle.stop(true);
         });
         // Returns once the workers have stopped (the stop blocks this thread until then).
@@ -699,10 +799,13 @@ impl Drop for MemoryConnections {
 /// the server accepts as it accepts a Unix socket.
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let (pairs, accepted) = tokio::sync::mpsc::unbounded_channel();
-    let gate = ConnectionGate::new(limits.max_connections);
+    let gate = Gate {
+        gate: ConnectionGate::new(limits.max_connections),
+        held: Held::default(),
+    };
     let factory = self::app(app, limits)
         .enclosed(HttpServiceBuilder::with_config(config(limits)))
-        .enclosed(Gate(gate));
+        .enclosed(gate);
     let mut server = xitca_server::Builder::new()
         .worker_threads(1)
         .server_threads(1)
