@@ -118,11 +118,8 @@ fn resource(
                     Err(e) => return answer(app.refused(route, e), admitted),
                 };
                 let request = Request {
-                    params: req
-                        .match_info()
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
+                    path: req.uri().path().to_string(),
+                    params: Vec::new(),
                     query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
                     content_type: req
                         .headers()
