@@ -11,6 +11,7 @@ use std::time::Duration;
 use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
+use brigade_kit::http::{pattern_segments, Segment};
 use brigade_kit::{AppHandle, Request};
 use brigade_runtimes::{MemoryServer, ServerLimits};
 use brigade_restaurant::ServiceName;
@@ -150,15 +151,21 @@ pub fn kit_dispatch(data: &[u8]) {
     let routes = app.routes().len();
     let route = usize::from(data.get(1).copied().unwrap_or(0)) % routes;
     let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
-    let params = ["id", "n", "size"]
-        .iter()
-        .map(|name| (name.to_string(), text(parts.next()).unwrap_or_default()))
-        .collect();
+    // The route's path with each parameter's segment taken from the input as it is: the kit's
+    // decoding of raw segments is fuzzed too.
+    let path: String = pattern_segments(app.routes()[route].path)
+        .into_iter()
+        .map(|s| match s {
+            Segment::Param(_) => text(parts.next()).unwrap_or_default(),
+            Segment::Literal(l) => l.to_string(),
+        })
+        .fold(String::new(), |path, segment| path + "/" + &segment);
     let query = text(parts.next());
     let content_type = text(parts.next());
     let body = parts.next().unwrap_or_default().to_vec();
     let request = Request {
-        params,
+        path,
+        params: Vec::new(),
         query,
         content_type,
         body: body.into(),

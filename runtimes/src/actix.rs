@@ -16,8 +16,8 @@
 //! but the client's) and header list (h2's 16 MiB) are its own; its TLS gate runs after the
 //! handshake (`on_connect` sees the connection then).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use actix_web::dev::Service as _;
 
@@ -118,11 +118,8 @@ fn resource(
                     Err(e) => return answer(app.refused(route, e), admitted),
                 };
                 let request = Request {
-                    params: req
-                        .match_info()
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
+                    path: req.uri().path().to_string(),
+                    params: Vec::new(),
                     query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
                     content_type: req
                         .headers()
@@ -240,14 +237,18 @@ pub(crate) fn run_config(
     // handshakes that no one answers.
     let listening = listener.socket.try_clone()?;
     let open = gate.clone();
+    let held = Held::default();
+    let closer = held.clone();
     actix_web::rt::System::new().block_on(async move {
         let server = actix_web::HttpServer::new(move || {
             let draining = draining.clone();
             actix_web::App::new()
                 .wrap_fn(move |req, srv| {
                     let close = draining.load(Ordering::Relaxed);
+                    let busy = req.conn_data::<Arc<Conn>>().map(|c| c.busy());
                     let answer = srv.call(req);
                     async move {
+                        let _busy = busy;
                         let mut res = answer.await?;
                         if close {
                             res.response_mut()
@@ -269,6 +270,9 @@ pub(crate) fn run_config(
             // The permit lives as long as the connection's data.
             Some(permit) => {
                 extensions.insert(permit);
+                if let Some(c) = tcp_of(conn).and_then(|tcp| held.track(tcp)) {
+                    extensions.insert(c);
+                }
             }
             None => {
                 // Past the connection limit: shut at once, before any byte is read.
@@ -295,11 +299,72 @@ pub(crate) fn run_config(
             // The listener closes at once, the connections still open close after their next
             // answer, then the rest within the grace.
             crate::drain_listener(shutdown, listening, set, || open.open()).await;
+            closer.close_idle();
             handle.stop(true).await;
         });
         server.await?;
         Ok(())
     })
+}
+
+/// The connections open, to close the idle ones when the drain ends: actix-http's HTTP/2
+/// dispatcher sends no GOAWAY on a graceful stop and waits for the client, so an HTTP/2 client
+/// holding an idle connection would hold the stop to the grace. The kit cannot write a GOAWAY
+/// into actix's stream (under TLS it is encrypted); it shuts the idle connection's reading side,
+/// which actix-http's HTTP/1.1 and HTTP/2 dispatchers both take as the client's end, and which
+/// the client sees as the connection closing. A request still running keeps its connection until
+/// it is answered (within the grace).
+#[derive(Debug, Default, Clone)]
+struct Held(Arc<Mutex<Vec<Weak<Conn>>>>);
+
+/// One connection: a second handle on its socket (so that shutting it can never reach a socket
+/// that reused a closed descriptor) and how many of its requests are running.
+#[derive(Debug)]
+struct Conn {
+    socket: std::net::TcpStream,
+    running: AtomicUsize,
+}
+
+/// One running request on a [`Conn`], for as long as it lives.
+struct Busy(Arc<Conn>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Conn {
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.running.fetch_add(1, Ordering::Relaxed);
+        Busy(self.clone())
+    }
+}
+
+impl Held {
+    /// Tracks the connection on `tcp`; the returned handle lives in the connection's data.
+    fn track(&self, tcp: &actix_web::rt::net::TcpStream) -> Option<Arc<Conn>> {
+        use std::os::fd::AsFd;
+        let socket = std::net::TcpStream::from(tcp.as_fd().try_clone_to_owned().ok()?);
+        let conn = Arc::new(Conn {
+            socket,
+            running: AtomicUsize::new(0),
+        });
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|c| c.strong_count() > 0);
+        all.push(Arc::downgrade(&conn));
+        Some(conn)
+    }
+
+    /// Shuts the reading side of every open connection with no request running.
+    fn close_idle(&self) {
+        let all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for conn in all.iter().filter_map(Weak::upgrade) {
+            if conn.running.load(Ordering::Relaxed) == 0 {
+                let _ = conn.socket.shutdown(std::net::Shutdown::Read);
+            }
+        }
+    }
 }
 
 /// The TCP socket under a connection actix-web hands `on_connect`: plaintext or TLS.

@@ -1,20 +1,19 @@
-//! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; path parameters come through
-//! axum's `RawPathParams` extractor and the body stream through the kit's reader under the
+//! axum: each endpoint becomes a `MethodRouter` on axum's `Router`; the kit takes the path
+//! parameters from the raw path, and the body streams through the kit's reader under the
 //! endpoint's limit. The router is served as a service by the shared hyper loop
 //! ([`crate::hyper_loop`]), not `axum::serve`, which exposes no hyper builder to set limits on.
 
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::RawPathParamsRejection;
-use axum::extract::{RawPathParams, Request as AxumRequest};
+use axum::extract::Request as AxumRequest;
 use axum::http::{header, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 use brigade_kit::http::Endpoint;
 use brigade_kit::limits::{read_body_draining, ServerLimits};
-use brigade_kit::{ApiError, AppHandle, Method, Reply};
+use brigade_kit::{AppHandle, Method, Reply};
 use hyper_util::service::TowerToHyperService;
 
 use crate::hello::HELLO_TYPE;
@@ -62,15 +61,7 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
             limits.body_limit(e.limit),
             limits.body_read_timeout,
         );
-        let handler = move |params: Result<RawPathParams, RawPathParamsRejection>,
-                            req: AxumRequest| async move {
-            let params = match params {
-                Ok(p) => p
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                Err(e) => return respond(app.refused(route, ApiError::bad_request(e.body_text()))),
-            };
+        let handler = move |req: AxumRequest| async move {
             let (parts, body) = req.into_parts();
             let body = if hyper::body::Body::is_end_stream(&body) {
                 Bytes::new() // no body (a GET): nothing to read
@@ -82,7 +73,8 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
                     Err(e) => return respond(app.refused(route, e)),
                 }
             };
-            let request = crate::request_from(parts.uri.query(), &parts.headers, params, body);
+            let request =
+                crate::request_from(parts.uri.path(), parts.uri.query(), &parts.headers, body);
             respond(app.call(route, request).await)
         };
         router = router.on(filter(method), handler);

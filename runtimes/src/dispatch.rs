@@ -6,14 +6,13 @@
 use brigade_kit::http::Endpoint;
 use brigade_kit::{AppHandle, Method, Reply};
 
-/// A request's route in the table: its endpoint, its route index and its path parameters.
+/// A request's route in the table: its endpoint and its route index (the kit takes the path
+/// parameters from the path itself).
 pub(crate) struct Routed<'a> {
     /// The endpoint the path matched.
     pub(crate) endpoint: &'a Endpoint,
     /// The route of the endpoint for the request's method.
     pub(crate) route: usize,
-    /// The path parameters, named.
-    pub(crate) params: Vec<(String, String)>,
 }
 
 /// The route for `method` on `path`, or the reply to a request no route takes. A `HEAD` takes the
@@ -31,14 +30,5 @@ pub(crate) fn route<'a>(
     let Some(route) = Method::parse(as_method).and_then(|m| endpoint.route_for(m)) else {
         return Err(app.unmatched(method, path));
     };
-    let params = found
-        .params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Ok(Routed {
-        endpoint,
-        route,
-        params,
-    })
+    Ok(Routed { endpoint, route })
 }

@@ -61,7 +61,7 @@ async fn handle(
             Err(e) => return Ok(respond(app.refused(route, e))),
         }
     };
-    let request = crate::request_from(parts.uri.query(), &parts.headers, routed.params, body);
+    let request = crate::request_from(parts.uri.path(), parts.uri.query(), &parts.headers, body);
     Ok(respond(app.call(route, request).await))
 }
 

@@ -59,7 +59,8 @@ impl InProcess {
             return self.app.refused(routed.route, ApiError::too_large(limit));
         }
         let request = Request {
-            params: routed.params,
+            path: path.to_owned(),
+            params: Vec::new(),
             query,
             content_type: content_type.map(str::to_owned),
             body,

@@ -419,17 +419,18 @@ where
 #[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 content_type_values!(http::HeaderValue);
 
-/// The kit's request from an `http` 1 request's query and headers (every hyper-based runtime and
-/// xitca-web use these types).
+/// The kit's request from an `http` 1 request's raw path (the kit takes the path parameters from
+/// it), query and headers (every hyper-based runtime and xitca-web use these types).
 #[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 fn request_from(
+    path: &str,
     query: Option<&str>,
     headers: &http::HeaderMap,
-    params: Vec<(String, String)>,
     body: bytes::Bytes,
 ) -> brigade_kit::Request {
     brigade_kit::Request {
-        params,
+        path: path.to_string(),
+        params: Vec::new(),
         query: query.map(str::to_string),
         content_type: header_text(headers, &http::header::CONTENT_TYPE),
         body,

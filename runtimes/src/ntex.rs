@@ -113,7 +113,6 @@ async fn call_route(
     app: &Arc<dyn AppHandle>,
     route: usize,
     limit: usize,
-    params: Vec<(String, String)>,
     req: &HttpRequest,
     payload: web::types::Payload,
     limits: &ServerLimits,
@@ -127,7 +126,8 @@ async fn call_route(
         Err(e) => return answer(app.refused(route, e), admitted),
     };
     let request = Request {
-        params,
+        path: req.uri().path().to_string(),
+        params: Vec::new(),
         query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
         content_type: text(req, header::CONTENT_TYPE),
         traceparent: text(req, TRACEPARENT),
@@ -149,14 +149,7 @@ fn resource(
         let app = app.clone();
         let handler = move |req: HttpRequest, payload: web::types::Payload| {
             let app = app.clone();
-            async move {
-                let params = req
-                    .match_info()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect();
-                call_route(&app, route, limit, params, &req, payload, &limits).await
-            }
+            async move { call_route(&app, route, limit, &req, payload, &limits).await }
         };
         if m == Method::Get {
             // RFC 9110: HEAD for every GET route; ntex sends the head without the body.
@@ -207,7 +200,7 @@ fn serve(
             match crate::dispatch::route(&*app, req.method().as_str(), req.path()) {
                 Ok(r) => {
                     let limit = copied.body_limit(r.endpoint.limit);
-                    call_route(&app, r.route, limit, r.params, &req, payload, &copied).await
+                    call_route(&app, r.route, limit, &req, payload, &copied).await
                 }
                 Err(reply) => answer(reply, admitted),
             }

@@ -1,6 +1,6 @@
 //! poem: each endpoint becomes a `RouteMethod` at its path on poem's `Route` (the pattern in poem's
-//! own `:name` syntax), one [`Endpoint`] per method that reads the path parameters through
-//! `raw_path_param` and the body through the kit's reader under the endpoint's limit. What the
+//! own `:name` syntax), one [`Endpoint`] per method that reads the body through the kit's reader
+//! under the endpoint's limit (the kit takes the path parameters from the raw path). What the
 //! `Route` refuses (poem's `NotFoundError` or `MethodNotAllowedError`) becomes the kit's JSON 404 or
 //! 405. The route is served as poem's server serves it, a hyper `service_fn` per request, by the
 //! shared loop ([`crate::hyper_loop`]) with the kit's limits set on hyper's builder.
@@ -8,7 +8,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use brigade_kit::http::{pattern_segments, Endpoint as KitEndpoint, Segment};
+use brigade_kit::http::{pattern_segments, Segment};
 use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
@@ -62,7 +62,6 @@ fn respond(reply: Reply) -> Response {
 /// One route of the table, as a poem endpoint.
 struct RouteEndpoint {
     app: Arc<dyn AppHandle>,
-    endpoint: usize,
     route: usize,
     limit: usize,
     limits: ServerLimits,
@@ -85,13 +84,7 @@ impl Endpoint for RouteEndpoint {
                 Err(e) => return Ok(respond(app.refused(route, e))),
             }
         };
-        let e: &KitEndpoint = &app.endpoints()[self.endpoint];
-        let values = e
-            .params
-            .iter()
-            .map(|name| req.raw_path_param(name).unwrap_or_default().to_string());
-        let params = e.name_params(values);
-        let request = crate::request_from(req.uri().query(), req.headers(), params, body);
+        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
         Ok(respond(app.call(route, request).await))
     }
 }
@@ -136,12 +129,11 @@ impl Endpoint for App {
 
 fn app(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> App {
     let mut route = Route::new();
-    for (i, e) in app.endpoints().iter().enumerate() {
+    for e in app.endpoints() {
         let mut methods = RouteMethod::new();
         for &(method, r) in &e.methods {
             let ep = RouteEndpoint {
                 app: app.clone(),
-                endpoint: i,
                 route: r,
                 limit: limits.body_limit(e.limit),
                 limits: *limits,

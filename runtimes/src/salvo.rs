@@ -95,12 +95,7 @@ impl Handler for RouteGoal {
                 Err(e) => return respond(app.refused(route, e), res),
             }
         };
-        let params = req
-            .params()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let request = crate::request_from(req.uri().query(), req.headers(), params, body);
+        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
         respond(app.call(route, request).await, res);
     }
 }

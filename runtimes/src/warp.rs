@@ -98,7 +98,7 @@ fn filter(
                         }
                     };
                     let request =
-                        crate::request_from(query.as_deref(), &headers, routed.params, body);
+                        crate::request_from(path.as_str(), query.as_deref(), &headers, body);
                     respond(app.call(route, request).await)
                 }
             },

@@ -1,7 +1,7 @@
 //! xitca-web: each endpoint becomes a route of xitca-web's own `App` router (xitca-router, the
 //! table's `{name}` patterns as they are), its service one [`EndpointService`] that picks the route
-//! for the request's method (a `HEAD` takes the `GET` route), reads the raw path parameters the
-//! router matched and the body through the kit's reader under the endpoint's limit. A [`Guard`]
+//! for the request's method (a `HEAD` takes the `GET` route) and reads the body through the kit's
+//! reader under the endpoint's limit (the kit takes the path parameters from the raw path). A [`Guard`]
 //! around the router applies the kit's house rules and head limits first, and turns what the router
 //! refuses into the kit's JSON 404 or 405. xitca-web's `Route` is typed by its method count, fixed
 //! at compile time, so the table's methods are matched in the endpoint's service instead (the same
@@ -203,15 +203,10 @@ impl<'r> Service<WebContext<'r>> for EndpointService {
             Ok(b) => b,
             Err(e) => return Ok(respond(&mut ctx, app.refused(route, e))),
         };
+        // The path as it came (xitca-router's parameters are its raw segments too): the kit takes
+        // the parameters from it.
         let req = ctx.req();
-        // The values as the router matched them in the raw path: still percent-encoded.
-        let params = req
-            .body()
-            .params()
-            .iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        let request = crate::request_from(req.uri().query(), req.headers(), params, body);
+        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
         let reply = app.call(route, request).await;
         Ok(respond(&mut ctx, reply))
     }

@@ -26,15 +26,22 @@ struct Server {
 
 impl Server {
     fn start(runtime: &str, service: &str, data_dir: &std::path::Path) -> Server {
-        Server::spawn(runtime, service, data_dir, false)
+        Server::spawn(runtime, service, data_dir, false, &[])
     }
 
     /// Starts the server logging at `info` and passes its log lines on to [`Server::wait_for_log`].
     fn start_logging(runtime: &str, service: &str, data_dir: &std::path::Path) -> Server {
-        Server::spawn(runtime, service, data_dir, true)
+        Server::spawn(runtime, service, data_dir, true, &[])
     }
 
-    fn spawn(runtime: &str, service: &str, data_dir: &std::path::Path, logging: bool) -> Server {
+    /// `brigade serve` with `extra` arguments after the usual ones.
+    fn spawn(
+        runtime: &str,
+        service: &str,
+        data_dir: &std::path::Path,
+        logging: bool,
+        extra: &[&str],
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
             .args([
                 "serve",
@@ -47,6 +54,7 @@ impl Server {
                 "--workers",
                 "2",
             ])
+            .args(extra)
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", if logging { "info" } else { "warn" })
@@ -299,6 +307,64 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
             TcpStream::connect(&addr).is_err(),
             "{runtime}: still accepting after shutdown"
         );
+    }
+}
+
+/// SIGTERM with an HTTP/2 client holding an idle connection open: the stop takes the drain, not
+/// the grace (docs/reliability.md: the server sends GOAWAY, or closes the idle connection when
+/// the drain ends), and the client's connection ends. The bound is the grace itself, not a tight
+/// time: a server that waits for the client holds its stop to the grace (10 s).
+#[test]
+fn sigterm_with_an_idle_http2_connection_takes_the_drain_not_the_grace() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    for runtime in every_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let extra = ["--protocol", "h2c"];
+        let mut server = Server::spawn(runtime, "waiter", dir.path(), false, &extra);
+        let addr = server
+            .url("waiter")
+            .trim_start_matches("http://")
+            .to_string();
+        let (ended_tx, ended_rx) = mpsc::channel();
+        // The client sends one request, then holds its connection open, idle, driven in the
+        // background until the server ends it.
+        let client = rt.block_on(async {
+            let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+            tokio::spawn(async move {
+                let _ = connection.await;
+                let _ = ended_tx.send(());
+            });
+            let mut client = client.ready().await.unwrap();
+            let request = http::Request::get(format!("http://{addr}/health"))
+                .body(())
+                .unwrap();
+            let (answer, _) = client.send_request(request, true).unwrap();
+            let answer = answer.await.unwrap();
+            assert_eq!(answer.status(), 200, "{runtime}");
+            client
+        });
+        let stopping = Instant::now();
+        server.signal("-TERM");
+        let status = server.wait(Duration::from_secs(30));
+        let took = stopping.elapsed();
+        eprintln!("{runtime}: stopped in {took:?} with an idle HTTP/2 connection open");
+        assert!(status.success(), "{runtime}: exit status {status}");
+        assert!(
+            took < brigade_runtimes::GRACE,
+            "{runtime}: the stop took {took:?} with an idle HTTP/2 connection open: the grace, \
+             not the drain ({:?})",
+            brigade_runtimes::DRAIN
+        );
+        assert!(
+            ended_rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "{runtime}: the client's connection is still open after the server exited"
+        );
+        drop(client);
     }
 }
 

@@ -55,6 +55,17 @@ pub struct Ready {
     pub status: &'static str,
 }
 
+/// `GET /bench/hello/{name}`'s answer: the RPC study's `sayHello`, with a human-readable path
+/// parameter that every runtime must deliver alike (decoded once by the kit: `%2F` a `/`, `+` a
+/// `+`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Greeting {
+    /// The name, as the path gave it, percent-decoded.
+    pub name: String,
+    /// `Hello, {name}!`.
+    pub greeting: String,
+}
+
 /// `POST /bench/bytes`' answer.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Length {
@@ -94,6 +105,12 @@ pub fn routes<S: ServiceInfo>() -> RouteTable<S> {
         .errors(&[503])
         .get("/bench/hello", |_, _| async { Ok(Reply::text(HELLO)) })
         .answers_with(200, Body::Text)
+        .get("/bench/hello/{name}", |_, r: Request| async move {
+            let name = r.param("name").to_string();
+            let greeting = format!("Hello, {name}!");
+            Ok(Reply::ok(&Greeting { name, greeting }))
+        })
+        .answers::<Greeting>(200)
         .route(
             Route::new(
                 crate::Method::Post,

@@ -106,6 +106,28 @@ async fn open(
     }
 }
 
+/// What the database server behind `store` is, in words, where there is one (mongo): its
+/// `buildInfo` names, and for FerretDB what its figures stand for.
+pub async fn server(store: StoreKind, settings: &StorageSettings) -> Option<String> {
+    #[cfg(feature = "mongo")]
+    if store == StoreKind::Mongo {
+        let uri = settings.mongodb_uri.as_deref()?;
+        let words = match store::mongo::server::describe(uri, settings.timeout).await {
+            Ok(words) => words,
+            Err(e) => format!("not asked: {e}"),
+        };
+        let caveat = if words.starts_with("FerretDB") {
+            ": a stand-in for MongoDB's function, not its speed (SQLite under a translation \
+             layer, which scans for filtered finds), so these figures describe FerretDB"
+        } else {
+            ""
+        };
+        return Some(format!("{words} at {uri} (buildInfo){caveat}"));
+    }
+    let _ = (store, settings);
+    None
+}
+
 #[cfg(feature = "mongo")]
 async fn open_mongo(
     phase: &str,

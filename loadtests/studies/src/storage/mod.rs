@@ -124,7 +124,8 @@ pub struct SubjectResult {
     pub growing: Option<GrowingResult>,
     /// The fixed phase, if run.
     pub fixed: Option<FixedResult>,
-    /// How the server was set up and ended, for `--via http`.
+    /// How the server was set up and ended, for `--via http`; for mongo through the store, what
+    /// the database server says it is (its `buildInfo`).
     pub server: Option<String>,
 }
 
@@ -232,7 +233,7 @@ fn through_store(
             runtime: None,
             growing,
             fixed,
-            server: None,
+            server: direct::server(store, settings).await,
         })
     })
 }

@@ -62,6 +62,11 @@ fn the_quick_study_reports_every_store_and_phase_with_the_counts_asked() {
         );
     }
     assert_eq!(html.matches("<svg").count(), 3, "three charts");
+    if mongo.is_some() {
+        // The database server is named as it names itself (FerretDB adds its own version).
+        assert!(md.contains("- Server (mongo): "), "{md}");
+        assert!(md.contains("(buildInfo)"), "{md}");
+    }
     assert!(html.contains("ms per operation against document size"));
     assert!(
         std::fs::read_dir(data.path()).unwrap().next().is_none(),

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use tracing::Instrument;
 
-use super::pattern::pattern_params;
+use super::pattern::{pattern_params, ParamError, ParamSlots};
 use super::{
     content_type, ApiError, BodyKind, BoxFuture, Method, Reply, Request, Route, RouteSpec,
     RouteTable,
@@ -61,15 +61,6 @@ impl Endpoint {
             allowed.join(", ")
         ))
     }
-
-    /// Pairs the parameter names with values matched in order.
-    pub fn name_params(&self, values: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
-        self.params
-            .iter()
-            .map(|n| n.to_string())
-            .zip(values)
-            .collect()
-    }
 }
 
 /// A service with its state, type-erased so an adapter is not generic over the application.
@@ -78,7 +69,10 @@ pub trait AppHandle: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The path patterns to mount, each with its methods.
     fn endpoints(&self) -> &[Endpoint];
-    /// Runs route `route` on `request`. Never fails: errors (and panics) become error replies.
+    /// Runs route `route` on `request`, its path parameters taken from `request.path` and
+    /// percent-decoded once ([`ParamSlots::take`]; a path of another shape is the 404 or 405 of
+    /// [`AppHandle::unmatched`], a parameter that is not UTF-8 a 400). Never fails: errors (and
+    /// panics) become error replies.
     fn call(&self, route: usize, request: Request) -> BoxFuture<Reply>;
     /// A matcher over the endpoints for runtimes that bring no router of their own (hyper).
     fn matcher(&self) -> &matchit::Router<usize>;
@@ -173,6 +167,8 @@ pub struct App<S> {
     state: Arc<S>,
     endpoints: Vec<Endpoint>,
     specs: Vec<RouteSpec>,
+    /// Each route's path parameters' places (route `i` is `slots[i]`).
+    slots: Vec<ParamSlots>,
     matcher: matchit::Router<usize>,
     metrics: OnceLock<Arc<Metrics>>,
     openapi: Bytes,
@@ -265,6 +261,7 @@ impl<S: Send + Sync + 'static> App<S> {
         );
         App {
             name,
+            slots: specs.iter().map(|s| ParamSlots::of(s.path)).collect(),
             specs,
             table,
             state,
@@ -327,7 +324,7 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
         &self.specs
     }
 
-    fn call(&self, route: usize, request: Request) -> BoxFuture<Reply> {
+    fn call(&self, route: usize, mut request: Request) -> BoxFuture<Reply> {
         let metrics = self.metrics.get();
         let started =
             (metrics.is_some() || tracing::enabled!(tracing::Level::DEBUG)).then(Stopwatch::start);
@@ -336,6 +333,24 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
             self.record(route, reply.status, started);
             return Box::pin(async move { reply });
         };
+        let slots = &self.slots[route];
+        if !slots.is_empty() {
+            match slots.take(&request.path) {
+                Ok(params) => request.params = params,
+                Err(ParamError::Shape) => {
+                    let reply = self.unmatched(r.method.as_str(), &request.path);
+                    return Box::pin(async move { reply });
+                }
+                Err(ParamError::NotUtf8(name)) => {
+                    let reply = ApiError::bad_request(format!(
+                        "path parameter {name} is not UTF-8 once percent-decoded"
+                    ))
+                    .to_reply();
+                    self.record(route, reply.status, started);
+                    return Box::pin(async move { reply });
+                }
+            }
+        }
         if let Err(e) = check_body(r, &request) {
             let reply = e.to_reply();
             self.record(route, reply.status, started);

@@ -23,7 +23,7 @@ mod route;
 
 pub use app::{App, AppHandle, Endpoint, METRICS_PATH, OPENAPI_PATH};
 pub use error::{ApiError, ErrorCode};
-pub use pattern::{pattern_params, pattern_segments, Segment};
+pub use pattern::{pattern_params, pattern_segments, ParamError, ParamSlots, Segment};
 pub use reply::Reply;
 pub use request::{decode_json, Request};
 pub use route::{BodyKind, Method, Route, RouteSpec, RouteTable};

@@ -29,3 +29,72 @@ pub fn pattern_segments(path: &str) -> Vec<Segment<'_>> {
         )
         .collect()
 }
+
+/// Where a pattern's parameters sit among a path's segments: how the kit takes path parameters
+/// from the raw path a runtime's router matched, so that every runtime delivers the same values
+/// whatever its router decodes (docs/reliability.md, "One answer on every runtime").
+#[derive(Debug, Clone, Default)]
+pub struct ParamSlots {
+    /// How many segments the pattern has.
+    segments: usize,
+    /// Each parameter's segment index and name, in order.
+    slots: Vec<(usize, &'static str)>,
+}
+
+/// Why a path's parameters could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamError {
+    /// The path does not have the pattern's segments (a router that matched it after normalising
+    /// it, e.g. a trailing `/`): no route takes it as it came.
+    Shape,
+    /// The parameter named decodes to bytes that are not UTF-8.
+    NotUtf8(&'static str),
+}
+
+impl ParamSlots {
+    /// The slots of `pattern` (`/tables/{id}/seat`).
+    pub fn of(pattern: &'static str) -> ParamSlots {
+        let segments: Vec<&'static str> = pattern
+            .strip_prefix('/')
+            .unwrap_or(pattern)
+            .split('/')
+            .collect();
+        let slots = segments
+            .iter()
+            .enumerate()
+            .filter_map(|(i, seg)| {
+                let name = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}'))?;
+                Some((i, name))
+            })
+            .collect();
+        ParamSlots {
+            segments: segments.len(),
+            slots,
+        }
+    }
+
+    /// Whether the pattern has no parameter.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The parameters of `path` (raw, as it came, without the query), a path matched to this
+    /// pattern: each the segment in its place, percent-decoded once (RFC 3986 §2.1): `%2F` is a
+    /// `/` in the value and never a segment break, `+` stays `+`, and an escape that is not two
+    /// hex digits stays as it is (as in the WHATWG URL standard).
+    pub fn take(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
+        let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
+        if segments.len() != self.segments {
+            return Err(ParamError::Shape);
+        }
+        self.slots
+            .iter()
+            .map(|&(i, name)| {
+                let value = percent_encoding::percent_decode_str(segments[i])
+                    .decode_utf8()
+                    .map_err(|_| ParamError::NotUtf8(name))?;
+                Ok((name.to_string(), value.into_owned()))
+            })
+            .collect()
+    }
+}

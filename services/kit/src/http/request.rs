@@ -9,7 +9,12 @@ use super::ApiError;
 /// A request as a handler sees it, whatever runtime parsed it.
 #[derive(Debug, Default)]
 pub struct Request {
-    /// Path parameters by name, as matched by the runtime's router.
+    /// The request's path as it came, percent-escapes and all, without the query: the kit takes
+    /// the path parameters from it ([`AppHandle::call`](super::AppHandle::call)), so every runtime
+    /// delivers the same values whatever its router decodes.
+    pub path: String,
+    /// Path parameters by name, each percent-decoded once: filled from [`Request::path`] by
+    /// [`AppHandle::call`](super::AppHandle::call) on a route with parameters.
     pub params: Vec<(String, String)>,
     /// The raw query string, without `?`.
     pub query: Option<String>,

@@ -236,3 +236,43 @@ fn a_callers_budget_is_the_handlers_deadline_and_a_bad_one_is_ignored() {
         assert_eq!(&call(&app, 0, req).body[..], b"None");
     }
 }
+
+#[test]
+fn path_parameters_are_taken_from_the_raw_path_and_decoded_once() {
+    let slots = ParamSlots::of("/tables/{id}/seat");
+    let take = |path: &str| slots.take(path);
+    let one = |v: &str| Ok(vec![("id".to_string(), v.to_string())]);
+    assert_eq!(take("/tables/abc/seat"), one("abc"));
+    assert_eq!(take("/tables/a%2Fb/seat"), one("a/b"));
+    assert_eq!(take("/tables/C++/seat"), one("C++"));
+    assert_eq!(take("/tables/%2525/seat"), one("%25"));
+    assert_eq!(take("/tables/Zo%C3%AB/seat"), one("Zoë"));
+    assert_eq!(take("/tables/a%zz/seat"), one("a%zz"));
+    assert_eq!(take("/tables//seat"), one(""));
+    assert_eq!(take("/tables/%FF/seat"), Err(ParamError::NotUtf8("id")));
+    for shape in [
+        "/tables/abc/seat/",
+        "/tables/a/b/seat",
+        "//tables/abc/seat",
+        "/tables",
+    ] {
+        assert_eq!(take(shape), Err(ParamError::Shape), "{shape}");
+    }
+    assert!(ParamSlots::of("/items").is_empty());
+}
+
+#[test]
+fn the_app_answers_with_decoded_parameters_and_refuses_a_path_of_another_shape() {
+    let app = App::new("t", table(), Arc::new(()));
+    let get = |path: &str| {
+        let req = Request {
+            path: path.to_string(),
+            ..Default::default()
+        };
+        call(&app, 2, req)
+    };
+    let ok = get("/items/AC%2FDC");
+    assert_eq!((ok.status, &ok.body[..]), (200, &b"AC/DC"[..]));
+    assert_eq!(get("/items/%C3").status, 400);
+    assert_eq!(get("/items/a/b").status, 404);
+}

@@ -215,18 +215,22 @@ fn fuzz(store: StoreKind, mongodb_uri: Option<String>) {
         let (a, r) = routes[c.route];
         let app = &apps[a];
         let spec = &app.routes()[r];
-        let mut values = c.params.clone().into_iter();
-        let params = pattern_segments(spec.path)
+        // The parameters percent-encoded into the path (a space as `%20`: the kit keeps `+`).
+        let mut values = c.params.iter();
+        let path: String = pattern_segments(spec.path)
             .into_iter()
-            .filter_map(|s| match s {
-                Segment::Param(name) => Some((name.to_string(), values.next().unwrap_or_default())),
-                Segment::Literal(_) => None,
+            .map(|s| match s {
+                Segment::Param(_) => {
+                    enc(values.next().map_or("", String::as_str)).replace('+', "%20")
+                }
+                Segment::Literal(l) => l.to_string(),
             })
-            .collect();
+            .fold(String::new(), |path, segment| path + "/" + &segment);
         let content_type =
             (c.json_type || spec.body == BodyKind::Json).then(|| "application/json".to_owned());
         let request = Request {
-            params,
+            path,
+            params: Vec::new(),
             query: c.query.clone(),
             content_type,
             body: c.body.clone().into(),

@@ -58,11 +58,7 @@ async fn call(app: &Arc<dyn AppHandle>, method: Method, path: &str, body: Value)
     let endpoint = &app.endpoints()[*found.value];
     let route = endpoint.route_for(method).unwrap();
     let request = Request {
-        params: found
-            .params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        path: path.to_string(),
         content_type: Some("application/json".into()),
         body: body.to_string().into(),
         ..Default::default()
@@ -190,7 +186,7 @@ async fn a_seat_tells_the_waiter_service_at_most_what_its_own_caller_left_it() {
             .route_for(Method::Post)
             .unwrap();
         let request = Request {
-            params: vec![("id".into(), table.to_string())],
+            path: format!("/tables/{table}/seat"),
             content_type: Some("application/json".into()),
             body: json!({"party_size": 2, "waiter_id": "w1"})
                 .to_string()
