@@ -122,8 +122,9 @@ fn respond(ctx: &mut WebContext<'_>, reply: Reply) -> WebResponse {
     res
 }
 
-/// `res`, closing its HTTP/1.1 connection after it (xitca-http closes once the answer is written;
-/// over HTTP/2 it drops the header).
+/// `res`, closing its HTTP/1.1 connection after it (xitca-http closes once the answer is written,
+/// and writes its own `connection: close` line beside this one unless the client asked for the
+/// close: two equal lines of a list header, RFC 9110 §5.3; over HTTP/2 it drops the header).
 fn closing(mut res: WebResponse, close: bool) -> WebResponse {
     if close {
         res.headers_mut()
@@ -390,8 +391,9 @@ pub(crate) fn app(
         .finish()
 }
 
-/// Every answer closes its HTTP/1.1 connection once the server drains (HTTP/2 connections are
-/// left to the stop: xitca-http has no GOAWAY to send).
+/// What the drain needs of every request: its connection marked busy while it runs (so that the
+/// drain's end leaves it open, [`Held`]), and `Connection: close` on its HTTP/1.1 answer once the
+/// server drains.
 #[derive(Clone)]
 struct Draining(Arc<AtomicBool>);
 
