@@ -8,15 +8,15 @@
 //!
 //! Threading is the same everywhere: each mounted service gets `workers` worker threads (default: the
 //! cores this process may use). axum, hyper and warp run on one multi-threaded tokio runtime with
-//! `workers` workers per service; actix-web runs `workers` single-threaded workers per service (its
-//! own model). Listeners are bound the same way for all ([`bind`]): `SO_REUSEADDR`, backlog 1024,
+//! `workers` workers per service; actix-web, ntex and xitca-web run `workers` single-threaded
+//! workers per service (their own model). Listeners are bound the same way for all ([`bind`]): `SO_REUSEADDR`, backlog 1024,
 //! `TCP_NODELAY` (inherited by accepted sockets on Linux).
 //!
 //! Limits are the same for all ([`ServerLimits`], from the kit): every adapter serves the protocols
 //! the limits name (HTTP/1.1 by default; h2c, both, or TLS with ALPN `h2, http/1.1` when asked) and
 //! applies the kit's head, body, timeout, connection and HTTP/2 limits; axum, hyper, warp, salvo
 //! and poem share one loop on hyper's own builders and one tokio-rustls acceptor (`hyper_loop`),
-//! actix-web and ntex set their own knobs from the same values and take the same rustls
+//! actix-web, ntex and xitca-web set their own knobs from the same values and take the same rustls
 //! configuration ([`brigade_kit::tls`]). Every runtime answers `HEAD` for every `GET` route,
 //! without the body.
 
@@ -124,11 +124,11 @@ async fn drain(open: impl Fn() -> usize) {
     }
 }
 
-/// The drain of a runtime whose own stop only stops accepting (actix-web, ntex), once `shutdown`
-/// fires (docs/reliability.md): the listening socket (a second handle on it) stops completing
-/// handshakes at once, `draining` is set so that every answer from then on closes its connection,
-/// and [`drain`] waits on `open()`; the runtime then stops what is left within its grace.
-#[allow(dead_code)] // a build with neither runtime has no listener to drain this way
+/// The drain of a runtime whose own stop only stops accepting (actix-web, ntex, xitca-web), once
+/// `shutdown` fires (docs/reliability.md): the listening socket (a second handle on it) stops
+/// completing handshakes at once, `draining` is set so that every answer from then on closes its
+/// connection, and [`drain`] waits on `open()`; the runtime then stops what is left within its grace.
+#[allow(dead_code)] // a build with none of those runtimes has no listener to drain this way
 async fn drain_listener(
     shutdown: Shutdown,
     listening: std::net::TcpListener,
@@ -226,7 +226,7 @@ pub struct Runtime {
     /// The runtime's own hand-written hello ([`hello`]).
     hello: fn(Listener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's request path over in-memory connections, where it can serve one (the
-    /// hyper-based runtimes; actix-web and ntex serve sockets only).
+    /// hyper-based runtimes and xitca-web; actix-web and ntex serve sockets only).
     memory: Option<MakeMemoryServer>,
 }
 
@@ -416,12 +416,12 @@ where
     })
 }
 
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 content_type_values!(http::HeaderValue);
 
 /// The kit's request from an `http` 1 request's raw path (the kit takes the path parameters from
-/// it), query and headers (every hyper-based runtime uses these types).
-#[cfg(feature = "hyper-loop")]
+/// it), query and headers (every hyper-based runtime and xitca-web use these types).
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 fn request_from(
     path: &str,
     query: Option<&str>,
@@ -440,16 +440,16 @@ fn request_from(
 }
 
 /// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once.
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 const BUDGET: http::HeaderName =
     http::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// A header's value as text, if present and ASCII.
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<String> {
     headers
         .get(name)
@@ -458,8 +458,8 @@ fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<Str
 }
 
 /// The `Content-Length` a request announced, if any and well-formed.
-#[cfg(feature = "hyper-loop")]
-#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp) read it
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp, xitca) read it
 fn content_length(headers: &http::HeaderMap) -> Option<u64> {
     headers
         .get(http::header::CONTENT_LENGTH)

@@ -1,0 +1,863 @@
+//! xitca-web: each endpoint becomes a route of xitca-web's own `App` router (xitca-router, the
+//! table's `{name}` patterns as they are), its service one [`EndpointService`] that picks the route
+//! for the request's method (a `HEAD` takes the `GET` route) and reads the body through the kit's
+//! reader under the endpoint's limit (the kit takes the path parameters from the raw path). A [`Guard`]
+//! around the router applies the kit's house rules and head limits first, and turns what the router
+//! refuses into the kit's JSON 404 or 405. xitca-web's `Route` is typed by its method count, fixed
+//! at compile time, so the table's methods are matched in the endpoint's service instead (the same
+//! linear match xitca's `Route` does).
+//!
+//! xitca has its own HTTP stack (xitca-http: its own HTTP/1.1 parser and HTTP/2 implementation,
+//! rustls through its unbuffered API) and server (xitca-server: `workers` single-threaded tokio
+//! workers, the listener's readiness on one more thread). The adapter builds the server from those
+//! two, as xitca-web's `HttpServer` does, because `HttpServer` sets neither a shutdown timeout nor
+//! anything in front of the HTTP service. The kit's [`ServerLimits`] are set on xitca-http's
+//! configuration: the head timer (`request_head_timeout`, which runs from the head's first bytes),
+//! the keep-alive timer (which is also the wait for a new connection's first bytes, so it is set to
+//! the smaller of the keep-alive and head limits, as on the hyper-based runtimes), the TLS handshake
+//! at the head limit, actix-web's fixed 96 headers and 128 KiB head buffer as backstops (the kit
+//! checks the head's count and size itself in the guard), and three of the four HTTP/2 settings.
+//! xitca-http cannot set the HTTP/2 connection window: it stays at the protocol's 65,535 bytes. The
+//! connection limit is the kit's gate, in front of the HTTP service and the TLS handshake
+//! ([`Gate`]): past it the socket is closed before a byte is read.
+//!
+//! Protocols through xitca-http's own services: HTTP/1.1 (`HttpServiceBuilder`, plaintext), h2c
+//! (`HttpServiceBuilder::h2`), both on one port (`peek_protocol`: it tells them apart by the
+//! preface) and TLS with the kit's rustls configuration as it is (ALPN `h2, http/1.1`).
+//!
+//! The drain: the listening socket is shut and every HTTP/1.1 answer from then on closes its
+//! connection ([`crate::drain_listener`]); when the drain ends the connections with no request
+//! running are closed ([`Held`]: xitca-http sends no GOAWAY on a stop, it has no way to be told, and
+//! xitca-server's graceful stop waits for every connection), then xitca-server's graceful stop gives
+//! the rest the grace.
+//!
+//! For a sibling runtime on another I/O engine (io_uring) the application ([`app`]), the guard and
+//! the gate are the same; only the serving function ([`run`]) and its connection services differ.
+
+use std::convert::Infallible;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use brigade_kit::limits::{
+    read_body_draining_here, ConnectionGate, ServeProtocol, ServerLimits, RUNTIME_MAX_HEADERS,
+    RUNTIME_MAX_HEADER_BYTES,
+};
+use brigade_kit::rules::{self, Admitted, Refused};
+use brigade_kit::{ApiError, AppHandle, Method, Reply};
+use bytes::Bytes;
+use xitca_http::config::{HttpServiceConfig, DEFAULT_WRITE_BUF_LIMIT};
+use xitca_http::util::service::router::{PathGen, RouteGen, RouterMapErr};
+use xitca_http::HttpServiceBuilder;
+use xitca_io::net::Stream;
+use xitca_server::net::{IntoListener, Listen};
+use xitca_web::body::{Body, Frame, RequestBody, ResponseBody};
+use xitca_web::http::{
+    header, HeaderValue, Request, RequestExt, Response, StatusCode, Uri, Version, WebResponse,
+};
+use xitca_web::service::ready::ReadyService;
+use xitca_web::service::{Service, ServiceExt};
+use xitca_web::{App, WebContext};
+
+use crate::{Mount, Runtime, Shutdown, GRACE};
+
+/// The registry's entry.
+pub(crate) const RUNTIME: Runtime = Runtime {
+    name: "xitca",
+    crates: &["xitca-web", "xitca-http"],
+    threading: "xitca-server, N single-threaded tokio workers per service (the listener's \
+                readiness on one more thread)",
+    serve_one: serve,
+    hello,
+    memory: Some(memory),
+};
+
+/// xitca-http's configuration with the kit's backstops: actix-web's fixed 96 headers and 128 KiB
+/// head buffer (the kit's own head limits stay under both and answer a JSON 431 first).
+type Config =
+    HttpServiceConfig<RUNTIME_MAX_HEADERS, RUNTIME_MAX_HEADER_BYTES, DEFAULT_WRITE_BUF_LIMIT>;
+
+/// xitca-http's knobs from the kit's limits.
+fn config(limits: &ServerLimits) -> Config {
+    let h2 = &limits.http2;
+    HttpServiceConfig::new()
+        .max_request_headers::<RUNTIME_MAX_HEADERS>()
+        .max_read_buf_size::<RUNTIME_MAX_HEADER_BYTES>()
+        // xitca's keep-alive timer is also how long a new connection may wait before its first
+        // byte (its head timer starts with the head's first bytes): the smaller of the two, as the
+        // hyper-based runtimes' one timer.
+        .keep_alive_timeout(limits.keep_alive_timeout.min(limits.header_read_timeout))
+        .request_head_timeout(limits.header_read_timeout)
+        .tls_accept_timeout(limits.header_read_timeout)
+        .h2_max_concurrent_streams(h2.max_concurrent_streams)
+        .h2_initial_window_size(h2.initial_stream_window)
+        .h2_max_header_list_size(h2.max_header_list_bytes)
+}
+
+/// The one place a [`Reply`] becomes a xitca response, in the request's own allocations (xitca-web's
+/// `as_response`: the request is spent). The answer to a `HEAD` carries the length the `GET`'s body
+/// has, and no body; a 204 carries neither (RFC 9110 §8.6).
+fn respond(ctx: &mut WebContext<'_>, reply: Reply) -> WebResponse {
+    let head = ctx.req().method() == xitca_web::http::Method::HEAD;
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let length = reply.body.len();
+    let body = if head || status == StatusCode::NO_CONTENT {
+        ResponseBody::none()
+    } else {
+        ResponseBody::bytes(reply.body)
+    };
+    let mut res = ctx.as_response(body);
+    *res.status_mut() = status;
+    let headers = res.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        crate::content_type_value(reply.content_type),
+    );
+    if head {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    res
+}
+
+/// `res`, closing its HTTP/1.1 connection after it (xitca-http closes once the answer is written,
+/// and writes its own `connection: close` line beside this one unless the client asked for the
+/// close: two equal lines of a list header, RFC 9110 §5.3; over HTTP/2 it drops the header).
+fn closing(mut res: WebResponse, close: bool) -> WebResponse {
+    if close {
+        res.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    res
+}
+
+/// The kit's method of a request method, a `HEAD` as `GET` (RFC 9110: HEAD for every GET route).
+fn method(m: &xitca_web::http::Method) -> Option<Method> {
+    use xitca_web::http::Method as M;
+    Some(match *m {
+        M::GET | M::HEAD => Method::Get,
+        M::POST => Method::Post,
+        M::PUT => Method::Put,
+        M::PATCH => Method::Patch,
+        M::DELETE => Method::Delete,
+        _ => return None,
+    })
+}
+
+/// One endpoint of the table, as the route xitca-web's router matches: built once per worker.
+struct EndpointRoute {
+    app: Arc<dyn AppHandle>,
+    endpoint: usize,
+    limits: ServerLimits,
+}
+
+impl PathGen for EndpointRoute {}
+
+impl RouteGen for EndpointRoute {
+    type Route<R> = RouterMapErr<R>;
+
+    fn route_gen<R>(route: R) -> RouterMapErr<R> {
+        RouterMapErr(route)
+    }
+}
+
+impl Service for EndpointRoute {
+    type Response = EndpointService;
+    type Error = Infallible;
+
+    async fn call(&self, _: ()) -> Result<EndpointService, Infallible> {
+        let limit = self
+            .limits
+            .body_limit(self.app.endpoints()[self.endpoint].limit);
+        Ok(EndpointService {
+            app: self.app.clone(),
+            endpoint: self.endpoint,
+            limit,
+            limits: self.limits,
+        })
+    }
+}
+
+/// One endpoint's service: the route for the method, the body, the call.
+struct EndpointService {
+    app: Arc<dyn AppHandle>,
+    endpoint: usize,
+    limit: usize,
+    limits: ServerLimits,
+}
+
+impl<'r> Service<WebContext<'r>> for EndpointService {
+    type Response = WebResponse;
+    type Error = Infallible;
+
+    async fn call(&self, mut ctx: WebContext<'r>) -> Result<WebResponse, Infallible> {
+        let app = &self.app;
+        let req = ctx.req();
+        let endpoint = &app.endpoints()[self.endpoint];
+        let Some(route) = method(req.method()).and_then(|m| endpoint.route_for(m)) else {
+            let reply = app.unmatched(req.method().as_str(), req.uri().path());
+            return Ok(respond(&mut ctx, reply));
+        };
+        let body = match self.body(&mut ctx).await {
+            Ok(b) => b,
+            Err(e) => return Ok(respond(&mut ctx, app.refused(route, e))),
+        };
+        // The path as it came (xitca-router's parameters are its raw segments too): the kit takes
+        // the parameters from it.
+        let req = ctx.req();
+        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
+        let reply = app.call(route, request).await;
+        Ok(respond(&mut ctx, reply))
+    }
+}
+
+impl EndpointService {
+    /// The request's body through the kit's reader, the endpoint's limit at most.
+    async fn body(&self, ctx: &mut WebContext<'_>) -> Result<Bytes, ApiError> {
+        let req = ctx.req();
+        let length = crate::content_length(req.headers());
+        // RFC 9112: an HTTP/1.1 request with neither a length nor a transfer coding has no body
+        // (xitca-http hands an `Upgrade` request the rest of the connection as its body); an
+        // HTTP/2 one has none when its stream ended with its head.
+        let none = if req.version() < Version::HTTP_2 {
+            length == Some(0)
+                || (length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
+        } else {
+            ctx.body().is_end_stream()
+        };
+        if none {
+            return Ok(Bytes::new());
+        }
+        // xitca's body is not `Send` (it shares the connection with its dispatcher), so a refused
+        // one is drained here, before the 413: the client, still sending, then reads the answer.
+        let body = std::mem::take(ctx.body_get_mut());
+        read_body_draining_here(
+            Chunks(body),
+            length,
+            self.limit,
+            self.limits.body_read_timeout,
+        )
+        .await
+    }
+}
+
+/// A request body's data frames as a stream (trailers are skipped), for the kit's reader.
+struct Chunks(RequestBody);
+
+impl futures::Stream for Chunks {
+    type Item = Result<Bytes, xitca_web::error::BodyError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            return Poll::Ready(match ready!(Pin::new(&mut self.0).poll_frame(cx)) {
+                Some(Ok(Frame::Data(bytes))) => Some(Ok(bytes)),
+                Some(Ok(Frame::Trailers(_))) => continue,
+                Some(Err(e)) => Some(Err(e)),
+                None => None,
+            });
+        }
+    }
+}
+
+/// The kit's house rules around the router: builds a [`Guarded`] router once per worker.
+#[derive(Clone)]
+struct Guard {
+    app: Arc<dyn AppHandle>,
+    limits: ServerLimits,
+}
+
+impl<S, E> Service<Result<S, E>> for Guard {
+    type Response = Guarded<S>;
+    type Error = E;
+
+    async fn call(&self, router: Result<S, E>) -> Result<Guarded<S>, E> {
+        router.map(|router| Guarded {
+            router,
+            app: self.app.clone(),
+            limits: self.limits,
+        })
+    }
+}
+
+/// The router behind the kit's house rules ([`brigade_kit::rules`]: the head limits, the rules
+/// where runtimes differ, `Connection: close` where they say so), with the kit's JSON 404 and 405
+/// for what the router does not take.
+struct Guarded<S> {
+    router: S,
+    app: Arc<dyn AppHandle>,
+    limits: ServerLimits,
+}
+
+impl<S> Guarded<S> {
+    /// The kit's house rules on a request.
+    fn admit(&self, req: &Request<RequestExt<()>>) -> Result<Admitted, Refused> {
+        let target = req.uri().path_and_query().map_or("", |p| p.as_str());
+        let headers = || {
+            req.headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
+        };
+        let version = rules::Version::of(
+            req.version() <= Version::HTTP_10,
+            req.version() >= Version::HTTP_2,
+        );
+        rules::admit(
+            &self.limits,
+            req.method().as_str(),
+            target,
+            version,
+            headers,
+        )
+    }
+}
+
+impl<'r, S> Service<WebContext<'r>> for Guarded<S>
+where
+    S: for<'r2> Service<WebContext<'r2>, Response = WebResponse, Error = xitca_web::error::Error>,
+{
+    type Response = WebResponse;
+    type Error = Infallible;
+
+    async fn call(&self, mut ctx: WebContext<'r>) -> Result<WebResponse, Infallible> {
+        let admitted = match self.admit(ctx.req()) {
+            Ok(a) => a,
+            Err(refused) => {
+                let res = respond(&mut ctx, refused.error.to_reply());
+                return Ok(closing(res, refused.close));
+            }
+        };
+        if let Some(path) = rules::normalize_path(ctx.req().uri().path()) {
+            // `/he%61lth` routes as `/health` on every runtime (xitca-router matches the raw path).
+            let query = ctx
+                .req()
+                .uri()
+                .query()
+                .map_or(String::new(), |q| format!("?{q}"));
+            if let Ok(uri) = format!("{path}{query}").parse::<Uri>() {
+                *ctx.req_mut().uri_mut() = uri;
+            }
+        }
+        let res = match self.router.call(ctx.reborrow()).await {
+            Ok(res) => res,
+            // No endpoint's pattern took the path (the endpoints pick their methods themselves).
+            Err(_) => {
+                let req = ctx.req();
+                let reply = self.app.unmatched(req.method().as_str(), req.uri().path());
+                respond(&mut ctx, reply)
+            }
+        };
+        let close = admitted.closes_after(res.status().as_u16());
+        Ok(closing(res, close))
+    }
+}
+
+impl<S> ReadyService for Guarded<S> {
+    type Ready = ();
+
+    async fn ready(&self) {}
+}
+
+/// The xitca-web `App` for `app` under `limits`: one route per endpoint, behind the guard.
+pub(crate) fn app(
+    app: Arc<dyn AppHandle>,
+    limits: &ServerLimits,
+) -> impl Service<
+    Response = impl ReadyService
+                   + Service<
+        xitca_web::http::WebRequest,
+        Response = Response<impl Body<Data = Bytes, Error: std::fmt::Debug> + 'static>,
+        Error = Infallible,
+    >,
+    Error = impl std::fmt::Debug,
+> + Send
+       + Sync
+       + 'static {
+    let mut routes = App::new();
+    for (endpoint, e) in app.endpoints().iter().enumerate() {
+        let route = EndpointRoute {
+            app: app.clone(),
+            endpoint,
+            limits: *limits,
+        };
+        routes = routes.at(e.path, route);
+    }
+    routes
+        .enclosed(Guard {
+            app,
+            limits: *limits,
+        })
+        .finish()
+}
+
+/// What the drain needs of every request: its connection marked busy while it runs (so that the
+/// drain's end leaves it open, [`Held`]), and `Connection: close` on its HTTP/1.1 answer once the
+/// server drains.
+#[derive(Clone)]
+struct Draining(Arc<AtomicBool>);
+
+impl<S, E> Service<Result<S, E>> for Draining {
+    type Response = DrainingService<S>;
+    type Error = E;
+
+    async fn call(&self, service: Result<S, E>) -> Result<DrainingService<S>, E> {
+        service.map(|service| DrainingService {
+            service,
+            draining: self.0.clone(),
+        })
+    }
+}
+
+/// A service behind [`Draining`].
+struct DrainingService<S> {
+    service: S,
+    draining: Arc<AtomicBool>,
+}
+
+impl<S, B, Req> Service<Request<Req>> for DrainingService<S>
+where
+    S: Service<Request<Req>, Response = Response<B>>,
+{
+    type Response = Response<B>;
+    type Error = S::Error;
+
+    async fn call(&self, req: Request<Req>) -> Result<Response<B>, S::Error> {
+        let http1 = req.version() < Version::HTTP_2;
+        // The request keeps its connection from the drain's close of idle connections.
+        let busy = CONNECTION.try_with(Conn::busy).ok();
+        let mut res = self.service.call(req).await?;
+        drop(busy);
+        if http1 && self.draining.load(Ordering::Relaxed) {
+            res.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Ok(res)
+    }
+}
+
+impl<S: ReadyService> ReadyService for DrainingService<S> {
+    type Ready = S::Ready;
+
+    async fn ready(&self) -> S::Ready {
+        self.service.ready().await
+    }
+}
+
+/// The kit's connection gate in front of xitca-http's service (and its TLS handshake): a
+/// connection past the limit is closed before any byte of it is read; an admitted one holds its
+/// permit until it ends, and is [`Held`] so that the drain can close it when idle.
+#[derive(Clone)]
+struct Gate {
+    gate: ConnectionGate,
+    held: Held,
+}
+
+impl<S, E> Service<Result<S, E>> for Gate {
+    type Response = Gated<S>;
+    type Error = E;
+
+    async fn call(&self, service: Result<S, E>) -> Result<Gated<S>, E> {
+        service.map(|service| Gated {
+            service,
+            gate: self.clone(),
+        })
+    }
+}
+
+/// A connection service behind the [`Gate`].
+struct Gated<S> {
+    service: S,
+    gate: Gate,
+}
+
+impl<S, Io> Service<Io> for Gated<S>
+where
+    S: Service<Io, Response = ()>,
+    Io: Accepted,
+{
+    type Response = ();
+    type Error = S::Error;
+
+    async fn call(&self, io: Io) -> Result<(), S::Error> {
+        let Some(permit) = self.gate.gate.try_enter() else {
+            // Past the connection limit: closed at once, before any byte is read.
+            drop(io);
+            return Ok(());
+        };
+        // xitca-http answers a connection's requests inside the connection's own task: its
+        // requests find their connection there ([`CONNECTION`]).
+        let served = match self.gate.held.track(io.socket()) {
+            Some(conn) => CONNECTION.scope(conn, self.service.call(io)).await,
+            None => self.service.call(io).await,
+        };
+        drop(permit);
+        served
+    }
+}
+
+/// An accepted connection as xitca-server hands it to a connection service: its socket.
+trait Accepted {
+    /// The connection's socket.
+    fn socket(&self) -> BorrowedFd<'_>;
+}
+
+impl Accepted for Stream {
+    fn socket(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(tcp, _) => tcp.as_fd(),
+            Stream::Unix(unix, _) => unix.as_fd(),
+        }
+    }
+}
+
+impl Accepted for (xitca_io::net::TcpStream, std::net::SocketAddr) {
+    fn socket(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+tokio::task_local! {
+    /// The connection a request came on (set around each connection's task).
+    static CONNECTION: Arc<Conn>;
+}
+
+/// The connections open, to close the idle ones when the drain ends: xitca-http sends no GOAWAY
+/// on a stop and xitca-server's graceful stop waits for every connection, so an HTTP/2 client (or
+/// an HTTP/1.1 one between requests) holding an idle connection would hold the stop to the grace.
+/// The kit shuts the idle connection's reading side, which xitca-http's dispatchers take as the
+/// client's end, and which the client sees as the connection closing. A request still running
+/// keeps its connection until it is answered (within the grace). The same as actix-web's.
+#[derive(Default, Clone)]
+struct Held(Arc<Mutex<Vec<Weak<Conn>>>>);
+
+/// One connection: a second handle on its socket (so that shutting it can never reach a socket
+/// that reused a closed descriptor) and how many of its requests are running.
+struct Conn {
+    socket: socket2::Socket,
+    running: AtomicUsize,
+}
+
+/// One running request on a [`Conn`], for as long as it lives.
+struct Busy(Arc<Conn>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Conn {
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.running.fetch_add(1, Ordering::Relaxed);
+        Busy(self.clone())
+    }
+}
+
+impl Held {
+    /// Tracks the connection on `socket`, for as long as the returned handle lives.
+    fn track(&self, socket: BorrowedFd<'_>) -> Option<Arc<Conn>> {
+        let conn = Arc::new(Conn {
+            socket: socket2::Socket::from(socket.try_clone_to_owned().ok()?),
+            running: AtomicUsize::new(0),
+        });
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|c| c.strong_count() > 0);
+        all.push(Arc::downgrade(&conn));
+        Some(conn)
+    }
+
+    /// Shuts the reading side of every open connection with no request running.
+    fn close_idle(&self) {
+        let all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for conn in all.iter().filter_map(Weak::upgrade) {
+            if conn.running.load(Ordering::Relaxed) == 0 {
+                let _ = conn.socket.shutdown(std::net::Shutdown::Read);
+            }
+        }
+    }
+}
+
+impl<S: ReadyService> ReadyService for Gated<S> {
+    type Ready = S::Ready;
+
+    async fn ready(&self) -> S::Ready {
+        self.service.ready().await
+    }
+}
+
+/// xitca-http's HTTP/2-only service hands its own body type; xitca-web's `App` takes the body type
+/// all of xitca-http's protocols share: [`Http2Only`] puts the one into the other.
+#[derive(Clone)]
+struct Http2Only;
+
+impl<S, E> Service<Result<S, E>> for Http2Only {
+    type Response = Http2OnlyService<S>;
+    type Error = E;
+
+    async fn call(&self, service: Result<S, E>) -> Result<Http2OnlyService<S>, E> {
+        service.map(Http2OnlyService)
+    }
+}
+
+/// A service behind [`Http2Only`].
+struct Http2OnlyService<S>(S);
+
+impl<S> Service<Request<RequestExt<xitca_http::h2::RequestBody>>> for Http2OnlyService<S>
+where
+    S: Service<Request<RequestExt<RequestBody>>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+
+    async fn call(
+        &self,
+        req: Request<RequestExt<xitca_http::h2::RequestBody>>,
+    ) -> Result<S::Response, S::Error> {
+        self.0
+            .call(req.map(|ext| ext.map_body(RequestBody::H2)))
+            .await
+    }
+}
+
+impl<S: ReadyService> ReadyService for Http2OnlyService<S> {
+    type Ready = S::Ready;
+
+    async fn ready(&self) -> S::Ready {
+        self.0.ready().await
+    }
+}
+
+/// The listening socket as xitca-server accepts from it, quiet once the drain has shut it: the
+/// accept then fails at once (`EINVAL`), which xitca-server would log and retry every second, so
+/// it waits instead until the server's stop ends the listener's runtime (an error xitca-server
+/// ends its accept loop on).
+struct Listening(std::net::TcpListener);
+
+/// [`Listening`] registered with the listener's runtime.
+struct Accepting(tokio::net::TcpListener);
+
+impl IntoListener for Listening {
+    type Listener = Accepting;
+
+    fn into_listener(self) -> std::io::Result<Accepting> {
+        self.0.set_nonblocking(true)?;
+        tokio::net::TcpListener::from_std(self.0).map(Accepting)
+    }
+}
+
+impl Listen for Accepting {
+    async fn accept(&self) -> std::io::Result<Stream> {
+        loop {
+            match self.0.accept().await {
+                Ok((stream, addr)) => return Ok(Stream::Tcp(stream.into_std()?, addr)),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Serves the application `make` builds (the service factory of an `App`) with Brigade's threading,
+/// limits and shutdown (the hand-written hello uses it too).
+fn run<F, S, B>(
+    factory: F,
+    listener: crate::Listener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()>
+where
+    F: Service<Response = S> + Send + Sync + 'static,
+    F::Error: std::fmt::Debug + 'static,
+    S: ReadyService
+        + Service<xitca_web::http::WebRequest, Response = Response<B>, Error = Infallible>
+        + 'static,
+    B: Body<Data = Bytes> + 'static,
+    B::Error: std::fmt::Debug,
+{
+    let limits = *limits;
+    let gate = Gate {
+        gate: ConnectionGate::new(limits.max_connections),
+        held: Held::default(),
+    };
+    // Set once the server drains: every answer from then on closes its connection.
+    let draining = Arc::new(AtomicBool::new(false));
+    // The listening socket itself (a second handle on it), to stop listening when the drain
+    // begins: xitca-server's stop only stops accepting after it.
+    let listening = listener.socket.try_clone()?;
+    let server = xitca_server::Builder::new()
+        .worker_threads(workers)
+        .server_threads(1)
+        .disable_signal()
+        .shutdown_timeout(GRACE.as_secs());
+    let socket = Listening(listener.socket);
+    let config = config(&limits);
+    // One `listen` per protocol, as each of xitca-http's services is its own type.
+    macro_rules! listen {
+        ($factory:expr, $http:expr) => {
+            server.listen(
+                "brigade",
+                socket,
+                $factory.enclosed($http).enclosed(gate.clone()),
+            )
+        };
+    }
+    let factory = factory.enclosed(Draining(draining.clone()));
+    let server = match (listener.tls, limits.protocol) {
+        (Some(tls), _) => listen!(factory, HttpServiceBuilder::with_config(config).rustls(tls)),
+        (None, ServeProtocol::H1) => listen!(factory, HttpServiceBuilder::with_config(config)),
+        (None, ServeProtocol::H2c) => listen!(
+            factory.enclosed(Http2Only),
+            HttpServiceBuilder::h2().config(config)
+        ),
+        (None, ServeProtocol::Auto) => listen!(
+            factory,
+            HttpServiceBuilder::with_config(config.peek_protocol())
+        ),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let mut server = server.build();
+        let handle = server.handle()?;
+        tokio::spawn(async move {
+            // The listener closes at once, the connections still open close after their next
+            // answer, then the idle ones at once and the rest within the grace.
+            crate::drain_listener(shutdown, listening, draining, || gate.gate.open()).await;
+            gate.held.close_idle();
+            handle.stop(true);
+        });
+        // Returns once the workers have stopped (the stop blocks this thread until then).
+        server.await?;
+        Ok(())
+    })
+}
+
+fn serve(
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    run(
+        app(mount.app, limits),
+        mount.listener,
+        workers,
+        limits,
+        shutdown,
+    )
+}
+
+/// Socket pairs handed to a memory server's worker, as accepted connections.
+struct Pairs(
+    tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<std::os::unix::net::UnixStream>>,
+);
+
+impl IntoListener for Pairs {
+    type Listener = Pairs;
+
+    fn into_listener(self) -> std::io::Result<Pairs> {
+        Ok(self)
+    }
+}
+
+impl Listen for Pairs {
+    async fn accept(&self) -> std::io::Result<Stream> {
+        // No sender left: the memory server is gone, and so is its accept loop.
+        let stream = self.0.lock().await.recv().await;
+        let stream = stream.ok_or(std::io::ErrorKind::BrokenPipe)?;
+        let addr = stream.peer_addr()?;
+        Ok(Stream::Unix(stream, addr))
+    }
+}
+
+/// What a memory server holds of its xitca server: the way in and the stop.
+struct MemoryConnections {
+    pairs: Option<tokio::sync::mpsc::UnboundedSender<std::os::unix::net::UnixStream>>,
+    handle: xitca_server::ServerHandle,
+}
+
+impl Drop for MemoryConnections {
+    fn drop(&mut self) {
+        // The worker's accept loop ends with its last sender, then the server stops.
+        self.pairs.take();
+        self.handle.stop(false);
+    }
+}
+
+/// The request path over in-memory connections (fuzzing): the same xitca server, HTTP/1.1 service,
+/// guard and limits as on a socket, on one worker. xitca-http reads only its own stream types
+/// (its connection services and dispatchers take no other I/O), so each in-memory connection is
+/// bridged to one end of a Unix socket pair, a kernel buffer without a network, whose other end
+/// the server accepts as it accepts a Unix socket.
+fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
+    let (pairs, accepted) = tokio::sync::mpsc::unbounded_channel();
+    let gate = Gate {
+        gate: ConnectionGate::new(limits.max_connections),
+        held: Held::default(),
+    };
+    let factory = self::app(app, limits)
+        .enclosed(HttpServiceBuilder::with_config(config(limits)))
+        .enclosed(gate);
+    let mut server = xitca_server::Builder::new()
+        .worker_threads(1)
+        .server_threads(1)
+        .disable_signal()
+        .listen(
+            "brigade-memory",
+            Pairs(tokio::sync::Mutex::new(accepted)),
+            factory,
+        )
+        .build();
+    let handle = server.handle().expect("the memory server starts");
+    std::thread::Builder::new()
+        .name("brigade-xitca-memory".into())
+        .spawn(move || server.wait())
+        .expect("a thread for the memory server");
+    let connections = MemoryConnections {
+        pairs: Some(pairs),
+        handle,
+    };
+    crate::MemoryServer {
+        serve: Box::new(move |mut io| {
+            let pair = std::os::unix::net::UnixStream::pair().and_then(|(ours, theirs)| {
+                theirs.set_nonblocking(true)?;
+                ours.set_nonblocking(true)?;
+                Ok((ours, theirs))
+            });
+            let ours = pair.ok().and_then(|(ours, theirs)| {
+                let sent = connections.pairs.as_ref()?.send(theirs);
+                sent.is_ok().then_some(ours)
+            });
+            Box::pin(async move {
+                let Some(ours) = ours else { return };
+                let Ok(mut ours) = tokio::net::UnixStream::from_std(ours) else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut io, &mut ours).await;
+            })
+        }),
+    }
+}
+
+/// The hand-written hello ([`crate::hello`]): one route, xitca-web's plainest idiom.
+fn hello(
+    listener: crate::Listener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    use xitca_web::handler::handler_service;
+    use xitca_web::route::get;
+    let app = App::new()
+        .at(
+            "/bench/hello",
+            get(handler_service(|| async { crate::hello::HELLO })),
+        )
+        .finish();
+    run(app, listener, workers, limits, shutdown)
+}
