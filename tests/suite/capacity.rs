@@ -26,14 +26,28 @@ fn planted_capacity_per_s() -> f64 {
 ///
 /// Generous both ways: on a busy two-core machine the server's CPU is shared and stalls, so a
 /// search may confirm well under it (down to 0.3×); above it only the SLO's blind spot can land
-/// (an overload too short-lived to break the latency bound), bounded at 1.5×.
-fn assert_near_planted(capacity: Option<f64>, context: &dyn std::fmt::Debug) -> f64 {
+/// (an overload too short-lived to break the latency bound), bounded at 1.5×. Where a rate failed
+/// while the search itself said other processes were taking the server's CPU (`contended`: the
+/// other tests of this binary run beside it), the capacity may land anywhere below, as it should;
+/// then only the upper bound is held.
+fn assert_near_planted(
+    capacity: Option<f64>,
+    failed_contended: bool,
+    context: &dyn std::fmt::Debug,
+) -> f64 {
     let capacity = capacity.unwrap_or_else(|| panic!("no capacity found: {context:?}"));
     let known = planted_capacity_per_s();
+    let low = if failed_contended {
+        eprintln!("a rate failed under contention the search reported: only the upper bound holds");
+        0.0
+    } else {
+        0.3 * known
+    };
     assert!(
-        (0.3 * known..=1.5 * known).contains(&capacity),
-        "capacity {capacity:.0}/s is not within 0.3–1.5× of the {known:.0}/s the planted \
-         {HANDICAP_US} µs allow: {context:?}"
+        capacity > low && capacity <= 1.5 * known,
+        "capacity {capacity:.0}/s is not within {:.1}–1.5× of the {known:.0}/s the planted \
+         {HANDICAP_US} µs allow: {context:?}",
+        low / known
     );
     capacity
 }
@@ -128,7 +142,8 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
         assert_eq!(o.curve.len(), o.steps as usize);
         // 100/s holds; past what the planted cost lets one CPU serve, nothing can.
         assert!(o.curve.iter().any(|p| p.held), "{search:?}");
-        let capacity = assert_near_planted(o.capacity_per_s, search);
+        let failed_contended = o.curve.iter().any(|p| !p.held && p.contended.is_some());
+        let capacity = assert_near_planted(o.capacity_per_s, failed_contended, search);
         assert!(
             o.curve.iter().any(|p| !p.held && p.why.is_some()),
             "{search:?}"
@@ -282,7 +297,10 @@ fn load_slo_searches_a_server_it_did_not_start_and_writes_the_search_beside_the_
         }
     }
     // The server runs one worker, so one CPU's worth of the planted cost bounds it here too.
-    let capacity = assert_near_planted(search["capacity_per_s"].as_f64(), search);
+    let failed_contended = curve
+        .iter()
+        .any(|p| p["held"] == false && p["contended"].is_string());
+    let capacity = assert_near_planted(search["capacity_per_s"].as_f64(), failed_contended, search);
     // The capacity is a rate that held.
     assert!(
         curve
