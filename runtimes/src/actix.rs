@@ -16,8 +16,9 @@
 //! but the client's) and header list (h2's 16 MiB) are its own; its TLS gate runs after the
 //! handshake (`on_connect` sees the connection then).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use actix_web::dev::Service as _;
 
@@ -30,6 +31,7 @@ use brigade_kit::rules::{self, Admitted, Refused};
 use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
 
 use crate::hello::HELLO_TYPE;
+use crate::idle::{Conn, Held};
 use crate::{Mount, Runtime, Shutdown, GRACE};
 
 /// The registry's entry.
@@ -270,7 +272,7 @@ pub(crate) fn run_config(
             // The permit lives as long as the connection's data.
             Some(permit) => {
                 extensions.insert(permit);
-                if let Some(c) = tcp_of(conn).and_then(|tcp| held.track(tcp)) {
+                if let Some(c) = tcp_of(conn).and_then(|tcp| held.track(tcp.as_fd())) {
                     extensions.insert(c);
                 }
             }
@@ -305,66 +307,6 @@ pub(crate) fn run_config(
         server.await?;
         Ok(())
     })
-}
-
-/// The connections open, to close the idle ones when the drain ends: actix-http's HTTP/2
-/// dispatcher sends no GOAWAY on a graceful stop and waits for the client, so an HTTP/2 client
-/// holding an idle connection would hold the stop to the grace. The kit cannot write a GOAWAY
-/// into actix's stream (under TLS it is encrypted); it shuts the idle connection's reading side,
-/// which actix-http's HTTP/1.1 and HTTP/2 dispatchers both take as the client's end, and which
-/// the client sees as the connection closing. A request still running keeps its connection until
-/// it is answered (within the grace).
-#[derive(Debug, Default, Clone)]
-struct Held(Arc<Mutex<Vec<Weak<Conn>>>>);
-
-/// One connection: a second handle on its socket (so that shutting it can never reach a socket
-/// that reused a closed descriptor) and how many of its requests are running.
-#[derive(Debug)]
-struct Conn {
-    socket: std::net::TcpStream,
-    running: AtomicUsize,
-}
-
-/// One running request on a [`Conn`], for as long as it lives.
-struct Busy(Arc<Conn>);
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Conn {
-    fn busy(self: &Arc<Self>) -> Busy {
-        self.running.fetch_add(1, Ordering::Relaxed);
-        Busy(self.clone())
-    }
-}
-
-impl Held {
-    /// Tracks the connection on `tcp`; the returned handle lives in the connection's data.
-    fn track(&self, tcp: &actix_web::rt::net::TcpStream) -> Option<Arc<Conn>> {
-        use std::os::fd::AsFd;
-        let socket = std::net::TcpStream::from(tcp.as_fd().try_clone_to_owned().ok()?);
-        let conn = Arc::new(Conn {
-            socket,
-            running: AtomicUsize::new(0),
-        });
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        all.retain(|c| c.strong_count() > 0);
-        all.push(Arc::downgrade(&conn));
-        Some(conn)
-    }
-
-    /// Shuts the reading side of every open connection with no request running.
-    fn close_idle(&self) {
-        let all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for conn in all.iter().filter_map(Weak::upgrade) {
-            if conn.running.load(Ordering::Relaxed) == 0 {
-                let _ = conn.socket.shutdown(std::net::Shutdown::Read);
-            }
-        }
-    }
 }
 
 /// The TCP socket under a connection actix-web hands `on_connect`: plaintext or TLS.

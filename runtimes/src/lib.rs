@@ -105,6 +105,8 @@ mod hyper_loop;
 
 mod dispatch;
 pub mod hello;
+#[cfg(any(feature = "actix", feature = "xitca"))]
+mod idle;
 pub mod inprocess;
 
 /// How long in-flight requests may run after a shutdown begins.

@@ -27,7 +27,7 @@
 //!
 //! The drain: the listening socket is shut and every HTTP/1.1 answer from then on closes its
 //! connection ([`crate::drain_listener`]); when the drain ends the connections with no request
-//! running are closed ([`Held`]: xitca-http sends no GOAWAY on a stop, it has no way to be told, and
+//! running are closed ([`Held`](crate::idle::Held): xitca-http sends no GOAWAY on a stop, it has no way to be told, and
 //! xitca-server's graceful stop waits for every connection), then xitca-server's graceful stop gives
 //! the rest the grace.
 //!
@@ -37,8 +37,8 @@
 use std::convert::Infallible;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -62,6 +62,7 @@ use xitca_web::service::ready::ReadyService;
 use xitca_web::service::{Service, ServiceExt};
 use xitca_web::{App, WebContext};
 
+use crate::idle::{Conn, Held};
 use crate::{Mount, Runtime, Shutdown, GRACE};
 
 /// The registry's entry.
@@ -579,62 +580,6 @@ impl Accepted for (xitca_io::net::TcpStream, std::net::SocketAddr) {
 tokio::task_local! {
     /// The connection a request came on (set around each connection's task).
     static CONNECTION: Arc<Conn>;
-}
-
-/// The connections open, to close the idle ones when the drain ends: xitca-http sends no GOAWAY
-/// on a stop and xitca-server's graceful stop waits for every connection, so an HTTP/2 client (or
-/// an HTTP/1.1 one between requests) holding an idle connection would hold the stop to the grace.
-/// The kit shuts the idle connection's reading side, which xitca-http's dispatchers take as the
-/// client's end, and which the client sees as the connection closing. A request still running
-/// keeps its connection until it is answered (within the grace). The same as actix-web's.
-#[derive(Default, Clone)]
-struct Held(Arc<Mutex<Vec<Weak<Conn>>>>);
-
-/// One connection: a second handle on its socket (so that shutting it can never reach a socket
-/// that reused a closed descriptor) and how many of its requests are running.
-struct Conn {
-    socket: socket2::Socket,
-    running: AtomicUsize,
-}
-
-/// One running request on a [`Conn`], for as long as it lives.
-struct Busy(Arc<Conn>);
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Conn {
-    fn busy(self: &Arc<Self>) -> Busy {
-        self.running.fetch_add(1, Ordering::Relaxed);
-        Busy(self.clone())
-    }
-}
-
-impl Held {
-    /// Tracks the connection on `socket`, for as long as the returned handle lives.
-    fn track(&self, socket: BorrowedFd<'_>) -> Option<Arc<Conn>> {
-        let conn = Arc::new(Conn {
-            socket: socket2::Socket::from(socket.try_clone_to_owned().ok()?),
-            running: AtomicUsize::new(0),
-        });
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        all.retain(|c| c.strong_count() > 0);
-        all.push(Arc::downgrade(&conn));
-        Some(conn)
-    }
-
-    /// Shuts the reading side of every open connection with no request running.
-    fn close_idle(&self) {
-        let all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for conn in all.iter().filter_map(Weak::upgrade) {
-            if conn.running.load(Ordering::Relaxed) == 0 {
-                let _ = conn.socket.shutdown(std::net::Shutdown::Read);
-            }
-        }
-    }
 }
 
 impl<S: ReadyService> ReadyService for Gated<S> {
