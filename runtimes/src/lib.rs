@@ -422,8 +422,8 @@ where
 content_type_values!(http::HeaderValue);
 
 /// The kit's request from an `http` 1 request's raw path (the kit takes the path parameters from
-/// it), query and headers (every hyper-based runtime and xitca-web use these types).
-#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+/// it), query and headers (every hyper-based runtime uses these types).
+#[cfg(feature = "hyper-loop")]
 fn request_from(
     path: &str,
     query: Option<&str>,
@@ -442,16 +442,16 @@ fn request_from(
 }
 
 /// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once.
-#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+#[cfg(feature = "hyper-loop")]
 const BUDGET: http::HeaderName =
     http::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
-#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+#[cfg(feature = "hyper-loop")]
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// A header's value as text, if present and ASCII.
-#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+#[cfg(feature = "hyper-loop")]
 fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<String> {
     headers
         .get(name)
@@ -460,8 +460,8 @@ fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) -> Option<Str
 }
 
 /// The `Content-Length` a request announced, if any and well-formed.
-#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
-#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp, xitca) read it
+#[cfg(feature = "hyper-loop")]
+#[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp) read it
 fn content_length(headers: &http::HeaderMap) -> Option<u64> {
     headers
         .get(http::header::CONTENT_LENGTH)

@@ -47,7 +47,7 @@ use brigade_kit::limits::{
     RUNTIME_MAX_HEADER_BYTES,
 };
 use brigade_kit::rules::{self, Admitted, Refused};
-use brigade_kit::{ApiError, AppHandle, Method, Reply};
+use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use xitca_http::config::{HttpServiceConfig, DEFAULT_WRITE_BUF_LIMIT};
 use xitca_http::util::service::router::{PathGen, RouteGen, RouterMapErr};
@@ -201,47 +201,100 @@ impl<'r> Service<WebContext<'r>> for EndpointService {
             let reply = app.unmatched(req.method().as_str(), req.uri().path());
             return Ok(respond(&mut ctx, reply));
         };
-        let body = match self.body(&mut ctx).await {
-            Ok(b) => b,
-            Err(e) => return Ok(respond(&mut ctx, app.refused(route, e))),
+        let head = Head::read(req.headers());
+        let length = head
+            .length
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        // RFC 9112: an HTTP/1.1 request with neither a length nor a transfer coding has no body
+        // (xitca-http hands an `Upgrade` request the rest of the connection as its body); an
+        // HTTP/2 one has none when its stream ended with its head.
+        let bodiless = if req.version() < Version::HTTP_2 {
+            length == Some(0) || (length.is_none() && !head.coded)
+        } else {
+            ctx.body().is_end_stream()
         };
-        // The path as it came (xitca-router's parameters are its raw segments too): the kit takes
-        // the parameters from it.
-        let req = ctx.req();
-        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
+        let (content_type, traceparent, budget) = (
+            text(head.content_type),
+            text(head.traceparent),
+            text(head.budget),
+        );
+        let body = if bodiless {
+            Bytes::new()
+        } else {
+            // xitca's body is not `Send` (it shares the connection with its dispatcher), so a
+            // refused one is drained here, before the 413: the client, still sending, then reads
+            // the answer. Boxed: the reader's state would otherwise weigh on every request's
+            // future, moved whole into xitca-web's boxed route call.
+            let body = Chunks(std::mem::take(ctx.body_get_mut()));
+            let timeout = self.limits.body_read_timeout;
+            match Box::pin(read_body_draining_here(body, length, self.limit, timeout)).await {
+                Ok(b) => b,
+                Err(e) => return Ok(respond(&mut ctx, app.refused(route, e))),
+            }
+        };
+        let uri = ctx.req().uri();
+        // The path as it came (xitca-router's parameters are its raw segments too): the kit
+        // takes the parameters from it.
+        let request = brigade_kit::Request {
+            path: uri.path().to_owned(),
+            params: Vec::new(),
+            query: uri.query().map(str::to_owned),
+            content_type,
+            body,
+            traceparent,
+            budget,
+        };
         let reply = app.call(route, request).await;
         Ok(respond(&mut ctx, reply))
     }
 }
 
-impl EndpointService {
-    /// The request's body through the kit's reader, the endpoint's limit at most.
-    async fn body(&self, ctx: &mut WebContext<'_>) -> Result<Bytes, ApiError> {
-        let req = ctx.req();
-        let length = crate::content_length(req.headers());
-        // RFC 9112: an HTTP/1.1 request with neither a length nor a transfer coding has no body
-        // (xitca-http hands an `Upgrade` request the rest of the connection as its body); an
-        // HTTP/2 one has none when its stream ended with its head.
-        let none = if req.version() < Version::HTTP_2 {
-            length == Some(0)
-                || (length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
-        } else {
-            ctx.body().is_end_stream()
-        };
-        if none {
-            return Ok(Bytes::new());
+/// The W3C trace context header, parsed once.
+const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
+/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]).
+const BUDGET: header::HeaderName =
+    header::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
+
+/// What the kit reads of a request's headers, taken in one walk over them: a lookup by name
+/// hashes the name, and five lookups cost more than one walk over a request's few headers.
+#[derive(Default)]
+struct Head<'a> {
+    content_type: Option<&'a HeaderValue>,
+    length: Option<&'a HeaderValue>,
+    /// A `Transfer-Encoding` came (the house rules have refused any but one `chunked`).
+    coded: bool,
+    traceparent: Option<&'a HeaderValue>,
+    budget: Option<&'a HeaderValue>,
+}
+
+impl<'a> Head<'a> {
+    /// The first value of each (as a lookup by name gives it).
+    fn read(headers: &'a header::HeaderMap) -> Head<'a> {
+        let mut head = Head::default();
+        for (name, value) in headers {
+            let slot = if name == header::CONTENT_TYPE {
+                &mut head.content_type
+            } else if name == header::CONTENT_LENGTH {
+                &mut head.length
+            } else if name == header::TRANSFER_ENCODING {
+                head.coded = true;
+                continue;
+            } else if name == TRACEPARENT {
+                &mut head.traceparent
+            } else if name == BUDGET {
+                &mut head.budget
+            } else {
+                continue;
+            };
+            slot.get_or_insert(value);
         }
-        // xitca's body is not `Send` (it shares the connection with its dispatcher), so a refused
-        // one is drained here, before the 413: the client, still sending, then reads the answer.
-        let body = std::mem::take(ctx.body_get_mut());
-        read_body_draining_here(
-            Chunks(body),
-            length,
-            self.limit,
-            self.limits.body_read_timeout,
-        )
-        .await
+        head
     }
+}
+
+/// A header's value as text, if present and ASCII.
+fn text(value: Option<&HeaderValue>) -> Option<String> {
+    value.and_then(|v| v.to_str().ok()).map(str::to_owned)
 }
 
 /// A request body's data frames as a stream (trailers are skipped), for the kit's reader.
@@ -329,7 +382,13 @@ where
                 return Ok(closing(res, refused.close));
             }
         };
-        if let Some(path) = rules::normalize_path(ctx.req().uri().path()) {
+        let path = ctx.req().uri().path();
+        // (Only a path with an escape can change: most have none.)
+        if let Some(path) = path
+            .contains('%')
+            .then(|| rules::normalize_path(path))
+            .flatten()
+        {
             // `/he%61lth` routes as `/health` on every runtime (xitca-router matches the raw path).
             let query = ctx
                 .req()
