@@ -441,13 +441,14 @@ fn request_from(
     }
 }
 
-/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once.
-#[cfg(feature = "hyper-loop")]
+/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]), parsed once (every
+/// runtime on `http` 1's types: the hyper-based ones and xitca-web).
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 const BUDGET: http::HeaderName =
     http::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
 
 /// The W3C trace context header, parsed once (a lookup by `&str` parses the name on every request).
-#[cfg(feature = "hyper-loop")]
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
 const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// A header's value as text, if present and ASCII.

@@ -249,12 +249,6 @@ impl<'r> Service<WebContext<'r>> for EndpointService {
     }
 }
 
-/// The W3C trace context header, parsed once.
-const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
-/// The caller's budget header ([`brigade_kit::deadline::BUDGET_HEADER`]).
-const BUDGET: header::HeaderName =
-    header::HeaderName::from_static(brigade_kit::deadline::BUDGET_HEADER);
-
 /// What the kit reads of a request's headers, taken in one walk over them: a lookup by name
 /// hashes the name, and five lookups cost more than one walk over a request's few headers.
 #[derive(Default)]
@@ -279,9 +273,9 @@ impl<'a> Head<'a> {
             } else if name == header::TRANSFER_ENCODING {
                 head.coded = true;
                 continue;
-            } else if name == TRACEPARENT {
+            } else if name == crate::TRACEPARENT {
                 &mut head.traceparent
-            } else if name == BUDGET {
+            } else if name == crate::BUDGET {
                 &mut head.budget
             } else {
                 continue;

@@ -83,18 +83,22 @@ impl ParamSlots {
     /// `/` in the value and never a segment break, `+` stays `+`, and an escape that is not two
     /// hex digits stays as it is (as in the WHATWG URL standard).
     pub fn take(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
-        let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
-        if segments.len() != self.segments {
+        // Two walks over the path and no list of its segments: this runs on every request to a
+        // route with parameters.
+        let path = path.strip_prefix('/').unwrap_or(path);
+        if path.split('/').count() != self.segments {
             return Err(ParamError::Shape);
         }
-        self.slots
-            .iter()
-            .map(|&(i, name)| {
-                let value = percent_encoding::percent_decode_str(segments[i])
+        let mut slots = self.slots.iter().peekable();
+        let mut params = Vec::with_capacity(self.slots.len());
+        for (i, segment) in path.split('/').enumerate() {
+            if let Some(&(_, name)) = slots.next_if(|(at, _)| *at == i) {
+                let value = percent_encoding::percent_decode_str(segment)
                     .decode_utf8()
                     .map_err(|_| ParamError::NotUtf8(name))?;
-                Ok((name.to_string(), value.into_owned()))
-            })
-            .collect()
+                params.push((name.to_string(), value.into_owned()));
+            }
+        }
+        Ok(params)
     }
 }
