@@ -148,8 +148,9 @@ pub struct LimitArgs {
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
     /// Protocols on a plaintext listener: h1 (HTTP/1.1), h2c (HTTP/2 by prior knowledge) or auto
-    /// (both on one port); under TLS only auto, as ALPN chooses (h2, http/1.1) [default: h1;
-    /// auto under TLS]
+    /// (both on one port); under TLS auto, as ALPN chooses (h2, http/1.1), or h3: HTTP/3 over QUIC
+    /// on the same port number (UDP) beside it, on the runtimes that offer it [default: h1; auto
+    /// under TLS]
     #[arg(long, value_name = "PROTOCOL")]
     pub protocol: Option<ServeProtocol>,
     /// HTTP/2: streams a client may have open at once on a connection [default: 200]
@@ -208,6 +209,11 @@ impl LimitArgs {
                  runtime, so the protocol is auto (a client that offers only http/1.1 gets \
                  HTTP/1.1)"
             )),
+            Some(ServeProtocol::H3) if !tls.on() => Err(
+                "--protocol h3: QUIC is always TLS 1.3, add --tls-self-signed or \
+                 --tls-cert/--tls-key"
+                    .into(),
+            ),
             _ => Ok(self.limits().under_tls(tls)),
         }
     }
@@ -338,7 +344,11 @@ mod tests {
             (l.protocol, l.tls),
             (ServeProtocol::Auto, TlsMode::SelfSigned)
         );
-        assert!(parse(&["--protocol", "h3"]).is_err());
+        let h3 = parse(&["--protocol", "h3"]).unwrap();
+        assert!(h3.limits.limits_under(TlsMode::Off).is_err());
+        let l = h3.limits.limits_under(TlsMode::SelfSigned).unwrap();
+        assert_eq!(l.protocol, ServeProtocol::H3);
+        assert!(parse(&["--protocol", "h4"]).is_err());
         assert!(parse(&["--tls-cert", "c.pem"]).is_err());
         assert!(parse(&["--h2-initial-connection-window", "100"]).is_err());
     }

@@ -190,6 +190,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         .limits_under(tls_settings.mode())
         .map_err(anyhow::Error::msg)?;
     limits.validate()?;
+    runtime.check_protocol(&limits)?;
     let workers = args
         .workers
         .unwrap_or_else(brigade_runtimes::available_cores)

@@ -294,6 +294,8 @@ pub(crate) fn run_config(
             (None, ServeProtocol::H2c | ServeProtocol::Auto) => {
                 server.listen_auto_h2c(listener.socket)?
             }
+            // (`Runtime::check_protocol` refuses h3 before this; h3 without TLS never validates.)
+            (None, ServeProtocol::H3) => anyhow::bail!(crate::H3_NOT_OFFERED),
         }
         .run();
         let handle = server.handle();

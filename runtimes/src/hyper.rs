@@ -10,10 +10,11 @@ use brigade_kit::{AppHandle, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyDataStream, Full};
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use hyper::service::service_fn;
 
 use crate::hello::HELLO_TYPE;
+use crate::hyper_loop::RequestBody;
 use crate::{Mount, Runtime, Shutdown};
 
 /// The registry's entry.
@@ -41,7 +42,7 @@ fn respond(reply: Reply) -> Response<Full<Bytes>> {
 async fn handle(
     app: Arc<dyn AppHandle>,
     limits: ServerLimits,
-    req: http::Request<Incoming>,
+    req: http::Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
     let routed = match crate::dispatch::route(&*app, parts.method.as_str(), parts.uri.path()) {
@@ -91,7 +92,7 @@ pub(crate) fn run_service<H, F>(
     shutdown: Shutdown,
 ) -> anyhow::Result<()>
 where
-    H: Fn(http::Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    H: Fn(http::Request<RequestBody>) -> F + Clone + Send + Sync + 'static,
     F: std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
 {
     let service = service_fn(handler);
@@ -105,7 +106,7 @@ fn hello(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let hello = |req: http::Request<Incoming>| async move {
+    let hello = |req: http::Request<RequestBody>| async move {
         let mut resp = Response::new(Full::new(Bytes::from_static(
             crate::hello::HELLO.as_bytes(),
         )));

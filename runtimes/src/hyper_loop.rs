@@ -46,11 +46,59 @@ use crate::{run_on_tokio, Listener, Shutdown};
 /// The error type hyper's builders hand back.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+mod quic;
+
+/// A request's body as the runtime's service sees it: hyper's own over HTTP/1.1 and HTTP/2, the
+/// request stream's over HTTP/3 ([`quic`]). One type for both, so a runtime's service is one value
+/// whatever the protocol (the adapters name this type where they named hyper's `Incoming`); on
+/// hyper's path it costs a match per body poll.
+pub(crate) enum RequestBody {
+    /// HTTP/1.1 or HTTP/2: hyper's body.
+    Http(Incoming),
+    /// HTTP/3: the request stream's receiving half.
+    Quic(quic::QuicBody),
+}
+
+impl From<Incoming> for RequestBody {
+    fn from(body: Incoming) -> RequestBody {
+        RequestBody::Http(body)
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            RequestBody::Http(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
+            RequestBody::Quic(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RequestBody::Http(body) => body.is_end_stream(),
+            RequestBody::Quic(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match self {
+            RequestBody::Http(body) => body.size_hint(),
+            RequestBody::Quic(body) => body.size_hint(),
+        }
+    }
+}
+
 /// A runtime's service as the loop serves it: what hyper's builders ask of a service run on a
 /// connection task of its own (its answers' body, its error and its future sendable), named once.
 pub(crate) trait Served:
     Service<
-        Request<Incoming>,
+        Request<RequestBody>,
         Response = Response<Self::Answer>,
         Error: Into<BoxError> + Send + 'static,
         Future: Send + 'static,
@@ -63,7 +111,7 @@ pub(crate) trait Served:
 
 impl<S, B> Served for S
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S: Service<Request<RequestBody>, Response = Response<B>> + Send + 'static,
     S::Error: Into<BoxError> + Send + 'static,
     S::Future: Send + 'static,
     B: Body<Data = Bytes> + Send + 'static,
@@ -149,16 +197,17 @@ where
     }
 }
 
-impl<S, B> Service<Request<Incoming>> for Guard<S>
+impl<S, B, In> Service<Request<In>> for Guard<S>
 where
-    S: Service<Request<Incoming>, Response = Response<B>>,
+    S: Service<Request<RequestBody>, Response = Response<B>>,
     B: Body,
+    In: Into<RequestBody>,
 {
     type Response = Guarded<B>;
     type Error = S::Error;
     type Future = EitherFuture<Ready<Result<Guarded<B>, S::Error>>, Answer<S::Future>>;
 
-    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: Request<In>) -> Self::Future {
         let target = req.uri().path_and_query().map_or("", |p| p.as_str());
         let headers = || {
             req.headers()
@@ -197,7 +246,7 @@ where
             *req.method_mut() = Method::GET;
         }
         EitherFuture::Right(Answer {
-            inner: self.inner.call(req),
+            inner: self.inner.call(req.map(Into::into)),
             admitted,
             bodiless: head && http2,
         })
@@ -327,6 +376,8 @@ impl Speaks {
             ServeProtocol::H1 => Speaks::Http1,
             ServeProtocol::H2c => Speaks::Http2,
             ServeProtocol::Auto => Speaks::Either,
+            // (h3 is served under TLS only, ALPN choosing on TCP: never reached.)
+            ServeProtocol::H3 => Speaks::Either,
         }
     }
 
@@ -352,16 +403,33 @@ pub(crate) fn serve<M, S>(
     shutdown: Shutdown,
 ) -> anyhow::Result<()>
 where
-    M: Fn() -> S + Send + 'static,
+    M: Fn() -> S + Send + Sync + 'static,
     S: Served,
 {
     let limits = *limits;
     let Listener { socket, tls } = listener;
+    let make = Arc::new(make);
     run_on_tokio(workers, shutdown.clone(), async move {
         let listener = tokio::net::TcpListener::from_std(socket)?;
         let builders = Arc::new(Builders::new(&limits));
-        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         let gate = ConnectionGate::new(limits.max_connections);
+        // `--protocol h3`: QUIC on the same port number, beside TLS on TCP ([`quic`]), one
+        // connection count for both.
+        let quic = match (&tls, limits.protocol) {
+            (Some(tls), ServeProtocol::H3) => {
+                let endpoint = quic::endpoint(listener.local_addr()?, tls, &limits)?;
+                let serving = quic::serve(
+                    endpoint,
+                    make.clone(),
+                    limits,
+                    gate.clone(),
+                    shutdown.clone(),
+                );
+                Some(tokio::spawn(serving))
+            }
+            _ => None,
+        };
+        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         let graceful = GracefulShutdown::new();
         let draining = Arc::new(AtomicBool::new(false));
         let stop = shutdown.wait();
@@ -397,7 +465,7 @@ where
                 continue;
             };
             let guard = Guard {
-                inner: make(),
+                inner: (*make)(),
                 limits,
                 draining: draining.clone(),
             };
@@ -419,6 +487,9 @@ where
         draining.store(true, Ordering::Relaxed);
         crate::drain(|| gate.open()).await;
         graceful.shutdown().await;
+        if let Some(quic) = quic {
+            let _ = quic.await;
+        }
         Ok(())
     })
 }

@@ -337,7 +337,56 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
+/// What a runtime without HTTP/3 answers `--protocol h3` with (scripts and tests look for it).
+pub const H3_NOT_OFFERED: &str = "h3 not offered by this runtime";
+
 impl Runtime {
+    /// The HTTP/3 stack that serves `--protocol h3` on this runtime, with the versions this build
+    /// resolved, or None where it offers no h3. The runtimes on hyper are served by one loop
+    /// (`hyper_loop`), whose QUIC half serves them all alike: `h3 0.0.8 + h3-quinn 0.0.10 on quinn
+    /// 0.11.9`, each request handed to the runtime's own service as over HTTP/2.
+    pub fn h3_stack(&self) -> Option<String> {
+        if !self.crates.contains(&"hyper") || !cfg!(feature = "hyper-loop") {
+            return None;
+        }
+        let v = |c: &str| locked_version(c).unwrap_or("(version unknown)");
+        Some(format!(
+            "h3 {} + h3-quinn {} on quinn {}",
+            v("h3"),
+            v("h3-quinn"),
+            v("quinn")
+        ))
+    }
+
+    /// Whether it can serve `protocol` (every runtime serves h1, h2c and auto; h3 where
+    /// [`Runtime::h3_stack`] names a stack).
+    pub fn offers(&self, protocol: brigade_kit::limits::ServeProtocol) -> bool {
+        protocol != brigade_kit::limits::ServeProtocol::H3 || self.h3_stack().is_some()
+    }
+
+    /// Refuses limits whose protocol this runtime cannot serve, before anything is bound or
+    /// announced: `--protocol h3` on a runtime without HTTP/3 is an error, never HTTP/2 in its place.
+    pub fn check_protocol(&self, limits: &ServerLimits) -> anyhow::Result<()> {
+        if self.offers(limits.protocol) {
+            return Ok(());
+        }
+        let offering: Vec<&str> = RUNTIMES
+            .iter()
+            .filter(|r| r.offers(limits.protocol))
+            .map(|r| r.name)
+            .collect();
+        anyhow::bail!(
+            "--protocol {}: {H3_NOT_OFFERED} ({}); it is offered by: {}",
+            limits.protocol,
+            self.name,
+            if offering.is_empty() {
+                "none compiled in".to_string()
+            } else {
+                offering.join(", ")
+            }
+        )
+    }
+
     /// The crates it is, with the versions this build resolved: `axum 0.8.4 on hyper 1.7.0`.
     pub fn version(&self) -> String {
         let named: Vec<String> = self
@@ -370,6 +419,7 @@ impl Runtime {
         shutdown: Shutdown,
     ) -> anyhow::Result<()> {
         limits.validate()?;
+        self.check_protocol(limits)?;
         let (workers, limits) = (workers.max(1), *limits);
         let threads: Vec<_> = mounts
             .into_iter()

@@ -361,6 +361,8 @@ where
             (Some(tls), _) => listen!(HttpService::new(answers()).rustls((*tls).clone())),
             (None, ServeProtocol::H1) => listen!(HttpService::h1(answers())),
             (None, ServeProtocol::H2c) => listen!(HttpService::h2(answers())),
+            // (`Runtime::check_protocol` refuses h3 before this; h3 without TLS never validates.)
+            (None, ServeProtocol::H3) => anyhow::bail!(crate::H3_NOT_OFFERED),
             (None, ServeProtocol::Auto) => {
                 anyhow::bail!(
                     "ntex cannot serve HTTP/1.1 and h2c on one plaintext port (its HTTP service \

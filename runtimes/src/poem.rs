@@ -12,6 +12,7 @@ use brigade_kit::http::{pattern_segments, Segment};
 use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
+use http_body_util::BodyExt as _;
 use poem::http::{header, StatusCode};
 use poem::{Addr, Endpoint, IntoEndpoint, Response, Route, RouteMethod};
 
@@ -33,16 +34,20 @@ macro_rules! as_service {
     ($ep:expr, $addr:expr) => {{
         let ep = Arc::new($ep.into_endpoint());
         let addr = $addr;
-        hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+        hyper::service::service_fn(move |req: http::Request<crate::hyper_loop::RequestBody>| {
             let (ep, addr) = (ep.clone(), addr.clone());
             async move {
-                let req = (
-                    req,
+                // As poem's `From<(http::Request<Incoming>, ..)>` does, for the loop's body type.
+                let (parts, body) = req.into_parts();
+                let parts = poem::RequestParts::from((
+                    parts,
                     poem::web::LocalAddr(addr.clone()),
                     poem::web::RemoteAddr(addr),
                     poem::http::uri::Scheme::HTTP,
-                );
-                Ok::<_, Infallible>(ep.get_response(req.into()).await.into())
+                ));
+                let body = poem::Body::from(body.map_err(std::io::Error::other).boxed());
+                let req = poem::Request::from_parts(parts, body);
+                Ok::<_, Infallible>(ep.get_response(req).await.into())
             }
         })
     }};

@@ -46,6 +46,20 @@ macro_rules! handlers {
     }};
 }
 
+/// The shared loop's request body as salvo's: hyper's as salvo takes it from its own server, the
+/// HTTP/3 stream's as a boxed body.
+impl From<crate::hyper_loop::RequestBody> for salvo_core::http::ReqBody {
+    fn from(body: crate::hyper_loop::RequestBody) -> salvo_core::http::ReqBody {
+        match body {
+            crate::hyper_loop::RequestBody::Http(incoming) => incoming.into(),
+            quic => salvo_core::http::ReqBody::Boxed {
+                inner: Box::pin(quic),
+                fuse_config: None,
+            },
+        }
+    }
+}
+
 /// The one place a [`Reply`] becomes a salvo response.
 fn respond(reply: Reply, res: &mut SalvoResponse) {
     res.status_code(

@@ -707,6 +707,8 @@ where
     let server = match (listener.tls, limits.protocol) {
         (Some(tls), _) => listen!(factory, HttpServiceBuilder::with_config(config).rustls(tls)),
         (None, ServeProtocol::H1) => listen!(factory, HttpServiceBuilder::with_config(config)),
+        // (`Runtime::check_protocol` refuses h3 before this; h3 without TLS never validates.)
+        (None, ServeProtocol::H3) => anyhow::bail!(crate::H3_NOT_OFFERED),
         (None, ServeProtocol::H2c) => listen!(
             factory.enclosed(Http2Only),
             HttpServiceBuilder::h2().config(config)

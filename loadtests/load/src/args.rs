@@ -2,7 +2,7 @@
 //! describe. The SLO search's runner reads [`LoadArgs`] too, so they live apart from `cli`, which
 //! runs the commands: `cli` → `slo` → `args` → `parse`, never back.
 //!
-//! Protocols: `--protocol h1|h2c|h1-tls|h2-tls` (default `h1`); without `--protocol`, a run whose
+//! Protocols: `--protocol h1|h2c|h1-tls|h2-tls|h3` (default `h1`); without `--protocol`, a run whose
 //! targets include an `https://` URL speaks `h1-tls` (HTTP/1.1 over TLS, the protocol every
 //! HTTPS server speaks); an `https://` target with an explicit plaintext protocol is an error.
 
@@ -107,11 +107,11 @@ pub struct LoadArgs {
     #[arg(long, requires = "fixtures")]
     pub setup_only: bool,
     /// The wire protocol: h1 (plaintext HTTP/1.1), h2c (plaintext HTTP/2, prior knowledge),
-    /// h1-tls or h2-tls (over TLS, ALPN offering only http/1.1 resp. h2) [default: h1, or h1-tls
-    /// when a target is https://]
-    #[arg(long, value_name = "h1|h2c|h1-tls|h2-tls")]
+    /// h1-tls or h2-tls (over TLS, ALPN offering only http/1.1 resp. h2), h3 (HTTP/3 over QUIC on
+    /// the https:// target's port, UDP) [default: h1, or h1-tls when a target is https://]
+    #[arg(long, value_name = "h1|h2c|h1-tls|h2-tls|h3")]
     pub protocol: Option<engine::Protocol>,
-    /// HTTP/2: requests in flight per connection (closed loop: per user; open loop: the schedule
+    /// HTTP/2 and HTTP/3: requests in flight per connection (closed loop: per user; open loop: the schedule
     /// is spread over connections × streams senders)
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub streams: u32,
@@ -280,7 +280,16 @@ mod tests {
         assert_eq!((h2.protocol, h2.streams), (engine::Protocol::H2Tls, 8));
         assert!(h2.tls.insecure && !h2.tls.resumption);
         assert_eq!(h2.tls.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
-        let refused = Cli::try_parse_from(["load", "--protocol", "h3"]);
+        let h3 = config(&[
+            "--target",
+            "https://h:1",
+            "--protocol",
+            "h3",
+            "--streams",
+            "4",
+        ]);
+        assert_eq!((h3.protocol, h3.streams), (engine::Protocol::H3, 4));
+        let refused = Cli::try_parse_from(["load", "--protocol", "h4"]);
         assert!(refused.is_err());
         let half = Cli::try_parse_from(["load", "--tls-client-cert", "c.pem"]);
         assert!(half.is_err(), "a client certificate needs its key");

@@ -1,8 +1,8 @@
 //! What the generator speaks to a target: the [`Protocol`] (HTTP/1.1 or HTTP/2, plaintext or over
-//! TLS) and the [`TlsClient`] settings of the TLS ones (which certificates to trust, a client
+//! TLS, or HTTP/3 over QUIC) and the [`TlsClient`] settings of the TLS ones (which certificates to trust, a client
 //! certificate for mutual TLS, session resumption). Both travel in [`crate::engine::LoadConfig`] and
 //! the protocol in every result; the connections themselves are built in `engine::conn` (HTTP/1.1,
-//! TLS) and `engine::conn::http2`. Its own module, below the engine and the result, so the JSON
+//! TLS), `engine::conn::http2` and `engine::conn::http3`. Its own module, below the engine and the result, so the JSON
 //! contract names the protocol without importing the engine.
 
 use std::fmt;
@@ -27,20 +27,34 @@ pub enum Protocol {
     /// HTTP/2 over TLS, ALPN offering only `h2`.
     #[serde(rename = "h2-tls")]
     H2Tls,
+    /// HTTP/3 over QUIC (UDP, TLS 1.3), ALPN offering only `h3`; no 0-RTT.
+    #[serde(rename = "h3")]
+    H3,
 }
 
 impl Protocol {
     /// Every protocol, in the order the CLI lists them.
-    pub const ALL: [Protocol; 4] = [
+    pub const ALL: [Protocol; 5] = [
         Protocol::H1,
         Protocol::H2c,
         Protocol::H1Tls,
         Protocol::H2Tls,
+        Protocol::H3,
     ];
 
-    /// Whether it runs over TLS.
+    /// Whether it runs over TLS (QUIC's TLS 1.3 included).
     pub fn tls(self) -> bool {
-        matches!(self, Protocol::H1Tls | Protocol::H2Tls)
+        matches!(self, Protocol::H1Tls | Protocol::H2Tls | Protocol::H3)
+    }
+
+    /// Whether it runs over QUIC (UDP) rather than TCP.
+    pub fn quic(self) -> bool {
+        self == Protocol::H3
+    }
+
+    /// Whether one connection carries many requests at once (HTTP/2's and HTTP/3's streams).
+    pub fn multiplexed(self) -> bool {
+        matches!(self, Protocol::H2c | Protocol::H2Tls | Protocol::H3)
     }
 
     /// Whether it speaks HTTP/2.
@@ -48,13 +62,14 @@ impl Protocol {
         matches!(self, Protocol::H2c | Protocol::H2Tls)
     }
 
-    /// Its name on the command line and in results: `h1`, `h2c`, `h1-tls`, `h2-tls`.
+    /// Its name on the command line and in results: `h1`, `h2c`, `h1-tls`, `h2-tls`, `h3`.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::H1 => "h1",
             Protocol::H2c => "h2c",
             Protocol::H1Tls => "h1-tls",
             Protocol::H2Tls => "h2-tls",
+            Protocol::H3 => "h3",
         }
     }
 
@@ -63,6 +78,7 @@ impl Protocol {
         match self {
             Protocol::H1Tls => Some(b"http/1.1"),
             Protocol::H2Tls => Some(b"h2"),
+            Protocol::H3 => Some(b"h3"),
             Protocol::H1 | Protocol::H2c => None,
         }
     }
@@ -81,7 +97,7 @@ impl FromStr for Protocol {
         Protocol::ALL
             .into_iter()
             .find(|p| p.name() == text.trim())
-            .ok_or_else(|| format!("{text:?} is not a protocol (h1, h2c, h1-tls, h2-tls)"))
+            .ok_or_else(|| format!("{text:?} is not a protocol (h1, h2c, h1-tls, h2-tls, h3)"))
     }
 }
 
@@ -129,6 +145,7 @@ mod tests {
         assert!(Protocol::H2Tls.tls() && Protocol::H2Tls.http2());
         assert!(!Protocol::H2c.tls() && Protocol::H2c.http2());
         assert!(Protocol::H1Tls.tls() && !Protocol::H1Tls.http2());
-        assert!("h3".parse::<Protocol>().is_err());
+        assert!(Protocol::H3.tls() && Protocol::H3.multiplexed() && !Protocol::H3.http2());
+        assert!("h4".parse::<Protocol>().is_err());
     }
 }

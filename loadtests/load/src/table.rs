@@ -23,7 +23,7 @@ pub fn grouped(n: u64) -> String {
 fn write_protocol(out: &mut String, result: &LoadResult) {
     let s = &result.settings;
     if s.protocol != crate::protocol::Protocol::H1 {
-        let streams = if s.protocol.http2() {
+        let streams = if s.protocol.multiplexed() {
             format!(", {} stream(s) per connection", s.streams)
         } else {
             String::new()

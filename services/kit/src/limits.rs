@@ -64,12 +64,21 @@ pub enum ServeProtocol {
     /// HTTP/1.1 and HTTP/2 by prior knowledge on one port, told apart by the connection's first
     /// bytes; under TLS, the ALPN list ([`crate::tls::ALPN`]) chooses.
     Auto,
+    /// HTTP/3 over QUIC (UDP, TLS 1.3, ALPN `h3`) on the listener's port number, beside the TLS
+    /// listener on TCP (ALPN h2 then http/1.1, as `auto` under TLS), so a client without QUIC and
+    /// the services' peer calls still reach it. Needs TLS; 0-RTT is off (a replayed request could
+    /// repeat a write). Only the runtimes that offer it serve it; the others refuse it at start.
+    H3,
 }
 
 impl ServeProtocol {
     /// Every protocol setting, as `--protocol` names them.
-    pub const ALL: [ServeProtocol; 3] =
-        [ServeProtocol::H1, ServeProtocol::H2c, ServeProtocol::Auto];
+    pub const ALL: [ServeProtocol; 4] = [
+        ServeProtocol::H1,
+        ServeProtocol::H2c,
+        ServeProtocol::Auto,
+        ServeProtocol::H3,
+    ];
 
     /// Its name on the command line.
     pub fn as_str(self) -> &'static str {
@@ -77,6 +86,7 @@ impl ServeProtocol {
             ServeProtocol::H1 => "h1",
             ServeProtocol::H2c => "h2c",
             ServeProtocol::Auto => "auto",
+            ServeProtocol::H3 => "h3",
         }
     }
 }
@@ -94,7 +104,7 @@ impl std::str::FromStr for ServeProtocol {
         ServeProtocol::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("{s:?} is not a protocol: h1, h2c or auto"))
+            .ok_or_else(|| format!("{s:?} is not a protocol: h1, h2c, auto or h3"))
     }
 }
 
@@ -197,6 +207,13 @@ impl ServerLimits {
                 "an HTTP/2 window is at most {window_max} bytes (RFC 9113 §6.5.2)"
             )));
         }
+        if self.protocol == ServeProtocol::H3 && !self.tls.on() {
+            return Err(LimitsError(
+                "h3 runs over QUIC, which is always TLS 1.3: add --tls-self-signed or \
+                 --tls-cert/--tls-key"
+                    .into(),
+            ));
+        }
         if (self.http2.initial_connection_window as usize) < 65_535 {
             return Err(LimitsError(
                 "the HTTP/2 connection window is at least 65535 bytes (RFC 9113 §6.9.2)".into(),
@@ -206,10 +223,10 @@ impl ServerLimits {
     }
 
     /// These limits on a server whose TLS is `tls`: under TLS the protocol is `auto`, as ALPN
-    /// chooses between h2 and http/1.1 on every runtime.
+    /// chooses between h2 and http/1.1 on every runtime (`h3` stays: it adds QUIC beside that).
     pub fn under_tls(mut self, tls: TlsMode) -> ServerLimits {
         self.tls = tls;
-        if tls.on() {
+        if tls.on() && self.protocol != ServeProtocol::H3 {
             self.protocol = ServeProtocol::Auto;
         }
         self
@@ -305,16 +322,34 @@ impl ServerLimits {
             } else {
                 ""
             };
-            return write!(
+            write!(
                 f,
                 "TLS 1.3/1.2 (rustls, ring), {cert}{mutual}, ALPN h2 then http/1.1; \
                  handshake within the header read limit; {http2}"
-            );
+            )?;
+            if self.protocol == ServeProtocol::H3 {
+                // The same settings, as QUIC transport parameters (docs/reliability.md).
+                write!(
+                    f,
+                    "; HTTP/3 over QUIC on the same port (UDP, TLS 1.3, ALPN h3, 0-RTT off): \
+                     at most {} streams a connection, windows {} a stream and {} a connection, \
+                     header section at most {} bytes, idle {}, handshake within the header \
+                     read limit",
+                    h2.max_concurrent_streams,
+                    h2.initial_stream_window,
+                    h2.initial_connection_window,
+                    h2.max_header_list_bytes,
+                    secs(self.keep_alive_timeout)
+                )?;
+            }
+            return Ok(());
         }
         match self.protocol {
             ServeProtocol::H1 => f.write_str("HTTP/1.1"),
             ServeProtocol::H2c => write!(f, "h2c (HTTP/2 by prior knowledge); {http2}"),
             ServeProtocol::Auto => write!(f, "HTTP/1.1 and h2c on one port; {http2}"),
+            // (Refused by `validate`: QUIC is always TLS.)
+            ServeProtocol::H3 => f.write_str("h3 without TLS (refused)"),
         }
     }
 }

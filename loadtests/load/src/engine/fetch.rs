@@ -71,7 +71,7 @@ fn scheme(protocol: Protocol) -> &'static str {
 /// `req` on a fresh connection, not kept alive.
 async fn one_exchange(dialer: &Dialer, target: &Target, req: &RenderedRequest) -> Result<Exchange> {
     let mut count = WireCount::default();
-    if dialer.protocol.http2() {
+    if dialer.protocol.multiplexed() {
         let request = http2::build(target, req, dialer.protocol.tls())?;
         let mut stream = Http2Stream::new(Default::default());
         return Ok(http2::exchange(

@@ -277,9 +277,9 @@ fn check_config(config: &LoadConfig) -> Result<()> {
     if config.streams == 0 {
         bail!("--streams must be at least 1");
     }
-    if config.streams > 1 && !config.protocol.http2() {
+    if config.streams > 1 && !config.protocol.multiplexed() {
         bail!(
-            "--streams {} needs HTTP/2 (--protocol h2c or h2-tls): an HTTP/1.1 connection carries one request at a time",
+            "--streams {} needs HTTP/2 or HTTP/3 (--protocol h2c, h2-tls or h3): an HTTP/1.1 connection carries one request at a time",
             config.streams
         );
     }
@@ -678,7 +678,7 @@ fn prepare_requests(
         .requests()
         .iter()
         .map(|spec| (spec, spec.literal()));
-    if config.protocol.http2() {
+    if config.protocol.multiplexed() {
         let built = literal
             .map(|(spec, req)| {
                 let req = req?;
@@ -716,7 +716,11 @@ fn check_tls(config: &LoadConfig, targets: &[Target]) -> Result<Option<Arc<rustl
         if target.server_name.is_none() {
             conn::tls::server_name(target)?;
         }
-        runtime.block_on(conn::tls::probe(&tls, config.protocol, target))?;
+        if config.protocol.quic() {
+            runtime.block_on(conn::http3::probe(&tls, target))?;
+        } else {
+            runtime.block_on(conn::tls::probe(&tls, config.protocol, target))?;
+        }
     }
     Ok(Some(tls))
 }

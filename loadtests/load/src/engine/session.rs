@@ -149,7 +149,7 @@ impl<'a> Session<'a> {
             spacing: Default::default(),
         })?;
         let started = Instant::now();
-        let ex = if self.dialer.protocol.http2() {
+        let ex = if self.dialer.protocol.multiplexed() {
             self.exchange_http2(spec.service, &req).await?
         } else {
             self.exchange_http1(spec.service, &req).await

@@ -179,7 +179,7 @@ impl Client {
 
 /// A user's (paced connection's) HTTP/2 connections, one per service (none for HTTP/1.1).
 fn shared_connections(shared: &Shared) -> Vec<Arc<SharedConnection>> {
-    if !shared.protocol.http2() {
+    if !shared.protocol.multiplexed() {
         return Vec::new();
     }
     (0..shared.targets.len()).map(|_| Arc::default()).collect()
@@ -368,7 +368,7 @@ impl Local {
         i: usize,
         measured: bool,
     ) -> (Verdict, WireCount, bool) {
-        let (ex, count) = if self.shared.protocol.http2() {
+        let (ex, count) = if self.shared.protocol.multiplexed() {
             self.exchange_http2(client, start, i).await
         } else {
             self.exchange_http1(client, start, i).await

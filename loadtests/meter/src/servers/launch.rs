@@ -284,12 +284,15 @@ pub struct ServerSpec {
 
 /// The serve flags a server needs to be measured over `protocol`: none for plaintext HTTP/1.1,
 /// `--protocol h2c` for HTTP/2 by prior knowledge, and `--tls-self-signed` for both TLS protocols
-/// (the server offers `h2, http/1.1` by ALPN; the generator's offer picks one).
+/// (the server offers `h2, http/1.1` by ALPN; the generator's offer picks one), and
+/// `--protocol h3 --tls-self-signed` for HTTP/3 (QUIC on the same port number, beside TLS on TCP).
 pub fn serve_protocol_args(protocol: Protocol) -> &'static [&'static str] {
     match protocol {
         Protocol::H1 => &[],
         Protocol::H2c => &["--protocol", "h2c"],
         Protocol::H1Tls | Protocol::H2Tls => &["--tls-self-signed"],
+        // QUIC beside TLS on TCP: the runtimes without h3 refuse it at start.
+        Protocol::H3 => &["--protocol", "h3", "--tls-self-signed"],
     }
 }
 

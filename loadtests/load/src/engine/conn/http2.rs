@@ -42,13 +42,60 @@ pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 /// The window the whole connection advertises: 4 MiB.
 pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
 
-/// An open HTTP/2 connection: a handle to send on and the counter of its socket.
+/// An open HTTP/2 connection (or HTTP/3, [`super::http3`]): a handle to send on and the counter
+/// of its socket.
 #[derive(Clone)]
 struct Http2Conn {
     /// Which connection of its [`SharedConnection`] this is.
     generation: u64,
-    send: SendRequest<Bytes>,
+    send: Sender,
     counter: Arc<WireCounter>,
+}
+
+/// What a connection sends requests with.
+#[derive(Clone)]
+enum Sender {
+    /// HTTP/2: the `h2` crate's handle.
+    Http2(SendRequest<Bytes>),
+    /// HTTP/3: the `h3` crate's handle and the QUIC connection under it.
+    Http3(super::http3::SendRequest, quinn::Connection),
+}
+
+impl Http2Conn {
+    /// What its socket carried since the last take: `(sent, received)`.
+    fn take(&self) -> (u64, u64) {
+        match &self.send {
+            Sender::Http2(_) => self.counter.take(),
+            Sender::Http3(_, quic) => {
+                let stats = quic.stats();
+                self.counter
+                    .take_totals(stats.udp_tx.bytes, stats.udp_rx.bytes)
+            }
+        }
+    }
+}
+
+/// Why an exchange on a multiplexed connection failed.
+enum MuxError {
+    Http2(h2::Error),
+    Http3(h3::error::StreamError),
+}
+
+impl MuxError {
+    fn failure(&self) -> Failure {
+        match self {
+            MuxError::Http2(e) => classify(e),
+            MuxError::Http3(e) => super::http3::classify(e),
+        }
+    }
+
+    /// Whether only the stream failed, the connection still usable.
+    fn keeps_connection(&self) -> bool {
+        match self {
+            MuxError::Http2(e) => e.is_reset(),
+            MuxError::Http3(e) => super::http3::keeps_connection(e),
+        }
+    }
 }
 
 /// The HTTP/2 connection the streams of one user (or paced connection) share for one service.
@@ -119,7 +166,7 @@ impl Http2Stream {
     /// Adds the bytes counted on this handle's connection since the last take to `count`.
     fn take_count(&self, count: &mut WireCount) {
         if let Some(conn) = &self.cached {
-            let (sent, received) = conn.counter.take();
+            let (sent, received) = conn.take();
             count.sent += sent;
             count.received += received;
         }
@@ -141,6 +188,16 @@ async fn open(
     generation: u64,
 ) -> Result<(Http2Conn, Option<Handshake>), Failure> {
     let counter = Arc::new(WireCounter::default());
+    if dialer.protocol.quic() {
+        let quic = dialer.quic.as_ref().ok_or(Failure::Connect)?;
+        let (send, conn, handshake) = super::http3::open(quic, target).await?;
+        let conn = Http2Conn {
+            generation,
+            send: Sender::Http3(send, conn),
+            counter,
+        };
+        return Ok((conn, Some(handshake)));
+    }
     let tcp = Counted::new(dialer.tcp(target).await?, counter.clone());
     let mut builder = h2::client::Builder::new();
     builder
@@ -168,7 +225,7 @@ async fn open(
     Ok((
         Http2Conn {
             generation,
-            send,
+            send: Sender::Http2(send),
             counter,
         },
         handshake,
@@ -198,14 +255,35 @@ pub(crate) async fn exchange(
             Err(f) => return Exchange::failed(f, handshake),
         }
         let conn = stream.cached.as_mut().expect("acquired above");
-        match poll_fn(|cx| conn.send.poll_ready(cx)).await {
-            Ok(()) => break round_trip(&mut conn.send, request, body, want_body).await,
+        let ready = match &mut conn.send {
+            Sender::Http2(send) => poll_fn(|cx| send.poll_ready(cx))
+                .await
+                .map_err(|e| classify(&e)),
+            // Nothing sent yet: a connection already closed is not ready.
+            Sender::Http3(_, quic) => match quic.close_reason() {
+                None => Ok(()),
+                Some(_) => Err(Failure::Reset),
+            },
+        };
+        match ready {
+            Ok(()) => {
+                break match &mut conn.send {
+                    Sender::Http2(send) => round_trip(send, request, body, want_body)
+                        .await
+                        .map_err(MuxError::Http2),
+                    Sender::Http3(send, _) => {
+                        super::http3::round_trip(send, request, body, want_body)
+                            .await
+                            .map_err(MuxError::Http3)
+                    }
+                }
+            }
             // A kept connection the server has since closed is replaced once, silently.
-            Err(e) => {
+            Err(failure) => {
                 stream.take_count(count);
                 stream.retire().await;
                 if retried || !keepalive {
-                    return Exchange::failed(classify(&e), handshake);
+                    return Exchange::failed(failure, handshake);
                 }
                 retried = true;
             }
@@ -222,9 +300,9 @@ pub(crate) async fn exchange(
             handshake,
         },
         Err(e) => {
-            let failure = classify(&e);
+            let failure = e.failure();
             // A reset stream leaves the connection usable; anything else ends it.
-            if !e.is_reset() {
+            if !e.keeps_connection() {
                 stream.retire().await;
             }
             Exchange::failed(failure, handshake)

@@ -10,7 +10,8 @@
 //! The same connection runs over TLS ([`tls`]) for `h1-tls`: the stream is an enum of a plain
 //! socket and a TLS one, so the plaintext path pays one match per read and write and nothing
 //! else; under TLS the bytes are counted below rustls, on the socket, so TLS records count.
-//! HTTP/2 (`h2c`, `h2-tls`) is in [`http2`].
+//! HTTP/2 (`h2c`, `h2-tls`) is in [`http2`], HTTP/3 (`h3`, over QUIC) in [`http3`], on the same
+//! shared-connection machinery.
 //!
 //! Hyper's client did the same work with more machinery (a request and a response object per
 //! exchange, a dispatcher between them, header maps): on `GET /bench/hello` that cost about a
@@ -24,6 +25,7 @@ mod encode;
 mod failure;
 mod head;
 pub(crate) mod http2;
+pub(crate) mod http3;
 mod target;
 pub(crate) mod tls;
 
@@ -54,6 +56,9 @@ pub(crate) struct Dialer {
     /// The run's protocol.
     pub(crate) protocol: Protocol,
     pub(crate) tls: Option<TlsConnector>,
+    /// `h3`: the thread's QUIC client (None for the TCP protocols, or when the run's TLS client
+    /// cannot speak QUIC, which the run's start reports).
+    pub(crate) quic: Option<http3::QuicDialer>,
 }
 
 impl std::fmt::Debug for Dialer {
@@ -70,6 +75,7 @@ impl Dialer {
         Dialer {
             protocol: Protocol::H1,
             tls: None,
+            quic: None,
         }
     }
 
@@ -80,11 +86,15 @@ impl Dialer {
         tls: Option<&rustls::ClientConfig>,
         resume: bool,
     ) -> Dialer {
+        let quic = tls
+            .filter(|_| protocol.quic())
+            .and_then(|c| http3::QuicDialer::new(tls::thread_config(c, resume)).ok());
         Dialer {
             protocol,
             tls: tls
-                .filter(|_| protocol.tls())
+                .filter(|_| protocol.tls() && !protocol.quic())
                 .map(|c| tls::thread_connector(c, resume)),
+            quic,
         }
     }
 

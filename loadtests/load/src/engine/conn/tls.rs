@@ -50,6 +50,15 @@ pub(crate) struct WireCounter {
 }
 
 impl WireCounter {
+    /// Hands over what was carried since the last take, from running totals kept elsewhere
+    /// (a QUIC connection's): `(sent, received)`; the counter keeps the totals it last saw.
+    pub(crate) fn take_totals(&self, sent: u64, received: u64) -> (u64, u64) {
+        (
+            sent.saturating_sub(self.sent.swap(sent, Ordering::Relaxed)),
+            received.saturating_sub(self.received.swap(received, Ordering::Relaxed)),
+        )
+    }
+
     /// Hands over what was counted since the last take: `(sent, received)`.
     pub(crate) fn take(&self) -> (u64, u64) {
         (
@@ -190,9 +199,14 @@ pub(crate) fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<
 
 /// A connector for one generator thread: `base` with a session cache of its own.
 pub(crate) fn thread_connector(base: &ClientConfig, resume: bool) -> TlsConnector {
+    TlsConnector::from(thread_config(base, resume))
+}
+
+/// `base` with a session cache of its own (one generator thread's).
+pub(crate) fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
     let mut config = base.clone();
     config.resumption = resumption(resume);
-    TlsConnector::from(Arc::new(config))
+    Arc::new(config)
 }
 
 fn resumption(on: bool) -> Resumption {
