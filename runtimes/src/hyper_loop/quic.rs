@@ -19,8 +19,10 @@
 //! `net.core.rmem_max`/`wmem_max`; the sizes it gave are logged), with quinn's segmentation offload
 //! (GSO) and receive offload (GRO) where the kernel has them. 0-RTT is off: the TLS configuration's
 //! early data is 0, so a replayed request cannot repeat a write. The drain: no new connection, a
-//! GOAWAY on each open one (requests in flight finish), each connection closed once its last
-//! request is answered, and whatever is left closed with `H3_NO_ERROR` when the drain ends.
+//! GOAWAY on each open one (requests in flight finish), each connection closed (`H3_NO_ERROR`)
+//! once its last request is answered — a QUIC client that went away without closing would
+//! otherwise hold the drain to its end, as no FIN tells of it — and whatever is left closed when
+//! the drain ends.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -214,16 +216,19 @@ async fn serve_connection<M, S>(
     let draining = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop = shutdown.wait();
     tokio::pin!(stop);
-    let mut goaway_sent = false;
+    // The requests in flight, so that a drained connection closes once they are answered rather
+    // than when its client (or the idle timer) closes it.
+    let mut requests = tokio::task::JoinSet::new();
     loop {
+        while requests.try_join_next().is_some() {}
         let accepted = tokio::select! {
             accepted = conn.accept() => accepted,
-            _ = &mut stop, if !goaway_sent => {
-                // GOAWAY: the requests already taken finish, no new one is taken; `accept`
-                // answers None once the last is done.
-                goaway_sent = true;
+            _ = &mut stop => {
+                // GOAWAY: the requests already taken finish, no new one is taken (a stream the
+                // client opened after the last one taken is refused by it, RFC 9114 §5.2).
                 let _ = conn.shutdown(0).await;
-                continue;
+                while requests.join_next().await.is_some() {}
+                break;
             }
         };
         match accepted {
@@ -233,7 +238,7 @@ async fn serve_connection<M, S>(
                     limits,
                     draining: draining.clone(),
                 };
-                tokio::spawn(serve_request(resolver, guard));
+                requests.spawn(serve_request(resolver, guard));
             }
             Ok(None) => break,
             Err(e) => {

@@ -47,7 +47,9 @@ pub fn get(
         .build()
         .context("Failed to build the probe's runtime")?;
     let exchanged = runtime.block_on(async {
-        tokio::time::timeout(timeout, one_exchange(&dialer, &target, &req)).await
+        let exchanged = tokio::time::timeout(timeout, one_exchange(&dialer, &target, &req)).await;
+        dialer.close().await;
+        exchanged
     });
     let ex = match exchanged {
         Ok(ex) => ex?,

@@ -755,7 +755,9 @@ fn send_setup(
         .context("Failed to build the setup runtime")?;
     let mut session = session::Session::with_targets(scenario, targets, timeout, seq, Some(seed))
         .dialing(dialer.clone());
-    runtime.block_on(session.fixtures())
+    let fixtures = runtime.block_on(session.fixtures());
+    runtime.block_on(dialer.close());
+    fixtures
 }
 
 /// The live progress bar.

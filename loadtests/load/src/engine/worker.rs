@@ -227,6 +227,7 @@ pub(crate) fn thread_main(
         }
     });
     drop(set);
+    runtime.block_on(local.dialer.close());
     let routes = std::mem::take(&mut *local.stats.borrow_mut());
     let seconds = std::mem::take(&mut *local.seconds.borrow_mut());
     let handshakes = std::mem::take(&mut *local.handshakes.borrow_mut());

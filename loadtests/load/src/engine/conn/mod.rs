@@ -98,6 +98,14 @@ impl Dialer {
         }
     }
 
+    /// Ends what the dialer opened that outlives its tasks: its QUIC connections (see
+    /// [`http3::QuicDialer::close`]); nothing for TCP, whose sockets close when dropped.
+    pub(crate) async fn close(&self) {
+        if let Some(quic) = &self.quic {
+            quic.close().await;
+        }
+    }
+
     /// Opens a TCP connection, no delay.
     pub(crate) async fn tcp(&self, target: &Target) -> Result<TcpStream, Failure> {
         let stream = TcpStream::connect(target.addr)
