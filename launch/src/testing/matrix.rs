@@ -7,7 +7,8 @@
 /// Generates, in the calling module, one module per runtime compiled into `brigade-launch` (named as
 /// the runtime: `axum`, `hyper`, ...), each with one test per store compiled into `brigade-kit`
 /// (`passes_on_the_memory_store`, `passes_on_the_embedded_store`, ...) and one per other protocol
-/// on the memory store (`passes_over_h2c`, `passes_over_h1_tls`, `passes_over_h2_tls`) that runs
+/// on the memory store (`passes_over_h2c`, `passes_over_h1_tls`, `passes_over_h2_tls`,
+/// `passes_over_h3_or_refuses_it`: h3 where the runtime offers it, else its refusal) that runs
 /// `suite(deployment)` on a fresh [`Deployment`](crate::testing::Deployment) of `services`; the
 /// suite talks through the deployment's own client, which speaks its protocol:
 ///
@@ -58,6 +59,17 @@ macro_rules! __matrix_runtime {
                     stringify!($runtime),
                     $crate::testing::StoreKind::Memory,
                     $crate::testing::Wire::H1Tls,
+                    $suite,
+                );
+            }
+
+            // HTTP/3 where the runtime offers it; where it does not, its refusal at start.
+            #[test]
+            fn passes_over_h3_or_refuses_it() {
+                $crate::testing::run_case_over_h3(
+                    $services,
+                    stringify!($runtime),
+                    $crate::testing::StoreKind::Memory,
                     $suite,
                 );
             }

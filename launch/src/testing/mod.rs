@@ -119,14 +119,19 @@ impl Deployment {
             self_signed: wire.tls(),
             ..Default::default()
         };
-        if wire == Wire::H2c {
-            limits.protocol = ServeProtocol::H2c;
+        match wire {
+            Wire::H2c => limits.protocol = ServeProtocol::H2c,
+            Wire::H3 => limits.protocol = ServeProtocol::H3,
+            _ => {}
         }
         let limits = limits.under_tls(settings.mode());
         let tls = settings.load()?;
         let peer_transport = PeerTransport::of_server(&limits, tls.as_ref())?;
         let rt = brigade_runtimes::find(runtime)
             .with_context(|| format!("runtime {runtime} is not compiled in"))?;
+        // A protocol the runtime does not offer (h3 on actix-web) is refused here, as
+        // `brigade serve` refuses it, before anything is bound.
+        rt.check_protocol(&limits)?;
         let dir = tempfile::tempdir()?;
         let all: Vec<_> = services.iter().cloned().collect();
         let any = Some("127.0.0.1:0".parse()?);
@@ -349,6 +354,34 @@ where
     Fut: Future<Output = ()>,
 {
     run_case_over(services, runtime, store, Wire::H1, suite)
+}
+
+/// [`run_case_over`] over HTTP/3 where `runtime` offers it; where it does not, checks that it
+/// refuses to start with the reason ([`brigade_runtimes::H3_NOT_OFFERED`]) rather than serving
+/// something else.
+pub fn run_case_over_h3<F, Fut>(services: Services, runtime: &str, store: StoreKind, suite: F)
+where
+    F: FnOnce(Deployment) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let rt = brigade_runtimes::find(runtime).expect("a compiled-in runtime");
+    if rt.offers(ServeProtocol::H3) {
+        return run_case_over(services, runtime, store, Wire::H3, suite);
+    }
+    let refused = Deployment::start_over(
+        &services,
+        runtime,
+        store,
+        None,
+        ServerLimits::default(),
+        Wire::H3,
+    )
+    .map(|_| ())
+    .expect_err("a runtime without h3 refuses --protocol h3");
+    assert!(
+        format!("{refused:#}").contains(brigade_runtimes::H3_NOT_OFFERED),
+        "{runtime} refuses h3 with the reason: {refused:#}"
+    );
 }
 
 /// [`run_case`] with every service and the suite's client speaking `wire`.

@@ -205,7 +205,7 @@ pub(crate) fn https_connector(
 
 /// A client configuration that trusts no server: what a peer client without TLS settings holds
 /// (an `https://` peer then fails to connect, a 503, rather than being trusted blindly).
-fn refusing_client() -> rustls::ClientConfig {
+pub(crate) fn refusing_client() -> rustls::ClientConfig {
     rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")

@@ -1,6 +1,7 @@
 //! A small black-box HTTP client for conformance checks: keep-alive connections, a timeout per
 //! request, and answers whose error bodies can be asserted in one call ([`Answer::expect`]). It
-//! speaks any of the four protocols ([`Wire`]), so the same checks run over each.
+//! speaks any of the five protocols ([`Wire`]), so the same checks run over each (HTTP/3 through
+//! [`super::http3`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-/// The protocol a test client speaks: the generator's four, by the same names.
+/// The protocol a test client speaks: the generator's five, by the same names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Wire {
     /// HTTP/1.1 in plaintext.
@@ -24,25 +25,28 @@ pub enum Wire {
     H1Tls,
     /// HTTP/2 over TLS (ALPN `h2`).
     H2Tls,
+    /// HTTP/3 over QUIC (ALPN `h3`), on the runtimes that offer it.
+    H3,
 }
 
 impl Wire {
-    /// All four, plaintext HTTP/1.1 first.
-    pub const ALL: [Wire; 4] = [Wire::H1, Wire::H2c, Wire::H1Tls, Wire::H2Tls];
+    /// All five, plaintext HTTP/1.1 first.
+    pub const ALL: [Wire; 5] = [Wire::H1, Wire::H2c, Wire::H1Tls, Wire::H2Tls, Wire::H3];
 
-    /// Its name (`h1`, `h2c`, `h1-tls`, `h2-tls`).
+    /// Its name (`h1`, `h2c`, `h1-tls`, `h2-tls`, `h3`).
     pub fn as_str(self) -> &'static str {
         match self {
             Wire::H1 => "h1",
             Wire::H2c => "h2c",
             Wire::H1Tls => "h1-tls",
             Wire::H2Tls => "h2-tls",
+            Wire::H3 => "h3",
         }
     }
 
-    /// Whether it runs over TLS.
+    /// Whether it runs over TLS (QUIC's included).
     pub fn tls(self) -> bool {
-        matches!(self, Wire::H1Tls | Wire::H2Tls)
+        matches!(self, Wire::H1Tls | Wire::H2Tls | Wire::H3)
     }
 
     /// Whether it is HTTP/2.
@@ -128,6 +132,8 @@ impl Answer {
 #[derive(Clone)]
 pub struct TestClient {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// HTTP/3: the QUIC client every request goes through instead of `client`.
+    quic: Option<super::http3::QuicClient>,
 }
 
 impl std::fmt::Debug for TestClient {
@@ -152,7 +158,8 @@ impl TestClient {
         let client = Client::builder(TokioExecutor::new())
             .http2_only(wire.http2())
             .build(connector);
-        TestClient { client }
+        let quic = (wire == Wire::H3).then(|| super::http3::QuicClient::new(tls.as_ref()));
+        TestClient { client, quic }
     }
 }
 
@@ -168,6 +175,17 @@ impl TestClient {
         let mut req = hyper::Request::builder().method(method).uri(url);
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
+        }
+        if let Some(quic) = &self.quic {
+            let req = req.body(body.into()).map_err(|e| e.to_string())?;
+            let (status, content_type, body) = quic.send(req).await?;
+            let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            return Ok(Answer {
+                status,
+                content_type,
+                json,
+                body,
+            });
         }
         let req = req
             .body(Full::new(body.into()))

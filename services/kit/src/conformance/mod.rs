@@ -14,6 +14,7 @@
 
 mod client;
 pub mod errors;
+mod http3;
 pub mod observe;
 mod races;
 pub mod standard;

@@ -144,11 +144,20 @@ pub(crate) async fn round_trip(
     want_body: bool,
 ) -> Result<(u16, Option<Bytes>), h3::error::StreamError> {
     let mut stream = send.send_request(request.clone()).await?;
-    if !body.is_empty() {
-        stream.send_data(body.clone()).await?;
-    }
-    stream.finish().await?;
-    let response = stream.recv_response().await?;
+    // A server may answer before the request's end and stop reading (STOP_SENDING, RFC 9114
+    // §4.1.1: an early 413, a 404 that reads no body): the answer counts, not the send.
+    let sent = if body.is_empty() {
+        stream.finish().await
+    } else {
+        match stream.send_data(body.clone()).await {
+            Ok(()) => stream.finish().await,
+            Err(e) => Err(e),
+        }
+    };
+    let response = match stream.recv_response().await {
+        Ok(response) => response,
+        Err(e) => return Err(sent.err().unwrap_or(e)),
+    };
     let status = response.status().as_u16();
     let mut kept = want_body.then(Vec::new);
     while let Some(mut chunk) = stream.recv_data().await? {
