@@ -9,8 +9,10 @@
 //!   at the HTTP/2 header-list backstop; a request head must arrive within the header read limit;
 //! - body: the adapters' own reads (size and read time), as on every protocol;
 //! - handshake: within the header read limit, as a TLS handshake on TCP;
-//! - idle: QUIC's idle timeout is the keep-alive limit (a connection with no packet for that long
-//!   is gone, the handshake included);
+//! - idle: the keep-alive limit between requests, kept by each connection's loop (no request in
+//!   flight for that long: GOAWAY, then closed); QUIC's own idle timeout (no packet at all, the
+//!   handshake included) is a backstop at twice the longest of the kit's timers, as a request
+//!   that is slow to answer sends no packet;
 //! - streams: the HTTP/2 stream limit as QUIC's concurrent bidirectional streams, the HTTP/2
 //!   windows as QUIC's stream and connection receive windows;
 //! - connections: the same gate as TCP's (one count for both), a QUIC connection past it refused.
@@ -103,13 +105,23 @@ fn server_config(tls: &TlsConfig, limits: &ServerLimits) -> anyhow::Result<quinn
         .max_concurrent_bidi_streams(h2.max_concurrent_streams.into())
         .stream_receive_window(h2.initial_stream_window.into())
         .receive_window(h2.initial_connection_window.into())
-        .max_idle_timeout(Some(quinn::IdleTimeout::try_from(
-            limits.keep_alive_timeout,
-        )?))
+        .max_idle_timeout(Some(quinn::IdleTimeout::try_from(quic_idle(limits))?))
         .enable_segmentation_offload(true);
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
     Ok(config)
+}
+
+/// QUIC's idle timeout: no packet at all for this long and the connection is gone (a peer gone
+/// silently, which no FIN tells of). Twice the longest of the kit's timers, so that it never
+/// cuts a request a timer is still timing (a stalled body gets its 408 first); the keep-alive
+/// limit between requests is kept by the connection's loop.
+fn quic_idle(limits: &ServerLimits) -> Duration {
+    let longest = limits
+        .header_read_timeout
+        .max(limits.keep_alive_timeout)
+        .max(limits.body_read_timeout);
+    longest * 2
 }
 
 /// A UDP socket bound to `addr` with its buffers sized ([`UDP_BUFFER`]).
@@ -219,10 +231,24 @@ async fn serve_connection<M, S>(
     // The requests in flight, so that a drained connection closes once they are answered rather
     // than when its client (or the idle timer) closes it.
     let mut requests = tokio::task::JoinSet::new();
+    // The keep-alive limit, kept here as hyper keeps it on TCP: armed while no request is in
+    // flight (QUIC's own idle timer counts packets, and a slow request sends none).
+    let idle = tokio::time::sleep(limits.keep_alive_timeout);
+    tokio::pin!(idle);
     loop {
-        while requests.try_join_next().is_some() {}
         let accepted = tokio::select! {
             accepted = conn.accept() => accepted,
+            Some(_) = requests.join_next(), if !requests.is_empty() => {
+                if requests.is_empty() {
+                    idle.as_mut().reset(tokio::time::Instant::now() + limits.keep_alive_timeout);
+                }
+                continue;
+            }
+            _ = &mut idle, if requests.is_empty() => {
+                // Idle past the keep-alive limit: GOAWAY, then closed.
+                let _ = conn.shutdown(0).await;
+                break;
+            }
             _ = &mut stop => {
                 // GOAWAY: the requests already taken finish, no new one is taken (a stream the
                 // client opened after the last one taken is refused by it, RFC 9114 §5.2).

@@ -333,13 +333,12 @@ impl ServerLimits {
                     f,
                     "; HTTP/3 over QUIC on the same port (UDP, TLS 1.3, ALPN h3, 0-RTT off): \
                      at most {} streams a connection, windows {} a stream and {} a connection, \
-                     header section at most {} bytes, idle {}, handshake within the header \
-                     read limit",
+                     header section at most {} bytes, keep-alive as on TCP, handshake within \
+                     the header read limit",
                     h2.max_concurrent_streams,
                     h2.initial_stream_window,
                     h2.initial_connection_window,
                     h2.max_header_list_bytes,
-                    secs(self.keep_alive_timeout)
                 )?;
             }
             return Ok(());

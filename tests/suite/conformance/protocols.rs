@@ -4,8 +4,11 @@
 //! over h2c and h2-tls, raw `h2` streams get the kit's JSON 431 for a head over the count, a JSON
 //! 413 for an announced oversized body, `HEAD` without a body, a 408 (or the stream reset) for a
 //! body that stops half way (slowloris on a stream), and a client that opens every stream it may
-//! and never reads its answers holds only its own connection: a fresh one is still answered. Counts
-//! and outcomes, not timings: every wait is a watch several times the limit it checks.
+//! and never reads its answers holds only its own connection: a fresh one is still answered. Over
+//! h3, on the runtimes that offer it, the same stream checks on raw `h3` streams over QUIC, with a
+//! normal load over h3 beside them; and the generator's exact counts over h3 (its own tests' server
+//! speaks TCP only). Counts and outcomes, not timings: every wait is a watch several times the
+//! limit it checks.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -269,6 +272,234 @@ fn check(runtime: &str, wire: Wire) {
     d.shutdown();
 }
 
+/// A QUIC endpoint that trusts the deployment's certificate, offering `h3`.
+fn h3_endpoint(d: &Deployment) -> quinn::Endpoint {
+    let mut config = (*d.tls_client().expect("a TLS deployment")).clone();
+    config.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(config).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    endpoint
+}
+
+type H3Send = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// An HTTP/3 connection to the deployment.
+async fn h3_connect(endpoint: &quinn::Endpoint, addr: SocketAddr) -> H3Send {
+    let quic = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
+    let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic))
+        .await
+        .unwrap();
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    send
+}
+
+/// An answer over HTTP/3: its status and its whole body (a send the server stopped reading
+/// after it answered is no error).
+async fn h3_answer(
+    send: &mut H3Send,
+    req: Request<()>,
+    body: Option<Bytes>,
+) -> Result<(StatusCode, Bytes), h3::error::StreamError> {
+    use bytes::Buf;
+    let mut stream = send.send_request(req).await?;
+    if let Some(b) = body {
+        let _ = stream.send_data(b).await;
+    }
+    let _ = stream.finish().await;
+    let resp = stream.recv_response().await?;
+    let mut all = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await? {
+        all.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
+    }
+    Ok((resp.status(), Bytes::from(all)))
+}
+
+/// The HTTP/2 checks' HTTP/3 twins (see the module documentation), on QUIC streams.
+async fn h3_checks(d: &Deployment, url: &str, addr: SocketAddr, what: &str) {
+    let endpoint = h3_endpoint(d);
+    let mut send = h3_connect(&endpoint, addr).await;
+    let watch = Duration::from_secs(10);
+
+    let mut many = request(Method::GET, url, "/health");
+    for i in 0..9 {
+        many = many.header(format!("x-h{i}"), "v");
+    }
+    let (status, body) = h3_answer(&mut send, many.body(()).unwrap(), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 431, "{what}: 9 headers over 8");
+    assert!(
+        String::from_utf8_lossy(&body).contains("header_fields_too_large"),
+        "{what}: a JSON 431: {body:?}"
+    );
+
+    let head = request(Method::HEAD, url, "/bench/hello").body(()).unwrap();
+    let (status, body) = h3_answer(&mut send, head, None).await.unwrap();
+    assert_eq!(
+        (status.as_u16(), body.len()),
+        (200, 0),
+        "{what}: HEAD has no body"
+    );
+
+    // An announced oversized body: the 413 comes before any of it is sent.
+    let over = request(Method::POST, url, "/bench/bytes")
+        .header("content-type", "application/octet-stream")
+        .header("content-length", (1 << 20) + 1)
+        .body(())
+        .unwrap();
+    let mut stream = send.send_request(over).await.unwrap();
+    let resp = tokio::time::timeout(watch, stream.recv_response())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer to an oversized body"))
+        .unwrap();
+    assert_eq!(
+        resp.status(),
+        413,
+        "{what}: refused from content-length, before the body"
+    );
+    drop(stream);
+
+    // Slowloris on a stream: a tenth of an announced body, then nothing. The stream ends, with
+    // the kit's 408 or a reset, within the watch; the connection still answers others.
+    let stalled = request(Method::POST, url, "/bench/bytes")
+        .header("content-type", "application/octet-stream")
+        .header("content-length", 1000)
+        .body(())
+        .unwrap();
+    let mut stream = send.send_request(stalled).await.unwrap();
+    stream
+        .send_data(Bytes::from(vec![b'x'; 100]))
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(watch, stream.recv_response())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: a stalled body held its stream past the watch"));
+    if let Ok(resp) = ended {
+        assert_eq!(resp.status(), 408, "{what}: a stalled body is a 408");
+    }
+    drop(stream);
+    let health = request(Method::GET, url, "/health").body(()).unwrap();
+    let (status, _) = h3_answer(&mut send, health, None).await.unwrap();
+    assert_eq!(
+        status, 200,
+        "{what}: the connection answers after a stalled stream"
+    );
+
+    // A client that opens streams and never reads them: another connection is answered.
+    let mut greedy = h3_connect(&endpoint, addr).await;
+    let mut unread = Vec::new();
+    for _ in 0..32 {
+        let req = request(Method::GET, url, "/bench/bytes/524288")
+            .body(())
+            .unwrap();
+        match tokio::time::timeout(Duration::from_secs(1), greedy.send_request(req)).await {
+            Ok(Ok(mut stream)) => {
+                let _ = stream.finish().await;
+                unread.push(stream);
+            }
+            _ => break,
+        }
+    }
+    assert!(
+        !unread.is_empty(),
+        "{what}: the greedy client opened streams"
+    );
+    let mut fresh = h3_connect(&endpoint, addr).await;
+    let health = request(Method::GET, url, "/health").body(()).unwrap();
+    let (status, _) = tokio::time::timeout(watch, h3_answer(&mut fresh, health, None))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: a fresh connection waited on a greedy one"))
+        .unwrap();
+    assert_eq!(
+        status, 200,
+        "{what}: a fresh connection is answered beside unread streams"
+    );
+    drop(unread);
+    endpoint.close(0u32.into(), b"");
+}
+
+/// The limits over HTTP/3 where `runtime` offers it (the others' refusal is the conformance
+/// matrix's `passes_over_h3_or_refuses_it`), with a normal load over h3 beside them.
+fn check_h3(runtime: &str) {
+    let offers = brigade_runtimes::find(runtime)
+        .is_some_and(|r| r.offers(brigade_kit::limits::ServeProtocol::H3));
+    if !offers {
+        return;
+    }
+    let what = format!("{runtime} over h3");
+    let (d, url, addr) = start(runtime, Wire::H3);
+    let load = normal_load(&url, Wire::H3);
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    client.block_on(h3_checks(&d, &url, addr, &what));
+    let load = load.join().unwrap();
+    assert!(load.total.requests > 0, "{what}: the normal load ran");
+    assert_eq!(
+        load.total.errors.total(),
+        0,
+        "{what}: the normal load had errors: {:?}",
+        load.total.errors
+    );
+    assert_eq!(
+        load.tls.as_ref().and_then(|t| t.alpn.as_deref()),
+        Some("h3"),
+        "{what}: the generator's handshakes chose h3"
+    );
+    d.shutdown();
+}
+
+/// The generator over h3 (its own tests' server speaks TCP only): closed and open loop, exact
+/// counts, one QUIC handshake per kept connection, as every other protocol.
+#[test]
+fn the_generator_counts_exactly_over_h3_closed_and_open_loop() {
+    let Some(runtime) = brigade_runtimes::RUNTIMES
+        .iter()
+        .find(|r| r.offers(brigade_kit::limits::ServeProtocol::H3))
+    else {
+        return;
+    };
+    let (d, url, _) = start(runtime.name, Wire::H3);
+    let scenario = brigade_load::Registry::new().load("hello").unwrap();
+    let counted = |requests| LoadConfig {
+        targets: [("*".to_owned(), url.clone())].into(),
+        users: Some(2),
+        duration: None,
+        requests: Some(requests),
+        warmup: Duration::ZERO,
+        threads: 1,
+        protocol: Protocol::H3,
+        tls: TlsClient {
+            insecure: true,
+            ..TlsClient::default()
+        },
+        ..LoadConfig::default()
+    };
+    let closed = engine::run(&counted(40), &scenario).unwrap();
+    let t = &closed.total;
+    assert_eq!((t.requests, t.ok), (40, 40), "{:?}", t.errors);
+    assert!(t.bytes_sent > 0 && t.bytes_received > 0);
+    let tls = closed.tls.as_ref().expect("h3 reports its handshakes");
+    assert_eq!(tls.alpn.as_deref(), Some("h3"));
+    assert_eq!(tls.full.count + tls.resumed.count, 2, "{tls:?}");
+    let open = LoadConfig {
+        rate: Some(200.0),
+        connections: 2,
+        users: None,
+        streams: 2,
+        duration: Some(Duration::from_millis(500)),
+        requests: None,
+        ..counted(1)
+    };
+    let paced = engine::run(&open, &scenario).unwrap();
+    let t = &paced.total;
+    assert_eq!((t.requests, t.ok), (100, 100), "{:?}", t.errors);
+    d.shutdown();
+}
+
 macro_rules! one_runtime {
     ($runtime:ident,) => {
         mod $runtime {
@@ -287,6 +518,11 @@ macro_rules! one_runtime {
             #[test]
             fn limits_hold_over_h2_tls() {
                 check(stringify!($runtime), Wire::H2Tls);
+            }
+
+            #[test]
+            fn limits_hold_over_h3_where_offered() {
+                check_h3(stringify!($runtime));
             }
         }
     };

@@ -42,7 +42,9 @@ fn versioned_server(protocol: Protocol) -> (support::TestServer, Arc<Mutex<Vec<S
 #[test]
 fn every_protocol_completes_closed_and_open_loop_runs_with_exact_counts() {
     let mut plain_h1_bytes = 0;
-    for protocol in Protocol::ALL {
+    // (The test server speaks TCP only: h3 is run against Brigade's own servers, with the same
+    // exact counts, in the workspace's tests/suite/conformance/protocols.rs.)
+    for protocol in Protocol::ALL.into_iter().filter(|p| !p.quic()) {
         let (server, versions) = versioned_server(protocol);
         let closed = engine::run(&counted(&server.url(), protocol, 40), &one_route("/p")).unwrap();
         let t = &closed.total;
