@@ -7,7 +7,7 @@
 use brigade_load::engine::{LoadConfig, Protocol, TlsClient};
 use serde::{Deserialize, Serialize};
 
-/// What a measurement's loads speak: the protocol, and HTTP/2's requests in flight per connection.
+/// What a measurement's loads speak: the protocol, and HTTP/2's (or HTTP/3's) requests in flight per connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Wire {
     /// The protocol (`h1` plaintext HTTP/1.1 by default).
@@ -80,7 +80,7 @@ mod tests {
             assert_eq!(config.protocol, protocol);
             assert_eq!(config.tls.insecure, protocol.tls(), "{protocol}");
             assert!(config.tls.resumption, "{protocol}: sessions resumed");
-            let streams = if protocol.http2() { 8 } else { 1 };
+            let streams = if protocol.multiplexed() { 8 } else { 1 };
             assert_eq!(config.streams, streams, "{protocol}");
         }
         let plain = Wire::default().apply(LoadConfig::default());

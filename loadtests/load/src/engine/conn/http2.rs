@@ -401,6 +401,12 @@ mod tests {
     use http::Method;
 
     #[test]
+    fn http3_advertises_the_windows_http2_does() {
+        assert_eq!(super::super::http3::STREAM_WINDOW, STREAM_WINDOW);
+        assert_eq!(super::super::http3::CONNECTION_WINDOW, CONNECTION_WINDOW);
+    }
+
+    #[test]
     fn an_http2_request_takes_its_authority_from_host_and_drops_connection_headers() {
         let target = Target::parse("http://127.0.0.1:9/api").unwrap();
         let req = RenderedRequest {

@@ -20,9 +20,14 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use bytes::{Buf, Bytes};
 
-use super::http2::{CONNECTION_WINDOW, STREAM_WINDOW};
 use super::tls::{Handshake, HandshakeKind};
 use super::{Failure, Target};
+
+/// The window each stream advertises: 1 MiB, as HTTP/2's (`http2::STREAM_WINDOW`, a test holds them
+/// equal; `http2` imports this module, so it is not imported back).
+pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
+/// The window the whole connection advertises: 4 MiB, as HTTP/2's.
+pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
 
 /// The size asked of a generator thread's UDP socket buffers: a burst of answers from many
 /// connections must not overflow the receive queue between two reads.
