@@ -71,6 +71,8 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     crates: &["xitca-web", "xitca-http"],
     threading: "xitca-server, N single-threaded tokio workers per service (the listener's \
                 readiness on one more thread)",
+    engine: crate::TOKIO_EPOLL,
+    variant_of: None,
     serve_one: serve,
     hello,
     memory: Some(memory),

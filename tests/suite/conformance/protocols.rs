@@ -270,23 +270,23 @@ fn check(runtime: &str, wire: Wire) {
 }
 
 macro_rules! one_runtime {
-    ($runtime:ident,) => {
+    ($runtime:ident, $name:literal,) => {
         mod $runtime {
             use super::*;
 
             #[test]
             fn limits_hold_over_h2c() {
-                check(stringify!($runtime), Wire::H2c);
+                check($name, Wire::H2c);
             }
 
             #[test]
             fn limits_hold_over_h1_tls() {
-                check(stringify!($runtime), Wire::H1Tls);
+                check($name, Wire::H1Tls);
             }
 
             #[test]
             fn limits_hold_over_h2_tls() {
-                check(stringify!($runtime), Wire::H2Tls);
+                check($name, Wire::H2Tls);
             }
         }
     };
