@@ -92,9 +92,9 @@ const ACTIX: Who = Who::Only(&["actix"]);
 const NTEX: Who = Who::Only(&["ntex", "ntex-uring"]);
 const NTEX_URING: Who = Who::Only(&["ntex-uring"]);
 const OWN_PARSERS: Who = Who::Only(&["actix", "ntex", "ntex-uring"]);
-const XITCA: Who = Who::Only(&["xitca"]);
+const XITCA: Who = Who::Only(&["xitca", "xitca-uring"]);
 const STRICT_PARSERS: Who = Who::Either(&OWN_PARSERS, &XITCA);
-const ALL_BUT_XITCA: Who = Who::AllBut(&["xitca"]);
+const ALL_BUT_XITCA: Who = Who::AllBut(&["xitca", "xitca-uring"]);
 
 /// Cases whose outcome a runtime's own parser decides before Brigade sees the request, with the
 /// runtimes, how far they differ and why. docs/reliability.md lists the same; the test fails when
