@@ -59,7 +59,13 @@ fn hello(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    run(crate::xitca::hello_app(), listener, workers, limits, shutdown)
+    run(
+        crate::xitca::hello_app(),
+        listener,
+        workers,
+        limits,
+        shutdown,
+    )
 }
 
 /// Serves the application `factory` builds on io_uring workers, with the sibling's limits, gate
@@ -100,23 +106,23 @@ where
             )?
         };
     }
-    let (threads, stop) = match (listener.tls.clone(), limits.protocol) {
-        (Some(tls), _) => workers!(factory.enclosed(
-            HttpServiceBuilder::with_config(config)
-                .rustls(tls)
-                .io_uring()
-        )),
-        (None, ServeProtocol::H1) => {
-            workers!(factory.enclosed(HttpServiceBuilder::with_config(config).io_uring()))
-        }
-        (None, ServeProtocol::H2c) => workers!(factory
-            .enclosed(Http2Only)
-            .enclosed(HttpServiceBuilder::h2().config(config).io_uring())
-            .enclosed(OnTheRing)),
-        (None, ServeProtocol::Auto) => workers!(factory.enclosed(
-            HttpServiceBuilder::with_config(config.peek_protocol()).io_uring()
-        )),
-    };
+    let (threads, stop) =
+        match (listener.tls.clone(), limits.protocol) {
+            (Some(tls), _) => workers!(factory.enclosed(
+                HttpServiceBuilder::with_config(config)
+                    .rustls(tls)
+                    .io_uring()
+            )),
+            (None, ServeProtocol::H1) => {
+                workers!(factory.enclosed(HttpServiceBuilder::with_config(config).io_uring()))
+            }
+            (None, ServeProtocol::H2c) => workers!(factory
+                .enclosed(Http2Only)
+                .enclosed(HttpServiceBuilder::h2().config(config).io_uring())
+                .enclosed(OnTheRing)),
+            (None, ServeProtocol::Auto) => workers!(factory
+                .enclosed(HttpServiceBuilder::with_config(config.peek_protocol()).io_uring())),
+        };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
