@@ -206,8 +206,20 @@ container_cgroup() {
     podman inspect -f '{{.State.CgroupPath}}' "$id"
 }
 
+# Takes runtime $1's stack down with its volumes and up again, healthy: every database (and, on the
+# embedded store, every database file) starts empty, the services create their collections and
+# indexes anew.
+reset_stack() {
+    local runtime="$1"
+    compose "$runtime" down -v >/dev/null 2>&1 || die "compose down -v failed"
+    compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
+        || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
+    wait_healthy "brigade-$runtime" 180
+}
+
 # Item 1 and 2 of the CI check: runtime $1's stack up, every service healthy, each /health naming the
-# runtime, the walkthrough through the published ports, the loadtest service's report, down -v clean.
+# runtime, the walkthrough through the published ports, the loadtest service's report (one run per
+# cell of SCENARIOS x USERS, each on fresh databases), down -v clean.
 stack() {
     local runtime="$1" project="brigade-$1" results out
     podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
@@ -222,18 +234,29 @@ stack() {
     grep -q '"status":"served"' <<<"$out" || die "the walkthrough did not reach served: $out"
     log "walkthrough on $runtime: waiter, table, seat, order, served"
     results="$REPO_ROOT/results"
-    mkdir -p "$results"
-    local before
-    reports() { find "$results" -maxdepth 1 -name "containers-$runtime-*" | sort; }
-    before=$(reports | wc -l)
-    SCENARIOS="${SCENARIOS:-all}" USERS="${USERS:-2}" DURATION="${DURATION:-2s}" WARMUP="${WARMUP:-1s}" \
-        timed "loadtest service ($runtime)" compose "$runtime" --profile load run --rm loadtest >"$CACHE/loadtest-$runtime.log" 2>&1 \
-        || { tail -n 30 "$CACHE/loadtest-$runtime.log" >&2; die "the loadtest service failed"; }
-    out=$(reports | tail -n 1)
-    [[ $(reports | wc -l) -gt $before && -s "$out/report.md" ]] \
-        || die "the loadtest service wrote no report"
-    grep -q 'hits/s' "$out/report.md" || die "$out/report.md has no table"
-    log "loadtest report: $out/report.md"
+    out="$results/containers-$runtime-$(date -u +%Y%m%dT%H%M%SZ)"
+    mkdir -p "$out"
+    # One loadtest run per cell, each on fresh data as on loopback: before every cell (the first
+    # too, after the walkthrough's writes) the stack goes down with its volumes and comes up again,
+    # so no cell reads what another wrote.
+    local scenario users cells=0
+    : >"$CACHE/loadtest-$runtime.log"
+    for scenario in ${SCENARIOS:-all}; do
+        for users in ${USERS:-2}; do
+            timed "fresh databases for $scenario, $users users ($runtime)" reset_stack "$runtime"
+            cells=$((cells + 1))
+            SCENARIOS="$scenario" USERS="$users" DURATION="${DURATION:-2s}" WARMUP="${WARMUP:-1s}" \
+                REPORT_DIR="/results/${out##*/}" \
+                CELL_DATA="every cell starts on fresh databases: before each one the stack went down with its volumes and up again (scripts/containers.sh stack)" \
+                timed "loadtest $scenario, $users users ($runtime)" \
+                compose "$runtime" --profile load run --rm loadtest >>"$CACHE/loadtest-$runtime.log" 2>&1 \
+                || { tail -n 30 "$CACHE/loadtest-$runtime.log" >&2; die "the loadtest service failed"; }
+        done
+    done
+    [[ -s "$out/report.md" ]] || die "the loadtest service wrote no report"
+    [[ $(grep -c "hits/s" "$out/report.md") -ge $cells ]] \
+        || die "$out/report.md has not one table per cell ($cells)"
+    log "loadtest report ($cells cells, each on fresh databases): $out/report.md"
     timed "compose down -v ($runtime)" compose "$runtime" down -v >/dev/null 2>&1
     trap - EXIT
     [[ -z "$(podman ps -a -q --filter "label=io.podman.compose.project=$project")" ]] || die "containers left after down -v"

@@ -51,6 +51,8 @@ pub fn runtimes_listing(services: &Services) -> RuntimesListing {
                 name: r.name.to_string(),
                 version: r.version(),
                 threading: r.threading.to_string(),
+                engine: r.engine.to_string(),
+                variant_of: r.variant_of.map(str::to_string),
             })
             .collect(),
         stores: brigade_kit::store::names()
@@ -62,14 +64,17 @@ pub fn runtimes_listing(services: &Services) -> RuntimesListing {
 }
 
 /// The listing as `runtimes` prints it: one JSON line, or a line per runtime (`name version —
-/// threading`), then `stores: ...` and `services: ...`.
+/// threading; I/O: engine`), then `stores: ...` and `services: ...`.
 fn runtimes_text(listing: &RuntimesListing, json: bool) -> String {
     if json {
         return format!("{}\n", serde_json::to_string(listing).unwrap_or_default());
     }
     let mut out = String::new();
     for r in &listing.runtimes {
-        out.push_str(&format!("{:<6} {} — {}\n", r.name, r.version, r.threading));
+        out.push_str(&format!(
+            "{:<11} {} — {}; I/O: {}\n",
+            r.name, r.version, r.threading, r.engine
+        ));
     }
     out.push_str(&format!("stores: {}\n", listing.stores.join(", ")));
     out.push_str(&format!("services: {}\n", listing.services.join(", ")));
@@ -111,13 +116,15 @@ mod tests {
                 name: "axum".into(),
                 version: "axum 0.8".into(),
                 threading: "tokio".into(),
+                engine: "tokio (epoll)".into(),
+                variant_of: None,
             }],
             stores: vec!["memory".into(), "embedded".into()],
             services: vec!["a".into(), "b".into()],
         };
         assert_eq!(
             runtimes_text(&listing, false),
-            "axum   axum 0.8 — tokio\nstores: memory, embedded\nservices: a, b\n"
+            "axum        axum 0.8 — tokio; I/O: tokio (epoll)\nstores: memory, embedded\nservices: a, b\n"
         );
         let json: RuntimesListing =
             serde_json::from_str(runtimes_text(&listing, true).trim_end()).unwrap();

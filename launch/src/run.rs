@@ -223,6 +223,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         runtime = runtime.name,
         version = %runtime.version(),
         threading = runtime.threading,
+        engine = runtime.engine,
         workers,
         store = %store,
         data_dir = %args.data_dir.display(),

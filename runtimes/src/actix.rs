@@ -39,6 +39,8 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     name: "actix",
     crates: &["actix-web"],
     threading: "actix-web HttpServer, N single-threaded workers per service",
+    engine: crate::TOKIO_EPOLL,
+    variant_of: None,
     serve_one: serve,
     hello,
     memory: None,

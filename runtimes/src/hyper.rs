@@ -22,6 +22,8 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     name: "hyper",
     crates: &["hyper"],
     threading: "tokio multi-thread runtime, N workers per service",
+    engine: crate::TOKIO_EPOLL,
+    variant_of: None,
     serve_one: serve,
     hello,
     memory: Some(memory),

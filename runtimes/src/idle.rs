@@ -39,6 +39,15 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Shuts the connection both ways: its service has ended. On io_uring a receive still in
+    /// flight on the ring (a stalled TLS handshake whose timer fired, say) holds the socket open
+    /// until it completes, which the shut makes it do.
+    pub(crate) fn end(&self) {
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 impl Held {
     /// Tracks the connection on `socket`, for as long as the returned handle lives.
     pub(crate) fn track(&self, socket: BorrowedFd<'_>) -> Option<Arc<Conn>> {

@@ -213,6 +213,9 @@ impl Shutdown {
     }
 }
 
+/// The I/O engine of every runtime on tokio: its reactor, on epoll.
+pub const TOKIO_EPOLL: &str = "tokio (epoll)";
+
 /// A runtime compiled into this binary: one module's `RUNTIME` (see `build.rs`, which derives the
 /// registry from the modules and the feature lines).
 #[derive(Debug)]
@@ -221,6 +224,12 @@ pub struct Runtime {
     pub name: &'static str,
     /// How it uses threads, printed in reports.
     pub threading: &'static str,
+    /// The I/O engine its sockets run on ([`TOKIO_EPOLL`], or io_uring for the `-uring`
+    /// variants), printed in reports.
+    pub engine: &'static str,
+    /// The runtime whose adapter this one is, on another I/O engine (`ntex` for `ntex-uring`):
+    /// compare leaves variants out of its default set (`--runtimes all` takes them).
+    pub variant_of: Option<&'static str>,
     /// The crates it is, the framework first (`["axum", "hyper"]`): its version line names them
     /// with the versions this build resolved.
     crates: &'static [&'static str],

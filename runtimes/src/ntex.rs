@@ -32,6 +32,7 @@ use ntex::http::h2::Http2ServiceConfig;
 use ntex::http::header::{self, HeaderValue};
 use ntex::http::{ConnectionType, HttpService, HttpServiceConfig, StatusCode};
 use ntex::io::Io;
+use ntex::rt::{DefaultRuntime, Runner};
 use ntex::service::{
     chain_factory, IntoServiceFactory, Middleware, Service, ServiceCtx, ServiceFactory,
 };
@@ -47,6 +48,8 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     name: "ntex",
     crates: &["ntex"],
     threading: "ntex server, N single-threaded workers per service",
+    engine: crate::TOKIO_EPOLL,
+    variant_of: None,
     serve_one: serve,
     hello,
     memory: None,
@@ -183,6 +186,18 @@ fn serve(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    serve_on(DefaultRuntime, mount, workers, limits, shutdown)
+}
+
+/// Serves the mount on `runner`'s I/O engine (ntex's default here; io_uring in
+/// [`crate::ntex_uring`]).
+pub(crate) fn serve_on(
+    runner: impl Runner,
+    mount: Mount,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let app = mount.app;
     let routes = configure(app.clone(), limits);
     let copied = *limits;
@@ -207,6 +222,7 @@ fn serve(
         }
     };
     run_app(
+        runner,
         move || {
             App::new()
                 .configure(routes.clone())
@@ -302,8 +318,9 @@ fn shared_config(limits: &ServerLimits) -> ntex::service::cfg::SharedCfgBuilder 
 }
 
 /// Serves the `App` that `make` builds (once per worker) with Brigade's threading, limits and
-/// shutdown (the hand-written hello uses it too).
+/// shutdown, every worker on `runner` (the hand-written hello uses it too).
 fn run_app<F, A, S, B>(
+    runner: impl Runner,
     make: F,
     listener: crate::Listener,
     workers: usize,
@@ -341,7 +358,7 @@ where
             res
         })
     };
-    ntex::rt::System::new("brigade-ntex", ntex::rt::DefaultRuntime).block_on(async move {
+    ntex::rt::System::new("brigade-ntex", runner).block_on(async move {
         let builder = ntex::server::build()
             .workers(workers)
             .backlog(1024)
@@ -388,7 +405,19 @@ fn hello(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    hello_on(DefaultRuntime, listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello on `runner`'s I/O engine.
+pub(crate) fn hello_on(
+    runner: impl Runner,
+    listener: crate::Listener,
+    workers: usize,
+    limits: &ServerLimits,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     run_app(
+        runner,
         || {
             App::new().route(
                 "/bench/hello",

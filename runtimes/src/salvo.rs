@@ -23,6 +23,8 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     name: "salvo",
     crates: &["salvo_core", "hyper"],
     threading: "tokio multi-thread runtime, N workers per service",
+    engine: crate::TOKIO_EPOLL,
+    variant_of: None,
     serve_one: serve,
     hello,
     memory: Some(memory),

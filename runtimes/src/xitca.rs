@@ -71,6 +71,8 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     crates: &["xitca-web", "xitca-http"],
     threading: "xitca-server, N single-threaded tokio workers per service (the listener's \
                 readiness on one more thread)",
+    engine: crate::TOKIO_EPOLL,
+    variant_of: None,
     serve_one: serve,
     hello,
     memory: Some(memory),
@@ -78,11 +80,11 @@ pub(crate) const RUNTIME: Runtime = Runtime {
 
 /// xitca-http's configuration with the kit's backstops: actix-web's fixed 96 headers and 128 KiB
 /// head buffer (the kit's own head limits stay under both and answer a JSON 431 first).
-type Config =
+pub(crate) type Config =
     HttpServiceConfig<RUNTIME_MAX_HEADERS, RUNTIME_MAX_HEADER_BYTES, DEFAULT_WRITE_BUF_LIMIT>;
 
 /// xitca-http's knobs from the kit's limits.
-fn config(limits: &ServerLimits) -> Config {
+pub(crate) fn config(limits: &ServerLimits) -> Config {
     let h2 = &limits.http2;
     HttpServiceConfig::new()
         .max_request_headers::<RUNTIME_MAX_HEADERS>()
@@ -449,7 +451,7 @@ pub(crate) fn app(
 /// drain's end leaves it open, [`Held`]), and `Connection: close` on its HTTP/1.1 answer once the
 /// server drains.
 #[derive(Clone)]
-struct Draining(Arc<AtomicBool>);
+pub(crate) struct Draining(pub(crate) Arc<AtomicBool>);
 
 impl<S, E> Service<Result<S, E>> for Draining {
     type Response = DrainingService<S>;
@@ -464,7 +466,7 @@ impl<S, E> Service<Result<S, E>> for Draining {
 }
 
 /// A service behind [`Draining`].
-struct DrainingService<S> {
+pub(crate) struct DrainingService<S> {
     service: S,
     draining: Arc<AtomicBool>,
 }
@@ -502,9 +504,19 @@ impl<S: ReadyService> ReadyService for DrainingService<S> {
 /// connection past the limit is closed before any byte of it is read; an admitted one holds its
 /// permit until it ends, and is [`Held`] so that the drain can close it when idle.
 #[derive(Clone)]
-struct Gate {
-    gate: ConnectionGate,
-    held: Held,
+pub(crate) struct Gate {
+    pub(crate) gate: ConnectionGate,
+    pub(crate) held: Held,
+}
+
+impl Gate {
+    /// A gate at the limits' connection limit, holding no connection yet.
+    pub(crate) fn new(limits: &ServerLimits) -> Gate {
+        Gate {
+            gate: ConnectionGate::new(limits.max_connections),
+            held: Held::default(),
+        }
+    }
 }
 
 impl<S, E> Service<Result<S, E>> for Gate {
@@ -520,7 +532,7 @@ impl<S, E> Service<Result<S, E>> for Gate {
 }
 
 /// A connection service behind the [`Gate`].
-struct Gated<S> {
+pub(crate) struct Gated<S> {
     service: S,
     gate: Gate,
 }
@@ -542,7 +554,11 @@ where
         // xitca-http answers a connection's requests inside the connection's own task: its
         // requests find their connection there ([`CONNECTION`]).
         let served = match self.gate.held.track(io.socket()) {
-            Some(conn) => CONNECTION.scope(conn, self.service.call(io)).await,
+            Some(conn) => {
+                let served = CONNECTION.scope(conn.clone(), self.service.call(io)).await;
+                conn.end();
+                served
+            }
             None => self.service.call(io).await,
         };
         drop(permit);
@@ -551,7 +567,7 @@ where
 }
 
 /// An accepted connection as xitca-server hands it to a connection service: its socket.
-trait Accepted {
+pub(crate) trait Accepted {
     /// The connection's socket.
     fn socket(&self) -> BorrowedFd<'_>;
 }
@@ -587,7 +603,7 @@ impl<S: ReadyService> ReadyService for Gated<S> {
 /// xitca-http's HTTP/2-only service hands its own body type; xitca-web's `App` takes the body type
 /// all of xitca-http's protocols share: [`Http2Only`] puts the one into the other.
 #[derive(Clone)]
-struct Http2Only;
+pub(crate) struct Http2Only;
 
 impl<S, E> Service<Result<S, E>> for Http2Only {
     type Response = Http2OnlyService<S>;
@@ -599,7 +615,7 @@ impl<S, E> Service<Result<S, E>> for Http2Only {
 }
 
 /// A service behind [`Http2Only`].
-struct Http2OnlyService<S>(S);
+pub(crate) struct Http2OnlyService<S>(S);
 
 impl<S> Service<Request<RequestExt<xitca_http::h2::RequestBody>>> for Http2OnlyService<S>
 where
@@ -677,10 +693,7 @@ where
     B::Error: std::fmt::Debug,
 {
     let limits = *limits;
-    let gate = Gate {
-        gate: ConnectionGate::new(limits.max_connections),
-        held: Held::default(),
-    };
+    let gate = Gate::new(&limits);
     // Set once the server drains: every answer from then on closes its connection.
     let draining = Arc::new(AtomicBool::new(false));
     // The listening socket itself (a second handle on it), to stop listening when the drain
@@ -796,10 +809,7 @@ impl Drop for MemoryConnections {
 /// the server accepts as it accepts a Unix socket.
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let (pairs, accepted) = tokio::sync::mpsc::unbounded_channel();
-    let gate = Gate {
-        gate: ConnectionGate::new(limits.max_connections),
-        held: Held::default(),
-    };
+    let gate = Gate::new(limits);
     let factory = self::app(app, limits)
         .enclosed(HttpServiceBuilder::with_config(config(limits)))
         .enclosed(gate);
@@ -851,13 +861,27 @@ fn hello(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    run(hello_app(), listener, workers, limits, shutdown)
+}
+
+/// The hand-written hello's application: one route, xitca-web's plainest idiom.
+pub(crate) fn hello_app() -> impl Service<
+    Response = impl ReadyService
+                   + Service<
+        xitca_web::http::WebRequest,
+        Response = Response<impl Body<Data = Bytes, Error: std::fmt::Debug> + 'static>,
+        Error = Infallible,
+    > + 'static,
+    Error: std::fmt::Debug + 'static,
+> + Send
+       + Sync
+       + 'static {
     use xitca_web::handler::handler_service;
     use xitca_web::route::get;
-    let app = App::new()
+    App::new()
         .at(
             "/bench/hello",
             get(handler_service(|| async { crate::hello::HELLO })),
         )
-        .finish();
-    run(app, listener, workers, limits, shutdown)
+        .finish()
 }

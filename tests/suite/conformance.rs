@@ -259,10 +259,10 @@ mod limits {
     }
 
     macro_rules! one_runtime {
-        ($runtime:ident,) => {
+        ($runtime:ident, $name:literal,) => {
             #[test]
             fn $runtime() {
-                check(stringify!($runtime));
+                check($name);
             }
         };
     }

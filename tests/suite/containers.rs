@@ -592,7 +592,8 @@ fn keys(v: &Value) -> BTreeSet<String> {
 }
 
 /// CI's podman stack (scripts/containers.sh) runs the users' compose file with this override: it
-/// may swap the databases' image, command and health check, and nothing else.
+/// may swap the databases' image, command and health check, and say so in the loadtest's report,
+/// and nothing else.
 #[test]
 fn the_ferretdb_override_swaps_the_databases_and_nothing_else() {
     let base = compose();
@@ -603,7 +604,19 @@ fn the_ferretdb_override_swaps_the_databases_and_nothing_else() {
         .collect();
     assert_eq!(top, BTreeSet::from(["services".to_owned()]));
     let databases: BTreeSet<String> = SERVICES.iter().map(|s| format!("{s}-db")).collect();
-    assert_eq!(keys(&over["services"]), databases);
+    let mut overridden = databases.clone();
+    overridden.insert("loadtest".to_owned());
+    assert_eq!(keys(&over["services"]), overridden);
+    let loadtest = &over["services"]["loadtest"];
+    assert_eq!(keys(loadtest), BTreeSet::from(["environment".to_owned()]));
+    assert_eq!(
+        keys(&loadtest["environment"]),
+        BTreeSet::from(["BRIGADE_STORE_WORDS".to_owned()])
+    );
+    let words = loadtest["environment"]["BRIGADE_STORE_WORDS"]
+        .as_str()
+        .unwrap();
+    assert!(words.contains("FerretDB"), "{words}");
     for db in &databases {
         let s = &over["services"][db.as_str()];
         assert_eq!(

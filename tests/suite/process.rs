@@ -619,6 +619,85 @@ fn id_of(body: &str) -> String {
 /// on: a `traceparent` sent to tables' seat route shows up on waiter's request line for the waiter
 /// it asked about, one sent to kitchen's `POST /orders` on tables' line for the table it asked about,
 /// and an order sent with none gets a fresh trace id that tables logs too.
+/// Completions posted to every io_uring instance of process `pid` (the `CqTail` of each ring's
+/// `/proc/PID/fdinfo`), and how many rings it holds.
+fn ring_completions(pid: u32) -> (usize, u64) {
+    let (mut rings, mut completions) = (0, 0);
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        let is_ring = std::fs::read_link(fd.path())
+            .is_ok_and(|target| target.to_string_lossy().contains("io_uring"));
+        if !is_ring {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        let tail = info
+            .lines()
+            .find_map(|l| l.strip_prefix("CqTail:"))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(tail) = tail {
+            rings += 1;
+            completions += tail;
+        }
+    }
+    (rings, completions)
+}
+
+/// A runtime whose engine is io_uring serves its connections through its rings (their completion
+/// counters grow by at least one per request served), and one on tokio holds no ring at all: the
+/// engine a report names is the one that ran, whatever cargo's feature unification chose.
+#[test]
+fn every_runtime_serves_on_the_io_engine_it_names() {
+    const REQUESTS: u64 = 200;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut uring = 0;
+    for runtime in brigade_runtimes::RUNTIMES {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(runtime.name, "waiter", dir.path());
+        let url = format!("{}/bench/hello/engine", server.url("waiter"));
+        let pid = server.child.id();
+        // Rings a worker has not made yet count from zero.
+        let (_, before) = ring_completions(pid);
+        rt.block_on(async {
+            let c = TestClient::default();
+            for _ in 0..REQUESTS {
+                c.get(&url).await.expect(200, "hello");
+            }
+        });
+        let (rings, after) = ring_completions(pid);
+        if runtime.engine.starts_with("io_uring") {
+            uring += 1;
+            assert!(
+                rings > 0,
+                "{}: no io_uring instance in the process",
+                runtime.name
+            );
+            assert!(
+                after - before >= REQUESTS,
+                "{}: {REQUESTS} requests served, but its rings completed {} operations",
+                runtime.name,
+                after - before
+            );
+        } else {
+            assert_eq!(
+                rings, 0,
+                "{} names {:?} but holds a ring",
+                runtime.name, runtime.engine
+            );
+        }
+    }
+    assert!(uring >= 1, "no io_uring runtime compiled in");
+}
+
 #[test]
 fn one_trace_id_follows_a_request_across_the_three_services() {
     // Every runtime of the registry takes a turn, three at a time, each a different service.

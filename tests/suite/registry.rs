@@ -16,8 +16,8 @@ fn root() -> PathBuf {
 fn for_each_runtime_covers_exactly_the_compiled_runtimes() {
     let mut covered: Vec<&str> = Vec::new();
     macro_rules! push {
-        ($runtime:ident, $into:ident) => {
-            $into.push(stringify!($runtime));
+        ($runtime:ident, $name:literal, $into:ident) => {
+            $into.push($name);
         };
     }
     brigade_runtimes::for_each_runtime!(push!(covered));

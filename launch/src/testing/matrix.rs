@@ -32,12 +32,12 @@ macro_rules! conformance_matrix {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __matrix_runtime {
-    ($runtime:ident, $services:expr, $suite:path) => {
+    ($runtime:ident, $name:literal, $services:expr, $suite:path) => {
         mod $runtime {
             #[allow(unused_imports)]
             use super::*;
 
-            $crate::testing::for_each_store!($crate::__matrix_store!($runtime, $services, $suite));
+            $crate::testing::for_each_store!($crate::__matrix_store!($name, $services, $suite));
 
             // The other three protocols, on the memory store: the same suite, every answer the
             // same, whatever the wire.
@@ -45,7 +45,7 @@ macro_rules! __matrix_runtime {
             fn passes_over_h2c() {
                 $crate::testing::run_case_over(
                     $services,
-                    stringify!($runtime),
+                    $name,
                     $crate::testing::StoreKind::Memory,
                     $crate::testing::Wire::H2c,
                     $suite,
@@ -56,7 +56,7 @@ macro_rules! __matrix_runtime {
             fn passes_over_h1_tls() {
                 $crate::testing::run_case_over(
                     $services,
-                    stringify!($runtime),
+                    $name,
                     $crate::testing::StoreKind::Memory,
                     $crate::testing::Wire::H1Tls,
                     $suite,
@@ -68,7 +68,7 @@ macro_rules! __matrix_runtime {
             fn passes_over_h3_or_refuses_it() {
                 $crate::testing::run_case_over_h3(
                     $services,
-                    stringify!($runtime),
+                    $name,
                     $crate::testing::StoreKind::Memory,
                     $suite,
                 );
@@ -78,7 +78,7 @@ macro_rules! __matrix_runtime {
             fn passes_over_h2_tls() {
                 $crate::testing::run_case_over(
                     $services,
-                    stringify!($runtime),
+                    $name,
                     $crate::testing::StoreKind::Memory,
                     $crate::testing::Wire::H2Tls,
                     $suite,
@@ -92,15 +92,10 @@ macro_rules! __matrix_runtime {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __matrix_store {
-    ($store:ident, $kind:ident, $case:ident, $runtime:ident, $services:expr, $suite:path) => {
+    ($store:ident, $kind:ident, $case:ident, $name:literal, $services:expr, $suite:path) => {
         #[test]
         fn $case() {
-            $crate::testing::run_case(
-                $services,
-                stringify!($runtime),
-                $crate::testing::StoreKind::$kind,
-                $suite,
-            );
+            $crate::testing::run_case($services, $name, $crate::testing::StoreKind::$kind, $suite);
         }
     };
 }

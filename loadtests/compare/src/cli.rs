@@ -48,7 +48,8 @@ pub type DescribeServer = fn(uri: &str) -> anyhow::Result<String>;
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Runtimes to compare, comma-separated; one named twice is compared with itself (the second
-    /// is reported as `hyper#2`) [default: every runtime the binary has]
+    /// is reported as `hyper#2`); `all` for every runtime the binary has [default: every one but
+    /// the I/O-engine variants such as `ntex-uring`]
     #[arg(long, value_delimiter = ',')]
     pub runtimes: Vec<String>,
     /// Calibration: plant a known CPU cost per request in one runtime's servers, as NAME=µs (e.g.
@@ -470,10 +471,8 @@ impl CompareArgs {
                 external.retain(|e| self.runtimes.contains(&e.runtime));
                 self.runtimes.clone()
             }
-        } else if self.runtimes.is_empty() {
-            server_info.runtime_names()
         } else {
-            crate::settings::label_runtimes(&self.runtimes)
+            crate::settings::label_runtimes(&server_info.pick_runtimes(&self.runtimes))
         })
     }
 

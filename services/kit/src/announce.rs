@@ -97,6 +97,13 @@ pub struct RuntimeInfo {
     pub version: String,
     /// How it uses threads.
     pub threading: String,
+    /// The I/O engine its sockets run on (`tokio (epoll)`, or io_uring); absent from older
+    /// binaries' listings.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub engine: String,
+    /// The runtime whose adapter this one is, on another I/O engine (`ntex` for `ntex-uring`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_of: Option<String>,
 }
 
 #[cfg(test)]
@@ -158,13 +165,15 @@ mod tests {
                 name: "axum".into(),
                 version: "axum 0.8".into(),
                 threading: "tokio".into(),
+                engine: "tokio (epoll)".into(),
+                variant_of: None,
             }],
             stores: vec!["memory".into()],
             services: vec!["bookmarks".into()],
         };
         assert_eq!(
             serde_json::to_string(&l).unwrap(),
-            r#"{"runtimes":[{"name":"axum","version":"axum 0.8","threading":"tokio"}],"stores":["memory"],"services":["bookmarks"]}"#
+            r#"{"runtimes":[{"name":"axum","version":"axum 0.8","threading":"tokio","engine":"tokio (epoll)"}],"stores":["memory"],"services":["bookmarks"]}"#
         );
     }
 }

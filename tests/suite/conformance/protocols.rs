@@ -501,28 +501,28 @@ fn the_generator_counts_exactly_over_h3_closed_and_open_loop() {
 }
 
 macro_rules! one_runtime {
-    ($runtime:ident,) => {
+    ($runtime:ident, $name:literal,) => {
         mod $runtime {
             use super::*;
 
             #[test]
             fn limits_hold_over_h2c() {
-                check(stringify!($runtime), Wire::H2c);
+                check($name, Wire::H2c);
             }
 
             #[test]
             fn limits_hold_over_h1_tls() {
-                check(stringify!($runtime), Wire::H1Tls);
+                check($name, Wire::H1Tls);
             }
 
             #[test]
             fn limits_hold_over_h2_tls() {
-                check(stringify!($runtime), Wire::H2Tls);
+                check($name, Wire::H2Tls);
             }
 
             #[test]
             fn limits_hold_over_h3_where_offered() {
-                check_h3(stringify!($runtime));
+                check_h3($name);
             }
         }
     };

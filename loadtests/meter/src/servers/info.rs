@@ -32,6 +32,13 @@ pub struct RuntimeInfo {
     /// How it uses threads.
     #[serde(default)]
     pub threading: String,
+    /// The I/O engine its sockets run on (`tokio (epoll)`, or io_uring); empty where the binary
+    /// does not say.
+    #[serde(default)]
+    pub engine: String,
+    /// The runtime whose adapter this one is, on another I/O engine (`ntex` for `ntex-uring`).
+    #[serde(default)]
+    pub variant_of: Option<String>,
 }
 
 impl RuntimeInfo {
@@ -43,6 +50,9 @@ impl RuntimeInfo {
         }
         if !self.threading.is_empty() {
             line = format!("{line} — {}", self.threading);
+        }
+        if !self.engine.is_empty() {
+            line = format!("{line}; I/O: {}", self.engine);
         }
         line
     }
@@ -113,10 +123,16 @@ impl ServerInfo {
                 Some((v, t)) => (v.trim(), t.trim()),
                 None => (rest, ""),
             };
+            let (threading, engine) = match threading.split_once("; I/O: ") {
+                Some((t, e)) => (t.trim(), e.trim()),
+                None => (threading, ""),
+            };
             info.runtimes.push(RuntimeInfo {
                 name: name.to_owned(),
                 version: version.to_owned(),
                 threading: threading.to_owned(),
+                engine: engine.to_owned(),
+                variant_of: None,
             });
         }
         info
@@ -125,6 +141,22 @@ impl ServerInfo {
     /// The runtimes' names.
     pub fn runtime_names(&self) -> Vec<String> {
         self.runtimes.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// The runtimes a `--runtimes` list asks for: as given; `all` for every runtime; none for
+    /// every runtime but the variants (`ntex-uring` answers what its engine changes, asked by
+    /// name beside its sibling, not who wins).
+    pub fn pick_runtimes(&self, asked: &[String]) -> Vec<String> {
+        match asked {
+            [] => self
+                .runtimes
+                .iter()
+                .filter(|r| r.variant_of.is_none())
+                .map(|r| r.name.clone())
+                .collect(),
+            [all] if all == "all" => self.runtime_names(),
+            _ => asked.to_vec(),
+        }
     }
 }
 
@@ -149,6 +181,7 @@ mod tests {
             "stores":["memory","embedded"],"services":["links","tags"]}"#;
         let info = ServerInfo::parse_json(text).unwrap();
         assert_eq!(info.runtime_names(), ["axum", "hyper"]);
+        assert_eq!(info.pick_runtimes(&[]), ["axum", "hyper"]);
         assert_eq!(info.stores, ["memory", "embedded"]);
         assert_eq!(info.services, ["links", "tags"]);
         assert_eq!(
@@ -164,14 +197,31 @@ mod tests {
     }
 
     #[test]
+    fn the_default_runtimes_leave_the_engine_variants_out() {
+        let info = ServerInfo::parse_json(
+            r#"{"runtimes":[{"name":"ntex"},{"name":"hyper"},{"name":"ntex-uring","variant_of":"ntex"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(info.pick_runtimes(&[]), ["ntex", "hyper"]);
+        assert_eq!(
+            info.pick_runtimes(&["all".to_owned()]),
+            ["ntex", "hyper", "ntex-uring"]
+        );
+        let asked = ["ntex".to_owned(), "ntex-uring".to_owned()];
+        assert_eq!(info.pick_runtimes(&asked), asked);
+    }
+
+    #[test]
     fn the_text_form_is_read_without_services() {
         let text = "axum   0.8.4 — one multi-threaded tokio runtime\n\
-                    actix  4.11.0 — N single-threaded arbiters\n\
+                    actix  4.11.0 — N single-threaded arbiters; I/O: io_uring\n\
                     stores: memory, mongo\n";
         let info = ServerInfo::parse_text(text);
         assert_eq!(info.runtime_names(), ["axum", "actix"]);
         assert_eq!(info.runtimes[1].version, "4.11.0");
         assert_eq!(info.runtimes[1].threading, "N single-threaded arbiters");
+        assert_eq!(info.runtimes[1].engine, "io_uring");
+        assert_eq!(info.runtimes[0].engine, "");
         assert_eq!(info.stores, ["memory", "mongo"]);
         assert!(info.services.is_empty());
     }

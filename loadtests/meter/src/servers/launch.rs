@@ -81,11 +81,7 @@ impl Launch {
         runtimes: &[String],
     ) -> Result<(Launch, ServerInfo, Vec<String>)> {
         let (launch, info) = Launch::resolve(binary, server_command, !runtimes.is_empty())?;
-        let runtimes = if runtimes.is_empty() {
-            info.runtime_names()
-        } else {
-            runtimes.to_vec()
-        };
+        let runtimes = info.pick_runtimes(runtimes);
         if runtimes.is_empty() {
             bail!("no runtime to study: the binary lists none, give --runtimes");
         }
