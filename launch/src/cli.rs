@@ -53,6 +53,7 @@ pub fn runtimes_listing(services: &Services) -> RuntimesListing {
                 threading: r.threading.to_string(),
                 engine: r.engine.to_string(),
                 variant_of: r.variant_of.map(str::to_string),
+                h3: r.h3_stack(),
             })
             .collect(),
         stores: brigade_kit::store::names()
@@ -118,6 +119,7 @@ mod tests {
                 threading: "tokio".into(),
                 engine: "tokio (epoll)".into(),
                 variant_of: None,
+                h3: None,
             }],
             stores: vec!["memory".into(), "embedded".into()],
             services: vec!["a".into(), "b".into()],

@@ -64,13 +64,14 @@ pub struct CompareArgs {
     /// against memory ("with a database the services are N× slower"); replaces --store
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["external", "rejudge"])]
     pub stores: Vec<String>,
-    /// Protocols as a dimension, comma-separated (h1, h2c, h1-tls, h2-tls): a whole comparison per
-    /// protocol (under OUT/protocol-P; servers started with `--protocol h2c` or
-    /// `--tls-self-signed`), then one report setting every runtime's figures over each protocol
-    /// against h1; one protocol: a single comparison over it [default: h1]
+    /// Protocols as a dimension, comma-separated (h1, h2c, h1-tls, h2-tls, h3): a whole comparison
+    /// per protocol (under OUT/protocol-P; servers started with `--protocol h2c`,
+    /// `--tls-self-signed` or `--protocol h3 --tls-self-signed`; over h3 only the runtimes that
+    /// offer it, the others left out and named), then one report setting every runtime's figures
+    /// over each protocol against h1; one protocol: a single comparison over it [default: h1]
     #[arg(long, value_delimiter = ',', conflicts_with = "rejudge")]
     pub protocols: Vec<Protocol>,
-    /// HTTP/2 (h2c, h2-tls): requests in flight per connection, per user or paced connection
+    /// HTTP/2 (h2c, h2-tls) and HTTP/3 (h3): requests in flight per connection, per user or paced connection
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub streams: u32,
     /// MongoDB URI for --store mongo
@@ -351,7 +352,14 @@ impl CompareArgs {
     /// name and those run by default.
     pub fn settings(&self, registry: &Registry) -> anyhow::Result<CompareSettings> {
         let (launch, server_info, mut external) = self.servers()?;
+        let mut setup_notes = self.setup_notes()?;
         let runtimes = self.runtime_names(&mut external, &server_info)?;
+        let runtimes = self.offering_h3(
+            runtimes,
+            &server_info,
+            external.is_empty(),
+            &mut setup_notes,
+        )?;
         let handicaps = self.handicaps(&runtimes)?;
         if !handicaps.is_empty() && !external.is_empty() {
             bail!("--handicap needs servers compare starts; it cannot reach --external ones");
@@ -363,7 +371,6 @@ impl CompareArgs {
             runtimes.len(),
         )?;
         let rule = self.rule()?;
-        let setup_notes = self.setup_notes()?;
         let scenarios = self.scenario_names(registry)?;
         let users = self.user_counts();
         self.check_launch(&launch, &handicaps, runtimes.len(), &users)?;
@@ -474,6 +481,55 @@ impl CompareArgs {
         } else {
             crate::settings::label_runtimes(&server_info.pick_runtimes(&self.runtimes))
         })
+    }
+
+    /// Over h3 (compare's servers): the runtimes that offer it, the others left out and said so in
+    /// a setup note (an h3 comparison of actix-web would not be one: it refuses h3 at start).
+    fn offering_h3(
+        &self,
+        runtimes: Vec<String>,
+        server_info: &ServerInfo,
+        started_here: bool,
+        notes: &mut Vec<(String, String)>,
+    ) -> anyhow::Result<Vec<String>> {
+        if self.protocols.as_slice() != [Protocol::H3] || !started_here {
+            return Ok(runtimes);
+        }
+        let offers = |label: &String| {
+            let name = crate::settings::runtime_of(label);
+            server_info
+                .runtimes
+                .iter()
+                .any(|r| r.name == name && r.h3.is_some())
+        };
+        let (kept, left): (Vec<String>, Vec<String>) = runtimes.into_iter().partition(offers);
+        if kept.is_empty() {
+            bail!(
+                "--protocols h3: none of the runtimes compared offers h3 ({}): the binary's \
+                 `runtimes --json` names those that do",
+                left.join(", ")
+            );
+        }
+        let stacks: Vec<String> = server_info
+            .runtimes
+            .iter()
+            .filter(|r| {
+                kept.iter()
+                    .any(|k| crate::settings::runtime_of(k) == r.name)
+            })
+            .filter_map(|r| r.h3.as_ref().map(|s| format!("{} on {s}", r.name)))
+            .collect();
+        notes.push((
+            "HTTP/3".to_owned(),
+            format!("served by {}", stacks.join("; ")),
+        ));
+        if !left.is_empty() {
+            notes.push((
+                "Left out of h3".to_owned(),
+                format!("{} (h3 not offered by this runtime)", left.join(", ")),
+            ));
+        }
+        Ok(kept)
     }
 
     /// `--setup-note LABEL=TEXT`, in the order given.
@@ -996,6 +1052,46 @@ mod tests {
         assert!(refused.contains("--external"), "{refused}");
         // Plaintext HTTP/1.1 is what every server speaks unasked: a template or external is fine.
         assert!(parse(&["--protocols", "h1"]).wire(&template, true).is_ok());
+    }
+
+    #[test]
+    fn over_h3_only_the_runtimes_that_offer_it_are_compared_and_the_others_named() {
+        let info = ServerInfo {
+            runtimes: ["axum", "actix", "hyper"]
+                .iter()
+                .map(|name| crate::servers::info::RuntimeInfo {
+                    name: (*name).to_owned(),
+                    h3: (*name != "actix").then(|| "h3 0.0.8".to_owned()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..ServerInfo::default()
+        };
+        let all: Vec<String> = ["axum", "actix", "hyper", "hyper#2"]
+            .map(String::from)
+            .into();
+        let mut notes = Vec::new();
+        let h3 = parse(&["--protocols", "h3"]);
+        let kept = h3
+            .offering_h3(all.clone(), &info, true, &mut notes)
+            .unwrap();
+        assert_eq!(kept, ["axum", "hyper", "hyper#2"]);
+        assert_eq!(notes[0].0, "HTTP/3");
+        assert!(notes[0].1.contains("axum on h3 0.0.8"), "{notes:?}");
+        assert_eq!(
+            notes[1],
+            (
+                "Left out of h3".to_owned(),
+                "actix (h3 not offered by this runtime)".to_owned()
+            )
+        );
+        let h2 = parse(&["--protocols", "h2-tls"]);
+        assert_eq!(
+            h2.offering_h3(all, &info, true, &mut notes).unwrap().len(),
+            4
+        );
+        let only_actix = vec!["actix".to_owned()];
+        assert!(h3.offering_h3(only_actix, &info, true, &mut notes).is_err());
     }
 
     #[test]

@@ -396,7 +396,7 @@ fn versions(settings: &CompareSettings) -> report::Versions {
         .runtimes
         .iter()
         .filter(|r| settings.runtimes.contains(&r.name))
-        .map(|r| (r.name.clone(), r.describe()))
+        .map(|r| (r.name.clone(), r.describe_over(settings.wire.protocol)))
         .collect();
     if !settings.external.is_empty() {
         // Their versions are theirs to say; compare ran no binary of its own.

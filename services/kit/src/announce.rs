@@ -104,6 +104,10 @@ pub struct RuntimeInfo {
     /// The runtime whose adapter this one is, on another I/O engine (`ntex` for `ntex-uring`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant_of: Option<String>,
+    /// The stack that serves `--protocol h3` on it (`h3 0.0.8 + h3-quinn 0.0.10 on quinn
+    /// 0.11.12`); absent where it offers no h3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h3: Option<String>,
 }
 
 #[cfg(test)]
@@ -167,6 +171,7 @@ mod tests {
                 threading: "tokio".into(),
                 engine: "tokio (epoll)".into(),
                 variant_of: None,
+                h3: None,
             }],
             stores: vec!["memory".into()],
             services: vec!["bookmarks".into()],

@@ -39,6 +39,10 @@ pub struct RuntimeInfo {
     /// The runtime whose adapter this one is, on another I/O engine (`ntex` for `ntex-uring`).
     #[serde(default)]
     pub variant_of: Option<String>,
+    /// The stack that serves `--protocol h3` on it; None where it offers no h3 (or the binary
+    /// does not say).
+    #[serde(default)]
+    pub h3: Option<String>,
 }
 
 impl RuntimeInfo {
@@ -55,6 +59,14 @@ impl RuntimeInfo {
             line = format!("{line}; I/O: {}", self.engine);
         }
         line
+    }
+
+    /// [`Self::describe`] for a comparison over `protocol`: over h3, with the stack that served it.
+    pub fn describe_over(&self, protocol: brigade_load::engine::Protocol) -> String {
+        match (&self.h3, protocol.quic()) {
+            (Some(stack), true) => format!("{}; HTTP/3: {stack}", self.describe()),
+            _ => self.describe(),
+        }
     }
 }
 
@@ -133,6 +145,7 @@ impl ServerInfo {
                 threading: threading.to_owned(),
                 engine: engine.to_owned(),
                 variant_of: None,
+                h3: None,
             });
         }
         info
