@@ -45,9 +45,14 @@ fn write_protocol(out: &mut String, result: &LoadResult) {
                 h.max_ms
             )
         };
+        let timed = if s.protocol.quic() {
+            "QUIC and TLS together, from the first packet; quinn does not say which resumed"
+        } else {
+            "TLS only, after the TCP connect"
+        };
         let _ = writeln!(
             out,
-            "TLS handshakes: {}, {}; {:.1}/s (TLS only, after the TCP connect)",
+            "TLS handshakes: {}, {}; {:.1}/s ({timed})",
             kind("full", &tls.full),
             kind("resumed", &tls.resumed),
             tls.handshakes_per_s
