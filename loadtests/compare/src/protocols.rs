@@ -20,8 +20,17 @@ use crate::report::study::{Better, Metric, Section, StudyReport, Table};
 use crate::report::{markdown, Report};
 use crate::verdict::{Outcome, Verdict};
 
-/// The protocol every other is measured against.
+/// The protocol every other is measured against, when it was run; else the first one run
+/// (`--protocols h2-tls,h3`: h3 against h2-tls), see [`reference_of`].
 pub const REFERENCE: Protocol = Protocol::H1;
+
+/// The protocol the others are set against: [`REFERENCE`] if it was run, else the first run.
+fn reference_of<T>(all: &[(Protocol, T)]) -> Option<Protocol> {
+    all.iter()
+        .find(|(p, _)| *p == REFERENCE)
+        .or_else(|| all.first())
+        .map(|(p, _)| *p)
+}
 
 /// One protocol's comparison, as the protocols report keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,10 +150,13 @@ fn figures(report: &Report) -> BTreeMap<Key, Figures> {
     out
 }
 
-/// The table of every scenario × users × runtime × protocol, each protocol against h1.
+/// The table of every scenario × users × runtime × protocol, each protocol against the
+/// reference ([`reference_of`]: h1 when it was run).
 fn protocol_table(all: &[(Protocol, BTreeMap<Key, Figures>)]) -> Table {
+    let base = reference_of(all).unwrap_or(REFERENCE);
+    let against = format!("CPU against {base}");
     let mut table = Table::new(
-        "Every protocol against h1",
+        &format!("Every protocol against {base}"),
         &["scenario", "users", "runtime", "protocol", "efficiency"],
         vec![
             Metric::new(
@@ -153,7 +165,7 @@ fn protocol_table(all: &[(Protocol, BTreeMap<Key, Figures>)]) -> Table {
                 Better::Lower,
                 1,
             ),
-            Metric::new("CPU against h1", "×", Better::Lower, 2),
+            Metric::new(&against, "×", Better::Lower, 2),
             Metric::new("throughput, isolated", "hits/s", Better::Higher, 1),
             Metric::new("p99, isolated", "ms", Better::Lower, 2),
             Metric::new("errors", "%", Better::Lower, 2),
@@ -161,7 +173,7 @@ fn protocol_table(all: &[(Protocol, BTreeMap<Key, Figures>)]) -> Table {
     );
     let reference = all
         .iter()
-        .find(|(p, _)| *p == REFERENCE)
+        .find(|(p, _)| *p == base)
         .map(|(_, f)| f.clone())
         .unwrap_or_default();
     let mut keys: Vec<&Key> = all.iter().flat_map(|(_, f)| f.keys()).collect();
@@ -194,16 +206,17 @@ fn protocol_table(all: &[(Protocol, BTreeMap<Key, Figures>)]) -> Table {
     table
 }
 
-/// A cell's side-by-side CPU per request ÷ the same runtime's over h1.
+/// A cell's side-by-side CPU per request ÷ the same runtime's over the reference protocol.
 fn cpu_ratio(f: &Figures, h1: Option<&Figures>) -> Option<f64> {
     let base = h1?.side_cpu_us.filter(|&b| b > 0.0)?;
     Some(f.side_cpu_us? / base)
 }
 
-/// The sentence one protocol's figures make, against h1's.
+/// The sentence one protocol's figures make, against the reference's (`base`, h1 when run).
 fn protocol_sentence(
     protocol: Protocol,
     figures: &BTreeMap<Key, Figures>,
+    base: Protocol,
     h1: Option<&BTreeMap<Key, Figures>>,
 ) -> String {
     let errors: f64 = figures
@@ -215,10 +228,10 @@ fn protocol_sentence(
     } else {
         " No errors.".to_owned()
     };
-    let Some(h1) = h1.filter(|_| protocol != REFERENCE) else {
+    let Some(h1) = h1.filter(|_| protocol != base) else {
         return format!(
             "Over {protocol}{}: {} runtime × scenario × users cell(s) measured.{errors}",
-            if protocol == REFERENCE {
+            if protocol == base {
                 " (the reference)"
             } else {
                 ""
@@ -238,15 +251,15 @@ fn protocol_sentence(
         .collect();
     let cpu = match spread(&ratios) {
         Some((mid, low, high)) => format!(
-            "the runtimes spend {mid:.2}× the server CPU per request they spend over h1, side by \
-             side (median of {} cells, {low:.2}×–{high:.2}×)",
+            "the runtimes spend {mid:.2}× the server CPU per request they spend over {base}, side \
+             by side (median of {} cells, {low:.2}×–{high:.2}×)",
             ratios.len()
         ),
-        None => "no cell has side-by-side CPU per request over both it and h1".to_owned(),
+        None => format!("no cell has side-by-side CPU per request over both it and {base}"),
     };
     let throughput = match spread(&hits) {
         Some((mid, low, high)) => {
-            format!("; closed-loop hits/s are {mid:.2}× h1's ({low:.2}×–{high:.2}×)")
+            format!("; closed-loop hits/s are {mid:.2}× {base}'s ({low:.2}×–{high:.2}×)")
         }
         None => String::new(),
     };
@@ -296,10 +309,11 @@ pub fn report(
         .iter()
         .map(|(run, report)| (run.protocol, figures(report)))
         .collect();
-    let h1 = all.iter().find(|(p, _)| *p == REFERENCE).map(|(_, f)| f);
+    let base = reference_of(&all).unwrap_or(REFERENCE);
+    let h1 = all.iter().find(|(p, _)| *p == base).map(|(_, f)| f);
     let headline: Vec<String> = all
         .iter()
-        .map(|(protocol, figures)| protocol_sentence(*protocol, figures, h1))
+        .map(|(protocol, figures)| protocol_sentence(*protocol, figures, base, h1))
         .collect();
     let mut sections = vec![Section {
         title: "What a protocol costs".to_owned(),
@@ -317,7 +331,7 @@ pub fn report(
         title: "Brigade runtime comparison over every protocol".to_owned(),
         summary: format!(
             "One comparison per protocol ({}), the same runtimes, scenarios and user counts, one \
-             protocol after another; every runtime's figures over each protocol set against h1. {}",
+             protocol after another; every runtime's figures over each protocol set against {base}. {}",
             names.join(", "),
             headline.join(" ")
         ),
@@ -325,10 +339,13 @@ pub fn report(
         wall_s,
         setup,
         notes: vec![
-            "A protocol against h1 compares runs made minutes apart (each protocol's comparison \
-             in turn), not side by side, so the ratios are shown as measured and not judged. The \
-             efficiency standings are each protocol's own side-by-side verdicts."
-                .to_owned(),
+            format!(
+                "A protocol against {base} compares runs made minutes apart (each protocol's \
+                 comparison in turn), not side by side, so the ratios are shown as measured and \
+                 not judged. The efficiency standings are each protocol's own side-by-side \
+                 verdicts. A runtime that does not offer a protocol (h3 on actix-web, ntex, \
+                 xitca-web) has no row for it."
+            ),
         ],
         sections,
     }
@@ -376,11 +393,27 @@ mod tests {
         };
         assert_eq!(table.value(&at("h2-tls"), "CPU against h1"), Some(1.5));
         assert_eq!(table.value(&at("h1"), "CPU against h1"), Some(1.0));
-        let sentence = protocol_sentence(Protocol::H2Tls, &all[1].1, Some(&all[0].1));
+        let sentence = protocol_sentence(Protocol::H2Tls, &all[1].1, Protocol::H1, Some(&all[0].1));
         assert!(
             sentence.contains("1.50× the server CPU") && sentence.contains("0.75× h1's"),
             "{sentence}"
         );
+    }
+
+    #[test]
+    fn without_h1_the_first_protocol_run_is_the_reference() {
+        let all = vec![
+            (Protocol::H2Tls, figures_of(20.0, 6000.0)),
+            (Protocol::H3, figures_of(30.0, 4500.0)),
+        ];
+        let table = protocol_table(&all);
+        let at = [
+            ("scenario", "waiter"),
+            ("users", "10"),
+            ("runtime", "axum"),
+            ("protocol", "h3"),
+        ];
+        assert_eq!(table.value(&at, "CPU against h2-tls"), Some(1.5));
     }
 
     #[test]
