@@ -1057,17 +1057,17 @@ mod tests {
     #[test]
     fn over_h3_only_the_runtimes_that_offer_it_are_compared_and_the_others_named() {
         let info = ServerInfo {
-            runtimes: ["axum", "actix", "hyper"]
+            runtimes: ["quic-a", "tcp-only", "quic-b"]
                 .iter()
                 .map(|name| crate::servers::info::RuntimeInfo {
                     name: (*name).to_owned(),
-                    h3: (*name != "actix").then(|| "h3 0.0.8".to_owned()),
+                    h3: (*name != "tcp-only").then(|| "h3 0.0.8".to_owned()),
                     ..Default::default()
                 })
                 .collect(),
             ..ServerInfo::default()
         };
-        let all: Vec<String> = ["axum", "actix", "hyper", "hyper#2"]
+        let all: Vec<String> = ["quic-a", "tcp-only", "quic-b", "quic-b#2"]
             .map(String::from)
             .into();
         let mut notes = Vec::new();
@@ -1075,14 +1075,14 @@ mod tests {
         let kept = h3
             .offering_h3(all.clone(), &info, true, &mut notes)
             .unwrap();
-        assert_eq!(kept, ["axum", "hyper", "hyper#2"]);
+        assert_eq!(kept, ["quic-a", "quic-b", "quic-b#2"]);
         assert_eq!(notes[0].0, "HTTP/3");
-        assert!(notes[0].1.contains("axum on h3 0.0.8"), "{notes:?}");
+        assert!(notes[0].1.contains("quic-a on h3 0.0.8"), "{notes:?}");
         assert_eq!(
             notes[1],
             (
                 "Left out of h3".to_owned(),
-                "actix (h3 not offered by this runtime)".to_owned()
+                "tcp-only (h3 not offered by this runtime)".to_owned()
             )
         );
         let h2 = parse(&["--protocols", "h2-tls"]);
@@ -1090,8 +1090,8 @@ mod tests {
             h2.offering_h3(all, &info, true, &mut notes).unwrap().len(),
             4
         );
-        let only_actix = vec!["actix".to_owned()];
-        assert!(h3.offering_h3(only_actix, &info, true, &mut notes).is_err());
+        let tcp_only = vec!["tcp-only".to_owned()];
+        assert!(h3.offering_h3(tcp_only, &info, true, &mut notes).is_err());
     }
 
     #[test]
