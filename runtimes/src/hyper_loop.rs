@@ -131,6 +131,9 @@ struct Guard<S> {
     limits: ServerLimits,
     /// Set once the server drains: every answer from then on closes its connection.
     draining: Arc<AtomicBool>,
+    /// Under `--protocol h3`, on TCP: the `Alt-Svc` every answer carries (HTTP/3 on this port),
+    /// so a client that speaks QUIC (a browser, curl) finds it.
+    alt_svc: Option<HeaderValue>,
 }
 
 /// The kit's error as a bare hyper response (the guard answers before any runtime code runs).
@@ -156,6 +159,7 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         admitted: Admitted,
+        alt_svc: Option<HeaderValue>,
         // A `HEAD` over HTTP/2, served as a `GET`: the answer goes without its body (hyper's
         // HTTP/2 server, unlike its HTTP/1.1 one, would send the body of the `GET` it saw).
         bodiless: bool,
@@ -190,6 +194,9 @@ where
                 if admitted.closes_after(resp.status().as_u16()) {
                     resp.headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                if let Some(alt_svc) = this.alt_svc.take() {
+                    resp.headers_mut().insert(header::ALT_SVC, alt_svc);
                 }
                 resp
             })
@@ -248,6 +255,7 @@ where
         EitherFuture::Right(Answer {
             inner: self.inner.call(req.map(Into::into)),
             admitted,
+            alt_svc: self.alt_svc.clone(),
             bodiless: head && http2,
         })
     }
@@ -292,6 +300,7 @@ where
                 inner: make(),
                 limits,
                 draining: draining.clone(),
+                alt_svc: None,
             };
             let conn = builder.serve_connection(TokioIo::new(io), guard);
             Box::pin(async move {
@@ -429,6 +438,11 @@ where
             }
             _ => None,
         };
+        // RFC 7838: "HTTP/3 on this host, this port, for a day".
+        let alt_svc = quic.as_ref().and_then(|_| {
+            let port = listener.local_addr().ok()?.port();
+            HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).ok()
+        });
         let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         let graceful = GracefulShutdown::new();
         let draining = Arc::new(AtomicBool::new(false));
@@ -468,6 +482,7 @@ where
                 inner: (*make)(),
                 limits,
                 draining: draining.clone(),
+                alt_svc: alt_svc.clone(),
             };
             tokio::spawn(serve_connection(
                 stream,

@@ -2,7 +2,8 @@
 //! TCP listener's port number, the `h3` crate over it (`h3-quinn`), and each request handed to the
 //! runtime's own `http` service behind the same [`Guard`] as over HTTP/2 — the way axum, hyper,
 //! warp, poem and salvo users serve QUIC today, so no adapter knows it is on HTTP/3. The TLS
-//! listener on TCP keeps serving h2 and http/1.1 beside it (peers and clients without QUIC).
+//! listener on TCP keeps serving h2 and http/1.1 beside it (peers and clients without QUIC), its
+//! answers carrying `Alt-Svc` for this port.
 //!
 //! The kit's limits, as QUIC can hold them (docs/reliability.md, "HTTP/3"):
 //! - head: the kit's count and bytes in the guard (a JSON 431), with h3's `max_field_section_size`
@@ -263,6 +264,7 @@ async fn serve_connection<M, S>(
                     inner: make(),
                     limits,
                     draining: draining.clone(),
+                    alt_svc: None,
                 };
                 requests.spawn(serve_request(resolver, guard));
             }
