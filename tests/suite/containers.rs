@@ -613,7 +613,9 @@ fn the_ferretdb_override_swaps_the_databases_and_nothing_else() {
         keys(&loadtest["environment"]),
         BTreeSet::from(["BRIGADE_STORE_WORDS".to_owned()])
     );
-    let words = loadtest["environment"]["BRIGADE_STORE_WORDS"].as_str().unwrap();
+    let words = loadtest["environment"]["BRIGADE_STORE_WORDS"]
+        .as_str()
+        .unwrap();
     assert!(words.contains("FerretDB"), "{words}");
     for db in &databases {
         let s = &over["services"][db.as_str()];
