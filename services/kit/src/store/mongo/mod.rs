@@ -270,18 +270,28 @@ impl MongoStore {
         collections: &[CollectionSpec],
         limits: MongoLimits,
     ) -> Result<MongoStore, StoreError> {
+        let options = ClientOptions::parse(uri)
+            .await
+            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
+        Self::connect_with_options(options, database, collections, limits).await
+    }
+
+    /// [`MongoStore::connect_with`] from the driver's options as given (an embedder's monitoring
+    /// or TLS settings, say); the store fills in its deadlines, pool and write concern where the
+    /// options leave them unset.
+    pub async fn connect_with_options(
+        mut options: ClientOptions,
+        database: &str,
+        collections: &[CollectionSpec],
+        limits: MongoLimits,
+    ) -> Result<MongoStore, StoreError> {
         let limits = limits.resolved();
         let timeout = limits.timeout;
         let driver = DriverThread::start()?;
-        let uri = uri.to_string();
-        // Parsing may resolve SRV records and the client starts its tasks where it is made: both
-        // on the driver's thread.
+        // The client starts its tasks where it is made: on the driver's thread.
         let client = driver
             .handle
             .spawn(async move {
-                let mut options = ClientOptions::parse(&uri)
-                    .await
-                    .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
                 options
                     .app_name
                     .get_or_insert_with(|| "brigade".to_string());
