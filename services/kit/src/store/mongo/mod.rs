@@ -41,30 +41,31 @@
 //!   already in the id order lists return, so a filtered page needs no sort and `countDocuments`
 //!   on the field is answered from the index (on MongoDB; see docs/stores.md for FerretDB).
 
-use std::collections::hash_map::DefaultHasher;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mongodb::bson::{doc, Document, RawDocument, RawDocumentBuf};
 use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument, WriteConcern};
-use mongodb::{Client, Collection, Database, IndexModel};
-use tokio::sync::OwnedMutexGuard;
+use mongodb::{Collection, IndexModel};
 
-use super::admission::Admission;
 use super::*;
 
+mod clients;
 mod convert;
 mod errors;
+mod gate;
 pub mod server;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
 use convert::{raw_to_doc, to_bson, to_query, to_raw, to_update, write_json};
+use clients::{Clients, Route};
 use errors::{classify, duplicate_of, failed_index, Written};
+use gate::{Gate, Line};
 
 /// The deadline used when the configuration gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -81,9 +82,6 @@ pub const DEFAULT_CONCURRENCY: usize = 4;
 /// earlier ones and the unlucky ones wait for seconds. One writer at a time, the others in line in
 /// Brigade, keeps the order fair. On MongoDB writes take as many places as reads.
 pub const DEFAULT_FERRETDB_WRITERS: usize = 1;
-
-/// How many locks conditional writes to the same document are striped over (FerretDB only).
-const WRITE_LOCK_STRIPES: usize = 256;
 
 /// How a [`MongoStore`] bounds its calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,56 +135,6 @@ impl MongoLimits {
     }
 }
 
-/// The thread the driver lives on: a current-thread tokio runtime that the client is made on, so
-/// its background tasks (the pool's worker, the server monitor) and its sockets are driven there,
-/// and every operation is spawned there. Stopped when the store is dropped.
-struct DriverThread {
-    handle: tokio::runtime::Handle,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl DriverThread {
-    fn start() -> Result<DriverThread, StoreError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's runtime: {e}")))?;
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("brigade-mongo".into())
-            .spawn(move || {
-                runtime.block_on(async {
-                    let _ = stopped.await;
-                });
-                // The runtime drops here, outside `block_on`, with whatever it still runs.
-            })
-            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
-        Ok(DriverThread {
-            handle,
-            _stop: stop,
-        })
-    }
-
-    /// Runs `op` on the driver's thread and waits for it until `until`; past it the caller gets
-    /// `late`, and `op` runs on to its end there (its slot and lock held until then).
-    async fn run<T: Send + 'static>(
-        &self,
-        until: tokio::time::Instant,
-        late: StoreError,
-        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let job = self.handle.spawn(op);
-        match tokio::time::timeout_at(until, job).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => Err(StoreError::Internal(format!(
-                "a MongoDB operation failed in the driver's thread: {e}"
-            ))),
-            Err(_) => Err(late),
-        }
-    }
-}
-
 /// The MongoDB backend's registry entry (feature `mongo`).
 pub(crate) const BACKEND: Backend = Backend {
     name: "mongo",
@@ -218,23 +166,14 @@ fn open<'a>(
 
 /// The MongoDB store of one service.
 pub struct MongoStore {
-    client: Client,
-    db: Database,
+    /// The driver's clients, one per runtime that calls the store.
+    clients: Clients,
     specs: Vec<CollectionSpec>,
-    /// One handle per spec, made once (a handle clones the database's options when made).
-    collections: Vec<Collection<RawDocumentBuf>>,
-    timeout: Duration,
-    /// The line reads wait in.
-    reads: Admission,
-    /// The line writes wait in.
-    writes: Admission,
-    /// Per-document write locks, only for servers whose `findAndModify` is not atomic (FerretDB v1).
-    write_locks: Option<Vec<Arc<tokio::sync::Mutex<()>>>>,
-    driver: DriverThread,
+    /// The lines and locks every operation passes, whichever runtime it runs on.
+    gate: Arc<Gate>,
+    /// Operations handed over to the driver's thread (their callers had no tokio runtime).
+    handed_over: AtomicU64,
 }
-
-/// What a write waits for before its turn: on FerretDB, the document's lock.
-type Held = Option<OwnedMutexGuard<()>>;
 
 /// A stored document as the JSON text the API answers.
 fn json_bytes(raw: &RawDocument) -> Result<Bytes, StoreError> {
@@ -287,49 +226,37 @@ impl MongoStore {
     ) -> Result<MongoStore, StoreError> {
         let limits = limits.resolved();
         let timeout = limits.timeout;
-        let driver = DriverThread::start()?;
-        // The client starts its tasks where it is made: on the driver's thread.
-        let client = driver
-            .handle
-            .spawn(async move {
-                options
-                    .app_name
-                    .get_or_insert_with(|| "brigade".to_string());
-                options.server_selection_timeout = Some(timeout);
-                options.connect_timeout = Some(timeout);
-                // One connection per place in the lines (the writers' line is known only once the
-                // server has said what it is; the larger is taken), made in the background and
-                // kept: no operation waits for a connection, none is made and dropped as the load
-                // comes and goes.
-                let places =
-                    limits.concurrency + limits.writers_on(false).max(limits.writers_on(true));
-                let pool = u32::try_from(places).unwrap_or(u32::MAX);
-                let max_pool = *options.max_pool_size.get_or_insert(pool);
-                options.min_pool_size.get_or_insert(pool.min(max_pool));
-                // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
-                options
-                    .write_concern
-                    .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
-                let database = options.default_database.clone();
-                let client = Client::with_options(options)
-                    .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
-                Ok::<_, StoreError>((client, database))
-            })
-            .await
-            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
-        let (client, named) = client?;
-        let database = named.unwrap_or_else(|| database.to_string());
-        let db = client.database(&database);
+        options
+            .app_name
+            .get_or_insert_with(|| "brigade".to_string());
+        options.server_selection_timeout = Some(timeout);
+        options.connect_timeout = Some(timeout);
+        // Up to one connection per place in the lines (the writers' line is known only once the
+        // server has said what it is; the larger is taken) on each runtime's client, the serving
+        // runtimes' made in the background and kept ([`Clients::warm_pool`]): no operation waits
+        // for a connection once its runtime's pool is warm, none is made and dropped as the load
+        // comes and goes.
+        let places = limits.concurrency + limits.writers_on(false).max(limits.writers_on(true));
+        let places = u32::try_from(places).unwrap_or(u32::MAX);
+        let max_pool = *options.max_pool_size.get_or_insert(places);
+        // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
+        options
+            .write_concern
+            .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
+        let database = options
+            .default_database
+            .clone()
+            .unwrap_or_else(|| database.to_string());
+        let clients = Clients::new(options, places.min(max_pool), database.clone(), collections);
         let mut store = MongoStore {
-            collections: collections.iter().map(|c| db.collection(c.name)).collect(),
-            client,
-            db,
+            clients,
             specs: collections.to_vec(),
-            timeout,
-            reads: Admission::new(limits.concurrency, "MongoDB"),
-            writes: Admission::new(limits.writers_on(false), "MongoDB"),
-            write_locks: None,
-            driver,
+            gate: Arc::new(Gate::new(
+                timeout,
+                limits.concurrency,
+                limits.writers_on(false),
+            )),
+            handed_over: AtomicU64::new(0),
         };
         let ferretdb = store.ferretdb_version().await?;
         if let Some(version) = &ferretdb {
@@ -338,12 +265,9 @@ impl MongoStore {
                 ferretdb = %version,
                 "FerretDB detected: conditional writes are serialized per document in this process"
             );
-            store.write_locks = Some(
-                (0..WRITE_LOCK_STRIPES)
-                    .map(|_| Arc::new(tokio::sync::Mutex::new(())))
-                    .collect(),
+            store.gate = Arc::new(
+                Gate::new(timeout, limits.concurrency, limits.writers_on(true)).with_write_locks(),
             );
-            store.writes = Admission::new(limits.writers_on(true), "MongoDB");
         }
         store.create_indexes().await?;
         tracing::debug!(database = %database, ferretdb = ?ferretdb, "MongoDB store ready");
@@ -352,19 +276,32 @@ impl MongoStore {
 
     /// Whether conditional writes are also serialized in this process (true on FerretDB).
     pub fn serializes_writes(&self) -> bool {
-        self.write_locks.is_some()
+        self.gate.locks_writes()
     }
 
     /// How many reads and how many writes this store has on the wire at once at most.
     pub fn concurrency(&self) -> (usize, usize) {
-        (self.reads.size(), self.writes.size())
+        (self.gate.reads.size(), self.gate.writes.size())
+    }
+
+    /// How many driver clients the store holds: one per runtime that has called it and still runs
+    /// (and one on the driver's thread once a caller without a runtime has come).
+    pub fn clients(&self) -> usize {
+        self.clients.count()
+    }
+
+    /// How many operations were handed over to the driver's thread because their caller had no
+    /// tokio runtime (every other operation ran on its caller's runtime).
+    pub fn handed_over(&self) -> u64 {
+        self.handed_over.load(Ordering::Relaxed)
     }
 
     /// FerretDB's version if the server is FerretDB (it adds `ferretdbVersion` to `buildInfo`).
     async fn ferretdb_version(&self) -> Result<Option<String>, StoreError> {
-        let db = self.db.clone();
+        let (client, route) = self.clients.here()?;
+        let db = client.db.clone();
         let info = self
-            .read(async move {
+            .read(route, async move {
                 db.run_command(doc! { "buildInfo": 1 })
                     .await
                     .map_err(|e| classify(e, None))
@@ -373,31 +310,24 @@ impl MongoStore {
         Ok(info.get_str("ferretdbVersion").ok().map(str::to_string))
     }
 
-    /// The lock for document `id` of `collection`, where the server needs one.
-    async fn lock_document(&self, collection: &str, id: &str) -> Held {
-        let locks = self.write_locks.as_ref()?;
-        let mut h = DefaultHasher::new();
-        (collection, id).hash(&mut h);
-        let lock = locks[(h.finish() % locks.len() as u64) as usize].clone();
-        Some(lock.lock_owned().await)
-    }
-
     /// The name of the database this store uses.
     pub fn database_name(&self) -> &str {
-        self.db.name()
+        self.clients.database()
     }
 
     /// Drops this store's database (tests use it to clean up after themselves).
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        self.write(None, async move {
+        let (client, route) = self.clients.here()?;
+        let db = client.db.clone();
+        self.write(route, async move {
             db.drop().await.map_err(|e| classify(e, None))
         })
         .await
     }
 
     async fn create_indexes(&self) -> Result<(), StoreError> {
-        for (spec, coll) in self.specs.iter().zip(&self.collections) {
+        let (client, route) = self.clients.here()?;
+        for (spec, coll) in self.specs.iter().zip(&client.collections) {
             let unique = spec.unique.iter().map(|field| {
                 IndexModel::builder()
                     .keys(doc! { *field: 1 })
@@ -411,7 +341,7 @@ impl MongoStore {
             });
             for model in unique.chain(indexed) {
                 let coll = coll.clone();
-                self.write(None, async move {
+                self.write(route, async move {
                     coll.create_index(model)
                         .await
                         .map(drop)
@@ -423,81 +353,81 @@ impl MongoStore {
         Ok(())
     }
 
-    /// The spec of `collection` and its handle.
+    /// The spec of `collection`, its handle on the calling runtime's client and where its
+    /// operations run.
     fn spec(
         &self,
         collection: &str,
-    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>), StoreError> {
-        self.specs
+    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>, Route<'_>), StoreError> {
+        let i = self
+            .specs
             .iter()
             .position(|s| s.name == collection)
-            .map(|i| (self.specs[i], self.collections[i].clone()))
-            .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))
+            .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))?;
+        let (client, route) = self.clients.here()?;
+        Ok((self.specs[i], client.collections[i].clone(), route))
     }
 
-    /// Runs the read `op` on the driver's thread in its turn, within the store's deadline (the
-    /// wait included) or the caller's budget if it has less left; running out of time is
-    /// [`StoreError::Unavailable`].
+    /// Runs the read `op` in its turn, within the store's deadline (the wait included) or the
+    /// caller's budget if it has less left; running out of time is [`StoreError::Unavailable`].
     async fn read<T: Send + 'static>(
         &self,
+        route: Route<'_>,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.on_driver(&self.reads, self.timeout, None, op).await
+        self.pass(route, Line::Reads, self.gate.timeout, None, op)
+            .await
     }
 
-    /// [`MongoStore::read`] for the write `op`, in the writers' line, holding `held` (the
-    /// document's lock, where there is one) until it is done.
+    /// [`MongoStore::read`] for the write `op`, in the writers' line.
     async fn write<T: Send + 'static>(
         &self,
-        held: Held,
+        route: Route<'_>,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.on_driver(&self.writes, self.timeout, held, op).await
-    }
-
-    async fn on_driver<T: Send + 'static>(
-        &self,
-        line: &Admission,
-        limit: Duration,
-        held: Held,
-        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let turn = line.turn(limit).await?;
-        let (until, late) = (turn.until, turn.late());
-        let slot = turn.into_slot();
-        self.driver
-            .run(until, late, async move {
-                let result = op.await;
-                drop((slot, held));
-                result
-            })
+        self.pass(route, Line::Writes, self.gate.timeout, None, op)
             .await
     }
 
     /// [`MongoStore::write`] for a conditional write to document `id`: on FerretDB it first waits
-    /// for the document's lock (within the same deadline), then for its turn, so a write queued
-    /// behind another one to the same document holds no place on the wire meanwhile.
+    /// for the document's lock (within the same deadline), then for its turn.
     async fn locked_write<T: Send + 'static>(
         &self,
+        route: Route<'_>,
         collection: &str,
         id: &str,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        if self.write_locks.is_none() {
-            return self.write(None, op).await;
-        }
-        let limit = crate::deadline::bounded(self.timeout);
-        let started = tokio::time::Instant::now();
-        let held = tokio::time::timeout(limit, self.lock_document(collection, id))
+        let doc = Some((collection, id));
+        self.pass(route, Line::Writes, self.gate.timeout, doc, op)
             .await
-            .map_err(|_| {
-                StoreError::Unavailable(format!(
-                    "another write to the same document held it past {} ms",
-                    limit.as_millis()
-                ))
-            })?;
-        let left = limit.saturating_sub(started.elapsed());
-        self.on_driver(&self.writes, left, held, op).await
+    }
+
+    /// Runs `op` through the [`Gate`]: here, in the calling task on its runtime's client, or on the
+    /// driver's thread when the caller has no runtime (the caller's budget goes with it).
+    async fn pass<T: Send + 'static>(
+        &self,
+        route: Route<'_>,
+        line: Line,
+        limit: Duration,
+        doc: Option<(&str, &str)>,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let driver = match route {
+            Route::Here => return self.gate.pass(line, limit, doc, op).await,
+            Route::HandedOver(driver) => driver,
+        };
+        self.handed_over.fetch_add(1, Ordering::Relaxed);
+        let gate = self.gate.clone();
+        let doc = doc.map(|(c, id)| (c.to_string(), id.to_string()));
+        let budget = crate::deadline::remaining();
+        let job = driver.handle.spawn(crate::deadline::scope(budget, async move {
+            let doc = doc.as_ref().map(|(c, id)| (c.as_str(), id.as_str()));
+            gate.pass(line, limit, doc, op).await
+        }));
+        job.await.map_err(|e| {
+            StoreError::Internal(format!("a MongoDB operation failed in the driver's thread: {e}"))
+        })?
     }
 }
 
@@ -609,12 +539,12 @@ impl Store for MongoStore {
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
-        let (spec, coll) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection)?;
         if doc_id(&doc).is_empty() {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
         let document = to_raw(&doc)?;
-        self.write(None, async move {
+        self.write(route, async move {
             match coll.insert_one(document).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
@@ -634,7 +564,7 @@ impl Store for MongoStore {
 
     /// One ordered `insertMany` (so a failure leaves a prefix stored, as the trait allows).
     async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        let (spec, coll) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection)?;
         if docs.iter().any(|d| doc_id(d).is_empty()) {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
@@ -643,7 +573,7 @@ impl Store for MongoStore {
         }
         let documents: Vec<RawDocumentBuf> = docs.iter().map(to_raw).collect::<Result<_, _>>()?;
         // A bulk load may take longer than one operation's timeout: allow a second per 1,000.
-        let allowance = self.timeout + Duration::from_millis(docs.len() as u64);
+        let allowance = self.gate.timeout + Duration::from_millis(docs.len() as u64);
         let count = docs.len();
         let op = async move {
             match coll.insert_many(documents).ordered(true).await {
@@ -657,7 +587,7 @@ impl Store for MongoStore {
                 }
             }
         };
-        self.on_driver(&self.writes, allowance, None, op)
+        self.pass(route, Line::Writes, allowance, None, op)
             .await
             .map_err(|e| match e {
                 StoreError::Unavailable(why) => StoreError::Unavailable(format!(
@@ -668,9 +598,9 @@ impl Store for MongoStore {
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection)?;
         let filter = doc! { "_id": id };
-        self.read(async move {
+        self.read(route, async move {
             let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
             found.as_deref().map(raw_to_doc).transpose()
         })
@@ -679,9 +609,9 @@ impl Store for MongoStore {
 
     /// The stored BSON written straight into the answer's JSON.
     async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection)?;
         let filter = doc! { "_id": id };
-        self.read(async move {
+        self.read(route, async move {
             let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
             found.as_deref().map(json_bytes).transpose()
         })
@@ -694,9 +624,9 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection)?;
         let query = to_query(None, filter);
-        let (items, total) = self.read(self::page(coll, query, page, raw_to_doc)).await?;
+        let (items, total) = self.read(route, self::page(coll, query, page, raw_to_doc)).await?;
         Ok(Listing { items, total })
     }
 
@@ -707,9 +637,9 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<JsonListing, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection)?;
         let query = to_query(None, filter);
-        let (items, total) = self.read(self::page(coll, query, page, json_bytes)).await?;
+        let (items, total) = self.read(route, self::page(coll, query, page, json_bytes)).await?;
         Ok(JsonListing { items, total })
     }
 
@@ -720,7 +650,7 @@ impl Store for MongoStore {
         expect: &Filter,
         change: &Change,
     ) -> Result<Outcome, StoreError> {
-        let (spec, coll) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection)?;
         if change.set.iter().any(|(k, _)| k == "id") {
             return Err(StoreError::Internal("a document's id cannot change".into()));
         }
@@ -729,7 +659,7 @@ impl Store for MongoStore {
         if change.set.is_empty() && change.push.is_empty() {
             // Nothing to change: the outcome is whether the condition holds now.
             return self
-                .read(async move {
+                .read(route, async move {
                     match coll.find_one(query).await.map_err(|e| classify(e, None))? {
                         Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
                         None => missing_or_refused(&coll, &owned_id).await,
@@ -739,7 +669,7 @@ impl Store for MongoStore {
         }
         let update = to_update(change);
         let set = change.set.clone();
-        self.locked_write(collection, id, async move {
+        self.locked_write(route, collection, id, async move {
             let after = match coll
                 .find_one_and_update(query, update)
                 .return_document(ReturnDocument::After)
@@ -772,10 +702,10 @@ impl Store for MongoStore {
         id: &str,
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection)?;
         let query = to_query(Some(id), expect);
         let owned_id = id.to_string();
-        self.locked_write(collection, id, async move {
+        self.locked_write(route, collection, id, async move {
             match coll
                 .find_one_and_delete(query)
                 .await
@@ -789,8 +719,9 @@ impl Store for MongoStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        self.read(async move {
+        let (client, route) = self.clients.here()?;
+        let db = client.db.clone();
+        self.read(route, async move {
             db.run_command(doc! { "ping": 1 })
                 .await
                 .map(drop)
@@ -803,9 +734,10 @@ impl Store for MongoStore {
     /// take in the storage engine (MongoDB's WiredTiger; FerretDB reports its SQLite tables' sizes
     /// under the same names).
     async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
-        let db = self.db.clone();
+        let (client, route) = self.clients.here()?;
+        let db = client.db.clone();
         let stats = self
-            .read(async move {
+            .read(route, async move {
                 db.run_command(doc! { "dbStats": 1, "scale": 1 })
                     .await
                     .map_err(|e| classify(e, None))
@@ -823,18 +755,22 @@ impl Store for MongoStore {
         Ok(storage.map(|s| s + number("indexSize").unwrap_or(0)))
     }
 
+    /// Shuts down every client whose runtime still runs, each within the store's deadline.
     async fn close(&self) -> Result<(), StoreError> {
+        let clients = self.clients.live();
+        let timeout = self.gate.timeout;
         // `immediate`: don't wait for handles held elsewhere (in-flight requests of other clones).
-        let client = self.client.clone();
-        let until = tokio::time::Instant::now() + self.timeout;
-        let late = StoreError::Unavailable("MongoDB client did not shut down in time".into());
-        let _ = self
-            .driver
-            .run(until, late, async move {
-                client.shutdown().immediate(true).await;
-                Ok(())
-            })
-            .await;
+        let shut = async move {
+            for client in clients {
+                let _ = tokio::time::timeout(timeout, client.shutdown().immediate(true)).await;
+            }
+        };
+        match self.clients.here()? {
+            (_, Route::Here) => shut.await,
+            (_, Route::HandedOver(driver)) => {
+                let _ = driver.handle.spawn(shut).await;
+            }
+        }
         Ok(())
     }
 }
