@@ -514,6 +514,8 @@ async fn on_a_current_thread_runtime_the_driver_sends_every_command_from_the_cal
         elsewhere.is_empty(),
         "commands sent from another thread than the caller's: {elsewhere:?}"
     );
+    assert_eq!(store.handed_over(), 0);
+    assert_eq!(store.clients(), 1);
     store.drop_database().await.unwrap();
 }
 
@@ -545,6 +547,7 @@ fn on_a_multi_thread_runtime_the_driver_sends_every_command_from_that_runtimes_t
         tokio::spawn(async move { one_of_each(&s).await })
             .await
             .unwrap();
+        assert_eq!(store.clients(), 1, "the runtime's workers share its client");
         let serving = workers.lock().unwrap().clone();
         let (elsewhere, all) = sent_elsewhere(&senders, &serving);
         assert!(all >= 6, "commands seen: {all}");
@@ -570,5 +573,65 @@ fn a_caller_without_a_tokio_runtime_is_answered_through_the_driver_thread() {
     std::thread::spawn(move || futures::executor::block_on(one_of_each(&s)))
         .join()
         .expect("answered without a runtime");
+    assert!(store.handed_over() >= 6, "{}", store.handed_over());
+    assert_eq!(store.clients(), 2, "the opener's, and the driver thread's");
     rt.block_on(store.drop_database()).unwrap();
+}
+
+#[tokio::test]
+async fn each_runtime_gets_one_client_shared_by_its_threads_and_closing_after_one_ended_returns() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    // A multi-thread runtime: its workers share one client.
+    let s = store.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let calls: Vec<_> = (0..8)
+                .map(|i| {
+                    let s = s.clone();
+                    tokio::spawn(async move {
+                        s.get_json(conformance::SPEC.name, &format!("{i}")).await
+                    })
+                })
+                .collect();
+            for call in calls {
+                assert!(call.await.unwrap().unwrap().is_none());
+            }
+            assert_eq!(s.clients(), 2, "the opener's and this runtime's");
+        });
+        // The runtime ends here, and its client with it.
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        store.clients(),
+        1,
+        "the client of a runtime that ended is forgotten"
+    );
+    // A current-thread runtime on a thread of its own, still running while the store closes.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ready, answered) = tokio::sync::oneshot::channel();
+    let s = store.clone();
+    let worker = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            one_of_each(&s).await;
+            let _ = ready.send(s.clients());
+            let _ = stopped.await;
+        });
+    });
+    assert_eq!(answered.await.unwrap(), 2);
+    store.drop_database().await.unwrap();
+    store.close().await.unwrap();
+    let _ = stop.send(());
+    worker.join().unwrap();
 }

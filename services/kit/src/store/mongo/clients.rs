@@ -312,3 +312,47 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clients_opened_here(places: u32) -> Clients {
+        Clients::new(ClientOptions::default(), places, "brigade_test".into(), &[])
+    }
+
+    #[test]
+    fn only_serving_runtimes_keep_connections_warm_and_current_thread_ones_their_share() {
+        let opener = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let clients = opener.block_on(async { clients_opened_here(8) });
+        assert_eq!(clients.warm_pool(opener.handle()), 0, "the opener serves nobody");
+        let many = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        assert_eq!(clients.warm_pool(many.handle()), 8, "one pool for all its workers");
+        let one = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        assert_eq!(clients.warm_pool(one.handle()), 8_u32.div_ceil(cores));
+    }
+
+    #[tokio::test]
+    async fn an_operation_dropped_before_its_end_runs_on_to_it() {
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        let op = RunsToEnd::new(async move {
+            let _ = wait.await;
+            let _ = done.send(());
+        });
+        // The caller stops waiting: dropped unfinished, the operation goes on as a task.
+        assert!(tokio::time::timeout(std::time::Duration::ZERO, op)
+            .await
+            .is_err());
+        go.send(()).unwrap();
+        finished.await.expect("the operation ran to its end");
+    }
+}

@@ -22,14 +22,18 @@
 //!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
 //!   answers 503. The driver keeps monitoring the server, so the store recovers by itself once it
 //!   is back.
-//! - The driver lives on a thread of its own (a current-thread runtime, `DriverThread`): its
-//!   connection pool's worker, its sockets and every operation run there, and a request hands its
-//!   operation over once and gets the answer back once. Left on the runtime that opened the store
-//!   (serve's support runtime), every operation crossed threads four or five times (a connection
-//!   asked of the pool's worker, granted, each socket readiness relayed from the other runtime's
-//!   reactor, the connection given back), and those wake-ups were most of Brigade's CPU per
-//!   request on this store. An operation whose caller stopped waiting finishes there, in its slot,
-//!   so its connection goes back to the pool instead of being closed mid-answer.
+//! - The driver runs on the runtime that serves the request (`clients.rs`): one client per tokio
+//!   runtime that calls the store, made there the first time it does, so the client's pool worker,
+//!   its sockets and the operation itself are all driven by the serving thread, and an operation
+//!   runs in the request's own task with no thread crossing of its own. Chosen over one client per
+//!   thread because a multi-thread runtime's workers share one reactor (one pool serves them all,
+//!   today's size) and a current-thread runtime is one thread anyway; over the hand-over to a
+//!   driver thread (what came before: two cross-thread wake-ups per operation, most of Brigade's
+//!   CPU per request on this store) because nothing is handed over. A caller with no tokio runtime
+//!   (an I/O engine of another kind) still hands its operation to the driver's own thread, once
+//!   there and once back. The lines, locks and deadlines (`gate.rs`) are one per store, shared by
+//!   every runtime's client. An operation whose caller stopped waiting finishes on its runtime, in
+//!   its slot, so its connection goes back to the pool instead of being closed mid-answer.
 //! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
 //!   straight into the JSON the API answers, a write encoded from JSON straight into the bytes sent.
 //! - A list counts only when its page cannot tell the total ([`Page::total_from`]): a short page
@@ -92,9 +96,10 @@ pub struct MongoLimits {
     /// Reads on the wire at once; the others wait in line (zero: [`DEFAULT_CONCURRENCY`]).
     pub concurrency: usize,
     /// Writes on the wire at once, in a line of their own (zero: [`DEFAULT_FERRETDB_WRITERS`] on
-    /// FerretDB, `concurrency` on MongoDB). The connection pool is sized to both lines (unless
-    /// the URI sets `maxPoolSize`) and kept warm (`minPoolSize`), so no operation waits for a
-    /// connection to be made.
+    /// FerretDB, `concurrency` on MongoDB). Each runtime's connection pool is sized to both lines
+    /// (unless the URI sets `maxPoolSize`) and a serving runtime's kept warm (`minPoolSize`: all
+    /// of it on a multi-thread runtime, its share on a current-thread one), so no operation waits
+    /// for a connection to be made once its runtime has called the store.
     pub writers: usize,
 }
 
