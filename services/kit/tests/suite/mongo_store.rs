@@ -521,7 +521,8 @@ async fn on_a_current_thread_runtime_the_driver_sends_every_command_from_the_cal
 
 #[test]
 fn on_a_multi_thread_runtime_the_driver_sends_every_command_from_that_runtimes_threads() {
-    let workers = Arc::new(std::sync::Mutex::new(vec![std::thread::current().id()]));
+    // Its workers only: the thread in `block_on` runs none of its tasks, so it hands over too.
+    let workers = Arc::new(std::sync::Mutex::new(Vec::new()));
     let started = workers.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -634,4 +635,52 @@ async fn each_runtime_gets_one_client_shared_by_its_threads_and_closing_after_on
     store.close().await.unwrap();
     let _ = stop.send(());
     worker.join().unwrap();
+}
+
+#[test]
+fn a_caller_that_only_entered_a_runtime_others_drive_hands_its_operations_to_that_runtime() {
+    // As ntex on io_uring does: its workers poll their own executor and only enter a small tokio
+    // runtime (one worker thread of its own) for the kit.
+    let kit_threads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let started = kit_threads.clone();
+    let kit = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .on_thread_start(move || started.lock().unwrap().push(std::thread::current().id()))
+        .build()
+        .unwrap();
+    let Some(uri) = kit.block_on(mongo_uri()) else {
+        return;
+    };
+    let (options, senders) = kit.block_on(recording_senders(&uri));
+    let store = Arc::new(
+        kit.block_on(MongoStore::connect_with_options(
+            options,
+            &unique_database("brigade_entered"),
+            &[conformance::SPEC],
+            brigade_kit::store::mongo::MongoLimits::with_timeout(Duration::from_secs(5)),
+        ))
+        .unwrap(),
+    );
+    let before = store.handed_over();
+    let (s, handle) = (store.clone(), kit.handle().clone());
+    std::thread::spawn(move || {
+        let _inside = handle.enter();
+        futures::executor::block_on(one_of_each(&s));
+    })
+    .join()
+    .expect("answered by the runtime it entered");
+    assert!(store.handed_over() - before >= 6, "{}", store.handed_over());
+    assert_eq!(
+        store.clients(),
+        1,
+        "the entered runtime's client, no driver thread"
+    );
+    let kit_threads = kit_threads.lock().unwrap().clone();
+    let (elsewhere, _) = sent_elsewhere(&senders, &kit_threads);
+    assert!(
+        elsewhere.is_empty(),
+        "commands sent from a thread not of the entered runtime: {elsewhere:?}"
+    );
+    kit.block_on(store.drop_database()).unwrap();
 }

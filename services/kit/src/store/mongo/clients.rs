@@ -15,10 +15,15 @@
 //!
 //! The client of a runtime is made the first time that runtime calls the store (made lazily: the
 //! store cannot know the serving runtimes when it is opened, on serve's support runtime) and
-//! found again through a per-thread cache, so a call costs a lookup in this thread's slot and no
-//! lock shared by the threads. A caller on a thread with no tokio runtime at all (a future
-//! runtime on another I/O engine) cannot host a client: its operations are handed over to the
-//! driver's own thread as before, started the first time such a caller comes.
+//! found again through a per-thread slot, so a call costs a lookup in this thread's slot and no
+//! lock shared by the threads. The first call of a thread also asks whether the thread runs the
+//! runtime's tasks ([`runs_tasks_of`]). A thread that does not cannot have the operation run in
+//! its task without every step of it crossing threads (the client's tasks and its sockets'
+//! readiness are the other thread's), so its operations are handed over, whole, to a task of the
+//! runtime, once there and once back: a thread that only entered a runtime others drive (ntex on
+//! io_uring enters a small tokio runtime for the kit on each worker; the thread blocked in a
+//! multi-thread runtime's `block_on`) to that runtime; a thread with no tokio runtime at all to
+//! the store's own driver thread ([`DriverThread`]), started the first time such a caller comes.
 //!
 //! Pools: each client's pool may grow to every place in the store's lines (the lines are shared
 //! by all runtimes, so one runtime may hold all places at once), but only the serving runtimes
@@ -59,12 +64,20 @@ impl RuntimeClient {
 }
 
 /// Where an operation runs.
-#[derive(Clone, Copy)]
-pub(super) enum Route<'a> {
+#[derive(Clone)]
+pub(super) enum Route {
     /// In the calling task, on its runtime's client.
     Here,
-    /// Handed over to the driver's thread (the caller has no tokio runtime).
-    HandedOver(&'a DriverThread),
+    /// Handed over to a task of this runtime, which runs its client: the caller's thread does not
+    /// run that runtime's tasks (it has no runtime, and the store's driver thread stands in, or it
+    /// only entered one that other threads drive).
+    HandedOver(Handle),
+}
+
+/// The client a thread used last, and where that thread's operations run.
+struct Nearest {
+    client: Arc<RuntimeClient>,
+    route: Route,
 }
 
 /// The store's clients, one per runtime that has called it.
@@ -80,7 +93,7 @@ pub(super) struct Clients {
     /// Every client made, by runtime.
     made: Mutex<Vec<Arc<RuntimeClient>>>,
     /// The client each thread used last.
-    nearest: ThreadLocal<RefCell<Option<Arc<RuntimeClient>>>>,
+    nearest: ThreadLocal<RefCell<Option<Nearest>>>,
     /// The thread callers without a runtime hand their operations to, started for the first one.
     driver: OnceLock<DriverThread>,
 }
@@ -112,16 +125,40 @@ impl Clients {
         &self.database
     }
 
-    /// The client for the calling task and where its operations run: its own runtime's client, or
-    /// the driver thread's when it has no runtime.
-    pub(super) fn here(&self) -> Result<(Arc<RuntimeClient>, Route<'_>), StoreError> {
-        match Handle::try_current() {
-            Ok(runtime) => Ok((self.on(&runtime)?, Route::Here)),
-            Err(_) => {
-                let driver = self.driver()?;
-                Ok((self.on(&driver.handle)?, Route::HandedOver(driver)))
-            }
+    /// The client for the calling task and where its operations run: in the task, on its own
+    /// runtime's client, when this thread runs that runtime's tasks; else handed over to the
+    /// runtime it entered, or to the driver's thread when it has none.
+    pub(super) async fn here(&self) -> Result<(Arc<RuntimeClient>, Route), StoreError> {
+        let (runtime, driver) = match Handle::try_current() {
+            Ok(runtime) => (runtime, false),
+            Err(_) => (self.driver()?.handle.clone(), true),
+        };
+        if let Some(found) = self.nearest(&runtime) {
+            return Ok(found);
         }
+        let client = self.find_or_make(&runtime)?;
+        let thread = std::thread::current().id();
+        let route = if !driver && runs_tasks_of(&runtime).await {
+            Route::Here
+        } else {
+            Route::HandedOver(runtime)
+        };
+        // Remembered for the thread that asked (a task of a multi-thread runtime may have moved).
+        if std::thread::current().id() == thread {
+            *self.nearest.get_or_default().borrow_mut() = Some(Nearest {
+                client: client.clone(),
+                route: route.clone(),
+            });
+        }
+        Ok((client, route))
+    }
+
+    /// This thread's last client and route, if they are `runtime`'s.
+    fn nearest(&self, runtime: &Handle) -> Option<(Arc<RuntimeClient>, Route)> {
+        let id = runtime.id();
+        let nearest = self.nearest.get_or_default().borrow();
+        let n = nearest.as_ref().filter(|n| n.client.runtime == id)?;
+        Some((n.client.clone(), n.route.clone()))
     }
 
     /// The driver's thread, started on first use.
@@ -132,19 +169,6 @@ impl Clients {
         let started = DriverThread::start()?;
         // Two first callers at once: one thread wins, the other's stops as it drops.
         Ok(self.driver.get_or_init(|| started))
-    }
-
-    /// The client of `runtime`: this thread's last one if it is `runtime`'s, else the one made
-    /// for `runtime` (made now if there is none).
-    fn on(&self, runtime: &Handle) -> Result<Arc<RuntimeClient>, StoreError> {
-        let id = runtime.id();
-        let nearest = self.nearest.get_or_default();
-        if let Some(client) = nearest.borrow().as_ref().filter(|c| c.runtime == id) {
-            return Ok(client.clone());
-        }
-        let client = self.find_or_make(runtime)?;
-        *nearest.borrow_mut() = Some(client.clone());
-        Ok(client)
     }
 
     fn find_or_make(&self, runtime: &Handle) -> Result<Arc<RuntimeClient>, StoreError> {
@@ -225,6 +249,25 @@ impl Clients {
         let made = self.made.lock().unwrap_or_else(|e| e.into_inner());
         made.iter().filter(|c| c.alive()).count()
     }
+}
+
+/// Whether this thread runs `runtime`'s tasks: it drives that current-thread runtime or is one of
+/// that multi-thread runtime's workers, rather than a thread that only entered it (ntex on
+/// io_uring enters a small tokio runtime on each of its workers for the kit, and that runtime's
+/// own thread drives it). Asked once per thread and runtime, by spawning a task that says which
+/// thread ran it: one spawned from a worker goes to that worker's next-task slot, which no other
+/// worker steals, so the first answer is nearly always this thread; three tries make a stray
+/// answer from a stealing worker still less likely (and its cost is only a hand-over).
+async fn runs_tasks_of(runtime: &Handle) -> bool {
+    let here = std::thread::current().id();
+    for _ in 0..3 {
+        match runtime.spawn(async { std::thread::current().id() }).await {
+            Ok(there) if there == here => return true,
+            Ok(_) => continue,
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// The thread callers without a tokio runtime hand their operations to: a current-thread runtime

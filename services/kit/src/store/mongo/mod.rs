@@ -29,9 +29,10 @@
 //!   thread because a multi-thread runtime's workers share one reactor (one pool serves them all,
 //!   today's size) and a current-thread runtime is one thread anyway; over the hand-over to a
 //!   driver thread (what came before: two cross-thread wake-ups per operation, most of Brigade's
-//!   CPU per request on this store) because nothing is handed over. A caller with no tokio runtime
-//!   (an I/O engine of another kind) still hands its operation to the driver's own thread, once
-//!   there and once back. The lines, locks and deadlines (`gate.rs`) are one per store, shared by
+//!   CPU per request on this store) because nothing is handed over. A caller on a thread that
+//!   does not run a tokio runtime's tasks still hands its operation over, once there and once
+//!   back: to the runtime it entered (ntex on io_uring enters one for the kit), or with no tokio
+//!   runtime at all to the store's own driver thread. The lines, locks and deadlines (`gate.rs`) are one per store, shared by
 //!   every runtime's client. An operation whose caller stopped waiting finishes on its runtime, in
 //!   its slot, so its connection goes back to the pool instead of being closed mid-answer.
 //! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
@@ -303,7 +304,7 @@ impl MongoStore {
 
     /// FerretDB's version if the server is FerretDB (it adds `ferretdbVersion` to `buildInfo`).
     async fn ferretdb_version(&self) -> Result<Option<String>, StoreError> {
-        let (client, route) = self.clients.here()?;
+        let (client, route) = self.clients.here().await?;
         let db = client.db.clone();
         let info = self
             .read(route, async move {
@@ -322,7 +323,7 @@ impl MongoStore {
 
     /// Drops this store's database (tests use it to clean up after themselves).
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        let (client, route) = self.clients.here()?;
+        let (client, route) = self.clients.here().await?;
         let db = client.db.clone();
         self.write(route, async move {
             db.drop().await.map_err(|e| classify(e, None))
@@ -331,7 +332,7 @@ impl MongoStore {
     }
 
     async fn create_indexes(&self) -> Result<(), StoreError> {
-        let (client, route) = self.clients.here()?;
+        let (client, route) = self.clients.here().await?;
         for (spec, coll) in self.specs.iter().zip(&client.collections) {
             let unique = spec.unique.iter().map(|field| {
                 IndexModel::builder()
@@ -346,7 +347,7 @@ impl MongoStore {
             });
             for model in unique.chain(indexed) {
                 let coll = coll.clone();
-                self.write(route, async move {
+                self.write(route.clone(), async move {
                     coll.create_index(model)
                         .await
                         .map(drop)
@@ -360,16 +361,16 @@ impl MongoStore {
 
     /// The spec of `collection`, its handle on the calling runtime's client and where its
     /// operations run.
-    fn spec(
+    async fn spec(
         &self,
         collection: &str,
-    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>, Route<'_>), StoreError> {
+    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>, Route), StoreError> {
         let i = self
             .specs
             .iter()
             .position(|s| s.name == collection)
             .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))?;
-        let (client, route) = self.clients.here()?;
+        let (client, route) = self.clients.here().await?;
         Ok((self.specs[i], client.collections[i].clone(), route))
     }
 
@@ -377,7 +378,7 @@ impl MongoStore {
     /// caller's budget if it has less left; running out of time is [`StoreError::Unavailable`].
     async fn read<T: Send + 'static>(
         &self,
-        route: Route<'_>,
+        route: Route,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
         self.pass(route, Line::Reads, self.gate.timeout, None, op)
@@ -387,7 +388,7 @@ impl MongoStore {
     /// [`MongoStore::read`] for the write `op`, in the writers' line.
     async fn write<T: Send + 'static>(
         &self,
-        route: Route<'_>,
+        route: Route,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
         self.pass(route, Line::Writes, self.gate.timeout, None, op)
@@ -398,7 +399,7 @@ impl MongoStore {
     /// for the document's lock (within the same deadline), then for its turn.
     async fn locked_write<T: Send + 'static>(
         &self,
-        route: Route<'_>,
+        route: Route,
         collection: &str,
         id: &str,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
@@ -412,26 +413,26 @@ impl MongoStore {
     /// driver's thread when the caller has no runtime (the caller's budget goes with it).
     async fn pass<T: Send + 'static>(
         &self,
-        route: Route<'_>,
+        route: Route,
         line: Line,
         limit: Duration,
         doc: Option<(&str, &str)>,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let driver = match route {
+        let runtime = match route {
             Route::Here => return self.gate.pass(line, limit, doc, op).await,
-            Route::HandedOver(driver) => driver,
+            Route::HandedOver(runtime) => runtime,
         };
         self.handed_over.fetch_add(1, Ordering::Relaxed);
         let gate = self.gate.clone();
         let doc = doc.map(|(c, id)| (c.to_string(), id.to_string()));
         let budget = crate::deadline::remaining();
-        let job = driver.handle.spawn(crate::deadline::scope(budget, async move {
+        let job = runtime.spawn(crate::deadline::scope(budget, async move {
             let doc = doc.as_ref().map(|(c, id)| (c.as_str(), id.as_str()));
             gate.pass(line, limit, doc, op).await
         }));
         job.await.map_err(|e| {
-            StoreError::Internal(format!("a MongoDB operation failed in the driver's thread: {e}"))
+            StoreError::Internal(format!("a MongoDB operation handed over failed: {e}"))
         })?
     }
 }
@@ -544,7 +545,7 @@ impl Store for MongoStore {
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
-        let (spec, coll, route) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection).await?;
         if doc_id(&doc).is_empty() {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
@@ -569,7 +570,7 @@ impl Store for MongoStore {
 
     /// One ordered `insertMany` (so a failure leaves a prefix stored, as the trait allows).
     async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        let (spec, coll, route) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection).await?;
         if docs.iter().any(|d| doc_id(d).is_empty()) {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
@@ -603,7 +604,7 @@ impl Store for MongoStore {
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
-        let (_, coll, route) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let filter = doc! { "_id": id };
         self.read(route, async move {
             let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
@@ -614,7 +615,7 @@ impl Store for MongoStore {
 
     /// The stored BSON written straight into the answer's JSON.
     async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
-        let (_, coll, route) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let filter = doc! { "_id": id };
         self.read(route, async move {
             let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
@@ -629,7 +630,7 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError> {
-        let (_, coll, route) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let query = to_query(None, filter);
         let (items, total) = self.read(route, self::page(coll, query, page, raw_to_doc)).await?;
         Ok(Listing { items, total })
@@ -642,7 +643,7 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<JsonListing, StoreError> {
-        let (_, coll, route) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let query = to_query(None, filter);
         let (items, total) = self.read(route, self::page(coll, query, page, json_bytes)).await?;
         Ok(JsonListing { items, total })
@@ -655,7 +656,7 @@ impl Store for MongoStore {
         expect: &Filter,
         change: &Change,
     ) -> Result<Outcome, StoreError> {
-        let (spec, coll, route) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection).await?;
         if change.set.iter().any(|(k, _)| k == "id") {
             return Err(StoreError::Internal("a document's id cannot change".into()));
         }
@@ -707,7 +708,7 @@ impl Store for MongoStore {
         id: &str,
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
-        let (_, coll, route) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let query = to_query(Some(id), expect);
         let owned_id = id.to_string();
         self.locked_write(route, collection, id, async move {
@@ -724,7 +725,7 @@ impl Store for MongoStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let (client, route) = self.clients.here()?;
+        let (client, route) = self.clients.here().await?;
         let db = client.db.clone();
         self.read(route, async move {
             db.run_command(doc! { "ping": 1 })
@@ -739,7 +740,7 @@ impl Store for MongoStore {
     /// take in the storage engine (MongoDB's WiredTiger; FerretDB reports its SQLite tables' sizes
     /// under the same names).
     async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
-        let (client, route) = self.clients.here()?;
+        let (client, route) = self.clients.here().await?;
         let db = client.db.clone();
         let stats = self
             .read(route, async move {
@@ -770,10 +771,10 @@ impl Store for MongoStore {
                 let _ = tokio::time::timeout(timeout, client.shutdown().immediate(true)).await;
             }
         };
-        match self.clients.here()? {
+        match self.clients.here().await? {
             (_, Route::Here) => shut.await,
-            (_, Route::HandedOver(driver)) => {
-                let _ = driver.handle.spawn(shut).await;
+            (_, Route::HandedOver(runtime)) => {
+                let _ = runtime.spawn(shut).await;
             }
         }
         Ok(())
