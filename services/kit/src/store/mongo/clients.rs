@@ -82,7 +82,7 @@ struct Nearest {
 
 /// The store's clients, one per runtime that has called it.
 pub(super) struct Clients {
-    /// The options every client is made with, but the warm part of the pool ([`Clients::warm_pool`]).
+    /// The options every client is made with, but the pool's warm part ([`Clients::warm_pool`]).
     options: ClientOptions,
     /// The places in the store's lines: the most connections one client needs.
     places: u32,
@@ -263,7 +263,7 @@ async fn runs_tasks_of(runtime: &Handle) -> bool {
     for _ in 0..3 {
         match runtime.spawn(async { std::thread::current().id() }).await {
             Ok(there) if there == here => return true,
-            Ok(_) => continue,
+            Ok(_) => {}
             Err(_) => return false,
         }
     }

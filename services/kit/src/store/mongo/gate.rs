@@ -34,7 +34,7 @@ pub(super) struct Gate {
     pub(super) reads: Admission,
     /// The line writes wait in.
     pub(super) writes: Admission,
-    /// Per-document write locks, only for servers whose `findAndModify` is not atomic (FerretDB v1).
+    /// Per-document write locks, only where `findAndModify` is not atomic (FerretDB v1).
     write_locks: Option<Vec<Arc<Mutex<()>>>>,
 }
 

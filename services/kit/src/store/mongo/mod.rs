@@ -15,8 +15,9 @@
 //!   sharing one FerretDB database would not be protected. On MongoDB no lock is taken.
 //! - Writes use the write concern `{j: true}` (unless the URI sets one): on a single node the write is
 //!   in the journal before it is acknowledged. Replica sets should set `w=majority` in the URI.
-//! - Every call waits its turn in a bounded first-come-first-served line ([`Admission`]: at most
-//!   `concurrency` operations on the wire, [`DEFAULT_CONCURRENCY`] unless configured) and is
+//! - Every call waits its turn in a bounded first-come-first-served line
+//!   ([`Admission`](super::admission::Admission): at most `concurrency` operations on the wire,
+//!   [`DEFAULT_CONCURRENCY`] unless configured) and is
 //!   bounded by the configured deadline, the wait in line, server selection and the operation
 //!   together, shortened to the caller's budget when the request carries one
 //!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
@@ -32,10 +33,11 @@
 //!   CPU per request on this store) because nothing is handed over. A caller on a thread that
 //!   does not run a tokio runtime's tasks still hands its operation over, once there and once
 //!   back: to the runtime it entered (ntex on io_uring enters one for the kit), or with no tokio
-//!   runtime at all to the store's own driver thread. The lines, locks and deadlines (`gate.rs`) are one per store, shared by
-//!   every runtime's client. An operation whose caller stopped waiting finishes on its runtime, in
-//!   its slot, so its connection goes back to the pool instead of being closed mid-answer.
-//! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
+//!   runtime at all to the store's own driver thread. The lines, locks and deadlines (`gate.rs`)
+//!   are one per store, shared by every runtime's client. An operation whose caller stopped
+//!   waiting finishes on its runtime, in its slot, so its connection goes back to the pool instead
+//!   of being closed mid-answer.
+//! - Documents travel as raw BSON (`convert.rs`): a read is written from the driver's bytes
 //!   straight into the JSON the API answers, a write encoded from JSON straight into the bytes sent.
 //! - A list counts only when its page cannot tell the total ([`Page::total_from`]): a short page
 //!   is the last one, so `countDocuments` runs only behind a full page or an empty one past the
@@ -177,7 +179,8 @@ pub struct MongoStore {
     specs: Vec<CollectionSpec>,
     /// The lines and locks every operation passes, whichever runtime it runs on.
     gate: Arc<Gate>,
-    /// Operations handed over to the driver's thread (their callers had no tokio runtime).
+    /// Operations handed over to another thread's runtime (their caller's thread runs no tokio
+    /// runtime's tasks).
     handed_over: AtomicU64,
 }
 
@@ -296,8 +299,9 @@ impl MongoStore {
         self.clients.count()
     }
 
-    /// How many operations were handed over to the driver's thread because their caller had no
-    /// tokio runtime (every other operation ran on its caller's runtime).
+    /// How many operations were handed over, whole, to a task of another thread's runtime because
+    /// their caller's thread runs no tokio runtime's tasks (it only entered one, or has none);
+    /// every other operation ran in its caller's task.
     pub fn handed_over(&self) -> u64 {
         self.handed_over.load(Ordering::Relaxed)
     }
