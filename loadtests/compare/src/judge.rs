@@ -483,19 +483,27 @@ fn saturated(cell: &SideCell) -> Option<String> {
 }
 
 /// Every runtime measured under two labels in one side-by-side level (`hyper` and `hyper#2` in an
-/// A/A run; `axum` in containers and `axum#loopback` beside it), judged against each other by the
+/// A/A run; `axum` in containers and `axum#loopback` beside it), and every I/O-engine variant
+/// beside its sibling (`ntex-uring` and `ntex`, from `variants`), judged against each other by the
 /// same rule as the level (from rounds when it has them, else its windows): the cheaper first.
-/// What the verdicts between the best and the rest leave out, and what an A/A check or a
-/// container's cost is.
-pub fn judge_pairs(cells: &[SideCell], store: &str, rule: &Rule) -> Vec<Comparison> {
+/// What the verdicts between the best and the rest leave out, and what an A/A check, a
+/// container's cost or an I/O engine's is.
+pub fn judge_pairs(
+    cells: &[SideCell],
+    store: &str,
+    rule: &Rule,
+    variants: &std::collections::BTreeMap<String, String>,
+) -> Vec<Comparison> {
     let mut out = Vec::new();
     for cell in cells.iter().filter(|c| c.not_judged.is_none()) {
         let key = Key::level(cell, store);
         for labelled in cell.runtimes.iter().filter(usable_runtime) {
             let base = crate::settings::runtime_of(&labelled.runtime);
-            if base == labelled.runtime {
-                continue;
-            }
+            let base = match variants.get(&labelled.runtime) {
+                Some(sibling) => sibling.as_str(),
+                None if base == labelled.runtime => continue,
+                None => base,
+            };
             let Some(plain) = cell
                 .runtimes
                 .iter()
@@ -1067,7 +1075,12 @@ pub fn rejudge(dir: &std::path::Path, rule: &Rule) -> anyhow::Result<Report> {
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
-    report.pairs = judge_pairs(&report.side_by_side, &report.settings.store, rule);
+    report.pairs = judge_pairs(
+        &report.side_by_side,
+        &report.settings.store,
+        rule,
+        &report.settings.engine_variants,
+    );
     judge_capacity(&mut report, rule);
     report.notes = notes(&report);
     report::write_all(&report, dir)?;
@@ -1302,7 +1315,13 @@ mod tests {
             20,
             0.3,
         );
-        let pairs = judge_pairs(std::slice::from_ref(&cell), "embedded", &Rule::default());
+        let none = Default::default();
+        let pairs = judge_pairs(
+            std::slice::from_ref(&cell),
+            "embedded",
+            &Rule::default(),
+            &none,
+        );
         assert_eq!(pairs.len(), 1, "{pairs:?}");
         let c = &pairs[0];
         assert_eq!((c.a.as_str(), c.b.as_str()), ("axum#loopback", "axum"));
@@ -1313,9 +1332,33 @@ mod tests {
             not_judged: Some("generator-bound".into()),
             ..cell
         };
-        assert!(judge_pairs(&[not], "embedded", &Rule::default()).is_empty());
+        assert!(judge_pairs(&[not], "embedded", &Rule::default(), &none).is_empty());
         let plain = side(&[("axum", 27.5), ("actix", 30.0)], 20, 0.3);
-        assert!(judge_pairs(&[plain], "embedded", &Rule::default()).is_empty());
+        assert!(judge_pairs(&[plain], "embedded", &Rule::default(), &none).is_empty());
+    }
+
+    #[test]
+    fn an_engine_variant_is_judged_against_its_sibling_and_no_other() {
+        let cell = side(
+            &[("ntex", 30.0), ("ntex-uring", 27.0), ("hyper", 25.0)],
+            20,
+            0.3,
+        );
+        let variants = [("ntex-uring".to_owned(), "ntex".to_owned())].into();
+        let pairs = judge_pairs(
+            std::slice::from_ref(&cell),
+            "embedded",
+            &Rule::default(),
+            &variants,
+        );
+        assert_eq!(pairs.len(), 1, "{pairs:?}");
+        assert_eq!(
+            (pairs[0].a.as_str(), pairs[0].b.as_str()),
+            ("ntex-uring", "ntex")
+        );
+        // Without the variant named, the same names are two runtimes like any others.
+        let none = Default::default();
+        assert!(judge_pairs(&[cell], "embedded", &Rule::default(), &none).is_empty());
     }
 
     #[test]

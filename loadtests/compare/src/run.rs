@@ -235,7 +235,12 @@ fn judge_all(report: &mut Report, settings: &CompareSettings) -> anyhow::Result<
     report.cells = judged.cells;
     report.scenarios = judged.scenarios;
     report.comparisons = judged.comparisons;
-    report.pairs = crate::judge::judge_pairs(&report.side_by_side, &report.settings.store, rule);
+    report.pairs = crate::judge::judge_pairs(
+        &report.side_by_side,
+        &report.settings.store,
+        rule,
+        &report.settings.engine_variants,
+    );
     crate::judge::judge_capacity(report, rule);
     report.threshold_checks = report::check_thresholds(&report.runs, &settings.thresholds);
     if let Some(path) = &settings.baseline {

@@ -158,6 +158,10 @@ pub struct Settings {
     /// Calibration handicaps planted per runtime, µs per request (`--handicap`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub handicaps: BTreeMap<String, f64>,
+    /// Each runtime compared that is another runtime's adapter on another I/O engine, with that
+    /// sibling when it was compared too (`ntex-uring` → `ntex`): judged as a pair.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub engine_variants: BTreeMap<String, String>,
     /// Per-request timeout, milliseconds.
     pub timeout_ms: u64,
     /// Whether `--quick` chose the defaults.

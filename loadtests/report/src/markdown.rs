@@ -59,11 +59,12 @@ fn pairs(report: &Report) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "## The same runtime under two labels
+        "## The same runtime under two labels, or on two I/O engines
 
-Each pair measured in the same windows, judged \
-         by the same rule (an A/A pair shows the verdicts' noise; `R` in containers against \
-         `R#loopback` what the containers cost R):
+Each pair measured in the same \
+         windows, judged by the same rule (an A/A pair shows the verdicts' noise; `R` in \
+         containers against `R#loopback` what the containers cost R; `ntex-uring` against `ntex` \
+         what io_uring changes for ntex's adapter):
 
 ",
     );

@@ -196,6 +196,19 @@ impl<'s> Plan<'s> {
                 budget_s: settings.side.budget.as_secs_f64(),
             }),
             handicaps: settings.handicaps.clone(),
+            engine_variants: settings
+                .server_info
+                .runtimes
+                .iter()
+                .filter(|r| settings.runtimes.contains(&r.name))
+                .filter_map(|r| {
+                    let sibling = r.variant_of.as_ref()?;
+                    settings
+                        .runtimes
+                        .contains(sibling)
+                        .then(|| (r.name.clone(), sibling.clone()))
+                })
+                .collect(),
             timeout_ms: settings.timeout.as_millis() as u64,
             quick: settings.quick,
             interleaving: if external {

@@ -208,6 +208,7 @@ fn synthetic() -> Report {
             rule: Rule::default(),
             side_by_side: None,
             handicaps: BTreeMap::new(),
+            engine_variants: BTreeMap::new(),
             timeout_ms: 5000,
             quick: false,
             interleaving: "together".into(),

@@ -427,3 +427,260 @@ async fn far_more_concurrent_operations_than_places_on_the_wire_all_get_their_an
     );
     store.drop_database().await.unwrap();
 }
+
+/// The threads the driver sent its commands from, as its command monitoring saw them: each
+/// command's name and the thread that ran the operation sending it.
+type Senders = Arc<std::sync::Mutex<Vec<(String, std::thread::ThreadId)>>>;
+
+/// The options for `uri` with command monitoring that records [`Senders`].
+async fn recording_senders(uri: &str) -> (mongodb::options::ClientOptions, Senders) {
+    use mongodb::event::command::CommandEvent;
+    use mongodb::event::EventHandler;
+    let mut options = mongodb::options::ClientOptions::parse(uri).await.unwrap();
+    let senders = Senders::default();
+    let seen = senders.clone();
+    options.command_event_handler = Some(EventHandler::callback(move |e: CommandEvent| {
+        if let CommandEvent::Started(started) = e {
+            let here = std::thread::current().id();
+            seen.lock().unwrap().push((started.command_name, here));
+        }
+    }));
+    (options, senders)
+}
+
+/// One of each kind of operation (insert, read, list, conditional update and delete, ping).
+async fn one_of_each(store: &MongoStore) {
+    let c = conformance::SPEC.name;
+    store
+        .insert(c, doc(json!({"id": "t", "number": 1, "state": "free"})))
+        .await
+        .unwrap();
+    assert!(store.get_json(c, "t").await.unwrap().is_some());
+    let listed = store
+        .list(
+            c,
+            &Filter::all().eq("state", "free"),
+            Page {
+                offset: 0,
+                limit: 5,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.total, 1);
+    let busy = Change::default().set("state", "busy");
+    let updated = store
+        .update(c, "t", &Filter::all().eq("state", "free"), &busy)
+        .await
+        .unwrap();
+    assert!(matches!(updated, Outcome::Done(_)));
+    let deleted = store.delete(c, "t", &Filter::all()).await.unwrap();
+    assert!(matches!(deleted, Outcome::Done(_)));
+    store.ping().await.unwrap();
+}
+
+/// The commands in `senders` sent from a thread not in `serving`, and how many were sent at all.
+fn sent_elsewhere(
+    senders: &Senders,
+    serving: &[std::thread::ThreadId],
+) -> (Vec<(String, std::thread::ThreadId)>, usize) {
+    let seen = senders.lock().unwrap();
+    let elsewhere = seen
+        .iter()
+        .filter(|(_, t)| !serving.contains(t))
+        .cloned()
+        .collect();
+    (elsewhere, seen.len())
+}
+
+#[tokio::test]
+async fn on_a_current_thread_runtime_the_driver_sends_every_command_from_the_calling_thread() {
+    let Some(uri) = mongo_uri().await else {
+        return;
+    };
+    let (options, senders) = recording_senders(&uri).await;
+    let store = MongoStore::connect_with_options(
+        options,
+        &unique_database("brigade_thread"),
+        &[conformance::SPEC],
+        brigade_kit::store::mongo::MongoLimits::with_timeout(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap();
+    one_of_each(&store).await;
+    let (elsewhere, all) = sent_elsewhere(&senders, &[std::thread::current().id()]);
+    assert!(all >= 6, "commands seen: {all}");
+    assert!(
+        elsewhere.is_empty(),
+        "commands sent from another thread than the caller's: {elsewhere:?}"
+    );
+    assert_eq!(store.handed_over(), 0);
+    assert_eq!(store.clients(), 1);
+    store.drop_database().await.unwrap();
+}
+
+#[test]
+fn on_a_multi_thread_runtime_the_driver_sends_every_command_from_that_runtimes_threads() {
+    // Its workers only: the thread in `block_on` runs none of its tasks, so it hands over too.
+    let workers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let started = workers.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(move || started.lock().unwrap().push(std::thread::current().id()))
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let Some(uri) = mongo_uri().await else {
+            return;
+        };
+        let (options, senders) = recording_senders(&uri).await;
+        let store = MongoStore::connect_with_options(
+            options,
+            &unique_database("brigade_thread"),
+            &[conformance::SPEC],
+            brigade_kit::store::mongo::MongoLimits::with_timeout(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+        let store = Arc::new(store);
+        let s = store.clone();
+        tokio::spawn(async move { one_of_each(&s).await })
+            .await
+            .unwrap();
+        assert_eq!(store.clients(), 1, "the runtime's workers share its client");
+        let serving = workers.lock().unwrap().clone();
+        let (elsewhere, all) = sent_elsewhere(&senders, &serving);
+        assert!(all >= 6, "commands seen: {all}");
+        assert!(
+            elsewhere.is_empty(),
+            "commands sent from a thread not of the serving runtime: {elsewhere:?}"
+        );
+        store.drop_database().await.unwrap();
+    });
+}
+
+#[test]
+fn a_caller_without_a_tokio_runtime_is_answered_through_the_driver_thread() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let Some(store) = rt.block_on(fresh_store(&[conformance::SPEC])) else {
+        return;
+    };
+    // A thread with no runtime of its own, polling with a plain executor.
+    let s = store.clone();
+    std::thread::spawn(move || futures::executor::block_on(one_of_each(&s)))
+        .join()
+        .expect("answered without a runtime");
+    assert!(store.handed_over() >= 6, "{}", store.handed_over());
+    assert_eq!(store.clients(), 2, "the opener's, and the driver thread's");
+    rt.block_on(store.drop_database()).unwrap();
+}
+
+#[tokio::test]
+async fn each_runtime_gets_one_client_shared_by_its_threads_and_closing_after_one_ended_returns() {
+    let Some(store) = fresh_store(&[conformance::SPEC]).await else {
+        return;
+    };
+    // A multi-thread runtime: its workers share one client.
+    let s = store.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let calls: Vec<_> = (0..8)
+                .map(|i| {
+                    let s = s.clone();
+                    tokio::spawn(async move {
+                        s.get_json(conformance::SPEC.name, &format!("{i}")).await
+                    })
+                })
+                .collect();
+            for call in calls {
+                assert!(call.await.unwrap().unwrap().is_none());
+            }
+            assert_eq!(s.clients(), 2, "the opener's and this runtime's");
+        });
+        // The runtime ends here, and its client with it.
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        store.clients(),
+        1,
+        "the client of a runtime that ended is forgotten"
+    );
+    // A current-thread runtime on a thread of its own, still running while the store closes.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ready, answered) = tokio::sync::oneshot::channel();
+    let s = store.clone();
+    let worker = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            one_of_each(&s).await;
+            let _ = ready.send(s.clients());
+            let _ = stopped.await;
+        });
+    });
+    assert_eq!(answered.await.unwrap(), 2);
+    store.drop_database().await.unwrap();
+    store.close().await.unwrap();
+    let _ = stop.send(());
+    worker.join().unwrap();
+}
+
+#[test]
+fn a_caller_that_only_entered_a_runtime_others_drive_hands_its_operations_to_that_runtime() {
+    // As ntex on io_uring does: its workers poll their own executor and only enter a small tokio
+    // runtime (one worker thread of its own) for the kit.
+    let kit_threads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let started = kit_threads.clone();
+    let kit = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .on_thread_start(move || started.lock().unwrap().push(std::thread::current().id()))
+        .build()
+        .unwrap();
+    let Some(uri) = kit.block_on(mongo_uri()) else {
+        return;
+    };
+    let (options, senders) = kit.block_on(recording_senders(&uri));
+    let store = Arc::new(
+        kit.block_on(MongoStore::connect_with_options(
+            options,
+            &unique_database("brigade_entered"),
+            &[conformance::SPEC],
+            brigade_kit::store::mongo::MongoLimits::with_timeout(Duration::from_secs(5)),
+        ))
+        .unwrap(),
+    );
+    let before = store.handed_over();
+    let (s, handle) = (store.clone(), kit.handle().clone());
+    std::thread::spawn(move || {
+        let _inside = handle.enter();
+        futures::executor::block_on(one_of_each(&s));
+    })
+    .join()
+    .expect("answered by the runtime it entered");
+    assert!(store.handed_over() - before >= 6, "{}", store.handed_over());
+    assert_eq!(
+        store.clients(),
+        1,
+        "the entered runtime's client, no driver thread"
+    );
+    let kit_threads = kit_threads.lock().unwrap().clone();
+    let (elsewhere, _) = sent_elsewhere(&senders, &kit_threads);
+    assert!(
+        elsewhere.is_empty(),
+        "commands sent from a thread not of the entered runtime: {elsewhere:?}"
+    );
+    kit.block_on(store.drop_database()).unwrap();
+}

@@ -15,22 +15,29 @@
 //!   sharing one FerretDB database would not be protected. On MongoDB no lock is taken.
 //! - Writes use the write concern `{j: true}` (unless the URI sets one): on a single node the write is
 //!   in the journal before it is acknowledged. Replica sets should set `w=majority` in the URI.
-//! - Every call waits its turn in a bounded first-come-first-served line ([`Admission`]: at most
-//!   `concurrency` operations on the wire, [`DEFAULT_CONCURRENCY`] unless configured) and is
+//! - Every call waits its turn in a bounded first-come-first-served line
+//!   ([`Admission`](super::admission::Admission): at most `concurrency` operations on the wire,
+//!   [`DEFAULT_CONCURRENCY`] unless configured) and is
 //!   bounded by the configured deadline, the wait in line, server selection and the operation
 //!   together, shortened to the caller's budget when the request carries one
 //!   ([`crate::deadline`]). Running out of time is [`StoreError::Unavailable`], which the API
 //!   answers 503. The driver keeps monitoring the server, so the store recovers by itself once it
 //!   is back.
-//! - The driver lives on a thread of its own (a current-thread runtime, `DriverThread`): its
-//!   connection pool's worker, its sockets and every operation run there, and a request hands its
-//!   operation over once and gets the answer back once. Left on the runtime that opened the store
-//!   (serve's support runtime), every operation crossed threads four or five times (a connection
-//!   asked of the pool's worker, granted, each socket readiness relayed from the other runtime's
-//!   reactor, the connection given back), and those wake-ups were most of Brigade's CPU per
-//!   request on this store. An operation whose caller stopped waiting finishes there, in its slot,
-//!   so its connection goes back to the pool instead of being closed mid-answer.
-//! - Documents travel as raw BSON ([`convert`]): a read is written from the driver's bytes
+//! - The driver runs on the runtime that serves the request (`clients.rs`): one client per tokio
+//!   runtime that calls the store, made there the first time it does, so the client's pool worker,
+//!   its sockets and the operation itself are all driven by the serving thread, and an operation
+//!   runs in the request's own task with no thread crossing of its own. Chosen over one client per
+//!   thread because a multi-thread runtime's workers share one reactor (one pool serves them all,
+//!   today's size) and a current-thread runtime is one thread anyway; over the hand-over to a
+//!   driver thread (what came before: two cross-thread wake-ups per operation, most of Brigade's
+//!   CPU per request on this store) because nothing is handed over. A caller on a thread that
+//!   does not run a tokio runtime's tasks still hands its operation over, once there and once
+//!   back: to the runtime it entered (ntex on io_uring enters one for the kit), or with no tokio
+//!   runtime at all to the store's own driver thread. The lines, locks and deadlines (`gate.rs`)
+//!   are one per store, shared by every runtime's client. An operation whose caller stopped
+//!   waiting finishes on its runtime, in its slot, so its connection goes back to the pool instead
+//!   of being closed mid-answer.
+//! - Documents travel as raw BSON (`convert.rs`): a read is written from the driver's bytes
 //!   straight into the JSON the API answers, a write encoded from JSON straight into the bytes sent.
 //! - A list counts only when its page cannot tell the total ([`Page::total_from`]): a short page
 //!   is the last one, so `countDocuments` runs only behind a full page or an empty one past the
@@ -41,30 +48,31 @@
 //!   already in the id order lists return, so a filtered page needs no sort and `countDocuments`
 //!   on the field is answered from the index (on MongoDB; see docs/stores.md for FerretDB).
 
-use std::collections::hash_map::DefaultHasher;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mongodb::bson::{doc, Document, RawDocument, RawDocumentBuf};
 use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument, WriteConcern};
-use mongodb::{Client, Collection, Database, IndexModel};
-use tokio::sync::OwnedMutexGuard;
+use mongodb::{Collection, IndexModel};
 
-use super::admission::Admission;
 use super::*;
 
+mod clients;
 mod convert;
 mod errors;
+mod gate;
 pub mod server;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
 use convert::{raw_to_doc, to_bson, to_query, to_raw, to_update, write_json};
+use clients::{Clients, Route};
 use errors::{classify, duplicate_of, failed_index, Written};
+use gate::{Gate, Line};
 
 /// The deadline used when the configuration gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -82,9 +90,6 @@ pub const DEFAULT_CONCURRENCY: usize = 4;
 /// Brigade, keeps the order fair. On MongoDB writes take as many places as reads.
 pub const DEFAULT_FERRETDB_WRITERS: usize = 1;
 
-/// How many locks conditional writes to the same document are striped over (FerretDB only).
-const WRITE_LOCK_STRIPES: usize = 256;
-
 /// How a [`MongoStore`] bounds its calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MongoLimits {
@@ -94,9 +99,10 @@ pub struct MongoLimits {
     /// Reads on the wire at once; the others wait in line (zero: [`DEFAULT_CONCURRENCY`]).
     pub concurrency: usize,
     /// Writes on the wire at once, in a line of their own (zero: [`DEFAULT_FERRETDB_WRITERS`] on
-    /// FerretDB, `concurrency` on MongoDB). The connection pool is sized to both lines (unless
-    /// the URI sets `maxPoolSize`) and kept warm (`minPoolSize`), so no operation waits for a
-    /// connection to be made.
+    /// FerretDB, `concurrency` on MongoDB). Each runtime's connection pool is sized to both lines
+    /// (unless the URI sets `maxPoolSize`) and a serving runtime's kept warm (`minPoolSize`: all
+    /// of it on a multi-thread runtime, its share on a current-thread one), so no operation waits
+    /// for a connection to be made once its runtime has called the store.
     pub writers: usize,
 }
 
@@ -137,56 +143,6 @@ impl MongoLimits {
     }
 }
 
-/// The thread the driver lives on: a current-thread tokio runtime that the client is made on, so
-/// its background tasks (the pool's worker, the server monitor) and its sockets are driven there,
-/// and every operation is spawned there. Stopped when the store is dropped.
-struct DriverThread {
-    handle: tokio::runtime::Handle,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl DriverThread {
-    fn start() -> Result<DriverThread, StoreError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's runtime: {e}")))?;
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("brigade-mongo".into())
-            .spawn(move || {
-                runtime.block_on(async {
-                    let _ = stopped.await;
-                });
-                // The runtime drops here, outside `block_on`, with whatever it still runs.
-            })
-            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
-        Ok(DriverThread {
-            handle,
-            _stop: stop,
-        })
-    }
-
-    /// Runs `op` on the driver's thread and waits for it until `until`; past it the caller gets
-    /// `late`, and `op` runs on to its end there (its slot and lock held until then).
-    async fn run<T: Send + 'static>(
-        &self,
-        until: tokio::time::Instant,
-        late: StoreError,
-        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let job = self.handle.spawn(op);
-        match tokio::time::timeout_at(until, job).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => Err(StoreError::Internal(format!(
-                "a MongoDB operation failed in the driver's thread: {e}"
-            ))),
-            Err(_) => Err(late),
-        }
-    }
-}
-
 /// The MongoDB backend's registry entry (feature `mongo`).
 pub(crate) const BACKEND: Backend = Backend {
     name: "mongo",
@@ -218,23 +174,15 @@ fn open<'a>(
 
 /// The MongoDB store of one service.
 pub struct MongoStore {
-    client: Client,
-    db: Database,
+    /// The driver's clients, one per runtime that calls the store.
+    clients: Clients,
     specs: Vec<CollectionSpec>,
-    /// One handle per spec, made once (a handle clones the database's options when made).
-    collections: Vec<Collection<RawDocumentBuf>>,
-    timeout: Duration,
-    /// The line reads wait in.
-    reads: Admission,
-    /// The line writes wait in.
-    writes: Admission,
-    /// Per-document write locks, only for servers whose `findAndModify` is not atomic (FerretDB v1).
-    write_locks: Option<Vec<Arc<tokio::sync::Mutex<()>>>>,
-    driver: DriverThread,
+    /// The lines and locks every operation passes, whichever runtime it runs on.
+    gate: Arc<Gate>,
+    /// Operations handed over to another thread's runtime (their caller's thread runs no tokio
+    /// runtime's tasks).
+    handed_over: AtomicU64,
 }
-
-/// What a write waits for before its turn: on FerretDB, the document's lock.
-type Held = Option<OwnedMutexGuard<()>>;
 
 /// A stored document as the JSON text the API answers.
 fn json_bytes(raw: &RawDocument) -> Result<Bytes, StoreError> {
@@ -270,56 +218,54 @@ impl MongoStore {
         collections: &[CollectionSpec],
         limits: MongoLimits,
     ) -> Result<MongoStore, StoreError> {
+        let options = ClientOptions::parse(uri)
+            .await
+            .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
+        Self::connect_with_options(options, database, collections, limits).await
+    }
+
+    /// [`MongoStore::connect_with`] from the driver's options as given (an embedder's monitoring
+    /// or TLS settings, say); the store fills in its deadlines, pool and write concern where the
+    /// options leave them unset.
+    pub async fn connect_with_options(
+        mut options: ClientOptions,
+        database: &str,
+        collections: &[CollectionSpec],
+        limits: MongoLimits,
+    ) -> Result<MongoStore, StoreError> {
         let limits = limits.resolved();
         let timeout = limits.timeout;
-        let driver = DriverThread::start()?;
-        let uri = uri.to_string();
-        // Parsing may resolve SRV records and the client starts its tasks where it is made: both
-        // on the driver's thread.
-        let client = driver
-            .handle
-            .spawn(async move {
-                let mut options = ClientOptions::parse(&uri)
-                    .await
-                    .map_err(|e| StoreError::Internal(format!("invalid MongoDB URI: {e}")))?;
-                options
-                    .app_name
-                    .get_or_insert_with(|| "brigade".to_string());
-                options.server_selection_timeout = Some(timeout);
-                options.connect_timeout = Some(timeout);
-                // One connection per place in the lines (the writers' line is known only once the
-                // server has said what it is; the larger is taken), made in the background and
-                // kept: no operation waits for a connection, none is made and dropped as the load
-                // comes and goes.
-                let places =
-                    limits.concurrency + limits.writers_on(false).max(limits.writers_on(true));
-                let pool = u32::try_from(places).unwrap_or(u32::MAX);
-                let max_pool = *options.max_pool_size.get_or_insert(pool);
-                options.min_pool_size.get_or_insert(pool.min(max_pool));
-                // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
-                options
-                    .write_concern
-                    .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
-                let database = options.default_database.clone();
-                let client = Client::with_options(options)
-                    .map_err(|e| StoreError::Internal(format!("MongoDB client: {e}")))?;
-                Ok::<_, StoreError>((client, database))
-            })
-            .await
-            .map_err(|e| StoreError::Internal(format!("the MongoDB driver's thread: {e}")))?;
-        let (client, named) = client?;
-        let database = named.unwrap_or_else(|| database.to_string());
-        let db = client.database(&database);
+        options
+            .app_name
+            .get_or_insert_with(|| "brigade".to_string());
+        options.server_selection_timeout = Some(timeout);
+        options.connect_timeout = Some(timeout);
+        // Up to one connection per place in the lines (the writers' line is known only once the
+        // server has said what it is; the larger is taken) on each runtime's client, the serving
+        // runtimes' made in the background and kept ([`Clients::warm_pool`]): no operation waits
+        // for a connection once its runtime's pool is warm, none is made and dropped as the load
+        // comes and goes.
+        let places = limits.concurrency + limits.writers_on(false).max(limits.writers_on(true));
+        let places = u32::try_from(places).unwrap_or(u32::MAX);
+        let max_pool = *options.max_pool_size.get_or_insert(places);
+        // "Acknowledged" should mean "survives a crash of this node": wait for the journal.
+        options
+            .write_concern
+            .get_or_insert_with(|| WriteConcern::builder().journal(true).build());
+        let database = options
+            .default_database
+            .clone()
+            .unwrap_or_else(|| database.to_string());
+        let clients = Clients::new(options, places.min(max_pool), database.clone(), collections);
         let mut store = MongoStore {
-            collections: collections.iter().map(|c| db.collection(c.name)).collect(),
-            client,
-            db,
+            clients,
             specs: collections.to_vec(),
-            timeout,
-            reads: Admission::new(limits.concurrency, "MongoDB"),
-            writes: Admission::new(limits.writers_on(false), "MongoDB"),
-            write_locks: None,
-            driver,
+            gate: Arc::new(Gate::new(
+                timeout,
+                limits.concurrency,
+                limits.writers_on(false),
+            )),
+            handed_over: AtomicU64::new(0),
         };
         let ferretdb = store.ferretdb_version().await?;
         if let Some(version) = &ferretdb {
@@ -328,12 +274,9 @@ impl MongoStore {
                 ferretdb = %version,
                 "FerretDB detected: conditional writes are serialized per document in this process"
             );
-            store.write_locks = Some(
-                (0..WRITE_LOCK_STRIPES)
-                    .map(|_| Arc::new(tokio::sync::Mutex::new(())))
-                    .collect(),
+            store.gate = Arc::new(
+                Gate::new(timeout, limits.concurrency, limits.writers_on(true)).with_write_locks(),
             );
-            store.writes = Admission::new(limits.writers_on(true), "MongoDB");
         }
         store.create_indexes().await?;
         tracing::debug!(database = %database, ferretdb = ?ferretdb, "MongoDB store ready");
@@ -342,19 +285,33 @@ impl MongoStore {
 
     /// Whether conditional writes are also serialized in this process (true on FerretDB).
     pub fn serializes_writes(&self) -> bool {
-        self.write_locks.is_some()
+        self.gate.locks_writes()
     }
 
     /// How many reads and how many writes this store has on the wire at once at most.
     pub fn concurrency(&self) -> (usize, usize) {
-        (self.reads.size(), self.writes.size())
+        (self.gate.reads.size(), self.gate.writes.size())
+    }
+
+    /// How many driver clients the store holds: one per runtime that has called it and still runs
+    /// (and one on the driver's thread once a caller without a runtime has come).
+    pub fn clients(&self) -> usize {
+        self.clients.count()
+    }
+
+    /// How many operations were handed over, whole, to a task of another thread's runtime because
+    /// their caller's thread runs no tokio runtime's tasks (it only entered one, or has none);
+    /// every other operation ran in its caller's task.
+    pub fn handed_over(&self) -> u64 {
+        self.handed_over.load(Ordering::Relaxed)
     }
 
     /// FerretDB's version if the server is FerretDB (it adds `ferretdbVersion` to `buildInfo`).
     async fn ferretdb_version(&self) -> Result<Option<String>, StoreError> {
-        let db = self.db.clone();
+        let (client, route) = self.clients.here().await?;
+        let db = client.db.clone();
         let info = self
-            .read(async move {
+            .read(route, async move {
                 db.run_command(doc! { "buildInfo": 1 })
                     .await
                     .map_err(|e| classify(e, None))
@@ -363,31 +320,24 @@ impl MongoStore {
         Ok(info.get_str("ferretdbVersion").ok().map(str::to_string))
     }
 
-    /// The lock for document `id` of `collection`, where the server needs one.
-    async fn lock_document(&self, collection: &str, id: &str) -> Held {
-        let locks = self.write_locks.as_ref()?;
-        let mut h = DefaultHasher::new();
-        (collection, id).hash(&mut h);
-        let lock = locks[(h.finish() % locks.len() as u64) as usize].clone();
-        Some(lock.lock_owned().await)
-    }
-
     /// The name of the database this store uses.
     pub fn database_name(&self) -> &str {
-        self.db.name()
+        self.clients.database()
     }
 
     /// Drops this store's database (tests use it to clean up after themselves).
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        self.write(None, async move {
+        let (client, route) = self.clients.here().await?;
+        let db = client.db.clone();
+        self.write(route, async move {
             db.drop().await.map_err(|e| classify(e, None))
         })
         .await
     }
 
     async fn create_indexes(&self) -> Result<(), StoreError> {
-        for (spec, coll) in self.specs.iter().zip(&self.collections) {
+        let (client, route) = self.clients.here().await?;
+        for (spec, coll) in self.specs.iter().zip(&client.collections) {
             let unique = spec.unique.iter().map(|field| {
                 IndexModel::builder()
                     .keys(doc! { *field: 1 })
@@ -401,7 +351,7 @@ impl MongoStore {
             });
             for model in unique.chain(indexed) {
                 let coll = coll.clone();
-                self.write(None, async move {
+                self.write(route.clone(), async move {
                     coll.create_index(model)
                         .await
                         .map(drop)
@@ -413,81 +363,81 @@ impl MongoStore {
         Ok(())
     }
 
-    /// The spec of `collection` and its handle.
-    fn spec(
+    /// The spec of `collection`, its handle on the calling runtime's client and where its
+    /// operations run.
+    async fn spec(
         &self,
         collection: &str,
-    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>), StoreError> {
-        self.specs
+    ) -> Result<(CollectionSpec, Collection<RawDocumentBuf>, Route), StoreError> {
+        let i = self
+            .specs
             .iter()
             .position(|s| s.name == collection)
-            .map(|i| (self.specs[i], self.collections[i].clone()))
-            .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))
+            .ok_or_else(|| StoreError::Internal(format!("unknown collection {collection}")))?;
+        let (client, route) = self.clients.here().await?;
+        Ok((self.specs[i], client.collections[i].clone(), route))
     }
 
-    /// Runs the read `op` on the driver's thread in its turn, within the store's deadline (the
-    /// wait included) or the caller's budget if it has less left; running out of time is
-    /// [`StoreError::Unavailable`].
+    /// Runs the read `op` in its turn, within the store's deadline (the wait included) or the
+    /// caller's budget if it has less left; running out of time is [`StoreError::Unavailable`].
     async fn read<T: Send + 'static>(
         &self,
+        route: Route,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.on_driver(&self.reads, self.timeout, None, op).await
+        self.pass(route, Line::Reads, self.gate.timeout, None, op)
+            .await
     }
 
-    /// [`MongoStore::read`] for the write `op`, in the writers' line, holding `held` (the
-    /// document's lock, where there is one) until it is done.
+    /// [`MongoStore::read`] for the write `op`, in the writers' line.
     async fn write<T: Send + 'static>(
         &self,
-        held: Held,
+        route: Route,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.on_driver(&self.writes, self.timeout, held, op).await
-    }
-
-    async fn on_driver<T: Send + 'static>(
-        &self,
-        line: &Admission,
-        limit: Duration,
-        held: Held,
-        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let turn = line.turn(limit).await?;
-        let (until, late) = (turn.until, turn.late());
-        let slot = turn.into_slot();
-        self.driver
-            .run(until, late, async move {
-                let result = op.await;
-                drop((slot, held));
-                result
-            })
+        self.pass(route, Line::Writes, self.gate.timeout, None, op)
             .await
     }
 
     /// [`MongoStore::write`] for a conditional write to document `id`: on FerretDB it first waits
-    /// for the document's lock (within the same deadline), then for its turn, so a write queued
-    /// behind another one to the same document holds no place on the wire meanwhile.
+    /// for the document's lock (within the same deadline), then for its turn.
     async fn locked_write<T: Send + 'static>(
         &self,
+        route: Route,
         collection: &str,
         id: &str,
         op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        if self.write_locks.is_none() {
-            return self.write(None, op).await;
-        }
-        let limit = crate::deadline::bounded(self.timeout);
-        let started = tokio::time::Instant::now();
-        let held = tokio::time::timeout(limit, self.lock_document(collection, id))
+        let doc = Some((collection, id));
+        self.pass(route, Line::Writes, self.gate.timeout, doc, op)
             .await
-            .map_err(|_| {
-                StoreError::Unavailable(format!(
-                    "another write to the same document held it past {} ms",
-                    limit.as_millis()
-                ))
-            })?;
-        let left = limit.saturating_sub(started.elapsed());
-        self.on_driver(&self.writes, left, held, op).await
+    }
+
+    /// Runs `op` through the [`Gate`]: here, in the calling task on its runtime's client, or on the
+    /// driver's thread when the caller has no runtime (the caller's budget goes with it).
+    async fn pass<T: Send + 'static>(
+        &self,
+        route: Route,
+        line: Line,
+        limit: Duration,
+        doc: Option<(&str, &str)>,
+        op: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let runtime = match route {
+            Route::Here => return self.gate.pass(line, limit, doc, op).await,
+            Route::HandedOver(runtime) => runtime,
+        };
+        self.handed_over.fetch_add(1, Ordering::Relaxed);
+        let gate = self.gate.clone();
+        let doc = doc.map(|(c, id)| (c.to_string(), id.to_string()));
+        let budget = crate::deadline::remaining();
+        let job = runtime.spawn(crate::deadline::scope(budget, async move {
+            let doc = doc.as_ref().map(|(c, id)| (c.as_str(), id.as_str()));
+            gate.pass(line, limit, doc, op).await
+        }));
+        job.await.map_err(|e| {
+            StoreError::Internal(format!("a MongoDB operation handed over failed: {e}"))
+        })?
     }
 }
 
@@ -599,12 +549,12 @@ impl Store for MongoStore {
     }
 
     async fn insert(&self, collection: &str, doc: Doc) -> Result<(), StoreError> {
-        let (spec, coll) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection).await?;
         if doc_id(&doc).is_empty() {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
         let document = to_raw(&doc)?;
-        self.write(None, async move {
+        self.write(route, async move {
             match coll.insert_one(document).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
@@ -624,7 +574,7 @@ impl Store for MongoStore {
 
     /// One ordered `insertMany` (so a failure leaves a prefix stored, as the trait allows).
     async fn insert_many(&self, collection: &str, docs: Vec<Doc>) -> Result<(), StoreError> {
-        let (spec, coll) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection).await?;
         if docs.iter().any(|d| doc_id(d).is_empty()) {
             return Err(StoreError::Internal("a document needs a string id".into()));
         }
@@ -633,7 +583,7 @@ impl Store for MongoStore {
         }
         let documents: Vec<RawDocumentBuf> = docs.iter().map(to_raw).collect::<Result<_, _>>()?;
         // A bulk load may take longer than one operation's timeout: allow a second per 1,000.
-        let allowance = self.timeout + Duration::from_millis(docs.len() as u64);
+        let allowance = self.gate.timeout + Duration::from_millis(docs.len() as u64);
         let count = docs.len();
         let op = async move {
             match coll.insert_many(documents).ordered(true).await {
@@ -647,7 +597,7 @@ impl Store for MongoStore {
                 }
             }
         };
-        self.on_driver(&self.writes, allowance, None, op)
+        self.pass(route, Line::Writes, allowance, None, op)
             .await
             .map_err(|e| match e {
                 StoreError::Unavailable(why) => StoreError::Unavailable(format!(
@@ -658,9 +608,9 @@ impl Store for MongoStore {
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Doc>, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let filter = doc! { "_id": id };
-        self.read(async move {
+        self.read(route, async move {
             let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
             found.as_deref().map(raw_to_doc).transpose()
         })
@@ -669,9 +619,9 @@ impl Store for MongoStore {
 
     /// The stored BSON written straight into the answer's JSON.
     async fn get_json(&self, collection: &str, id: &str) -> Result<Option<Bytes>, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let filter = doc! { "_id": id };
-        self.read(async move {
+        self.read(route, async move {
             let found = coll.find_one(filter).await.map_err(|e| classify(e, None))?;
             found.as_deref().map(json_bytes).transpose()
         })
@@ -684,9 +634,9 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<Listing, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let query = to_query(None, filter);
-        let (items, total) = self.read(self::page(coll, query, page, raw_to_doc)).await?;
+        let (items, total) = self.read(route, self::page(coll, query, page, raw_to_doc)).await?;
         Ok(Listing { items, total })
     }
 
@@ -697,9 +647,9 @@ impl Store for MongoStore {
         filter: &Filter,
         page: Page,
     ) -> Result<JsonListing, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let query = to_query(None, filter);
-        let (items, total) = self.read(self::page(coll, query, page, json_bytes)).await?;
+        let (items, total) = self.read(route, self::page(coll, query, page, json_bytes)).await?;
         Ok(JsonListing { items, total })
     }
 
@@ -710,7 +660,7 @@ impl Store for MongoStore {
         expect: &Filter,
         change: &Change,
     ) -> Result<Outcome, StoreError> {
-        let (spec, coll) = self.spec(collection)?;
+        let (spec, coll, route) = self.spec(collection).await?;
         if change.set.iter().any(|(k, _)| k == "id") {
             return Err(StoreError::Internal("a document's id cannot change".into()));
         }
@@ -719,7 +669,7 @@ impl Store for MongoStore {
         if change.set.is_empty() && change.push.is_empty() {
             // Nothing to change: the outcome is whether the condition holds now.
             return self
-                .read(async move {
+                .read(route, async move {
                     match coll.find_one(query).await.map_err(|e| classify(e, None))? {
                         Some(found) => Ok(Outcome::Done(raw_to_doc(&found)?)),
                         None => missing_or_refused(&coll, &owned_id).await,
@@ -729,7 +679,7 @@ impl Store for MongoStore {
         }
         let update = to_update(change);
         let set = change.set.clone();
-        self.locked_write(collection, id, async move {
+        self.locked_write(route, collection, id, async move {
             let after = match coll
                 .find_one_and_update(query, update)
                 .return_document(ReturnDocument::After)
@@ -762,10 +712,10 @@ impl Store for MongoStore {
         id: &str,
         expect: &Filter,
     ) -> Result<Outcome, StoreError> {
-        let (_, coll) = self.spec(collection)?;
+        let (_, coll, route) = self.spec(collection).await?;
         let query = to_query(Some(id), expect);
         let owned_id = id.to_string();
-        self.locked_write(collection, id, async move {
+        self.locked_write(route, collection, id, async move {
             match coll
                 .find_one_and_delete(query)
                 .await
@@ -779,8 +729,9 @@ impl Store for MongoStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        self.read(async move {
+        let (client, route) = self.clients.here().await?;
+        let db = client.db.clone();
+        self.read(route, async move {
             db.run_command(doc! { "ping": 1 })
                 .await
                 .map(drop)
@@ -793,9 +744,10 @@ impl Store for MongoStore {
     /// take in the storage engine (MongoDB's WiredTiger; FerretDB reports its SQLite tables' sizes
     /// under the same names).
     async fn size_on_disk(&self) -> Result<Option<u64>, StoreError> {
-        let db = self.db.clone();
+        let (client, route) = self.clients.here().await?;
+        let db = client.db.clone();
         let stats = self
-            .read(async move {
+            .read(route, async move {
                 db.run_command(doc! { "dbStats": 1, "scale": 1 })
                     .await
                     .map_err(|e| classify(e, None))
@@ -813,18 +765,22 @@ impl Store for MongoStore {
         Ok(storage.map(|s| s + number("indexSize").unwrap_or(0)))
     }
 
+    /// Shuts down every client whose runtime still runs, each within the store's deadline.
     async fn close(&self) -> Result<(), StoreError> {
+        let clients = self.clients.live();
+        let timeout = self.gate.timeout;
         // `immediate`: don't wait for handles held elsewhere (in-flight requests of other clones).
-        let client = self.client.clone();
-        let until = tokio::time::Instant::now() + self.timeout;
-        let late = StoreError::Unavailable("MongoDB client did not shut down in time".into());
-        let _ = self
-            .driver
-            .run(until, late, async move {
-                client.shutdown().immediate(true).await;
-                Ok(())
-            })
-            .await;
+        let shut = async move {
+            for client in clients {
+                let _ = tokio::time::timeout(timeout, client.shutdown().immediate(true)).await;
+            }
+        };
+        match self.clients.here().await? {
+            (_, Route::Here) => shut.await,
+            (_, Route::HandedOver(runtime)) => {
+                let _ = runtime.spawn(shut).await;
+            }
+        }
         Ok(())
     }
 }
