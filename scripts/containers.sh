@@ -210,9 +210,9 @@ container_cgroup() {
 # every service and database stopped, every volume of the project emptied (through a throwaway
 # container of the brigade image, as root), everything started again; the databases (FerretDB's
 # or mongod's files, or the embedded store's) start empty and the services create their
-# collections and indexes anew, then the walkthrough's few writes. Not `down -v` and `up`: new
-# containers get new addresses, and podman's DNS can answer a service's name with the old one for
-# a while (seen here: a whole cell of 503s, the store's deadline, after such a reset).
+# collections and indexes anew, then the walkthrough's few writes. Not `down -v` and `up`: that
+# left whole cells of store timeouts here on stacks that passed their health checks (new
+# containers, new addresses; docs/containers.md).
 reset_stack() {
     local runtime="$1" project="brigade-$1" volume tries=0
     compose "$runtime" stop >/dev/null 2>&1 || die "compose stop failed"
