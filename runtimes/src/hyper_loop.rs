@@ -400,6 +400,34 @@ impl Speaks {
     }
 }
 
+/// The next accepted connection, or `None` once `stop` is done. An accept error (out of files, or
+/// another) pauses before the next accept, each pause twice the last up to a second, as hyper-util
+/// and tokio's examples do, so that a full file table does not spin a core.
+async fn next_connection(
+    listener: &tokio::net::TcpListener,
+    stop: &mut (impl std::future::Future<Output = ()> + Unpin),
+) -> Option<tokio::net::TcpStream> {
+    let mut pause = ACCEPT_PAUSE_MIN;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = &mut *stop => return None,
+        };
+        match accepted {
+            Ok((stream, _)) => return Some(stream),
+            Err(e) => {
+                tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "accept failed");
+                brigade_kit::observe::accept_failed();
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = &mut *stop => return None,
+                }
+                pause = next_pause(pause);
+            }
+        }
+    }
+}
+
 /// Serves under `limits` with Brigade's threading and shutdown, on plaintext or TLS as `listener`
 /// says, each connection with the service `make` gives it (a clone of one service, or salvo's
 /// handler that carries the connection's own state): at most `limits.max_connections`
@@ -424,55 +452,27 @@ where
         let gate = ConnectionGate::new(limits.max_connections);
         // `--protocol h3`: QUIC on the same port number, beside TLS on TCP ([`quic`]), one
         // connection count for both.
-        let quic = match (&tls, limits.protocol) {
+        let (quic, alt_svc) = match (&tls, limits.protocol) {
             (Some(tls), ServeProtocol::H3) => {
-                let endpoint = quic::endpoint(listener.local_addr()?, tls, &limits)?;
-                let serving = quic::serve(
-                    endpoint,
+                let addr = listener.local_addr()?;
+                let (serving, alt_svc) = quic::start(
+                    addr,
+                    tls,
                     make.clone(),
                     limits,
                     gate.clone(),
                     shutdown.clone(),
-                );
-                Some(tokio::spawn(serving))
+                )?;
+                (Some(serving), alt_svc)
             }
-            _ => None,
+            _ => (None, None),
         };
-        // RFC 7838: "HTTP/3 on this host, this port, for a day".
-        let alt_svc = quic.as_ref().and_then(|_| {
-            let port = listener.local_addr().ok()?.port();
-            HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400")).ok()
-        });
         let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         let graceful = GracefulShutdown::new();
         let draining = Arc::new(AtomicBool::new(false));
         let stop = shutdown.wait();
         tokio::pin!(stop);
-        let mut pause = ACCEPT_PAUSE_MIN;
-        loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                _ = &mut stop => break,
-            };
-            let stream = match accepted {
-                Ok((stream, _)) => {
-                    pause = ACCEPT_PAUSE_MIN;
-                    stream
-                }
-                Err(e) => {
-                    // Out of files (or another accept error): pause before the next accept, each
-                    // pause twice the last up to a second, as hyper-util and tokio's examples do,
-                    // so that a full file table does not spin a core.
-                    tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "accept failed");
-                    brigade_kit::observe::accept_failed();
-                    tokio::select! {
-                        _ = tokio::time::sleep(pause) => {}
-                        _ = &mut stop => break,
-                    }
-                    pause = next_pause(pause);
-                    continue;
-                }
-            };
+        while let Some(stream) = next_connection(&listener, &mut stop).await {
             let Some(permit) = gate.try_enter() else {
                 // Past the connection limit: closed at once, before any byte is read.
                 drop(stream);

@@ -51,10 +51,7 @@ fn serve(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let kit = kit_runtime()?;
-    let served = crate::ntex::serve_on(uring(&kit), mount, workers, limits, shutdown);
-    kit.shutdown_background();
-    served
+    on_uring(|uring| crate::ntex::serve_on(uring, mount, workers, limits, shutdown))
 }
 
 fn hello(
@@ -63,8 +60,15 @@ fn hello(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    on_uring(|uring| crate::ntex::hello_on(uring, listener, workers, limits, shutdown))
+}
+
+/// Runs `serve` with the io_uring runner, the kit's runtime alive until it returns.
+fn on_uring(serve: impl FnOnce(Uring) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let kit = kit_runtime()?;
-    let served = crate::ntex::hello_on(uring(&kit), listener, workers, limits, shutdown);
+    let served = serve(Uring {
+        kit: kit.handle().clone(),
+    });
     kit.shutdown_background();
     served
 }
@@ -84,12 +88,6 @@ fn kit_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .thread_name("brigade-ntex-uring-kit")
         .enable_all()
         .build()?)
-}
-
-fn uring(kit: &tokio::runtime::Runtime) -> Uring {
-    Uring {
-        kit: kit.handle().clone(),
-    }
 }
 
 /// ntex's runner on io_uring: each thread it runs gets its own ring, a neon executor, a tokio

@@ -147,7 +147,7 @@ fn bind_udp(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
 }
 
 /// The QUIC endpoint for `addr` (the TCP listener's address, so the port number is the same).
-pub(super) fn endpoint(
+fn endpoint(
     addr: SocketAddr,
     tls: &TlsConfig,
     limits: &ServerLimits,
@@ -161,9 +161,30 @@ pub(super) fn endpoint(
     )?)
 }
 
+/// HTTP/3 beside the TCP listener at `addr` (the same port number), served on the loop's runtime
+/// until `shutdown`: the serving task, and the `Alt-Svc` value TCP answers carry to announce it
+/// (RFC 7838: "HTTP/3 on this host, this port, for a day").
+pub(super) fn start<M, S>(
+    addr: SocketAddr,
+    tls: &TlsConfig,
+    make: Arc<M>,
+    limits: ServerLimits,
+    gate: ConnectionGate,
+    shutdown: Shutdown,
+) -> anyhow::Result<(tokio::task::JoinHandle<()>, Option<HeaderValue>)>
+where
+    M: Fn() -> S + Send + Sync + 'static,
+    S: Served,
+{
+    let endpoint = endpoint(addr, tls, &limits)?;
+    let serving = tokio::spawn(serve(endpoint, make, limits, gate, shutdown));
+    let alt_svc = HeaderValue::try_from(format!("h3=\":{}\"; ma=86400", addr.port())).ok();
+    Ok((serving, alt_svc))
+}
+
 /// Serves HTTP/3 on `endpoint` until `shutdown`, each connection with the service `make` gives
 /// it, counted by `gate`; then drains (see the module's note). Runs on the loop's tokio runtime.
-pub(super) async fn serve<M, S>(
+async fn serve<M, S>(
     endpoint: quinn::Endpoint,
     make: Arc<M>,
     limits: ServerLimits,
