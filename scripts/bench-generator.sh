@@ -20,11 +20,14 @@
 #      h1-tls against wrk (CONNS kept-alive connections over TLS, resumption irrelevant there).
 #      Targets: the generator's CPU per request no more than the peer's, and where the generator is
 #      the limit its req/s at least 1.0x the peer's (median of the alternating rounds).
-#      PROTOCOLS=h2c,h2-tls,h1-tls picks which (PROTOCOLS= skips step 4; ONLY_PROTOCOLS=1 skips 1-3).
+#      h3 against oha (`oha --http-version 3`, one worker thread, H2_CONNS connections with STREAMS
+#      requests in flight on each: `-p`; built with `cargo install oha --features http3` where missing).
+#      PROTOCOLS=h2c,h2-tls,h1-tls,h3 picks which (PROTOCOLS= skips step 4; ONLY_PROTOCOLS=1 skips 1-3).
 #      Flat out the two tools reach different rates, and CPU per request falls as a rate batches
 #      more requests per read and write; so h2c and h2-tls also run with both paced at H2_RATE
 #      requests/s (default 20000; h2load `--rps` per connection, Brigade `--rate` over the same
-#      connections and streams): the CPU per request at the same achieved rate.
+#      connections and streams), and h3 at H3_RATE (default 10000, QUIC costs the one server worker
+#      more; oha `-q` over the whole run): the CPU per request at the same achieved rate.
 #
 # Usage: scripts/bench-generator.sh            (defaults: 64 connections, 5 rounds of 5 s per mode)
 #   CONNS=100 DURATION=10 ROUNDS=7 MEM_DURATION=600 scripts/bench-generator.sh
@@ -55,13 +58,19 @@ OUT=${OUT:-target/bench-generator}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 mkdir -p "$OUT"
 
-PROTOCOLS=${PROTOCOLS-h2c,h2-tls,h1-tls}
+PROTOCOLS=${PROTOCOLS-h2c,h2-tls,h1-tls,h3}
+OHA_VERSION=${OHA_VERSION:-1.16.0}
 H2_CONNS=${H2_CONNS:-16}
 STREAMS=${STREAMS:-8}
 H2_RATE=${H2_RATE-20000}
+H3_RATE=${H3_RATE-10000}
 if ! command -v wrk >/dev/null || { [ -n "$PROTOCOLS" ] && ! command -v h2load >/dev/null; }; then
     echo "installing wrk and h2load" >&2
     apt-get update -qq && apt-get install -y -qq wrk nghttp2-client >/dev/null
+fi
+if [[ ",$PROTOCOLS," == *",h3,"* ]] && ! command -v oha >/dev/null; then
+    echo "installing oha $OHA_VERSION with HTTP/3 (cargo install, a few minutes)" >&2
+    cargo install --quiet --locked oha --version "$OHA_VERSION" --features http3 >&2
 fi
 
 if [ -z "${BIN:-}" ]; then
@@ -197,8 +206,8 @@ start_server() {
 }
 
 # Runs one protocol's alternating rounds: $1 the protocol, $2 its URL, $3 the peer (h2load, wrk),
-# $4 a fixed rate in requests/s (h2load only: `--rps` per connection against Brigade's open loop
-# `--rate` over the same connections and streams), or nothing for both tools flat out.
+# $4 a fixed rate in requests/s (h2load: `--rps` per connection, oha: `-q` in all, against Brigade's
+# open loop `--rate` over the same connections and streams), or nothing for both tools flat out.
 run_protocol() {
     local proto=$1 url=$2 peer=$3 rate=${4:-} peer_cmd load_extra name=$1
     if [ "$peer" = h2load ]; then
@@ -206,6 +215,15 @@ run_protocol() {
         load_extra=(--users "$H2_CONNS" --streams "$STREAMS")
         if [ -n "$rate" ]; then
             peer_cmd+=(--rps="$((rate / H2_CONNS))")
+            load_extra=(--rate "$rate" --connections "$H2_CONNS" --streams "$STREAMS")
+            name="$proto-at-$rate"
+        fi
+    elif [ "$peer" = oha ]; then
+        peer_cmd=(oha --no-tui --output-format json --http-version 3 --insecure --worker-threads 1
+            -c "$H2_CONNS" -p "$STREAMS" -z "${DURATION}s" "$url/bench/hello")
+        load_extra=(--users "$H2_CONNS" --streams "$STREAMS")
+        if [ -n "$rate" ]; then
+            peer_cmd+=(-q "$rate")
             load_extra=(--rate "$rate" --connections "$H2_CONNS" --streams "$STREAMS")
             name="$proto-at-$rate"
         fi
@@ -239,6 +257,14 @@ if peer == "h2load":
     pr = float(re.search(r"finished in [\d.]+s, ([\d.]+) req/s", text).group(1))
     m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored", text)
     pn, bad = int(m.group(1)), int(m.group(2)) + int(m.group(3))
+elif peer == "oha":
+    o = json.loads(text)
+    pr = o["summary"]["requestsPerSec"]
+    codes = {int(k): v for k, v in o.get("statusCodeDistribution", {}).items()}
+    pn = sum(codes.values())
+    # Requests still in flight when -z ends are "aborted due to deadline": not failures.
+    errors = {k: v for k, v in o.get("errorDistribution", {}).items() if k != "aborted due to deadline"}
+    bad = sum(v for k, v in codes.items() if k >= 400) + sum(errors.values())
 else:
     pr = float(re.search(r"Requests/sec:\s*([\d.]+)", text).group(1))
     pn = int(re.search(r"(\d+) requests in", text).group(1))
@@ -273,17 +299,20 @@ for proto in "${WANTED[@]}"; do
     h2c) pport=$((PORT + 1)); pid=$(start_server "$pport" --protocol h2c); scheme=http; peer=h2load ;;
     h2-tls) pport=$((PORT + 2)); pid=$(start_server "$pport" --tls-self-signed); scheme=https; peer=h2load ;;
     h1-tls) pport=$((PORT + 3)); pid=$(start_server "$pport" --tls-self-signed); scheme=https; peer=wrk ;;
-    *) echo "unknown protocol $proto (h2c, h2-tls, h1-tls)" >&2; exit 2 ;;
+    h3) pport=$((PORT + 4)); pid=$(start_server "$pport" --tls-self-signed --protocol h3); scheme=https; peer=oha ;;
+    *) echo "unknown protocol $proto (h2c, h2-tls, h1-tls, h3)" >&2; exit 2 ;;
     esac
     for _ in $(seq 100); do
         grep -q '"listening"' "$OUT/server-$pport.log" 2>/dev/null && break
         sleep 0.1
     done
     run_protocol "$proto" "$scheme://127.0.0.1:$pport" "$peer"
-    # The issue's own condition, the same achieved rate: both tools paced at H2_RATE (h2load only;
-    # Debian's wrk has no fixed rate). H2_RATE= skips it.
-    if [ "$peer" = h2load ] && [ -n "$H2_RATE" ]; then
-        run_protocol "$proto" "$scheme://127.0.0.1:$pport" "$peer" "$H2_RATE"
+    # The issue's own condition, the same achieved rate: both tools paced at H2_RATE (h2load and oha;
+    # Debian's wrk has no fixed rate). H2_RATE= (H3_RATE= for h3) skips it.
+    rate=$H2_RATE
+    [ "$proto" = h3 ] && rate=$H3_RATE
+    if [ "$peer" != wrk ] && [ -n "$rate" ]; then
+        run_protocol "$proto" "$scheme://127.0.0.1:$pport" "$peer" "$rate"
     fi
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null || true
