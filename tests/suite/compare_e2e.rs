@@ -1017,33 +1017,44 @@ fn study_sweep_tiny_on_two_runtimes() {
     );
 }
 
-/// The sweep's TLS handshakes table: on both runtimes, resumption off makes only full handshakes
-/// and resumption on resumed ones, each with its CPU per handshake.
+/// The sweep's TLS handshakes table: on both runtimes (both offer h3) and over both protocols,
+/// resumption off makes only full handshakes and resumption on resumed ones, each with its CPU
+/// per handshake.
 fn check_handshakes(report: &brigade_compare::report::study::StudyReport) {
     use brigade_studies::sweep::handshakes::HANDSHAKES_TABLE;
     let table = report
         .table(HANDSHAKES_TABLE)
         .expect("the TLS handshakes table");
-    assert_eq!(table.rows.len(), 2 * 2, "{:?}", table.rows);
+    assert_eq!(table.rows.len(), 2 * 2 * 2, "{:?}", table.rows);
     for runtime in ["hyper", "axum"] {
-        let off = [("runtime", runtime), ("resumption", "off")];
-        let on = [("runtime", runtime), ("resumption", "on")];
-        assert!(
-            table.value(&off, "full handshakes").unwrap() > 0.0,
-            "{off:?}"
-        );
-        assert_eq!(
-            table.value(&off, "resumed handshakes"),
-            Some(0.0),
-            "{off:?}"
-        );
-        assert!(
-            table.value(&on, "resumed handshakes").unwrap() > 0.0,
-            "{on:?}"
-        );
-        for at in [off, on] {
-            assert!(table.value(&at, "handshakes/s").unwrap() > 0.0, "{at:?}");
-            assert!(table.value(&at, "server CPU per handshake").unwrap() > 0.0);
+        for protocol in ["h1-tls", "h3"] {
+            let off = [
+                ("runtime", runtime),
+                ("protocol", protocol),
+                ("resumption", "off"),
+            ];
+            let on = [
+                ("runtime", runtime),
+                ("protocol", protocol),
+                ("resumption", "on"),
+            ];
+            assert!(
+                table.value(&off, "full handshakes").unwrap() > 0.0,
+                "{off:?}"
+            );
+            assert_eq!(
+                table.value(&off, "resumed handshakes"),
+                Some(0.0),
+                "{off:?}"
+            );
+            assert!(
+                table.value(&on, "resumed handshakes").unwrap() > 0.0,
+                "{on:?}"
+            );
+            for at in [off, on] {
+                assert!(table.value(&at, "handshakes/s").unwrap() > 0.0, "{at:?}");
+                assert!(table.value(&at, "server CPU per handshake").unwrap() > 0.0);
+            }
         }
     }
 }

@@ -453,7 +453,8 @@ fn check_h3(runtime: &str) {
 }
 
 /// The generator over h3 (its own tests' server speaks TCP only): closed and open loop, exact
-/// counts, one QUIC handshake per kept connection, as every other protocol.
+/// counts, one QUIC handshake per kept connection, as every other protocol; without keep-alive a
+/// handshake per request, sessions resumed after the first unless resumption is off.
 #[test]
 fn the_generator_counts_exactly_over_h3_closed_and_open_loop() {
     let Some(runtime) = brigade_runtimes::RUNTIMES
@@ -497,6 +498,24 @@ fn the_generator_counts_exactly_over_h3_closed_and_open_loop() {
     let paced = engine::run(&open, &scenario).unwrap();
     let t = &paced.total;
     assert_eq!((t.requests, t.ok), (100, 100), "{:?}", t.errors);
+
+    let fresh_each = LoadConfig {
+        keepalive: false,
+        users: Some(1),
+        ..counted(12)
+    };
+    let tls = engine::run(&fresh_each, &scenario).unwrap().tls.unwrap();
+    assert_eq!(tls.full.count + tls.resumed.count, 12, "{tls:?}");
+    assert!(tls.full.count >= 1 && tls.resumed.count >= 1, "{tls:?}");
+    let never = LoadConfig {
+        tls: TlsClient {
+            resumption: false,
+            ..fresh_each.tls.clone()
+        },
+        ..fresh_each
+    };
+    let tls = engine::run(&never, &scenario).unwrap().tls.unwrap();
+    assert_eq!((tls.full.count, tls.resumed.count), (12, 0), "{tls:?}");
     d.shutdown();
 }
 

@@ -1,16 +1,19 @@
 //! The sweep's TLS handshake steps: what a new TLS connection costs each runtime. A keep-alive
 //! load hides the handshake (one per connection, then thousands of requests on it), so these
 //! steps open a new connection for every request (`GET /bench/hello`, the smallest answer there
-//! is), over `h1-tls` on servers started with `--tls-self-signed`: every request is one handshake,
+//! is), over `h1-tls` on servers started with `--tls-self-signed`, and over QUIC (`h3`, on servers
+//! started with `--protocol h3`) on the runtimes that offer it: every request is one handshake,
 //! and the server's CPU per request is its CPU per handshake (plus one tiny answer, the same in
-//! both steps). Made twice: with session resumption off (every handshake full: certificate,
-//! signature, key exchange) and on (a session ticket or id accepted after each generator thread's
-//! first). The generator times every handshake from the TCP connection made to the handshake
-//! complete, full and resumed apart (`result::TlsResult`).
+//! both steps). Made twice per protocol: with session resumption off (every handshake full:
+//! certificate, signature, key exchange) and on (a session ticket or id accepted after each
+//! generator thread's first; QUIC's 0-RTT stays off, as the servers refuse early data). The
+//! generator times every handshake from the TCP connection made (QUIC: the first packet sent) to
+//! the handshake complete, full and resumed apart (`result::TlsResult`).
 
 use anyhow::Result;
 use brigade_load::engine::Protocol;
 use brigade_load::result::HandshakeResult;
+use brigade_meter::servers::ServerInfo;
 
 use super::{SweepResults, SweepSettings};
 use crate::lab::shapes::Shape;
@@ -20,12 +23,14 @@ use brigade_compare::report::study::{Better, Metric, Section, Table};
 /// The TLS handshakes table's title.
 pub const HANDSHAKES_TABLE: &str = "TLS handshakes";
 
-/// The protocol the handshake steps speak.
-pub const PROTOCOL: Protocol = Protocol::H1Tls;
+/// The protocols the handshake steps speak, in order: TLS on TCP, then QUIC.
+pub const PROTOCOLS: [Protocol; 2] = [Protocol::H1Tls, Protocol::H3];
 
-/// One handshake step: a new connection per request over h1-tls.
+/// One handshake step: a new connection per request over h1-tls or h3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HandshakeStep {
+    /// `h1-tls` or `h3`.
+    pub protocol: Protocol,
     /// Whether the client resumes TLS sessions.
     pub resumption: bool,
     /// Concurrent clients.
@@ -43,13 +48,16 @@ impl HandshakeStep {
     }
 }
 
-/// The steps at `clients` clients: every handshake full, then resumed.
-pub fn steps(clients: u32) -> Vec<HandshakeStep> {
-    [false, true]
-        .into_iter()
-        .map(|resumption| HandshakeStep {
-            resumption,
-            clients,
+/// The steps at `clients` clients for each of `protocols`: every handshake full, then resumed.
+pub fn steps(clients: u32, protocols: &[Protocol]) -> Vec<HandshakeStep> {
+    protocols
+        .iter()
+        .flat_map(|&protocol| {
+            [false, true].map(|resumption| HandshakeStep {
+                protocol,
+                resumption,
+                clients,
+            })
         })
         .collect()
 }
@@ -75,22 +83,59 @@ impl HandshakeRun {
 }
 
 /// Makes the handshake steps on TLS servers of their own (after the plaintext sweep, whose
-/// servers are stopped), adding the runs to `results` and the servers' lines to `servers`.
+/// servers are stopped), one set of servers per protocol (h3's on the runtimes that offer it),
+/// adding the runs to `results` and the servers' lines to `servers`.
 pub fn run(
     settings: &SweepSettings,
     mut results: SweepResults,
     mut servers: Vec<(String, String)>,
 ) -> Result<(SweepResults, Vec<(String, String)>)> {
-    if settings.handshakes.is_empty() {
-        return Ok((results, servers));
+    for protocol in PROTOCOLS {
+        let steps: Vec<usize> = (0..settings.handshakes.len())
+            .filter(|&i| settings.handshakes[i].protocol == protocol)
+            .collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let mut lab = settings.lab.over(protocol);
+        let info = lab.info.clone();
+        lab.runtimes
+            .retain(|runtime| offers(&info, runtime, protocol));
+        let (runs, tls_servers) = run_protocol(settings, &lab, &steps)?;
+        results.handshakes.extend(runs);
+        servers.extend(
+            tls_servers
+                .into_iter()
+                .map(|(runtime, text)| (format!("{runtime}, {protocol}"), text)),
+        );
     }
-    let lab = settings.lab.over(PROTOCOL);
+    Ok((results, servers))
+}
+
+/// Whether `runtime` (a label of the binary `info` describes) serves `protocol` (h3 is offered by
+/// some runtimes only).
+pub fn offers(info: &ServerInfo, runtime: &str, protocol: Protocol) -> bool {
+    protocol != Protocol::H3
+        || info
+            .runtimes
+            .iter()
+            .any(|r| r.name == brigade_compare::settings::runtime_of(runtime) && r.h3.is_some())
+}
+
+/// The steps `steps` (indexes into the settings' handshake steps, one protocol's) on `lab`'s
+/// servers.
+fn run_protocol(
+    settings: &SweepSettings,
+    lab: &crate::lab::Lab,
+    steps: &[usize],
+) -> Result<(Vec<HandshakeRun>, Vec<(String, String)>)> {
     let scenario = Shape::hello().scenario()?;
-    let (runs, tls_servers) = lab.with_servers(|served| {
-        let order = lab.order(settings.handshakes.len());
+    lab.with_servers(|served| {
+        let order = lab.order(steps.len());
         let mut runs = Vec::new();
         for (i, planned) in order.iter().enumerate() {
-            let step = settings.handshakes[planned.scenario];
+            let index = steps[planned.scenario];
+            let step = settings.handshakes[index];
             let server = &served[planned.runtime];
             let mut config = lab.load_config(
                 server,
@@ -103,22 +148,17 @@ pub fn run(
             );
             config.tls.resumption = step.resumption;
             let run = lab.measure(server, &scenario, &config, planned.repeat);
-            let what = format!("{} TLS handshakes, {} client(s)", step.kind(), step.clients);
+            let what = format!(
+                "{} {} handshakes, {} client(s)",
+                step.kind(),
+                step.protocol,
+                step.clients
+            );
             run.print(&format!("[{}/{}]", i + 1, order.len()), &what);
-            runs.push(HandshakeRun {
-                step: planned.scenario,
-                run,
-            });
+            runs.push(HandshakeRun { step: index, run });
         }
         Ok(runs)
-    })?;
-    results.handshakes = runs;
-    servers.extend(
-        tls_servers
-            .into_iter()
-            .map(|(runtime, text)| (format!("{runtime}, {PROTOCOL}"), text)),
-    );
-    Ok((results, servers))
+    })
 }
 
 /// Medians over the repeats of one runtime's runs of one step.
@@ -192,7 +232,7 @@ fn all_figures(
 fn table(all: &[(String, HandshakeStep, Figures)]) -> Table {
     let mut table = Table::new(
         HANDSHAKES_TABLE,
-        &["runtime", "resumption", "clients"],
+        &["runtime", "protocol", "resumption", "clients"],
         vec![
             Metric::new("handshakes/s", "", Better::Higher, 0),
             Metric::new("full handshakes", "", Better::Neither, 0),
@@ -206,6 +246,7 @@ fn table(all: &[(String, HandshakeStep, Figures)]) -> Table {
         table.push(
             vec![
                 runtime.clone(),
+                step.protocol.to_string(),
                 if step.resumption { "on" } else { "off" }.to_owned(),
                 step.clients.to_string(),
             ],
@@ -222,31 +263,39 @@ fn table(all: &[(String, HandshakeStep, Figures)]) -> Table {
     table
 }
 
-/// The sentence the table makes: per runtime, a full handshake's CPU against a resumed one's.
+/// The sentence the table makes: per protocol and runtime, a full handshake's CPU against a
+/// resumed one's.
 fn sentence(all: &[(String, HandshakeStep, Figures)]) -> String {
-    let cpu = |runtime: &str, resumption: bool| {
+    let cpu = |runtime: &str, protocol: Protocol, resumption: bool| {
         all.iter()
-            .find(|(r, s, _)| r == runtime && s.resumption == resumption)
+            .find(|(r, s, _)| r == runtime && s.protocol == protocol && s.resumption == resumption)
             .and_then(|(_, _, f)| f.cpu_us)
     };
     let mut runtimes: Vec<&str> = all.iter().map(|(r, _, _)| r.as_str()).collect();
     runtimes.dedup();
-    let parts: Vec<String> = runtimes
+    let per_protocol: Vec<String> = PROTOCOLS
         .iter()
-        .filter_map(|&runtime| {
-            let (full, resumed) = (cpu(runtime, false)?, cpu(runtime, true)?);
-            Some(format!(
-                "{runtime} {full:.0} µs full, {resumed:.0} µs resumed ({:.1}×)",
-                full / resumed.max(1e-9)
-            ))
+        .filter_map(|&protocol| {
+            let parts: Vec<String> = runtimes
+                .iter()
+                .filter_map(|&runtime| {
+                    let full = cpu(runtime, protocol, false)?;
+                    let resumed = cpu(runtime, protocol, true)?;
+                    Some(format!(
+                        "{runtime} {full:.0} µs full, {resumed:.0} µs resumed ({:.1}×)",
+                        full / resumed.max(1e-9)
+                    ))
+                })
+                .collect();
+            (!parts.is_empty()).then(|| format!("over {protocol}: {}", parts.join("; ")))
         })
         .collect();
-    if parts.is_empty() {
+    if per_protocol.is_empty() {
         return "No runtime has both a full and a resumed handshake step measured.".to_owned();
     }
     format!(
-        "Server CPU per new TLS connection (one request each, over {PROTOCOL}): {}.",
-        parts.join("; ")
+        "Server CPU per new connection (one request each), {}.",
+        per_protocol.join(". And ")
     )
 }
 
@@ -256,16 +305,24 @@ pub fn section(settings: &SweepSettings, results: &SweepResults) -> Option<Secti
         return None;
     }
     let all = all_figures(settings, results);
+    let protocols: Vec<String> = PROTOCOLS
+        .iter()
+        .filter(|p| settings.handshakes.iter().any(|s| s.protocol == **p))
+        .map(|p| p.to_string())
+        .collect();
     Some(Section {
         title: "TLS handshakes".to_owned(),
         text: vec![
             format!(
-                "GET /bench/hello over {PROTOCOL} with a new connection per request, on servers \
-                 started with --tls-self-signed: every request is one TLS handshake, so the \
-                 server's CPU per request is its CPU per handshake. Session resumption off makes \
-                 every handshake full; on, each generator thread's connections after its first \
-                 resume. Handshake latency is from the TCP connection made to the handshake \
-                 complete, of the kind the step makes."
+                "GET /bench/hello with a new connection per request over {}, on servers \
+                 started with --tls-self-signed (h3: --protocol h3, on the runtimes that offer \
+                 it): every request is one TLS handshake, so the server's CPU per request is its \
+                 CPU per handshake. Session resumption off makes every handshake full; on, each \
+                 generator thread's connections after its first resume (a QUIC handshake counts as \
+                 resumed when the client offered a session ticket; 0-RTT stays off). Handshake latency is from the \
+                 TCP connection made (QUIC: the first packet) to the handshake complete, of the \
+                 kind the step makes.",
+                protocols.join(" and ")
             ),
             sentence(&all),
         ],
@@ -291,18 +348,37 @@ mod tests {
 
     #[test]
     fn the_sentence_sets_a_full_handshake_against_a_resumed_one_from_the_table() {
-        let [full, resumed] = [steps(4)[0], steps(4)[1]];
+        let all_steps = steps(4, &PROTOCOLS);
+        assert_eq!(all_steps.len(), 4);
+        let [full, resumed, quic_full, quic_resumed] = [0, 1, 2, 3].map(|i| all_steps[i]);
         assert_eq!((full.kind(), resumed.kind()), ("full", "resumed"));
+        assert_eq!((full.protocol, quic_resumed.protocol), PROTOCOLS.into());
         let all = vec![
             ("axum".to_owned(), full, figures(300.0)),
             ("axum".to_owned(), resumed, figures(100.0)),
+            ("axum".to_owned(), quic_full, figures(400.0)),
+            ("axum".to_owned(), quic_resumed, figures(200.0)),
         ];
         let t = table(&all);
-        let at = [("runtime", "axum"), ("resumption", "off")];
+        let at = [
+            ("runtime", "axum"),
+            ("protocol", "h1-tls"),
+            ("resumption", "off"),
+        ];
         assert_eq!(t.value(&at, "server CPU per handshake"), Some(300.0));
+        let at = [
+            ("runtime", "axum"),
+            ("protocol", "h3"),
+            ("resumption", "on"),
+        ];
+        assert_eq!(t.value(&at, "server CPU per handshake"), Some(200.0));
         let text = sentence(&all);
         assert!(
-            text.contains("axum 300 µs full, 100 µs resumed (3.0×)"),
+            text.contains("over h1-tls: axum 300 µs full, 100 µs resumed (3.0×)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("over h3: axum 400 µs full, 200 µs resumed (2.0×)"),
             "{text}"
         );
     }

@@ -15,7 +15,8 @@
 //!    `--tls-self-signed`, `GET /bench/hello` over `h1-tls` with a new connection per request, once
 //!    with every handshake full (session resumption off) and once resumed: handshakes/s, their
 //!    p50/p99 from the generator's TLS figures, and the server's CPU per handshake (its CPU per
-//!    request, one request being one connection).
+//!    request, one request being one connection); then the same over QUIC (`h3`) on a third
+//!    server per runtime that offers h3.
 //!
 //! The steps of every runtime are interleaved as `compare` interleaves its runs (each step made
 //! back to back on every runtime, the first runtime rotating), each measured by the generator
@@ -31,6 +32,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use brigade_load::engine::session::Session;
+use brigade_load::engine::Protocol;
 use clap::Args;
 use serde_json::Value;
 
@@ -80,7 +82,8 @@ pub struct SweepArgs {
     /// How long after the sweep the servers' memory is read again [default: 10s; --quick: 2s]
     #[arg(long, value_parser = humantime::parse_duration)]
     pub settle: Option<Duration>,
-    /// Clients of the TLS handshake steps (a new connection per request over h1-tls)
+    /// Clients of the TLS handshake steps (a new connection per request over h1-tls, and over
+    /// h3 where a runtime of the sweep offers it)
     /// [default: 10; --quick: 2]
     #[arg(long)]
     pub handshake_clients: Option<u32>,
@@ -189,7 +192,16 @@ impl SweepArgs {
         let handshakes = if self.no_handshakes {
             Vec::new()
         } else {
-            handshakes::steps(handshake_clients)
+            // QUIC's steps where a runtime of the sweep offers h3.
+            let protocols: Vec<Protocol> = handshakes::PROTOCOLS
+                .into_iter()
+                .filter(|&p| {
+                    lab.runtimes
+                        .iter()
+                        .any(|runtime| handshakes::offers(&lab.info, runtime, p))
+                })
+                .collect();
+            handshakes::steps(handshake_clients, &protocols)
         };
         Ok(SweepSettings {
             lab,
@@ -281,7 +293,11 @@ impl SweepSettings {
         let per_step = self.duration.as_secs_f64() + self.warmup.as_secs_f64() + 0.2;
         let steps = self.steps.len() + self.handshakes.len();
         let runs = steps * self.lab.runtimes.len() * self.lab.repeat as usize;
-        let servers = if self.handshakes.is_empty() { 1.0 } else { 2.0 };
+        let protocols = handshakes::PROTOCOLS
+            .iter()
+            .filter(|p| self.handshakes.iter().any(|s| s.protocol == **p))
+            .count();
+        let servers = 1.0 + protocols as f64;
         runs as f64 * per_step
             + self.settle.as_secs_f64()
             + servers * self.lab.runtimes.len() as f64

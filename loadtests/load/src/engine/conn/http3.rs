@@ -9,8 +9,11 @@
 //!   offload where the kernel has it.
 //! - Bytes: what crossed the UDP socket for the connection (quinn's per-connection counts of UDP
 //!   payload: QUIC headers, TLS, frames, HTTP/3 and QPACK), taken per request as for TCP.
-//! - Handshakes: timed from the first packet to the handshake's end. quinn does not say whether
-//!   a handshake resumed a TLS session, so every QUIC handshake counts as full.
+//! - Handshakes: timed from the first packet to the handshake's end, full or resumed (TLS 1.3
+//!   session tickets from the thread's cache; 0-RTT off). quinn does not say whether the server
+//!   took a ticket, so a handshake counts as resumed when the client offered one (taken from the
+//!   cache in quinn's `connect`, see [`super::tls::Offers`]); a server refuses one only when it no
+//!   longer knows the key that made it (a restart), and the server's CPU per handshake shows which.
 //! - Windows: 1 MiB a stream, 4 MiB a connection, as the HTTP/2 client advertises.
 
 use std::net::SocketAddr;
@@ -20,7 +23,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use bytes::{Buf, Bytes};
 
-use super::tls::{Handshake, HandshakeKind};
+use super::tls::{Handshake, HandshakeKind, Offers};
 use super::{Failure, Target};
 
 /// The window each stream advertises: 1 MiB, as HTTP/2's (`http2::STREAM_WINDOW`, a test holds them
@@ -40,13 +43,17 @@ pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Byt
 #[derive(Clone)]
 pub(crate) struct QuicDialer {
     config: quinn::ClientConfig,
+    /// The thread's session cache, counting its tickets taken (`None`: no resumption).
+    offers: Option<Arc<Offers>>,
     /// The thread's endpoints (IPv4, IPv6), bound on first use.
     endpoints: Arc<[OnceLock<quinn::Endpoint>; 2]>,
 }
 
 impl QuicDialer {
-    /// A dialer on `tls` (the run's checked config, ALPN `h3`), or why QUIC cannot use it.
-    pub(crate) fn new(tls: Arc<rustls::ClientConfig>) -> Result<QuicDialer> {
+    /// A dialer on `base` (the run's checked config, ALPN `h3`) with a session cache of its own
+    /// when `resume`, or why QUIC cannot use it.
+    pub(crate) fn new(base: &rustls::ClientConfig, resume: bool) -> Result<QuicDialer> {
+        let (tls, offers) = super::tls::offering_config(base, resume);
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| anyhow::anyhow!("the TLS client cannot speak QUIC: {e}"))?;
         let mut transport = quinn::TransportConfig::default();
@@ -62,6 +69,7 @@ impl QuicDialer {
         config.transport_config(Arc::new(transport));
         Ok(QuicDialer {
             config,
+            offers,
             endpoints: Arc::default(),
         })
     }
@@ -121,10 +129,13 @@ pub(crate) async fn open(
     let endpoint = dialer
         .endpoint(target.addr)
         .map_err(|e| super::classify_io(&e))?;
+    let taken = || dialer.offers.as_ref().map_or(0, |o| o.taken());
+    let before = taken();
     let start = Instant::now();
     let connecting = endpoint
         .connect_with(dialer.config.clone(), target.addr, &target.hostname)
         .map_err(|_| Failure::Connect)?;
+    let offered = taken() > before;
     let quic = connecting.await.map_err(|e| classify_connection(&e))?;
     let took = start.elapsed();
     let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
@@ -134,7 +145,11 @@ pub(crate) async fn open(
         let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
     });
     let handshake = Handshake {
-        kind: HandshakeKind::Full,
+        kind: if offered {
+            HandshakeKind::Resumed
+        } else {
+            HandshakeKind::Full
+        },
         took,
         alpn: Some("h3"),
     };
@@ -215,8 +230,8 @@ const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Makes one QUIC connection to `target` before a run starts, so that what would make every
 /// connection fail (a certificate not trusted, no `h3` in common, nothing serving QUIC there)
 /// stops the run at once with the reason.
-pub(crate) async fn probe(tls: &Arc<rustls::ClientConfig>, target: &Target) -> Result<()> {
-    let dialer = QuicDialer::new(tls.clone())?;
+pub(crate) async fn probe(tls: &rustls::ClientConfig, target: &Target) -> Result<()> {
+    let dialer = QuicDialer::new(tls, false)?;
     let endpoint = dialer.endpoint(target.addr)?;
     let connecting = endpoint.connect_with(dialer.config.clone(), target.addr, &target.hostname)?;
     let done = tokio::time::timeout(PROBE_WAIT, connecting).await;

@@ -88,7 +88,7 @@ impl Dialer {
     ) -> Dialer {
         let quic = tls
             .filter(|_| protocol.quic())
-            .and_then(|c| http3::QuicDialer::new(tls::thread_config(c, resume)).ok());
+            .and_then(|c| http3::QuicDialer::new(c, resume).ok());
         Dialer {
             protocol,
             tls: tls

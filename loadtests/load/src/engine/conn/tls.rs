@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::Resumption;
+use rustls::client::{ClientSessionMemoryCache, ClientSessionStore, Resumption};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -207,6 +207,88 @@ pub(crate) fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConf
     let mut config = base.clone();
     config.resumption = resumption(resume);
     Arc::new(config)
+}
+
+/// A thread's session cache that counts the TLS 1.3 tickets taken from it: a client takes one
+/// when it offers to resume a session, in the call that starts its handshake (for QUIC, quinn's
+/// `connect`), so a count read before and after that call says whether that connection offered.
+#[derive(Debug)]
+pub(crate) struct Offers {
+    inner: ClientSessionMemoryCache,
+    taken: AtomicU64,
+}
+
+impl Offers {
+    /// Tickets taken so far.
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+}
+
+impl ClientSessionStore for Offers {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.inner.set_kx_hint(server_name, group);
+    }
+
+    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.inner.kx_hint(server_name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.inner.set_tls12_session(server_name, value);
+    }
+
+    fn tls12_session(
+        &self,
+        server_name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.inner.tls12_session(server_name)
+    }
+
+    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
+        self.inner.remove_tls12_session(server_name);
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.inner.insert_tls13_ticket(server_name, value);
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        server_name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        let ticket = self.inner.take_tls13_ticket(server_name);
+        if ticket.is_some() {
+            self.taken.fetch_add(1, Ordering::Relaxed);
+        }
+        ticket
+    }
+}
+
+/// `base` with a session cache of its own (one generator thread's) that counts the tickets taken
+/// from it, when `resume` (`None`: no resumption).
+pub(crate) fn offering_config(
+    base: &ClientConfig,
+    resume: bool,
+) -> (Arc<ClientConfig>, Option<Arc<Offers>>) {
+    if !resume {
+        return (thread_config(base, false), None);
+    }
+    let offers = Arc::new(Offers {
+        inner: ClientSessionMemoryCache::new(SESSION_CACHE),
+        taken: AtomicU64::new(0),
+    });
+    let mut config = base.clone();
+    config.resumption = Resumption::store(offers.clone());
+    (Arc::new(config), Some(offers))
 }
 
 fn resumption(on: bool) -> Resumption {
