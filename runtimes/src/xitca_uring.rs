@@ -38,8 +38,10 @@ pub(crate) const RUNTIME: Runtime = Runtime {
                 listener",
     engine: "io_uring (tokio-uring under xitca-http's io_uring dispatchers, a ring per worker)",
     variant_of: Some("xitca"),
-    h3: Err("quinn, under xitca-http's h3 dispatcher, has no io_uring driver: its UDP would run \
-         on tokio's epoll, not this runtime's rings (`--runtime xitca` serves h3)"),
+    h3: Err(
+        "quinn, under xitca-http's h3 dispatcher, has no io_uring driver: its UDP would run \
+         on tokio's epoll, not this runtime's rings (`--runtime xitca` serves h3)",
+    ),
     serve_one: serve,
     hello,
     memory: None,
