@@ -18,7 +18,9 @@
 //! and poem share one loop on hyper's own builders and one tokio-rustls acceptor (`hyper_loop`),
 //! actix-web, ntex and xitca-web set their own knobs from the same values and take the same rustls
 //! configuration ([`brigade_kit::tls`]). Every runtime answers `HEAD` for every `GET` route,
-//! without the body.
+//! without the body. HTTP/3 (`--protocol h3`) stands on one QUIC endpoint (`quic`): the
+//! hyper-based runtimes serve it through the shared loop's h3 (`hyper_loop::quic`), xitca-web
+//! through xitca-http's own h3 dispatcher (`xitca_h3`); the others refuse it at start.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

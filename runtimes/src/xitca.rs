@@ -23,7 +23,8 @@
 //!
 //! Protocols through xitca-http's own services: HTTP/1.1 (`HttpServiceBuilder`, plaintext), h2c
 //! (`HttpServiceBuilder::h2`), both on one port (`peek_protocol`: it tells them apart by the
-//! preface) and TLS with the kit's rustls configuration as it is (ALPN `h2, http/1.1`).
+//! preface), TLS with the kit's rustls configuration as it is (ALPN `h2, http/1.1`), and HTTP/3
+//! beside TLS (`HttpServiceBuilder::h3`, [`crate::xitca_h3`]), its TCP answers carrying `Alt-Svc`.
 //!
 //! The drain: the listening socket is shut and every HTTP/1.1 answer from then on closes its
 //! connection ([`crate::drain_listener`]); when the drain ends the connections with no request
