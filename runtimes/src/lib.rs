@@ -545,3 +545,39 @@ fn content_length(headers: &http::HeaderMap) -> Option<u64> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brigade_kit::limits::ServeProtocol;
+
+    #[test]
+    fn every_runtime_names_its_h3_stack_on_quinn_or_says_why_it_has_none() {
+        let h3 = ServerLimits {
+            protocol: ServeProtocol::H3,
+            ..ServerLimits::default()
+        };
+        for runtime in RUNTIMES {
+            match runtime.h3 {
+                Ok(_) => {
+                    let stack = runtime.h3_stack().expect("a stack");
+                    assert!(
+                        stack.contains(" on quinn ") && !stack.contains("unknown"),
+                        "{}: {stack}",
+                        runtime.name
+                    );
+                    assert!(runtime.check_protocol(&h3).is_ok(), "{}", runtime.name);
+                }
+                Err(why) => {
+                    assert_eq!(runtime.h3_stack(), None, "{}", runtime.name);
+                    let refused = runtime.check_protocol(&h3).unwrap_err().to_string();
+                    assert!(
+                        refused.contains(H3_NOT_OFFERED) && refused.contains(why),
+                        "{}: {refused}",
+                        runtime.name
+                    );
+                }
+            }
+        }
+    }
+}
