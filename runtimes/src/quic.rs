@@ -44,6 +44,12 @@ pub(crate) fn server_config(
         .enable_segmentation_offload(true);
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
+    // No address-validation tokens (NEW_TOKEN) for a client's next connection: what quinn does
+    // without its `bloom` feature, which xitca-io's quinn (default features) turns on for every
+    // stack in the build; pinned here so that a build with or without xitca serves QUIC alike.
+    let mut tokens = quinn::ValidationTokenConfig::default();
+    tokens.sent(0).log(Arc::new(quinn::NoneTokenLog));
+    config.validation_token_config(tokens);
     Ok(config)
 }
 
