@@ -757,10 +757,9 @@ where
     };
     let (server, quic) = match quic {
         Some(quic) => {
-            let drain = quic.drain();
             let connections =
                 crate::xitca_h3::Connections::new(gate.gate.clone(), &limits, shutdown.clone());
-            let server = crate::xitca_h3::listen(server, quic, make(), connections);
+            let (server, drain) = crate::xitca_h3::listen(server, quic, make(), connections);
             (server, Some(drain))
         }
         None => (server, None),
@@ -772,20 +771,8 @@ where
         let mut server = server.build();
         let handle = server.handle()?;
         tokio::spawn(async move {
-            // The listeners close at once (QUIC's refuses new connections), the connections
-            // still open close after their next answer (QUIC's after their last), then the idle
-            // ones at once and the rest within the grace.
-            if let Some(quic) = quic.clone() {
-                let begun = shutdown.clone();
-                tokio::spawn(async move {
-                    begun.wait().await;
-                    quic.refuse_new();
-                });
-            }
-            crate::drain_listener(shutdown, listening, draining, || gate.gate.open()).await;
-            if let Some(quic) = quic {
-                quic.close().await;
-            }
+            let open = || gate.gate.open();
+            drain(shutdown, listening, draining, quic, open).await;
             gate.held.close_idle();
             handle.stop(true);
         });
@@ -793,6 +780,31 @@ where
         server.await?;
         Ok(())
     })
+}
+
+/// The drain, once `shutdown` fires: the listeners close at once (QUIC's takes no new
+/// connection), the connections still open close after their next answer (QUIC's after their
+/// last, [`crate::xitca_h3`]) until `open()` is 0 or the drain ends, then what is left of QUIC's
+/// is closed; the caller then closes the idle TCP ones and stops the server (the rest within the
+/// grace).
+async fn drain(
+    shutdown: Shutdown,
+    listening: std::net::TcpListener,
+    draining: Arc<AtomicBool>,
+    quic: Option<crate::xitca_h3::QuicDrain>,
+    open: impl Fn() -> usize,
+) {
+    if let Some(quic) = quic.clone() {
+        let begun = shutdown.clone();
+        tokio::spawn(async move {
+            begun.wait().await;
+            quic.refuse_new();
+        });
+    }
+    crate::drain_listener(shutdown, listening, draining, open).await;
+    if let Some(quic) = quic {
+        quic.close().await;
+    }
 }
 
 fn serve(

@@ -52,13 +52,13 @@ use crate::{Shutdown, TlsConfig};
 pub(crate) const H3_STACK: &[&str] = &["xitca-http", "h3", "h3-quinn", "quinn"];
 
 /// Adds HTTP/3 to `server`: `quic`'s connections, each served by xitca-http's h3 dispatcher
-/// behind `connections`, in front of `factory`'s application.
+/// behind `connections`, in front of `factory`'s application; and the drain's hold on it.
 pub(crate) fn listen<F, S, B>(
     server: xitca_server::Builder,
     quic: Quic,
     factory: F,
     connections: Connections,
-) -> xitca_server::Builder
+) -> (xitca_server::Builder, QuicDrain)
 where
     F: Service<Response = S> + Send + Sync + 'static,
     F::Error: std::fmt::Debug + 'static,
@@ -70,7 +70,8 @@ where
         .enclosed(Requests)
         .enclosed(HttpServiceBuilder::h3())
         .enclosed(connections);
-    server.listen("brigade-h3", quic, service)
+    let drain = QuicDrain(quic.endpoint.clone());
+    (server.listen("brigade-h3", quic, service), drain)
 }
 
 /// The QUIC side of a server: its UDP socket, bound at start (so that a taken port fails the
@@ -93,11 +94,6 @@ impl Quic {
             socket: crate::quic::bind_udp(addr)?,
             endpoint: Arc::default(),
         })
-    }
-
-    /// What the drain needs of it ([`QuicDrain`]).
-    pub(crate) fn drain(&self) -> QuicDrain {
-        QuicDrain(self.endpoint.clone())
     }
 }
 
