@@ -41,6 +41,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "actix-web HttpServer, N single-threaded workers per service",
     engine: crate::TOKIO_EPOLL,
     variant_of: None,
+    h3: Err("actix-web has no HTTP/3 server"),
     serve_one: serve,
     hello,
     memory: None,

@@ -18,7 +18,9 @@
 //! and poem share one loop on hyper's own builders and one tokio-rustls acceptor (`hyper_loop`),
 //! actix-web, ntex and xitca-web set their own knobs from the same values and take the same rustls
 //! configuration ([`brigade_kit::tls`]). Every runtime answers `HEAD` for every `GET` route,
-//! without the body.
+//! without the body. HTTP/3 (`--protocol h3`) stands on one QUIC endpoint (`quic`): the
+//! hyper-based runtimes serve it through the shared loop's h3 (`hyper_loop::quic`), xitca-web
+//! through xitca-http's own h3 dispatcher (`xitca_h3`); the others refuse it at start.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -102,6 +104,11 @@ macro_rules! content_type_values {
 
 #[cfg(feature = "hyper-loop")]
 mod hyper_loop;
+#[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+mod quic;
+#[cfg(feature = "xitca")]
+#[path = "xitca/h3.rs"]
+mod xitca_h3;
 
 mod dispatch;
 pub mod hello;
@@ -233,6 +240,10 @@ pub struct Runtime {
     /// The crates it is, the framework first (`["axum", "hyper"]`): its version line names them
     /// with the versions this build resolved.
     crates: &'static [&'static str],
+    /// Its HTTP/3 stack: the crates that serve `--protocol h3`, the one that answers the requests
+    /// first and QUIC's last ([`Runtime::h3_stack`] names them with their versions), or why it
+    /// offers none (said when `--protocol h3` is refused).
+    h3: Result<&'static [&'static str], &'static str>,
     serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's own hand-written hello ([`hello`]).
     hello: fn(Listener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
@@ -351,20 +362,22 @@ pub const H3_NOT_OFFERED: &str = "h3 not offered by this runtime";
 
 impl Runtime {
     /// The HTTP/3 stack that serves `--protocol h3` on this runtime, with the versions this build
-    /// resolved, or None where it offers no h3. The runtimes on hyper are served by one loop
-    /// (`hyper_loop`), whose QUIC half serves them all alike: `h3 0.0.8 + h3-quinn 0.0.10 on quinn
-    /// 0.11.9`, each request handed to the runtime's own service as over HTTP/2.
+    /// resolved, or None where it offers no h3: `h3 0.0.8 + h3-quinn 0.0.10 on quinn 0.11.12` for
+    /// the runtimes on hyper's loop (`hyper_loop`), whose QUIC half serves them all alike, each
+    /// request handed to the runtime's own service as over HTTP/2; `xitca-http 0.9.6 + h3 0.0.8 +
+    /// h3-quinn 0.0.10 on quinn 0.11.12` for xitca-web, through xitca-http's own h3 dispatcher.
     pub fn h3_stack(&self) -> Option<String> {
-        if !self.crates.contains(&"hyper") || !cfg!(feature = "hyper-loop") {
-            return None;
-        }
-        let v = |c: &str| locked_version(c).unwrap_or("(version unknown)");
-        Some(format!(
-            "h3 {} + h3-quinn {} on quinn {}",
-            v("h3"),
-            v("h3-quinn"),
-            v("quinn")
-        ))
+        let crates = self.h3.ok().filter(|c| !c.is_empty())?;
+        let named: Vec<String> = crates
+            .iter()
+            .map(|c| format!("{c} {}", locked_version(c).unwrap_or("(version unknown)")))
+            .collect();
+        let (quic, above) = named.split_last()?;
+        Some(if above.is_empty() {
+            quic.clone()
+        } else {
+            format!("{} on {quic}", above.join(" + "))
+        })
     }
 
     /// Whether it can serve `protocol` (every runtime serves h1, h2c and auto; h3 where
@@ -384,8 +397,12 @@ impl Runtime {
             .filter(|r| r.offers(limits.protocol))
             .map(|r| r.name)
             .collect();
+        let why = self
+            .h3
+            .err()
+            .map_or(String::new(), |why| format!(": {why}"));
         anyhow::bail!(
-            "--protocol {}: {H3_NOT_OFFERED} ({}); it is offered by: {}",
+            "--protocol {}: {H3_NOT_OFFERED} ({}{why}); it is offered by: {}",
             limits.protocol,
             self.name,
             if offering.is_empty() {
@@ -527,4 +544,40 @@ fn content_length(headers: &http::HeaderMap) -> Option<u64> {
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brigade_kit::limits::ServeProtocol;
+
+    #[test]
+    fn every_runtime_names_its_h3_stack_on_quinn_or_says_why_it_has_none() {
+        let h3 = ServerLimits {
+            protocol: ServeProtocol::H3,
+            ..ServerLimits::default()
+        };
+        for runtime in RUNTIMES {
+            match runtime.h3 {
+                Ok(_) => {
+                    let stack = runtime.h3_stack().expect("a stack");
+                    assert!(
+                        stack.contains(" on quinn ") && !stack.contains("unknown"),
+                        "{}: {stack}",
+                        runtime.name
+                    );
+                    assert!(runtime.check_protocol(&h3).is_ok(), "{}", runtime.name);
+                }
+                Err(why) => {
+                    assert_eq!(runtime.h3_stack(), None, "{}", runtime.name);
+                    let refused = runtime.check_protocol(&h3).unwrap_err().to_string();
+                    assert!(
+                        refused.contains(H3_NOT_OFFERED) && refused.contains(why),
+                        "{}: {refused}",
+                        runtime.name
+                    );
+                }
+            }
+        }
+    }
 }

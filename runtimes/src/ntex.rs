@@ -50,6 +50,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "ntex server, N single-threaded workers per service",
     engine: crate::TOKIO_EPOLL,
     variant_of: None,
+    h3: Err("ntex has no HTTP/3 server"),
     serve_one: serve,
     hello,
     memory: None,

@@ -37,6 +37,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
                 store calls and peer calls on one more thread)",
     engine: "io_uring (ntex-net's neon-uring driver, a ring per worker)",
     variant_of: Some("ntex"),
+    h3: Err("ntex has no HTTP/3 server"),
     serve_one: serve,
     hello,
     memory: None,

@@ -25,6 +25,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     threading: "tokio multi-thread runtime, N workers per service",
     engine: crate::TOKIO_EPOLL,
     variant_of: None,
+    h3: Ok(crate::hyper_loop::H3_STACK),
     serve_one: serve,
     hello,
     memory: Some(memory),

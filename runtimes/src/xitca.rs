@@ -23,7 +23,8 @@
 //!
 //! Protocols through xitca-http's own services: HTTP/1.1 (`HttpServiceBuilder`, plaintext), h2c
 //! (`HttpServiceBuilder::h2`), both on one port (`peek_protocol`: it tells them apart by the
-//! preface) and TLS with the kit's rustls configuration as it is (ALPN `h2, http/1.1`).
+//! preface), TLS with the kit's rustls configuration as it is (ALPN `h2, http/1.1`), and HTTP/3
+//! beside TLS (`HttpServiceBuilder::h3`, [`crate::xitca_h3`]), its TCP answers carrying `Alt-Svc`.
 //!
 //! The drain: the listening socket is shut and every HTTP/1.1 answer from then on closes its
 //! connection ([`crate::drain_listener`]); when the drain ends the connections with no request
@@ -73,6 +74,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
                 readiness on one more thread)",
     engine: crate::TOKIO_EPOLL,
     variant_of: None,
+    h3: Ok(crate::xitca_h3::H3_STACK),
     serve_one: serve,
     hello,
     memory: Some(memory),
@@ -447,11 +449,16 @@ pub(crate) fn app(
         .finish()
 }
 
-/// What the drain needs of every request: its connection marked busy while it runs (so that the
-/// drain's end leaves it open, [`Held`]), and `Connection: close` on its HTTP/1.1 answer once the
-/// server drains.
+/// What every request over TCP needs: its connection marked busy while it runs (so that the
+/// drain's end leaves it open, [`Held`]), `Connection: close` on its HTTP/1.1 answer once the
+/// server drains, and under `--protocol h3` the `Alt-Svc` that announces HTTP/3 on every answer.
 #[derive(Clone)]
-pub(crate) struct Draining(pub(crate) Arc<AtomicBool>);
+pub(crate) struct Draining {
+    /// Set once the server drains.
+    pub(crate) draining: Arc<AtomicBool>,
+    /// What every answer's `Alt-Svc` says, if anything.
+    pub(crate) alt_svc: Option<HeaderValue>,
+}
 
 impl<S, E> Service<Result<S, E>> for Draining {
     type Response = DrainingService<S>;
@@ -460,7 +467,7 @@ impl<S, E> Service<Result<S, E>> for Draining {
     async fn call(&self, service: Result<S, E>) -> Result<DrainingService<S>, E> {
         service.map(|service| DrainingService {
             service,
-            draining: self.0.clone(),
+            draining: self.clone(),
         })
     }
 }
@@ -468,7 +475,7 @@ impl<S, E> Service<Result<S, E>> for Draining {
 /// A service behind [`Draining`].
 pub(crate) struct DrainingService<S> {
     service: S,
-    draining: Arc<AtomicBool>,
+    draining: Draining,
 }
 
 impl<S, B, Req> Service<Request<Req>> for DrainingService<S>
@@ -484,9 +491,12 @@ where
         let busy = CONNECTION.try_with(Conn::busy).ok();
         let mut res = self.service.call(req).await?;
         drop(busy);
-        if http1 && self.draining.load(Ordering::Relaxed) {
+        if http1 && self.draining.draining.load(Ordering::Relaxed) {
             res.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let Some(alt_svc) = &self.draining.alt_svc {
+            res.headers_mut().insert(header::ALT_SVC, alt_svc.clone());
         }
         Ok(res)
     }
@@ -553,7 +563,7 @@ where
         };
         // xitca-http answers a connection's requests inside the connection's own task: its
         // requests find their connection there ([`CONNECTION`]).
-        let served = match self.gate.held.track(io.socket()) {
+        let served = match io.socket().and_then(|socket| self.gate.held.track(socket)) {
             Some(conn) => {
                 let served = CONNECTION.scope(conn.clone(), self.service.call(io)).await;
                 conn.end();
@@ -568,22 +578,24 @@ where
 
 /// An accepted connection as xitca-server hands it to a connection service: its socket.
 pub(crate) trait Accepted {
-    /// The connection's socket.
-    fn socket(&self) -> BorrowedFd<'_>;
+    /// The connection's socket, where it has one of its own (a QUIC connection shares its
+    /// endpoint's: [`crate::xitca_h3`] holds those).
+    fn socket(&self) -> Option<BorrowedFd<'_>>;
 }
 
 impl Accepted for Stream {
-    fn socket(&self) -> BorrowedFd<'_> {
+    fn socket(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Stream::Tcp(tcp, _) => tcp.as_fd(),
-            Stream::Unix(unix, _) => unix.as_fd(),
+            Stream::Tcp(tcp, _) => Some(tcp.as_fd()),
+            Stream::Unix(unix, _) => Some(unix.as_fd()),
+            Stream::Udp(..) => None,
         }
     }
 }
 
 impl Accepted for (xitca_io::net::TcpStream, std::net::SocketAddr) {
-    fn socket(&self) -> BorrowedFd<'_> {
-        self.0.as_fd()
+    fn socket(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.0.as_fd())
     }
 }
 
@@ -674,16 +686,18 @@ impl Listen for Accepting {
     }
 }
 
-/// Serves the application `make` builds (the service factory of an `App`) with Brigade's threading,
-/// limits and shutdown (the hand-written hello uses it too).
-fn run<F, S, B>(
-    factory: F,
+/// Serves the application `make` gives (the service factory of an `App`; a second one for
+/// HTTP/3 under `--protocol h3`) with Brigade's threading, limits and shutdown (the hand-written
+/// hello uses it too).
+fn run<M, F, S, B>(
+    make: M,
     listener: crate::Listener,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()>
 where
+    M: Fn() -> F,
     F: Service<Response = S> + Send + Sync + 'static,
     F::Error: std::fmt::Debug + 'static,
     S: ReadyService
@@ -699,6 +713,13 @@ where
     // The listening socket itself (a second handle on it), to stop listening when the drain
     // begins: xitca-server's stop only stops accepting after it.
     let listening = listener.socket.try_clone()?;
+    let addr = listener.socket.local_addr()?;
+    // `--protocol h3`: QUIC on the same port number, beside TLS on TCP ([`crate::xitca_h3`]),
+    // bound before anything starts, one connection count for both.
+    let quic = match (&listener.tls, limits.protocol) {
+        (Some(tls), ServeProtocol::H3) => Some(crate::xitca_h3::Quic::bind(addr, tls, &limits)?),
+        _ => None,
+    };
     let server = xitca_server::Builder::new()
         .worker_threads(workers)
         .server_threads(1)
@@ -716,11 +737,14 @@ where
             )
         };
     }
-    let factory = factory.enclosed(Draining(draining.clone()));
+    let factory = make().enclosed(Draining {
+        draining: draining.clone(),
+        alt_svc: quic.as_ref().and(crate::quic::alt_svc(addr.port())),
+    });
     let server = match (listener.tls, limits.protocol) {
         (Some(tls), _) => listen!(factory, HttpServiceBuilder::with_config(config).rustls(tls)),
         (None, ServeProtocol::H1) => listen!(factory, HttpServiceBuilder::with_config(config)),
-        // (`Runtime::check_protocol` refuses h3 before this; h3 without TLS never validates.)
+        // (`Runtime::check_protocol` refuses h3 without TLS before this: it never validates.)
         (None, ServeProtocol::H3) => anyhow::bail!(crate::H3_NOT_OFFERED),
         (None, ServeProtocol::H2c) => listen!(
             factory.enclosed(Http2Only),
@@ -731,6 +755,15 @@ where
             HttpServiceBuilder::with_config(config.peek_protocol())
         ),
     };
+    let (server, quic) = match quic {
+        Some(quic) => {
+            let connections =
+                crate::xitca_h3::Connections::new(gate.gate.clone(), &limits, shutdown.clone());
+            let (server, drain) = crate::xitca_h3::listen(server, quic, make(), connections);
+            (server, Some(drain))
+        }
+        None => (server, None),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -738,9 +771,8 @@ where
         let mut server = server.build();
         let handle = server.handle()?;
         tokio::spawn(async move {
-            // The listener closes at once, the connections still open close after their next
-            // answer, then the idle ones at once and the rest within the grace.
-            crate::drain_listener(shutdown, listening, draining, || gate.gate.open()).await;
+            let open = || gate.gate.open();
+            drain(shutdown, listening, draining, quic, open).await;
             gate.held.close_idle();
             handle.stop(true);
         });
@@ -750,14 +782,40 @@ where
     })
 }
 
+/// The drain, once `shutdown` fires: the listeners close at once (QUIC's takes no new
+/// connection), the connections still open close after their next answer (QUIC's after their
+/// last, [`crate::xitca_h3`]) until `open()` is 0 or the drain ends, then what is left of QUIC's
+/// is closed; the caller then closes the idle TCP ones and stops the server (the rest within the
+/// grace).
+async fn drain(
+    shutdown: Shutdown,
+    listening: std::net::TcpListener,
+    draining: Arc<AtomicBool>,
+    quic: Option<crate::xitca_h3::QuicDrain>,
+    open: impl Fn() -> usize,
+) {
+    if let Some(quic) = quic.clone() {
+        let begun = shutdown.clone();
+        tokio::spawn(async move {
+            begun.wait().await;
+            quic.refuse_new();
+        });
+    }
+    crate::drain_listener(shutdown, listening, draining, open).await;
+    if let Some(quic) = quic {
+        quic.close().await;
+    }
+}
+
 fn serve(
     mount: Mount,
     workers: usize,
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    let application = mount.app;
     run(
-        app(mount.app, limits),
+        || app(application.clone(), limits),
         mount.listener,
         workers,
         limits,
@@ -861,7 +919,7 @@ fn hello(
     limits: &ServerLimits,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    run(hello_app(), listener, workers, limits, shutdown)
+    run(hello_app, listener, workers, limits, shutdown)
 }
 
 /// The hand-written hello's application: one route, xitca-web's plainest idiom.

@@ -38,6 +38,10 @@ pub(crate) const RUNTIME: Runtime = Runtime {
                 listener",
     engine: "io_uring (tokio-uring under xitca-http's io_uring dispatchers, a ring per worker)",
     variant_of: Some("xitca"),
+    h3: Err(
+        "quinn, under xitca-http's h3 dispatcher, has no io_uring driver: its UDP would run \
+         on tokio's epoll, not this runtime's rings (`--runtime xitca` serves h3)",
+    ),
     serve_one: serve,
     hello,
     memory: None,
@@ -95,7 +99,10 @@ where
     let draining = Arc::new(AtomicBool::new(false));
     let listening = listener.socket.try_clone()?;
     let config = crate::xitca::config(&limits);
-    let factory = factory.enclosed(Draining(draining.clone()));
+    let factory = factory.enclosed(Draining {
+        draining: draining.clone(),
+        alt_svc: None,
+    });
     // One set of workers per protocol, as each of xitca-http's services is its own type.
     macro_rules! workers {
         ($factory:expr) => {

@@ -18,10 +18,10 @@
 //!   windows as QUIC's stream and connection receive windows;
 //! - connections: the same gate as TCP's (one count for both), a QUIC connection past it refused.
 //!
-//! One UDP socket per service, its buffers asked at [`UDP_BUFFER`] (the kernel caps them at
+//! The endpoint is the one every h3 stack here shares ([`crate::quic`]: one UDP socket per
+//! service, its buffers asked at [`UDP_BUFFER`](crate::quic::UDP_BUFFER) (the kernel caps them at
 //! `net.core.rmem_max`/`wmem_max`; the sizes it gave are logged), with quinn's segmentation offload
-//! (GSO) and receive offload (GRO) where the kernel has them. 0-RTT is off: the TLS configuration's
-//! early data is 0, so a replayed request cannot repeat a write. The drain: no new connection, a
+//! (GSO) and receive offload (GRO) where the kernel has them, 0-RTT off). The drain: no new connection, a
 //! GOAWAY on each open one (requests in flight finish), each connection closed (`H3_NO_ERROR`)
 //! once its last request is answered — a QUIC client that went away without closing would
 //! otherwise hold the drain to its end, as no FIN tells of it — and whatever is left closed when
@@ -41,14 +41,8 @@ use hyper::body::{Body, Frame, SizeHint};
 use hyper::service::Service;
 
 use super::{BoxError, Guard, Served};
+use crate::quic::H3_NO_ERROR;
 use crate::{Shutdown, TlsConfig};
-
-/// The size asked of the UDP socket's receive and send buffers: a burst of 1,200-byte datagrams
-/// from many connections must not overflow the receive queue between two reads.
-pub(crate) const UDP_BUFFER: usize = 4 << 20;
-
-/// `H3_NO_ERROR` (RFC 9114 §8.1): how a drained connection is closed.
-const H3_NO_ERROR: u32 = 0x100;
 
 /// A request's body over HTTP/3: the request stream's receiving half.
 pub(crate) struct QuicBody {
@@ -92,75 +86,6 @@ impl Body for QuicBody {
     }
 }
 
-/// The QUIC endpoint's configuration from the kit's TLS (ALPN `h3`, no early data) and limits.
-fn server_config(tls: &TlsConfig, limits: &ServerLimits) -> anyhow::Result<quinn::ServerConfig> {
-    let mut tls = (**tls).clone();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    // 0-RTT off: quinn takes early data only when this is u32::MAX.
-    tls.max_early_data_size = 0;
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
-        .map_err(|e| anyhow::anyhow!("the TLS configuration cannot serve QUIC: {e}"))?;
-    let h2 = &limits.http2;
-    let mut transport = quinn::TransportConfig::default();
-    transport
-        .max_concurrent_bidi_streams(h2.max_concurrent_streams.into())
-        .stream_receive_window(h2.initial_stream_window.into())
-        .receive_window(h2.initial_connection_window.into())
-        .max_idle_timeout(Some(quinn::IdleTimeout::try_from(quic_idle(limits))?))
-        .enable_segmentation_offload(true);
-    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(Arc::new(transport));
-    Ok(config)
-}
-
-/// QUIC's idle timeout: no packet at all for this long and the connection is gone (a peer gone
-/// silently, which no FIN tells of). Twice the longest of the kit's timers, so that it never
-/// cuts a request a timer is still timing (a stalled body gets its 408 first); the keep-alive
-/// limit between requests is kept by the connection's loop.
-fn quic_idle(limits: &ServerLimits) -> Duration {
-    let longest = limits
-        .header_read_timeout
-        .max(limits.keep_alive_timeout)
-        .max(limits.body_read_timeout);
-    longest * 2
-}
-
-/// A UDP socket bound to `addr` with its buffers sized ([`UDP_BUFFER`]).
-fn bind_udp(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
-    use anyhow::Context as _;
-    use socket2::{Domain, Protocol, Socket, Type};
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    // Asked, not promised: the kernel caps each at its `*mem_max` (the sizes it gave are logged).
-    let _ = socket.set_recv_buffer_size(UDP_BUFFER);
-    let _ = socket.set_send_buffer_size(UDP_BUFFER);
-    socket
-        .bind(&addr.into())
-        .with_context(|| format!("Failed to bind UDP {addr} for QUIC"))?;
-    socket.set_nonblocking(true)?;
-    tracing::debug!(
-        %addr,
-        recv_buffer = socket.recv_buffer_size().unwrap_or(0),
-        send_buffer = socket.send_buffer_size().unwrap_or(0),
-        "QUIC socket bound"
-    );
-    Ok(socket.into())
-}
-
-/// The QUIC endpoint for `addr` (the TCP listener's address, so the port number is the same).
-fn endpoint(
-    addr: SocketAddr,
-    tls: &TlsConfig,
-    limits: &ServerLimits,
-) -> anyhow::Result<quinn::Endpoint> {
-    let socket = bind_udp(addr)?;
-    Ok(quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        Some(server_config(tls, limits)?),
-        socket,
-        Arc::new(quinn::TokioRuntime),
-    )?)
-}
-
 /// HTTP/3 beside the TCP listener at `addr` (the same port number), served on the loop's runtime
 /// until `shutdown`: the serving task, and the `Alt-Svc` value TCP answers carry to announce it
 /// (RFC 7838: "HTTP/3 on this host, this port, for a day").
@@ -176,10 +101,10 @@ where
     M: Fn() -> S + Send + Sync + 'static,
     S: Served,
 {
-    let endpoint = endpoint(addr, tls, &limits)?;
+    let config = crate::quic::server_config(tls, &limits)?;
+    let endpoint = crate::quic::endpoint(crate::quic::bind_udp(addr)?, config)?;
     let serving = tokio::spawn(serve(endpoint, make, limits, gate, shutdown));
-    let alt_svc = HeaderValue::try_from(format!("h3=\":{}\"; ma=86400", addr.port())).ok();
-    Ok((serving, alt_svc))
+    Ok((serving, crate::quic::alt_svc(addr.port())))
 }
 
 /// Serves HTTP/3 on `endpoint` until `shutdown`, each connection with the service `make` gives
@@ -348,14 +273,7 @@ where
     B::Error: Into<BoxError>,
 {
     let (mut parts, body) = resp.into_parts();
-    parts.headers.remove(header::CONNECTION);
-    parts.headers.remove(header::TRANSFER_ENCODING);
-    if let Some(n) = body.size_hint().exact() {
-        parts
-            .headers
-            .entry(header::CONTENT_LENGTH)
-            .or_insert_with(|| HeaderValue::from(n));
-    }
+    crate::quic::answer_head(&mut parts.headers, body.size_hint().exact());
     send.send_response(Response::from_parts(parts, ())).await?;
     let mut body = std::pin::pin!(body);
     while let Some(frame) = body.frame().await {

@@ -7,8 +7,8 @@
 //! and never reads its answers holds only its own connection: a fresh one is still answered. Over
 //! h3, on the runtimes that offer it, the same stream checks on raw `h3` streams over QUIC, with a
 //! normal load over h3 beside them; and the generator's exact counts over h3 (its own tests' server
-//! speaks TCP only). Counts and outcomes, not timings: every wait is a watch several times the
-//! limit it checks.
+//! speaks TCP only), and an idle h3 connection closed by the stop rather than held to the drain's
+//! end. Counts and outcomes, not timings: every wait is a watch several times the limit it checks.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -517,6 +517,84 @@ fn the_generator_counts_exactly_over_h3_closed_and_open_loop() {
     let tls = engine::run(&never, &scenario).unwrap().tls.unwrap();
     assert_eq!((tls.full.count, tls.resumed.count), (12, 0), "{tls:?}");
     d.shutdown();
+}
+
+/// The stop with an idle HTTP/3 connection open, on every runtime that offers h3: the connection
+/// is closed at once (the shared loop's GOAWAY, or xitca-web's close of a connection with no
+/// request running), so the stop takes less than the drain, and the client sees its connection
+/// closed rather than left to QUIC's idle timer. The keep-alive and head limits are longer than
+/// the grace, so neither closes it first.
+#[test]
+fn an_idle_h3_connection_ends_with_the_stop_not_the_drain() {
+    let long = Duration::from_secs(20);
+    let limits = ServerLimits {
+        header_read_timeout: long,
+        keep_alive_timeout: long,
+        ..ServerLimits::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let offering = brigade_runtimes::RUNTIMES
+        .iter()
+        .filter(|r| r.offers(brigade_kit::limits::ServeProtocol::H3));
+    for runtime in offering {
+        let first = brigade_restaurant::services().into_iter().next().unwrap();
+        let services = brigade_launch::Services::from(vec![first]);
+        let d = Deployment::start_over(
+            &services,
+            runtime.name,
+            StoreKind::Memory,
+            None,
+            limits,
+            Wire::H3,
+        )
+        .unwrap();
+        let url = d.url(&d.services()[0]);
+        let addr: SocketAddr = url.trim_start_matches("https://").parse().unwrap();
+        let endpoint = {
+            let _on = rt.enter();
+            h3_endpoint(&d)
+        };
+        let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+        let send = rt.block_on(async {
+            let quic = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
+            let (mut driver, mut send) = h3::client::new(h3_quinn::Connection::new(quic))
+                .await
+                .unwrap();
+            tokio::spawn(async move {
+                let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+                let _ = ended_tx.send(());
+            });
+            let health = request(Method::GET, &url, "/health").body(()).unwrap();
+            let (status, _) = h3_answer(&mut send, health, None).await.unwrap();
+            assert_eq!(status, 200, "{}", runtime.name);
+            send
+        });
+        let stopping = std::time::Instant::now();
+        d.shutdown();
+        let took = stopping.elapsed();
+        eprintln!(
+            "{}: stopped in {took:?} with an idle h3 connection open",
+            runtime.name
+        );
+        assert!(
+            took < brigade_runtimes::DRAIN,
+            "{}: the stop took {took:?} with an idle h3 connection open: the drain's end ({:?}), \
+             not the connection's close",
+            runtime.name,
+            brigade_runtimes::DRAIN
+        );
+        assert!(
+            ended_rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "{}: the client's connection is still open after the server stopped",
+            runtime.name
+        );
+        drop(send);
+        endpoint.close(0u32.into(), b"");
+    }
 }
 
 macro_rules! one_runtime {
