@@ -268,7 +268,6 @@ where
 }
 
 impl Connection {
-
     /// Opens a stream for the request `block` (HPACK) with `body`, once the server allows one more
     /// stream: its id. Dropping the exchange after this must [`Connection::cancel`] the stream.
     pub(crate) fn poll_open(
@@ -335,10 +334,7 @@ impl Connection {
             st.wake_driver();
         }
         Poll::Ready(match slot.end {
-            Some(Ok(())) => Ok((
-                slot.status.unwrap_or_default(),
-                slot.body.map(Bytes::from),
-            )),
+            Some(Ok(())) => Ok((slot.status.unwrap_or_default(), slot.body.map(Bytes::from))),
             Some(Err(e)) => Err(e),
             None => unreachable!("checked above"),
         })
@@ -589,7 +585,10 @@ impl Inbound {
                     & 0x7fff_ffff;
                 st.going_away = true;
                 let State { streams, out, .. } = st;
-                for slot in streams.iter_mut().filter(|s| s.id > last && s.end.is_none()) {
+                for slot in streams
+                    .iter_mut()
+                    .filter(|s| s.id > last && s.end.is_none())
+                {
                     finish(out, slot, Err(StreamError::broken(Failure::Reset)));
                 }
                 st.wake_waiting();
@@ -765,4 +764,335 @@ fn on_settings(st: &mut State, head: Head, payload: &[u8]) -> Result<(), Failure
     st.pump();
     st.wake_waiting();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Frames in, frames out: a connection on an in-memory pipe, the test playing the server.
+
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    use super::*;
+
+    /// The server's end of the pipe.
+    struct Peer {
+        io: DuplexStream,
+        buf: Vec<u8>,
+    }
+
+    impl Peer {
+        /// A connection and the server's end of its pipe, the preface and the client's opening
+        /// checked, the server's `settings` sent and acknowledged.
+        async fn connect(settings: &[(u16, u32)]) -> (Connection, Peer) {
+            let (client, server) = tokio::io::duplex(1 << 20);
+            let conn = start(client);
+            let mut peer = Peer {
+                io: server,
+                buf: Vec::new(),
+            };
+            peer.fill_to(frame::PREFACE.len()).await;
+            assert_eq!(&peer.buf[..frame::PREFACE.len()], frame::PREFACE);
+            peer.buf.drain(..frame::PREFACE.len());
+            let (head, payload) = peer.frame().await;
+            assert_eq!((head.kind, head.flags), (frame::SETTINGS, 0));
+            assert_eq!(payload, [0, 2, 0, 0, 0, 0, 0, 4, 0, 0x10, 0, 0]);
+            let (head, payload) = peer.frame().await;
+            assert_eq!((head.kind, head.stream), (frame::WINDOW_UPDATE, 0));
+            assert_eq!(
+                u32::from_be_bytes(payload.try_into().unwrap()),
+                CONNECTION_WINDOW - 65_535
+            );
+            peer.settings(settings).await;
+            (conn, peer)
+        }
+
+        async fn fill_to(&mut self, len: usize) {
+            while self.buf.len() < len {
+                let mut chunk = [0; 4096];
+                let n = tokio::time::timeout(Duration::from_secs(30), self.io.read(&mut chunk))
+                    .await
+                    .expect("the client sends")
+                    .unwrap();
+                assert_ne!(n, 0, "the client closed the connection");
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+
+        /// The next frame the client sent.
+        async fn frame(&mut self) -> (Head, Vec<u8>) {
+            self.fill_to(frame::HEADER_LEN).await;
+            let head = Head::parse(&self.buf).unwrap();
+            self.fill_to(frame::HEADER_LEN + head.len).await;
+            let payload = self.buf[frame::HEADER_LEN..frame::HEADER_LEN + head.len].to_vec();
+            self.buf.drain(..frame::HEADER_LEN + head.len);
+            (head, payload)
+        }
+
+        async fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+            let mut out = Vec::new();
+            frame::put_head(&mut out, payload.len(), kind, flags, stream);
+            out.extend_from_slice(payload);
+            self.io.write_all(&out).await.unwrap();
+        }
+
+        /// Sends SETTINGS and reads the client's acknowledgement.
+        async fn settings(&mut self, settings: &[(u16, u32)]) {
+            let mut payload = Vec::new();
+            for (id, value) in settings {
+                payload.extend_from_slice(&id.to_be_bytes());
+                payload.extend_from_slice(&value.to_be_bytes());
+            }
+            self.send(frame::SETTINGS, 0, 0, &payload).await;
+            let (head, _) = self.frame().await;
+            assert_eq!((head.kind, head.flags), (frame::SETTINGS, frame::ACK));
+        }
+
+        /// Reads a request's HEADERS: its stream and flags.
+        async fn request(&mut self) -> (u32, u8) {
+            let (head, _) = self.frame().await;
+            assert_eq!(head.kind, frame::HEADERS);
+            (head.stream, head.flags)
+        }
+
+        async fn answer(&mut self, stream: u32, status: &str, end_stream: bool) {
+            let block = answer_block(status);
+            let flags = frame::END_HEADERS | if end_stream { frame::END_STREAM } else { 0 };
+            self.send(frame::HEADERS, flags, stream, &block).await;
+        }
+    }
+
+    fn answer_block(status: &str) -> Vec<u8> {
+        let mut block = Vec::new();
+        frame::put_field(&mut block, b":status", status.as_bytes());
+        frame::put_field(&mut block, b"content-type", b"text/plain");
+        block
+    }
+
+    fn request() -> Vec<u8> {
+        let mut block = Vec::new();
+        frame::put_field(&mut block, b":method", b"GET");
+        block
+    }
+
+    /// A GET (with `body`) on `conn`.
+    async fn get(
+        conn: &Connection,
+        body: &[u8],
+        want_body: bool,
+    ) -> Result<(u16, Option<Bytes>), (StreamError, bool)> {
+        conn.round_trip(&request(), &Bytes::copy_from_slice(body), want_body)
+            .await
+    }
+
+    fn reset() -> StreamError {
+        StreamError {
+            failure: Failure::Reset,
+            keeps_connection: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_comes_back_whole_and_pings_are_answered() {
+        let (conn, mut peer) = Peer::connect(&[]).await;
+        let server = async {
+            let (stream, flags) = peer.request().await;
+            assert_eq!(flags, frame::END_HEADERS | frame::END_STREAM);
+            peer.send(frame::PING, 0, 0, b"12345678").await;
+            let (head, payload) = peer.frame().await;
+            assert_eq!(
+                (head.kind, head.flags, &payload[..]),
+                (frame::PING, frame::ACK, &b"12345678"[..])
+            );
+            peer.answer(stream, "200", false).await;
+            peer.send(frame::DATA, 0, stream, b"hel").await;
+            peer.send(frame::DATA, frame::END_STREAM, stream, b"lo")
+                .await;
+        };
+        let (answer, ()) = tokio::join!(get(&conn, b"", true), server);
+        assert_eq!(answer.unwrap(), (200, Some(Bytes::from_static(b"hello"))));
+    }
+
+    #[tokio::test]
+    async fn continuations_padding_interim_answers_and_trailers_are_read() {
+        let (conn, mut peer) = Peer::connect(&[(frame::SETTINGS_MAX_FRAME_SIZE, 20_000)]).await;
+        let server = async {
+            let (stream, _) = peer.request().await;
+            peer.answer(stream, "103", false).await;
+            // A padded HEADERS with priority fields, its block split over a CONTINUATION.
+            let block = answer_block("201");
+            let mut first = vec![2, 0, 0, 0, 0, 7];
+            first.extend_from_slice(&block[..3]);
+            first.extend_from_slice(&[0, 0]);
+            peer.send(
+                frame::HEADERS,
+                frame::PADDED | frame::PRIORITY_FLAG,
+                stream,
+                &first,
+            )
+            .await;
+            peer.send(frame::CONTINUATION, frame::END_HEADERS, stream, &block[3..])
+                .await;
+            peer.send(frame::DATA, frame::PADDED, stream, b"\x03bodyXXX")
+                .await;
+            peer.send(frame::PRIORITY, 0, stream, &[0, 0, 0, 0, 9])
+                .await;
+            let trailers = answer_block("200");
+            let flags = frame::END_HEADERS | frame::END_STREAM;
+            peer.send(frame::HEADERS, flags, stream, &trailers).await;
+        };
+        let (answer, ()) = tokio::join!(get(&conn, b"", true), server);
+        assert_eq!(answer.unwrap(), (201, Some(Bytes::from_static(b"body"))));
+    }
+
+    #[tokio::test]
+    async fn request_bodies_wait_for_the_servers_windows() {
+        let (conn, mut peer) = Peer::connect(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 10)]).await;
+        let body = vec![b'x'; 25];
+        let server = async {
+            let (stream, flags) = peer.request().await;
+            assert_eq!(flags, frame::END_HEADERS);
+            let (head, payload) = peer.frame().await;
+            assert_eq!((head.kind, head.flags, payload.len()), (frame::DATA, 0, 10));
+            peer.send(frame::WINDOW_UPDATE, 0, stream, &8u32.to_be_bytes())
+                .await;
+            let (head, payload) = peer.frame().await;
+            assert_eq!((head.kind, head.flags, payload.len()), (frame::DATA, 0, 8));
+            // A larger initial window grows the open stream's by the difference.
+            peer.settings(&[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 17)])
+                .await;
+            let (head, payload) = peer.frame().await;
+            assert_eq!(
+                (head.kind, head.flags, payload.len()),
+                (frame::DATA, frame::END_STREAM, 7)
+            );
+            peer.answer(stream, "204", true).await;
+        };
+        let (answer, ()) = tokio::join!(get(&conn, &body, false), server);
+        assert_eq!(answer.unwrap(), (204, None));
+    }
+
+    #[tokio::test]
+    async fn received_data_is_given_back_in_batches() {
+        let (conn, mut peer) = Peer::connect(&[]).await;
+        let server = async {
+            let (stream, _) = peer.request().await;
+            peer.answer(stream, "200", false).await;
+            let chunk = vec![0; frame::DEFAULT_MAX_FRAME];
+            for _ in 0..STREAM_WINDOW as usize / 2 / chunk.len() {
+                peer.send(frame::DATA, 0, stream, &chunk).await;
+            }
+            let (head, payload) = peer.frame().await;
+            assert_eq!((head.kind, head.stream), (frame::WINDOW_UPDATE, stream));
+            assert_eq!(
+                u32::from_be_bytes(payload.try_into().unwrap()),
+                STREAM_WINDOW / 2
+            );
+            peer.send(frame::DATA, frame::END_STREAM, stream, b"").await;
+        };
+        let (answer, ()) = tokio::join!(get(&conn, b"", false), server);
+        assert_eq!(answer.unwrap(), (200, None));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_exchange_resets_its_stream_and_its_late_data_is_still_given_back() {
+        let (conn, mut peer) = Peer::connect(&[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 1)]).await;
+        let block = request();
+        let body = Bytes::new();
+        let mut exchange = Box::pin(conn.round_trip(&block, &body, false));
+        let stream = tokio::select! {
+            _ = &mut exchange => panic!("no answer was sent"),
+            (stream, _) = peer.request() => stream,
+        };
+        drop(exchange);
+        let (head, payload) = peer.frame().await;
+        assert_eq!((head.kind, head.stream), (frame::RST_STREAM, stream));
+        assert_eq!(payload, frame::CANCEL.to_be_bytes());
+        // Frames already on their way are dropped, their bytes given back to the connection.
+        peer.answer(stream, "200", false).await;
+        let chunk = vec![0; frame::DEFAULT_MAX_FRAME];
+        for _ in 0..CONNECTION_WINDOW as usize / 2 / chunk.len() {
+            peer.send(frame::DATA, 0, stream, &chunk).await;
+        }
+        let (head, payload) = peer.frame().await;
+        assert_eq!((head.kind, head.stream), (frame::WINDOW_UPDATE, 0));
+        assert_eq!(
+            u32::from_be_bytes(payload.try_into().unwrap()),
+            CONNECTION_WINDOW / 2
+        );
+        // The stream's slot is free: the only stream the server allows opens.
+        let server = async {
+            let (next, _) = peer.request().await;
+            assert_eq!(next, stream + 2);
+            peer.answer(next, "200", true).await;
+        };
+        let (answer, ()) = tokio::join!(conn.round_trip(&block, &body, false), server);
+        assert_eq!(answer.unwrap(), (200, None));
+    }
+
+    #[tokio::test]
+    async fn a_reset_fails_its_stream_alone_and_goaway_fails_the_streams_above_its_last() {
+        let (conn, mut peer) = Peer::connect(&[]).await;
+        let block = request();
+        let body = Bytes::new();
+        let server = async {
+            let (first, _) = peer.request().await;
+            let (second, _) = peer.request().await;
+            let (third, _) = peer.request().await;
+            peer.send(frame::RST_STREAM, 0, first, &7u32.to_be_bytes())
+                .await;
+            let mut goaway = second.to_be_bytes().to_vec();
+            goaway.extend_from_slice(&0u32.to_be_bytes());
+            peer.send(frame::GOAWAY, 0, 0, &goaway).await;
+            peer.answer(second, "200", true).await;
+            let _ = third;
+        };
+        let (a, b, c, ()) = tokio::join!(
+            conn.round_trip(&block, &body, false),
+            conn.round_trip(&block, &body, false),
+            conn.round_trip(&block, &body, false),
+            server
+        );
+        assert_eq!(a, Err((reset(), true)));
+        assert_eq!(b.unwrap(), (200, None));
+        assert_eq!(c, Err((StreamError::broken(Failure::Reset), true)));
+        // No new stream on a connection going away.
+        let d = conn.round_trip(&block, &body, false).await;
+        assert_eq!(d, Err((StreamError::broken(Failure::Reset), false)));
+    }
+
+    #[tokio::test]
+    async fn a_protocol_error_or_the_servers_close_fails_the_connection() {
+        let (conn, mut peer) = Peer::connect(&[]).await;
+        let server = async {
+            let (stream, _) = peer.request().await;
+            peer.send(frame::DATA, 0, stream, b"before any headers")
+                .await;
+        };
+        let (answer, ()) = tokio::join!(get(&conn, b"", false), server);
+        assert_eq!(answer, Err((StreamError::broken(Failure::Other), true)));
+
+        let (conn, mut peer) = Peer::connect(&[]).await;
+        let server = async {
+            peer.request().await;
+            drop(peer);
+        };
+        let (answer, ()) = tokio::join!(get(&conn, b"", false), server);
+        assert_eq!(answer, Err((StreamError::broken(Failure::Reset), true)));
+        let again = get(&conn, b"", false).await;
+        assert_eq!(again, Err((StreamError::broken(Failure::Reset), false)));
+    }
+
+    #[test]
+    fn an_exchange_can_be_sent_between_threads() {
+        fn send<T: Send>(_: &T) {}
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _guard = runtime.enter();
+        let conn = start(tokio::io::duplex(64).0);
+        send(&conn.round_trip(b"", &Bytes::new(), false));
+    }
 }

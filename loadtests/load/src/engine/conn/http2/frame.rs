@@ -308,8 +308,10 @@ mod tests {
         assert_eq!(block[0], 0x82);
         assert_eq!(block[1], 0x02);
         let decoded = loona_hpack::Decoder::new().decode(&block).unwrap();
-        let expected: Vec<(Vec<u8>, Vec<u8>)> =
-            fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = fields
+            .iter()
+            .map(|(n, v)| (n.to_vec(), v.to_vec()))
+            .collect();
         assert_eq!(decoded, expected);
     }
 
@@ -319,11 +321,20 @@ mod tests {
         let mut out = Vec::new();
         put_headers(&mut out, 3, &block, true, 16);
         let first = Head::parse(&out).unwrap();
-        assert_eq!((first.kind, first.flags, first.len), (HEADERS, END_STREAM, 16));
+        assert_eq!(
+            (first.kind, first.flags, first.len),
+            (HEADERS, END_STREAM, 16)
+        );
         let second = Head::parse(&out[25..]).unwrap();
-        assert_eq!((second.kind, second.flags, second.len), (CONTINUATION, 0, 16));
+        assert_eq!(
+            (second.kind, second.flags, second.len),
+            (CONTINUATION, 0, 16)
+        );
         let third = Head::parse(&out[50..]).unwrap();
-        assert_eq!((third.kind, third.flags, third.len), (CONTINUATION, END_HEADERS, 8));
+        assert_eq!(
+            (third.kind, third.flags, third.len),
+            (CONTINUATION, END_HEADERS, 8)
+        );
         assert_eq!(out.len(), 3 * HEADER_LEN + 40);
         let mut short = Vec::new();
         put_headers(&mut short, 1, &block, false, 100);

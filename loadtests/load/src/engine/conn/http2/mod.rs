@@ -314,11 +314,7 @@ fn connection_specific(name: &HeaderName, value: &HeaderValue) -> bool {
 /// Builds the HTTP/2 request for `req` to `target` (`https` scheme when `tls`): the URL's
 /// prefix and the path, `:authority` from a `host` header or the URL, the other headers but the
 /// connection-specific ones, and the body's type and length as HTTP/1.1 sends them.
-pub(crate) fn build(
-    target: &Target,
-    req: &RenderedRequest,
-    tls: bool,
-) -> Result<Http2Request> {
+pub(crate) fn build(target: &Target, req: &RenderedRequest, tls: bool) -> Result<Http2Request> {
     let authority = req
         .headers
         .iter()
@@ -418,8 +414,7 @@ mod tests {
         assert_eq!(names, ["x-a", "content-type", "content-length"]);
         assert_eq!(built.request.headers()[header::CONTENT_LENGTH], "3");
         let fields = loona_hpack::Decoder::new().decode(&built.block).unwrap();
-        let fields: Vec<(&[u8], &[u8])> =
-            fields.iter().map(|(n, v)| (&n[..], &v[..])).collect();
+        let fields: Vec<(&[u8], &[u8])> = fields.iter().map(|(n, v)| (&n[..], &v[..])).collect();
         assert_eq!(
             fields,
             [
