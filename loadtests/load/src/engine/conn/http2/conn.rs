@@ -23,11 +23,15 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::frame::{self, Head};
+use super::hpack;
 use super::{CONNECTION_WINDOW, STREAM_WINDOW};
 use crate::engine::conn::{classify_io, Failure};
 
 /// The read buffer: room for a few frames of the largest size the client accepts.
 const READ_BUFFER: usize = 64 * 1024;
+/// The HPACK table size the client allows the server's encoder (the protocol's default, so the
+/// client's SETTINGS need not say it).
+const HEADER_TABLE: usize = 4096;
 /// The largest answer header block the client takes (HEADERS and its CONTINUATIONs).
 const MAX_BLOCK: usize = 1 << 20;
 
@@ -252,7 +256,7 @@ where
         wpos: 0,
         unflushed: false,
         inbound: Inbound {
-            decoder: loona_hpack::Decoder::new(),
+            decoder: hpack::Decoder::new(HEADER_TABLE),
             block: None,
             unreleased: 0,
         },
@@ -403,7 +407,7 @@ struct Driver<S> {
 /// The state of the incoming side.
 struct Inbound {
     /// HPACK's decoder: every header block goes through it, in order, to keep its table right.
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: hpack::Decoder,
     /// A header block waiting for its CONTINUATIONs: stream, END_STREAM, the bytes so far.
     block: Option<(u32, bool, Vec<u8>)>,
     /// Bytes of DATA received on the connection and not yet given back with a WINDOW_UPDATE.
@@ -673,9 +677,9 @@ impl Inbound {
         let mut status = None;
         let mut malformed = false;
         self.decoder
-            .decode_with_cb(block, |name, value| {
-                if &*name == b":status" {
-                    status = frame::status(&value);
+            .decode(block, |name, value| {
+                if name == b":status" {
+                    status = frame::status(value);
                     malformed |= status.is_none();
                 }
             })

@@ -2,8 +2,7 @@
 //! the client sends written into its output buffer, and a request's header block encoded with
 //! HPACK's stateless forms (RFC 7541 §6.1, §6.2.2: static-table references and literals without
 //! indexing, no Huffman), so one block can be encoded once per request template and sent on any
-//! connection, whatever its encoder table holds. Answers are decoded by `loona-hpack` (see
-//! [`super::conn`]).
+//! connection, whatever its encoder table holds. Answers are decoded in [`super::hpack`].
 
 /// What every connection starts with (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -152,7 +151,7 @@ pub(crate) fn unpad(payload: &[u8], flags: u8, priority: bool) -> Option<&[u8]> 
 
 /// HPACK's static table (RFC 7541 Appendix A): the names, index 1 first, and the values of the
 /// entries that have one.
-const STATIC: [(&str, &str); 61] = [
+pub(crate) const STATIC: [(&str, &str); 61] = [
     (":authority", ""),
     (":method", "GET"),
     (":method", "POST"),

@@ -26,6 +26,7 @@
 
 mod conn;
 mod frame;
+mod hpack;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
