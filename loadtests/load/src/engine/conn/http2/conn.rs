@@ -27,8 +27,12 @@ use super::hpack;
 use super::{CONNECTION_WINDOW, STREAM_WINDOW};
 use crate::engine::conn::{classify_io, Failure};
 
-/// The read buffer: room for a few frames of the largest size the client accepts.
-const READ_BUFFER: usize = 64 * 1024;
+/// The read buffer starts this small (zeroed memory is paid per connection, and a connection per
+/// request is a run's hardest path) ...
+const READ_BUFFER_START: usize = 4 * 1024;
+/// ... and grows, when a read fills it or a frame does not fit, up to room for a few frames of
+/// the largest size the client accepts.
+const READ_BUFFER_MAX: usize = 64 * 1024;
 /// The HPACK table size the client allows the server's encoder (the protocol's default, so the
 /// client's SETTINGS need not say it).
 const HEADER_TABLE: usize = 4096;
@@ -249,7 +253,7 @@ where
     let mut driver = Driver {
         shared: shared.clone(),
         io,
-        rbuf: vec![0; READ_BUFFER].into_boxed_slice(),
+        rbuf: vec![0; READ_BUFFER_START],
         start: 0,
         end: 0,
         wbuf: Vec::with_capacity(1024),
@@ -393,7 +397,7 @@ impl Drop for CancelOnDrop<'_> {
 struct Driver<S> {
     shared: Arc<Shared>,
     io: S,
-    rbuf: Box<[u8]>,
+    rbuf: Vec<u8>,
     /// The unread bytes are `rbuf[start..end]`.
     start: usize,
     end: usize,
@@ -471,10 +475,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
-        } else if self.rbuf.len() - self.end < frame::HEADER_LEN + frame::DEFAULT_MAX_FRAME {
+        }
+        // The frame the unread bytes begin (whole ones were dispatched): it must fit.
+        let need = Head::parse(&self.rbuf[self.start..self.end])
+            .map_or(frame::HEADER_LEN, |head| frame::HEADER_LEN + head.len);
+        if self.end == self.rbuf.len() || self.start + need > self.rbuf.len() {
             self.rbuf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
+            if self.end == self.rbuf.len() || need > self.rbuf.len() {
+                let len = (self.rbuf.len() * 2).max(need).min(READ_BUFFER_MAX);
+                self.rbuf.resize(len, 0);
+            }
         }
         let mut buf = ReadBuf::new(&mut self.rbuf[self.end..]);
         match Pin::new(&mut self.io).poll_read(cx, &mut buf) {
