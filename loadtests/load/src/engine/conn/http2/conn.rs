@@ -374,9 +374,13 @@ impl Connection {
         let id = poll_fn(|cx| self.poll_open(cx, block, body, want_body))
             .await
             .map_err(|e| (e, false))?;
-        let guard = CancelOnDrop { conn: self, id };
+        let mut guard = CancelOnDrop {
+            conn: self,
+            id,
+            armed: true,
+        };
         let answer = poll_fn(|cx| self.poll_answer(cx, id)).await;
-        std::mem::forget(guard);
+        guard.armed = false;
         answer.map_err(|e| (e, true))
     }
 }
@@ -385,11 +389,15 @@ impl Connection {
 struct CancelOnDrop<'a> {
     conn: &'a Connection,
     id: u32,
+    /// Cleared once the answer was taken.
+    armed: bool,
 }
 
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
-        self.conn.cancel(self.id);
+        if self.armed {
+            self.conn.cancel(self.id);
+        }
     }
 }
 
@@ -738,7 +746,7 @@ fn on_settings(st: &mut State, head: Head, payload: &[u8]) -> Result<(), Failure
             Err(Failure::Other)
         };
     }
-    if payload.len() % 6 != 0 {
+    if !payload.len().is_multiple_of(6) {
         return Err(Failure::Other);
     }
     if !st.settings_seen {

@@ -16,6 +16,9 @@ use std::sync::OnceLock;
 
 use super::frame::STATIC;
 
+/// A dynamic table entry: a name and a value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
 /// A header block the decoder cannot read: a connection error (COMPRESSION_ERROR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Malformed;
@@ -23,7 +26,7 @@ pub(crate) struct Malformed;
 /// The decoding side of a connection's HPACK context.
 pub(crate) struct Decoder {
     /// The dynamic table, newest entry first.
-    table: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: VecDeque<Entry>,
     /// Its size as HPACK counts it (32 bytes an entry plus name and value).
     size: usize,
     /// The size the encoder set (at most `allowed`).
@@ -124,10 +127,7 @@ impl Decoder {
 }
 
 /// The entry at `index`: the static table's (1 to 61), then the dynamic table's.
-fn entry(
-    table: &VecDeque<(Box<[u8]>, Box<[u8]>)>,
-    index: usize,
-) -> Result<(&[u8], &[u8]), Malformed> {
+fn entry(table: &VecDeque<Entry>, index: usize) -> Result<(&[u8], &[u8]), Malformed> {
     match index {
         0 => Err(Malformed),
         i if i <= STATIC.len() => {
@@ -545,7 +545,9 @@ mod tests {
         out.extend_from_slice(&coded);
     }
 
-    fn decoded(decoder: &mut Decoder, block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Malformed> {
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn decoded(decoder: &mut Decoder, block: &[u8]) -> Result<Fields, Malformed> {
         let mut fields = Vec::new();
         decoder.decode(block, |n, v| fields.push((n.to_vec(), v.to_vec())))?;
         Ok(fields)
