@@ -338,7 +338,8 @@ impl Connection {
         }
         let slot = st.streams.swap_remove(i);
         st.wake_waiting();
-        if st.handles == 0 || st.streams.is_empty() {
+        // The driver ends once no handle and no stream is left.
+        if st.handles == 0 {
             st.wake_driver();
         }
         Poll::Ready(match slot.end {
@@ -356,11 +357,13 @@ impl Connection {
             return;
         };
         let slot = st.streams.swap_remove(i);
+        st.wake_waiting();
         if slot.end.is_none() && st.closed.is_none() {
             frame::put_reset(&mut st.out, id, frame::CANCEL);
+            st.wake_driver();
+        } else if st.handles == 0 {
+            st.wake_driver();
         }
-        st.wake_waiting();
-        st.wake_driver();
     }
 
     /// Sends a request and reads its whole answer; dropping the future cancels the stream.
@@ -466,7 +469,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
             }
             if self.unflushed && self.wpos == self.wbuf.len() {
                 match Pin::new(&mut self.io).poll_flush(cx) {
-                    Poll::Ready(Ok(())) => self.unflushed = false,
+                    // Progress: go round once more, so that the driver sleeps only through the
+                    // idle branch above, where the streams know to wake it.
+                    Poll::Ready(Ok(())) => {
+                        self.unflushed = false;
+                        busy = true;
+                    }
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(classify_io(&e))),
                     Poll::Pending => {}
                 }
@@ -1106,6 +1114,99 @@ mod tests {
         assert_eq!(answer, Err((StreamError::broken(Failure::Reset), true)));
         let again = get(&conn, b"", false).await;
         assert_eq!(again, Err((StreamError::broken(Failure::Reset), false)));
+    }
+
+    /// A pipe whose flush, when told, waits a moment (as a TLS flush that meets a full socket):
+    /// pending until a timer, standing for the socket's readiness, wakes the driver.
+    struct SlowFlush {
+        io: DuplexStream,
+        wait_next: Arc<std::sync::atomic::AtomicBool>,
+        blocked: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl AsyncRead for SlowFlush {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.io).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for SlowFlush {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            Pin::new(&mut self.io).poll_write(cx, buf)
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            use std::sync::atomic::Ordering::SeqCst;
+            if self.wait_next.swap(false, SeqCst) {
+                self.blocked.store(true, SeqCst);
+                let (blocked, waker) = (self.blocked.clone(), cx.waker().clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    blocked.store(false, SeqCst);
+                    waker.wake();
+                });
+            }
+            if self.blocked.load(SeqCst) {
+                return Poll::Pending;
+            }
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.io).poll_shutdown(cx)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_flush_that_waits_does_not_leave_the_next_request_unsent() {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let wait_next = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let conn = start(SlowFlush {
+            io: client,
+            wait_next: wait_next.clone(),
+            blocked: Arc::default(),
+        });
+        let mut peer = Peer {
+            io: server,
+            buf: Vec::new(),
+        };
+        peer.fill_to(frame::PREFACE.len()).await;
+        peer.buf.drain(..frame::PREFACE.len());
+        peer.frame().await;
+        peer.frame().await;
+        peer.settings(&[]).await;
+        // A cancelled stream's RST_STREAM is the last write before a quiet connection, and its
+        // flush waits: the request after it must still go out.
+        let mut cancelled = Box::pin(get(&conn, b"", false));
+        tokio::select! {
+            _ = &mut cancelled => panic!("no answer was sent"),
+            _ = peer.request() => {}
+        }
+        wait_next.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(cancelled);
+        let (head, _) = peer.frame().await;
+        assert_eq!(head.kind, frame::RST_STREAM);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let server = async {
+            let (stream, _) = peer.request().await;
+            peer.answer(stream, "200", true).await;
+        };
+        let exchange = async { tokio::join!(get(&conn, b"", false), server).0 };
+        let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
+            .await
+            .expect("the request went out");
+        assert_eq!(answer.unwrap(), (200, None));
     }
 
     #[test]
