@@ -672,7 +672,7 @@ fn prepare_requests(
     targets: &[Target],
 ) -> (
     Vec<Option<Vec<u8>>>,
-    Vec<Option<(http::Request<()>, bytes::Bytes)>>,
+    Vec<Option<(conn::http2::Http2Request, bytes::Bytes)>>,
 ) {
     let literal = scenario
         .requests()

@@ -52,7 +52,7 @@ pub(crate) struct Shared {
     /// By request index: the request's bytes, encoded once, when its templates have no holes.
     pub(crate) encoded: Vec<Option<Vec<u8>>>,
     /// HTTP/2, by request index: the request and its body, built once, when it has no holes.
-    pub(crate) prebuilt: Vec<Option<(http::Request<()>, bytes::Bytes)>>,
+    pub(crate) prebuilt: Vec<Option<(http2::Http2Request, bytes::Bytes)>>,
     /// The wire protocol.
     pub(crate) protocol: Protocol,
     /// The length of the sub-windows that keep an exact histogram each, if any.

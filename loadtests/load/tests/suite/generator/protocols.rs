@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use brigade_load::engine::{self, LoadConfig, Protocol, TlsClient};
 
-use super::support::{self, Answer, ServerOptions};
+use super::support::{self, Answer, Http2Limits, ServerOptions};
 use super::{captures_feed_later_requests, config, one_route, things_server_with};
 
 /// A closed-loop run of exactly `requests` requests over `protocol`, no warm-up.
@@ -140,6 +140,101 @@ fn http2_answers_with_big_bodies_complete() {
         assert_eq!(t.ok, 12, "{protocol}: {:?}", t.errors);
         assert!(t.bytes_received >= 12 * BIG as u64, "{protocol}: {t:?}");
     }
+}
+
+/// A scenario of one POST of `body_len` bytes to `path`.
+fn one_post(path: &str, body_len: usize) -> brigade_load::scenario::Scenario {
+    brigade_load::scenario::Scenario::parse(
+        &format!(
+            "name = \"t\"\n[[request]]\nmethod = \"POST\"\npath = \"{path}\"\nbody = '{}'\n",
+            "x".repeat(body_len)
+        ),
+        "t",
+    )
+    .unwrap()
+}
+
+#[test]
+fn http2_keeps_to_a_servers_stream_limit_and_small_windows_with_big_bodies() {
+    const BODY: usize = 100 * 1024;
+    const BIG: usize = 16 << 20;
+    let limits = Http2Limits {
+        max_streams: 2,
+        stream_window: 1000,
+        goaway_after: None,
+    };
+    let tight = |tls| {
+        let options = ServerOptions {
+            http2_limits: Some(limits),
+            ..ServerOptions::both(tls)
+        };
+        support::serve_with(options, |req| async move {
+            match req.path.as_str() {
+                "/big" => Answer::Reply(200, "x".repeat(BIG)),
+                // The whole request body arrived, within the server's windows.
+                _ if req.body.len() == BODY => Answer::Reply(200, "ok".into()),
+                _ => Answer::Reply(400, format!("{} bytes", req.body.len())),
+            }
+        })
+    };
+    let (plain, tls) = (tight(false), tight(true));
+    for (protocol, server) in [(Protocol::H2c, &plain), (Protocol::H2Tls, &tls)] {
+        let cfg = LoadConfig {
+            users: Some(1),
+            threads: 1,
+            streams: 8,
+            timeout: Duration::from_secs(60),
+            ..counted(&server.url(), protocol, 24)
+        };
+        let posts = engine::run(&cfg, &one_post("/post", BODY)).unwrap();
+        let t = &posts.total;
+        assert_eq!(t.ok, 24, "{protocol}: {:?}", t.errors);
+        assert!(t.bytes_sent >= 24 * BODY as u64, "{protocol}: {t:?}");
+        assert!(server.max_in_flight.load(Ordering::SeqCst) <= 2);
+        let big = LoadConfig {
+            streams: 4,
+            ..counted(&server.url(), protocol, 4)
+        };
+        let big = engine::run(
+            &LoadConfig {
+                timeout: Duration::from_secs(60),
+                ..big
+            },
+            &one_route("/big"),
+        )
+        .unwrap();
+        let t = &big.total;
+        assert_eq!(t.ok, 4, "{protocol}: {:?}", t.errors);
+        assert!(t.bytes_received >= 4 * BIG as u64, "{protocol}: {t:?}");
+    }
+}
+
+#[test]
+fn http2_moves_to_a_new_connection_after_a_servers_goaway() {
+    let limits = Http2Limits {
+        max_streams: 100,
+        stream_window: 65_535,
+        goaway_after: Some(5),
+    };
+    let options = ServerOptions {
+        http2_limits: Some(limits),
+        ..ServerOptions::both(false)
+    };
+    let server = support::serve_with(options, |_| async { Answer::Reply(200, "ok".into()) });
+    let cfg = LoadConfig {
+        users: Some(1),
+        threads: 1,
+        streams: 4,
+        ..counted(&server.url(), Protocol::H2c, 60)
+    };
+    let result = engine::run(&cfg, &one_route("/")).unwrap();
+    let t = &result.total;
+    // Streams the server had not taken when it went away fail as resets; the others are answered,
+    // and new ones go on a new connection.
+    let errors = &t.errors;
+    assert_eq!(t.ok + errors.reset, 60, "{errors:?}");
+    assert!(t.ok >= 30, "{t:?}");
+    assert!(server.connections.load(Ordering::SeqCst) >= 60 / 5 / 2);
 }
 
 #[test]

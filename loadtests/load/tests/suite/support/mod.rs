@@ -16,6 +16,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use tokio::sync::Notify;
 
 /// A request as the handler sees it.
 #[derive(Debug, Clone)]
@@ -74,6 +75,19 @@ pub struct ServerOptions {
     /// TLS: require a client certificate issued by the test CA (mutual TLS; implies
     /// `issued_by_ca`).
     pub client_auth: bool,
+    /// HTTP/2 alone, with these limits (instead of HTTP/1.1 and HTTP/2 with hyper's defaults).
+    pub http2_limits: Option<Http2Limits>,
+}
+
+/// The limits an HTTP/2 test server sets, for the client to keep to.
+#[derive(Debug, Clone, Copy)]
+pub struct Http2Limits {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_streams: u32,
+    /// The window each stream advertises (SETTINGS_INITIAL_WINDOW_SIZE).
+    pub stream_window: u32,
+    /// A GOAWAY (hyper's graceful shutdown) once a connection has taken this many requests.
+    pub goaway_after: Option<u64>,
 }
 
 impl ServerOptions {
@@ -84,6 +98,7 @@ impl ServerOptions {
             tls_alpn: tls.then(|| vec!["h2", "http/1.1"]),
             issued_by_ca: false,
             client_auth: false,
+            http2_limits: None,
         }
     }
 }
@@ -206,12 +221,22 @@ where
                 connections.fetch_add(1, Ordering::Relaxed);
                 let handler = handler.clone();
                 let (acceptor, max_in_flight) = (acceptor.clone(), max_in_flight.clone());
-                let http2 = options.http2;
+                let (http2, limits) = (options.http2, options.http2_limits);
                 tokio::spawn(async move {
                     let in_flight = Arc::new(AtomicU64::new(0));
+                    let (served, goaway) = (Arc::new(AtomicU64::new(0)), Arc::new(Notify::new()));
+                    let http2 = Http2Serving {
+                        http2,
+                        limits,
+                        goaway: goaway.clone(),
+                    };
                     let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                         let handler = handler.clone();
                         let (in_flight, max_in_flight) = (in_flight.clone(), max_in_flight.clone());
+                        let n = served.fetch_add(1, Ordering::SeqCst) + 1;
+                        if limits.and_then(|l| l.goaway_after) == Some(n) {
+                            goaway.notify_one();
+                        }
                         async move {
                             let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                             max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -261,8 +286,18 @@ where
     server
 }
 
-/// Serves one connection: HTTP/1.1 alone, or HTTP/1.1 and HTTP/2 (`http2`).
-async fn serve_connection<I, S>(io: I, svc: S, http2: bool)
+/// How a connection speaks HTTP/2.
+struct Http2Serving {
+    /// HTTP/1.1 and HTTP/2, or HTTP/1.1 alone.
+    http2: bool,
+    /// HTTP/2 alone with these limits.
+    limits: Option<Http2Limits>,
+    /// Told when the connection is to go away.
+    goaway: Arc<Notify>,
+}
+
+/// Serves one connection: HTTP/1.1 alone, HTTP/1.1 and HTTP/2, or HTTP/2 alone with limits.
+async fn serve_connection<I, S>(io: I, svc: S, http2: Http2Serving)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     S: hyper::service::Service<
@@ -273,7 +308,20 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    if http2 {
+    if let Some(limits) = http2.limits {
+        let mut builder =
+            hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+        builder
+            .max_concurrent_streams(limits.max_streams)
+            .initial_stream_window_size(limits.stream_window);
+        let conn = builder.serve_connection(io, svc);
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            () = http2.goaway.notified() => conn.as_mut().graceful_shutdown(),
+        }
+        let _ = conn.await;
+    } else if http2.http2 {
         let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
             .serve_connection(io, svc)
             .await;
