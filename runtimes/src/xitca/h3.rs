@@ -25,7 +25,6 @@
 //! `max_field_section_size` (it builds the connection with h3's defaults: no limit before the
 //! guard's), a head timer per request, and a GOAWAY.
 
-use std::cell::Cell;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -133,10 +132,17 @@ impl QuicDrain {
 
 /// One QUIC connection's requests running (an answer's body still being written included), told
 /// to [`Connections`] as they start and end.
-#[derive(Default)]
 struct Activity {
-    running: Cell<usize>,
-    changed: tokio::sync::Notify,
+    /// The count, and a wake-up for whoever waits on its change.
+    running: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            running: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 /// One running request on an [`Activity`], for as long as it lives.
@@ -144,8 +150,7 @@ struct Running(Rc<Activity>);
 
 impl Activity {
     fn start(self: &Rc<Self>) -> Running {
-        self.running.set(self.running.get() + 1);
-        self.changed.notify_waiters();
+        self.running.send_modify(|n| *n += 1);
         Running(self.clone())
     }
 
@@ -154,27 +159,26 @@ impl Activity {
     async fn until_closed(&self, idle: Duration, shutdown: Shutdown) {
         let stop = shutdown.wait();
         tokio::pin!(stop);
+        let mut running = self.running.subscribe();
         loop {
-            // (Made before the count is read: a change from here on wakes it.)
-            let changed = self.changed.notified();
-            if self.running.get() == 0 {
+            // (The count read marks it seen: a change from here on wakes `changed`.)
+            if *running.borrow_and_update() == 0 {
                 tokio::select! {
                     _ = tokio::time::sleep(idle) => return,
-                    _ = changed => {}
+                    _ = running.changed() => {}
                     _ = &mut stop => break,
                 }
             } else {
                 tokio::select! {
-                    _ = changed => {}
+                    _ = running.changed() => {}
                     _ = &mut stop => break,
                 }
             }
         }
         let until = tokio::time::Instant::now() + crate::DRAIN;
-        while self.running.get() > 0 {
-            let changed = self.changed.notified();
+        while *running.borrow_and_update() > 0 {
             tokio::select! {
-                _ = changed => {}
+                _ = running.changed() => {}
                 _ = tokio::time::sleep_until(until) => return,
             }
         }
@@ -183,8 +187,7 @@ impl Activity {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.0.running.set(self.0.running.get() - 1);
-        self.0.changed.notify_waiters();
+        self.0.running.send_modify(|n| *n -= 1);
     }
 }
 
