@@ -17,9 +17,10 @@
 //!   wrk2 does it).
 //! - Protocols ([`Protocol`]): plaintext HTTP/1.1 (`h1`, the default), HTTP/1.1 over TLS
 //!   (`h1-tls`) on the same connection code, and HTTP/2 plaintext or over TLS (`h2c`, `h2-tls`)
-//!   through the `h2` crate. With HTTP/2 each closed-loop user is one connection with `streams`
-//!   request loops on it (users × streams requests in flight), and the open-loop schedule is
-//!   spread over connections × streams paced senders, `streams` of them on each connection.
+//!   through the generator's own client (`conn::http2`). With HTTP/2 each closed-loop user is one
+//!   connection with `streams` request loops on it (users × streams requests in flight), and the
+//!   open-loop schedule is spread over connections × streams paced senders, `streams` of them on
+//!   each connection.
 //!   A TLS run checks one handshake per target before it starts (a certificate not trusted or a
 //!   protocol the server does not speak stops it with the reason) and measures every handshake
 //!   of the measured window, full and resumed apart (`result::TlsResult`).

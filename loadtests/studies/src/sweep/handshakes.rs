@@ -88,8 +88,8 @@ impl HandshakeRun {
 pub fn run(
     settings: &SweepSettings,
     mut results: SweepResults,
-    mut servers: Vec<(String, String)>,
-) -> Result<(SweepResults, Vec<(String, String)>)> {
+    mut servers: ServerLines,
+) -> Result<(SweepResults, ServerLines)> {
     for protocol in PROTOCOLS {
         let steps: Vec<usize> = (0..settings.handshakes.len())
             .filter(|&i| settings.handshakes[i].protocol == protocol)
@@ -112,6 +112,9 @@ pub fn run(
     Ok((results, servers))
 }
 
+/// Each server's label and its line for the report.
+type ServerLines = Vec<(String, String)>;
+
 /// Whether `runtime` (a label of the binary `info` describes) serves `protocol` (h3 is offered by
 /// some runtimes only).
 pub fn offers(info: &ServerInfo, runtime: &str, protocol: Protocol) -> bool {
@@ -128,7 +131,7 @@ fn run_protocol(
     settings: &SweepSettings,
     lab: &crate::lab::Lab,
     steps: &[usize],
-) -> Result<(Vec<HandshakeRun>, Vec<(String, String)>)> {
+) -> Result<(Vec<HandshakeRun>, ServerLines)> {
     let scenario = Shape::hello().scenario()?;
     lab.with_servers(|served| {
         let order = lab.order(steps.len());
