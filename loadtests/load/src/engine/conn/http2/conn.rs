@@ -581,22 +581,7 @@ impl Inbound {
                     Ok(())
                 }
             }
-            frame::RST_STREAM => {
-                if payload.len() != 4 {
-                    return Err(Failure::Other);
-                }
-                let State { streams, out, .. } = st;
-                if let Some(slot) = streams.iter_mut().find(|s| s.id == head.stream) {
-                    if slot.end.is_none() {
-                        let reset = StreamError {
-                            failure: Failure::Reset,
-                            keeps_connection: true,
-                        };
-                        finish(out, slot, Err(reset));
-                    }
-                }
-                Ok(())
-            }
+            frame::RST_STREAM => on_reset(st, head, payload),
             frame::SETTINGS => on_settings(st, head, payload),
             frame::PUSH_PROMISE => Err(Failure::Other),
             frame::PING => {
@@ -609,48 +594,8 @@ impl Inbound {
                 }
                 Ok(())
             }
-            frame::GOAWAY => {
-                if head.stream != 0 || payload.len() < 8 {
-                    return Err(Failure::Other);
-                }
-                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                    & 0x7fff_ffff;
-                st.going_away = true;
-                let State { streams, out, .. } = st;
-                for slot in streams
-                    .iter_mut()
-                    .filter(|s| s.id > last && s.end.is_none())
-                {
-                    finish(out, slot, Err(StreamError::broken(Failure::Reset)));
-                }
-                st.wake_waiting();
-                Ok(())
-            }
-            frame::WINDOW_UPDATE => {
-                if payload.len() != 4 {
-                    return Err(Failure::Other);
-                }
-                let increment = i64::from(
-                    u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                        & 0x7fff_ffff,
-                );
-                if increment == 0 {
-                    return Err(Failure::Other);
-                }
-                let window = if head.stream == 0 {
-                    Some(&mut st.window)
-                } else {
-                    st.slot(head.stream).map(|s| &mut s.window)
-                };
-                if let Some(window) = window {
-                    *window += increment;
-                    if *window > frame::MAX_WINDOW {
-                        return Err(Failure::Other);
-                    }
-                    st.pump();
-                }
-                Ok(())
-            }
+            frame::GOAWAY => on_goaway(st, head, payload),
+            frame::WINDOW_UPDATE => on_window_update(st, head, payload),
             // Priorities mean nothing to a client; frame types it does not know are ignored.
             frame::PRIORITY => Ok(()),
             _ => Ok(()),
@@ -740,6 +685,69 @@ impl Inbound {
         }
         Ok(())
     }
+}
+
+/// A RST_STREAM frame: its stream fails as reset, the connection stays.
+fn on_reset(st: &mut State, head: Head, payload: &[u8]) -> Result<(), Failure> {
+    if payload.len() != 4 {
+        return Err(Failure::Other);
+    }
+    let State { streams, out, .. } = st;
+    if let Some(slot) = streams.iter_mut().find(|s| s.id == head.stream) {
+        if slot.end.is_none() {
+            let reset = StreamError {
+                failure: Failure::Reset,
+                keeps_connection: true,
+            };
+            finish(out, slot, Err(reset));
+        }
+    }
+    Ok(())
+}
+
+/// A GOAWAY frame: the streams above its last id fail as reset, and no new stream starts here.
+fn on_goaway(st: &mut State, head: Head, payload: &[u8]) -> Result<(), Failure> {
+    if head.stream != 0 || payload.len() < 8 {
+        return Err(Failure::Other);
+    }
+    let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+    st.going_away = true;
+    let State { streams, out, .. } = st;
+    for slot in streams
+        .iter_mut()
+        .filter(|s| s.id > last && s.end.is_none())
+    {
+        finish(out, slot, Err(StreamError::broken(Failure::Reset)));
+    }
+    st.wake_waiting();
+    Ok(())
+}
+
+/// A WINDOW_UPDATE frame: the connection's or a stream's send window grows, and what waited on it
+/// goes out.
+fn on_window_update(st: &mut State, head: Head, payload: &[u8]) -> Result<(), Failure> {
+    if payload.len() != 4 {
+        return Err(Failure::Other);
+    }
+    let increment = i64::from(
+        u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff,
+    );
+    if increment == 0 {
+        return Err(Failure::Other);
+    }
+    let window = if head.stream == 0 {
+        Some(&mut st.window)
+    } else {
+        st.slot(head.stream).map(|s| &mut s.window)
+    };
+    if let Some(window) = window {
+        *window += increment;
+        if *window > frame::MAX_WINDOW {
+            return Err(Failure::Other);
+        }
+        st.pump();
+    }
+    Ok(())
 }
 
 /// A SETTINGS frame: the server's limits taken, and acknowledged.
