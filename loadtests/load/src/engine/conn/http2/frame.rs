@@ -216,7 +216,7 @@ pub(crate) const STATIC: [(&str, &str); 61] = [
 ];
 
 /// Appends an HPACK integer with an `prefix`-bit prefix, `first` holding the bits above it.
-fn put_int(out: &mut Vec<u8>, first: u8, prefix: u8, mut value: usize) {
+pub(super) fn put_int(out: &mut Vec<u8>, first: u8, prefix: u8, mut value: usize) {
     let max = (1usize << prefix) - 1;
     if value < max {
         out.push(first | value as u8);

@@ -505,6 +505,7 @@ const CODE: [(u32, u8); 257] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::conn::http2::frame::put_int;
 
     /// Huffman-codes `s` (the tests' encoder; the client sends no Huffman strings).
     fn huffman(s: &[u8]) -> Vec<u8> {
@@ -522,21 +523,6 @@ mod tests {
             out.push(((acc << (8 - bits)) | ((1 << (8 - bits)) - 1)) as u8);
         }
         out
-    }
-
-    fn put_int(out: &mut Vec<u8>, first: u8, prefix: u8, mut value: usize) {
-        let max = (1usize << prefix) - 1;
-        if value < max {
-            out.push(first | value as u8);
-            return;
-        }
-        out.push(first | max as u8);
-        value -= max;
-        while value >= 128 {
-            out.push((value % 128) as u8 | 0x80);
-            value /= 128;
-        }
-        out.push(value as u8);
     }
 
     fn put_huffman(out: &mut Vec<u8>, s: &[u8]) {
