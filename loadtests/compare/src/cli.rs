@@ -495,13 +495,8 @@ impl CompareArgs {
         if self.protocols.as_slice() != [Protocol::H3] || !started_here {
             return Ok(runtimes);
         }
-        let offers = |label: &String| {
-            let name = crate::settings::runtime_of(label);
-            server_info
-                .runtimes
-                .iter()
-                .any(|r| r.name == name && r.h3.is_some())
-        };
+        let offers =
+            |label: &String| server_info.offers(crate::settings::runtime_of(label), Protocol::H3);
         let (kept, left): (Vec<String>, Vec<String>) = runtimes.into_iter().partition(offers);
         if kept.is_empty() {
             bail!(

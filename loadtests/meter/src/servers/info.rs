@@ -71,6 +71,16 @@ impl RuntimeInfo {
 }
 
 impl ServerInfo {
+    /// Whether the runtime named `runtime` serves `protocol`: every protocol but h3, and h3 where
+    /// the binary names the stack that serves it.
+    pub fn offers(&self, runtime: &str, protocol: brigade_load::engine::Protocol) -> bool {
+        !protocol.quic()
+            || self
+                .runtimes
+                .iter()
+                .any(|r| r.name == runtime && r.h3.is_some())
+    }
+
     /// Asks `binary`: `runtimes --json` first, the text form if the binary does not take `--json`.
     pub fn ask(binary: &Path) -> Result<ServerInfo> {
         let json = Command::new(binary)

@@ -11,9 +11,9 @@
 //! the handshake complete, full and resumed apart (`result::TlsResult`).
 
 use anyhow::Result;
+use brigade_compare::settings::runtime_of;
 use brigade_load::engine::Protocol;
 use brigade_load::result::HandshakeResult;
-use brigade_meter::servers::ServerInfo;
 
 use super::{SweepResults, SweepSettings};
 use crate::lab::shapes::Shape;
@@ -100,7 +100,7 @@ pub fn run(
         let mut lab = settings.lab.over(protocol);
         let info = lab.info.clone();
         lab.runtimes
-            .retain(|runtime| offers(&info, runtime, protocol));
+            .retain(|runtime| info.offers(runtime_of(runtime), protocol));
         let (runs, tls_servers) = run_protocol(settings, &lab, &steps)?;
         results.handshakes.extend(runs);
         servers.extend(
@@ -114,16 +114,6 @@ pub fn run(
 
 /// Each server's label and its line for the report.
 type ServerLines = Vec<(String, String)>;
-
-/// Whether `runtime` (a label of the binary `info` describes) serves `protocol` (h3 is offered by
-/// some runtimes only).
-pub fn offers(info: &ServerInfo, runtime: &str, protocol: Protocol) -> bool {
-    protocol != Protocol::H3
-        || info
-            .runtimes
-            .iter()
-            .any(|r| r.name == brigade_compare::settings::runtime_of(runtime) && r.h3.is_some())
-}
 
 /// The steps `steps` (indexes into the settings' handshake steps, one protocol's) on `lab`'s
 /// servers.

@@ -39,6 +39,7 @@ use serde_json::Value;
 use super::lab::shapes::{size_text, Shape};
 use super::lab::{self, LabArgs, Served, StepRun, Window};
 use brigade_compare::report::study::StudyReport;
+use brigade_compare::settings::runtime_of;
 use brigade_meter::procstat;
 use probe::{Probe, ProbeResult};
 
@@ -198,7 +199,7 @@ impl SweepArgs {
                 .filter(|&p| {
                     lab.runtimes
                         .iter()
-                        .any(|runtime| handshakes::offers(&lab.info, runtime, p))
+                        .any(|runtime| lab.info.offers(runtime_of(runtime), p))
                 })
                 .collect();
             handshakes::steps(handshake_clients, &protocols)
