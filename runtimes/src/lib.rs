@@ -383,7 +383,7 @@ impl Runtime {
     /// Whether it can serve `protocol` (every runtime serves h1, h2c and auto; h3 where
     /// [`Runtime::h3_stack`] names a stack).
     pub fn offers(&self, protocol: brigade_kit::limits::ServeProtocol) -> bool {
-        protocol != brigade_kit::limits::ServeProtocol::H3 || self.h3_stack().is_some()
+        protocol != brigade_kit::limits::ServeProtocol::H3 || self.h3.is_ok_and(|c| !c.is_empty())
     }
 
     /// Refuses limits whose protocol this runtime cannot serve, before anything is bound or

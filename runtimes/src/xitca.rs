@@ -725,36 +725,11 @@ where
         .server_threads(1)
         .disable_signal()
         .shutdown_timeout(GRACE.as_secs());
-    let socket = Listening(listener.socket);
-    let config = config(&limits);
-    // One `listen` per protocol, as each of xitca-http's services is its own type.
-    macro_rules! listen {
-        ($factory:expr, $http:expr) => {
-            server.listen(
-                "brigade",
-                socket,
-                $factory.enclosed($http).enclosed(gate.clone()),
-            )
-        };
-    }
-    let factory = make().enclosed(Draining {
+    let draining_layer = Draining {
         draining: draining.clone(),
         alt_svc: quic.as_ref().and(crate::quic::alt_svc(addr.port())),
-    });
-    let server = match (listener.tls, limits.protocol) {
-        (Some(tls), _) => listen!(factory, HttpServiceBuilder::with_config(config).rustls(tls)),
-        (None, ServeProtocol::H1) => listen!(factory, HttpServiceBuilder::with_config(config)),
-        // (`Runtime::check_protocol` refuses h3 without TLS before this: it never validates.)
-        (None, ServeProtocol::H3) => anyhow::bail!(crate::H3_NOT_OFFERED),
-        (None, ServeProtocol::H2c) => listen!(
-            factory.enclosed(Http2Only),
-            HttpServiceBuilder::h2().config(config)
-        ),
-        (None, ServeProtocol::Auto) => listen!(
-            factory,
-            HttpServiceBuilder::with_config(config.peek_protocol())
-        ),
     };
+    let server = listen_tcp(server, listener, make(), draining_layer, &limits, &gate)?;
     let (server, quic) = match quic {
         Some(quic) => {
             let connections =
@@ -779,6 +754,55 @@ where
         // Returns once the workers have stopped (the stop blocks this thread until then).
         server.await?;
         Ok(())
+    })
+}
+
+/// Adds the TCP listener to `server`: `factory`'s application behind `draining`, over TLS where
+/// the listener has it, else over the plaintext protocol `limits` name, every connection and TLS
+/// handshake through `gate`.
+fn listen_tcp<F, S, B>(
+    server: xitca_server::Builder,
+    listener: crate::Listener,
+    factory: F,
+    draining: Draining,
+    limits: &ServerLimits,
+    gate: &Gate,
+) -> anyhow::Result<xitca_server::Builder>
+where
+    F: Service<Response = S> + Send + Sync + 'static,
+    F::Error: std::fmt::Debug + 'static,
+    S: ReadyService
+        + Service<xitca_web::http::WebRequest, Response = Response<B>, Error = Infallible>
+        + 'static,
+    B: Body<Data = Bytes> + 'static,
+    B::Error: std::fmt::Debug,
+{
+    let socket = Listening(listener.socket);
+    let config = config(limits);
+    // One `listen` per protocol, as each of xitca-http's services is its own type.
+    macro_rules! listen {
+        ($factory:expr, $http:expr) => {
+            server.listen(
+                "brigade",
+                socket,
+                $factory.enclosed($http).enclosed(gate.clone()),
+            )
+        };
+    }
+    let factory = factory.enclosed(draining);
+    Ok(match (listener.tls, limits.protocol) {
+        (Some(tls), _) => listen!(factory, HttpServiceBuilder::with_config(config).rustls(tls)),
+        (None, ServeProtocol::H1) => listen!(factory, HttpServiceBuilder::with_config(config)),
+        // (`Runtime::check_protocol` refuses h3 without TLS before this: it never validates.)
+        (None, ServeProtocol::H3) => anyhow::bail!(crate::H3_NOT_OFFERED),
+        (None, ServeProtocol::H2c) => listen!(
+            factory.enclosed(Http2Only),
+            HttpServiceBuilder::h2().config(config)
+        ),
+        (None, ServeProtocol::Auto) => listen!(
+            factory,
+            HttpServiceBuilder::with_config(config.peek_protocol())
+        ),
     })
 }
 
