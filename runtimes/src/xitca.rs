@@ -460,6 +460,16 @@ pub(crate) struct Draining {
     pub(crate) alt_svc: Option<HeaderValue>,
 }
 
+impl Draining {
+    /// The layer for a server that announces no other protocol.
+    pub(crate) fn without_alt_svc(draining: Arc<AtomicBool>) -> Draining {
+        Draining {
+            draining,
+            alt_svc: None,
+        }
+    }
+}
+
 impl<S, E> Service<Result<S, E>> for Draining {
     type Response = DrainingService<S>;
     type Error = E;

@@ -99,10 +99,8 @@ where
     let draining = Arc::new(AtomicBool::new(false));
     let listening = listener.socket.try_clone()?;
     let config = crate::xitca::config(&limits);
-    let factory = factory.enclosed(Draining {
-        draining: draining.clone(),
-        alt_svc: None,
-    });
+    // (No `Alt-Svc`: this variant serves no h3.)
+    let factory = factory.enclosed(Draining::without_alt_svc(draining.clone()));
     // One set of workers per protocol, as each of xitca-http's services is its own type.
     macro_rules! workers {
         ($factory:expr) => {
