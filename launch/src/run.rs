@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use brigade_kit::announce::{Announcement, Listening, Preloaded};
-use brigade_kit::limits::ServerLimits;
+use brigade_kit::limits::{ServeProtocol, ServerLimits};
 use brigade_kit::peer::{PeerTimeouts, PeerTransport};
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
@@ -177,6 +177,44 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+mod limits_line {
+    use super::*;
+    use brigade_kit::tls::TlsMode;
+
+    /// Over h3 the line names what the runtime's HTTP/3 stack cannot set; elsewhere, and on
+    /// stacks that set every limit, it is the kit's line alone.
+    #[test]
+    fn over_h3_the_line_says_what_the_stack_does_not_set() {
+        let h3 = ServerLimits {
+            protocol: ServeProtocol::H3,
+            tls: TlsMode::SelfSigned,
+            ..ServerLimits::default()
+        };
+        let tls = ServerLimits {
+            protocol: ServeProtocol::Auto,
+            ..h3.clone()
+        };
+        for name in brigade_runtimes::names() {
+            let runtime = brigade_runtimes::find(name).unwrap();
+            assert_eq!(limits_in_words(runtime, &tls), tls.to_string(), "{name}");
+            let line = limits_in_words(runtime, &h3);
+            assert!(line.starts_with(&h3.to_string()), "{name}: {line}");
+            let caveat = format!("; not set by {name}'s HTTP/3 stack: ");
+            match name {
+                "xitca" => assert!(
+                    line.contains(&format!("{caveat}the header section's size")),
+                    "{line}"
+                ),
+                "axum" | "hyper" | "warp" | "salvo" | "poem" => {
+                    assert!(!line.contains(&caveat), "{line}")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// `serve`: runs `args` over `services` until SIGTERM or SIGINT. Blocks; `Ok` once every request
 /// in flight has finished and the stores are closed.
 pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
@@ -219,6 +257,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         let _context = prepared.support().enter();
         listen_for_shutdown()
     };
+    let limits_line = limits_in_words(runtime, &limits);
     tracing::info!(
         runtime = runtime.name,
         version = %runtime.version(),
@@ -227,7 +266,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
         workers,
         store = %store,
         data_dir = %args.data_dir.display(),
-        %limits,
+        limits = %limits_line,
         %deadlines,
         "starting"
     );
@@ -238,7 +277,7 @@ pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
             runtime: runtime.name.to_string(),
             store: store.as_str().to_string(),
             workers,
-            limits: Some(format!("{limits}; {deadlines}")),
+            limits: Some(format!("{limits_line}; {deadlines}")),
         }))?;
     }
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
@@ -266,6 +305,20 @@ fn check_peers(args: &ServeArgs, services: &Services) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The server limits in words, as the start-up line and the `listening` lines say them: the kit's
+/// line, and over h3 what the runtime's HTTP/3 stack cannot be told of it (xitca-http's
+/// dispatcher, docs/reliability.md "HTTP/3"), so the line claims no limit the stack does not hold.
+fn limits_in_words(runtime: &Runtime, limits: &ServerLimits) -> String {
+    match runtime.h3_unset() {
+        unset if limits.protocol == ServeProtocol::H3 && !unset.is_empty() => format!(
+            "{limits}; not set by {}'s HTTP/3 stack: {}",
+            runtime.name,
+            unset.join(", ")
+        ),
+        _ => limits.to_string(),
+    }
 }
 
 /// What every served service is built with: the runtime's name, the store and its settings, the

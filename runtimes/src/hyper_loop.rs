@@ -49,8 +49,11 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 mod quic;
 
 /// The HTTP/3 stack of every runtime on this loop ([`crate::Runtime::h3_stack`]): `h3` over
-/// `h3-quinn` on quinn ([`quic`]).
-pub(crate) const H3_STACK: &[&str] = &["h3", "h3-quinn", "quinn"];
+/// `h3-quinn` on quinn ([`quic`]), every limit set.
+pub(crate) const H3_STACK: crate::H3Stack = crate::H3Stack {
+    crates: &["h3", "h3-quinn", "quinn"],
+    unset: &[],
+};
 
 /// A request's body as the runtime's service sees it: hyper's own over HTTP/1.1 and HTTP/2, the
 /// request stream's over HTTP/3 ([`quic`]). One type for both, so a runtime's service is one value

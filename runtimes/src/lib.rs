@@ -243,7 +243,7 @@ pub struct Runtime {
     /// Its HTTP/3 stack: the crates that serve `--protocol h3`, the one that answers the requests
     /// first and QUIC's last ([`Runtime::h3_stack`] names them with their versions), or why it
     /// offers none (said when `--protocol h3` is refused).
-    h3: Result<&'static [&'static str], &'static str>,
+    h3: Result<H3Stack, &'static str>,
     serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's own hand-written hello ([`hello`]).
     hello: fn(Listener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
@@ -360,6 +360,16 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
 /// What a runtime without HTTP/3 answers `--protocol h3` with (scripts and tests look for it).
 pub const H3_NOT_OFFERED: &str = "h3 not offered by this runtime";
 
+/// An HTTP/3 stack ([`Runtime::h3_stack`]): its crates, and the kit's limits it cannot be told.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct H3Stack {
+    /// The crates, the one that answers the requests first and QUIC's last.
+    crates: &'static [&'static str],
+    /// The limits of the start-up line's HTTP/3 clause that this stack does not set, in words
+    /// (docs/reliability.md, "HTTP/3"); `serve` says them beside that clause.
+    unset: &'static [&'static str],
+}
+
 impl Runtime {
     /// The HTTP/3 stack that serves `--protocol h3` on this runtime, with the versions this build
     /// resolved, or None where it offers no h3: `h3 0.0.8 + h3-quinn 0.0.10 on quinn 0.11.12` for
@@ -367,8 +377,9 @@ impl Runtime {
     /// request handed to the runtime's own service as over HTTP/2; `xitca-http 0.9.6 + h3 0.0.8 +
     /// h3-quinn 0.0.10 on quinn 0.11.12` for xitca-web, through xitca-http's own h3 dispatcher.
     pub fn h3_stack(&self) -> Option<String> {
-        let crates = self.h3.ok().filter(|c| !c.is_empty())?;
-        let named: Vec<String> = crates
+        let stack = self.h3.ok().filter(|s| !s.crates.is_empty())?;
+        let named: Vec<String> = stack
+            .crates
             .iter()
             .map(|c| format!("{c} {}", locked_version(c).unwrap_or("(version unknown)")))
             .collect();
@@ -383,7 +394,14 @@ impl Runtime {
     /// Whether it can serve `protocol` (every runtime serves h1, h2c and auto; h3 where
     /// [`Runtime::h3_stack`] names a stack).
     pub fn offers(&self, protocol: brigade_kit::limits::ServeProtocol) -> bool {
-        protocol != brigade_kit::limits::ServeProtocol::H3 || self.h3.is_ok_and(|c| !c.is_empty())
+        protocol != brigade_kit::limits::ServeProtocol::H3
+            || self.h3.is_ok_and(|s| !s.crates.is_empty())
+    }
+
+    /// The limits its HTTP/3 stack cannot be told, in words (empty where it sets them all, or
+    /// offers no h3): `serve --protocol h3` says them after the limits it announces.
+    pub fn h3_unset(&self) -> &'static [&'static str] {
+        self.h3.map_or(&[], |s| s.unset)
     }
 
     /// Refuses limits whose protocol this runtime cannot serve, before anything is bound or

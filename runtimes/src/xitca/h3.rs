@@ -47,8 +47,15 @@ use crate::quic::H3_NO_ERROR;
 use crate::{Shutdown, TlsConfig};
 
 /// xitca-web's HTTP/3 stack ([`crate::Runtime::h3_stack`]): xitca-http's dispatcher, `h3` over
-/// `h3-quinn`, on quinn.
-pub(crate) const H3_STACK: &[&str] = &["xitca-http", "h3", "h3-quinn", "quinn"];
+/// `h3-quinn`, on quinn; what the dispatcher cannot be told (the module's doc).
+pub(crate) const H3_STACK: crate::H3Stack = crate::H3Stack {
+    crates: &["xitca-http", "h3", "h3-quinn", "quinn"],
+    unset: &[
+        "the header section's size (the guard's 431 still holds)",
+        "a head timer per request",
+        "a GOAWAY on the drain",
+    ],
+};
 
 /// Adds HTTP/3 to `server`: `quic`'s connections, each served by xitca-http's h3 dispatcher
 /// behind `connections`, in front of `factory`'s application; and the drain's hold on it.
