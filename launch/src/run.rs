@@ -177,44 +177,6 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod limits_line {
-    use super::*;
-    use brigade_kit::tls::TlsMode;
-
-    /// Over h3 the line names what the runtime's HTTP/3 stack cannot set; elsewhere, and on
-    /// stacks that set every limit, it is the kit's line alone.
-    #[test]
-    fn over_h3_the_line_says_what_the_stack_does_not_set() {
-        let h3 = ServerLimits {
-            protocol: ServeProtocol::H3,
-            tls: TlsMode::SelfSigned,
-            ..ServerLimits::default()
-        };
-        let tls = ServerLimits {
-            protocol: ServeProtocol::Auto,
-            ..h3.clone()
-        };
-        for name in brigade_runtimes::names() {
-            let runtime = brigade_runtimes::find(name).unwrap();
-            assert_eq!(limits_in_words(runtime, &tls), tls.to_string(), "{name}");
-            let line = limits_in_words(runtime, &h3);
-            assert!(line.starts_with(&h3.to_string()), "{name}: {line}");
-            let caveat = format!("; not set by {name}'s HTTP/3 stack: ");
-            match name {
-                "xitca" => assert!(
-                    line.contains(&format!("{caveat}the header section's size")),
-                    "{line}"
-                ),
-                "axum" | "hyper" | "warp" | "salvo" | "poem" => {
-                    assert!(!line.contains(&caveat), "{line}")
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 /// `serve`: runs `args` over `services` until SIGTERM or SIGINT. Blocks; `Ok` once every request
 /// in flight has finished and the stores are closed.
 pub fn serve(args: ServeArgs, services: &Services) -> anyhow::Result<()> {
@@ -386,4 +348,42 @@ fn preload(prepared: &Prepared, documents: u64) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod limits_line {
+    use super::*;
+    use brigade_kit::tls::TlsMode;
+
+    /// Over h3 the line names what the runtime's HTTP/3 stack cannot set; elsewhere, and on
+    /// stacks that set every limit, it is the kit's line alone.
+    #[test]
+    fn over_h3_the_line_says_what_the_stack_does_not_set() {
+        let h3 = ServerLimits {
+            protocol: ServeProtocol::H3,
+            tls: TlsMode::SelfSigned,
+            ..ServerLimits::default()
+        };
+        let tls = ServerLimits {
+            protocol: ServeProtocol::Auto,
+            ..h3
+        };
+        for name in brigade_runtimes::names() {
+            let runtime = brigade_runtimes::find(name).unwrap();
+            assert_eq!(limits_in_words(runtime, &tls), tls.to_string(), "{name}");
+            let line = limits_in_words(runtime, &h3);
+            assert!(line.starts_with(&h3.to_string()), "{name}: {line}");
+            let caveat = format!("; not set by {name}'s HTTP/3 stack: ");
+            match name {
+                "xitca" => assert!(
+                    line.contains(&format!("{caveat}the header section's size")),
+                    "{line}"
+                ),
+                "axum" | "hyper" | "warp" | "salvo" | "poem" => {
+                    assert!(!line.contains(&caveat), "{line}")
+                }
+                _ => {}
+            }
+        }
+    }
 }
