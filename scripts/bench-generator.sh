@@ -28,6 +28,10 @@
 #      requests/s (default 20000; h2load `--rps` per connection, Brigade `--rate` over the same
 #      connections and streams), and h3 at H3_RATE (default 10000, QUIC costs the one server worker
 #      more; oha `-q` over the whole run): the CPU per request at the same achieved rate.
+#      h2load's `--rps` is not a send per due time: each connection's timer fires every
+#      max(10 ms, 1/rps) and sends what came due since, in a burst. So h2c and h2-tls run paced a
+#      second time with Brigade on the same kind of tick (`--pace-tick H2_PACE_TICK`, default
+#      10ms; H2_PACE_TICK= skips it): like against like, a burst a tick on each.
 #
 # Usage: scripts/bench-generator.sh            (defaults: 64 connections, 5 rounds of 5 s per mode)
 #   CONNS=100 DURATION=10 ROUNDS=7 MEM_DURATION=600 scripts/bench-generator.sh
@@ -63,6 +67,7 @@ OHA_VERSION=${OHA_VERSION:-1.16.0}
 H2_CONNS=${H2_CONNS:-16}
 STREAMS=${STREAMS:-8}
 H2_RATE=${H2_RATE-20000}
+H2_PACE_TICK=${H2_PACE_TICK-10ms}
 H3_RATE=${H3_RATE-10000}
 if ! command -v wrk >/dev/null || { [ -n "$PROTOCOLS" ] && ! command -v h2load >/dev/null; }; then
     echo "installing wrk and h2load" >&2
@@ -209,7 +214,7 @@ start_server() {
 # $4 a fixed rate in requests/s (h2load: `--rps` per connection, oha: `-q` in all, against Brigade's
 # open loop `--rate` over the same connections and streams), or nothing for both tools flat out.
 run_protocol() {
-    local proto=$1 url=$2 peer=$3 rate=${4:-} peer_cmd load_extra name=$1
+    local proto=$1 url=$2 peer=$3 rate=${4:-} tick=${5:-} peer_cmd load_extra name=$1
     if [ "$peer" = h2load ]; then
         peer_cmd=(h2load -t1 -c"$H2_CONNS" -m"$STREAMS" -D"$DURATION" "$url/bench/hello")
         load_extra=(--users "$H2_CONNS" --streams "$STREAMS")
@@ -217,6 +222,10 @@ run_protocol() {
             peer_cmd+=(--rps="$((rate / H2_CONNS))")
             load_extra=(--rate "$rate" --connections "$H2_CONNS" --streams "$STREAMS")
             name="$proto-at-$rate"
+            if [ -n "$tick" ]; then
+                load_extra+=(--pace-tick "$tick")
+                name="$name-tick-$tick"
+            fi
         fi
     elif [ "$peer" = oha ]; then
         peer_cmd=(oha --no-tui --output-format json --http-version 3 --insecure --worker-threads 1
@@ -313,6 +322,9 @@ for proto in "${WANTED[@]}"; do
     [ "$proto" = h3 ] && rate=$H3_RATE
     if [ "$peer" != wrk ] && [ -n "$rate" ]; then
         run_protocol "$proto" "$scheme://127.0.0.1:$pport" "$peer" "$rate"
+    fi
+    if [ "$peer" = h2load ] && [ -n "$rate" ] && [ -n "$H2_PACE_TICK" ]; then
+        run_protocol "$proto" "$scheme://127.0.0.1:$pport" "$peer" "$rate" "$H2_PACE_TICK"
     fi
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null || true

@@ -46,6 +46,11 @@ pub struct LoadArgs {
     /// Open loop: connections sending the schedule (default: --users, else 10).
     #[arg(long, short = 'c')]
     pub connections: Option<u32>,
+    /// Open loop: send on ticks of this length (`10ms`), every send due since the last tick
+    /// together, latency counted from its tick (h2load's `--rps` ticks every 10 ms or slower).
+    /// Default 0s: each send at its own due time.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub pace_tick: Duration,
     /// Measured time after warm-up (`30s`, `2m`, `500ms`); default 10s unless --requests is given.
     #[arg(long, short = 'd', value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -195,6 +200,7 @@ impl LoadArgs {
             threads: self.threads.unwrap_or(0),
             timeout: self.timeout,
             think: self.think,
+            pace_tick: self.pace_tick,
             cpus: self.cpus.as_deref().map(parse_cpu_list).transpose()?,
             progress: !self.no_progress,
             seed: self.seed,

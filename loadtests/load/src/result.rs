@@ -34,6 +34,10 @@ pub struct LoadSettings {
     pub timeout_ms: u64,
     /// Closed loop think time between a user's requests, milliseconds.
     pub think_ms: u64,
+    /// Open loop: the tick sends left on, milliseconds (`--pace-tick`); absent where each send
+    /// left at its own due time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace_tick_ms: Option<f64>,
     /// The seed every random choice derived from (given, or chosen at random and recorded so the
     /// run can be replayed; absent in results written before runs were seeded).
     #[serde(default)]

@@ -52,6 +52,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             threads: 1,
             timeout_ms: 5000,
             think_ms: 0,
+            pace_tick_ms: None,
             seed: None,
             shard: None,
             protocol: Default::default(),

@@ -96,6 +96,10 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Closed loop: pause between a user's answer and its next request.
     pub think: Duration,
+    /// Open loop: sends leave on ticks of this length, every send due since the last tick
+    /// together, each latency counted from its tick (h2load's `--rps` ticks every 10 ms or
+    /// slower). Zero (the default): each send at its own due time.
+    pub pace_tick: Duration,
     /// Pin generator thread `i` to CPU `cpus[i % len]`.
     pub cpus: Option<Vec<usize>>,
     /// Show a progress bar on stderr (only drawn when stderr is a terminal).
@@ -130,6 +134,7 @@ impl Default for LoadConfig {
             threads: 0,
             timeout: Duration::from_secs(10),
             think: Duration::ZERO,
+            pace_tick: Duration::ZERO,
             cpus: None,
             progress: false,
             seed: None,
@@ -210,6 +215,7 @@ fn run_planned(
         keepalive: config.keepalive,
         timeout: config.timeout,
         think: config.think,
+        pace_tick: config.pace_tick,
         warmup: config.warmup,
         duration: config.duration,
         requests: layout.requests,
@@ -657,6 +663,8 @@ fn settings_of(
         threads: layout.threads as u32,
         timeout_ms: config.timeout.as_millis() as u64,
         think_ms: config.think.as_millis() as u64,
+        pace_tick_ms: (layout.open.is_some() && !config.pace_tick.is_zero())
+            .then(|| config.pace_tick.as_secs_f64() * 1e3),
         seed: Some(seed),
         shard: (!layout.shard.is_whole()).then_some(layout.shard),
         protocol: config.protocol,

@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub(crate) keepalive: bool,
     pub(crate) timeout: Duration,
     pub(crate) think: Duration,
+    /// Open loop: sends leave on ticks of this length ([`on_tick`]); zero, each at its own time.
+    pub(crate) pace_tick: Duration,
     pub(crate) warmup: Duration,
     pub(crate) duration: Option<Duration>,
     pub(crate) requests: Option<u64>,
@@ -130,6 +132,18 @@ impl Pace {
     fn due(&self, k: u64) -> Duration {
         Duration::from_secs_f64((self.first + k * self.stride) as f64 / self.rate)
     }
+}
+
+/// When a send due `due` after the run's start leaves: then, with no tick; else on the first tick
+/// at or after it, every send due since the last tick together (`--pace-tick`, as h2load's
+/// `--rps` sends what came due on a timer of at least 10 ms). Its latency counts from that tick:
+/// the schedule is bursty by choice, the server is charged from when each burst is sent.
+fn on_tick(due: Duration, tick: Duration) -> Duration {
+    if tick.is_zero() {
+        return due;
+    }
+    let ticks = due.as_nanos().div_ceil(tick.as_nanos());
+    Duration::from_nanos(u64::try_from(ticks * tick.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// What a thread hands back.
@@ -680,13 +694,16 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
     let measure_end = shared.measure_end();
     // In a timed run, sends still due when the window closed get one timeout to drain.
     let hard_end = measure_end.map(|end| end + shared.timeout);
-    let intended_at = |k: u64| t0 + pace.due(k);
+    // Which sends the window holds is the schedule's (`due_at`); when each leaves, and its
+    // latency's start, is its tick's (`intended_at`).
+    let due_at = |k: u64| t0 + pace.due(k);
+    let intended_at = |k: u64| t0 + on_tick(pace.due(k), shared.pace_tick);
     let mut client = Client::new(&shared, pace.first, 0, &http2);
     let mut k = 0u64;
     loop {
-        let intended = intended_at(k);
+        let (due, intended) = (due_at(k), intended_at(k));
         k += 1;
-        if measure_end.is_some_and(|end| intended >= end) {
+        if measure_end.is_some_and(|end| due >= end) {
             break;
         }
         let now = Instant::now();
@@ -694,10 +711,10 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
             // The schedule could not be kept before the drain deadline: every send still due in the
             // window is a timeout, with the latency it has reached.
             let end = measure_end.expect("hard end implies an end");
-            let mut late = intended;
             let mut kk = k - 1;
-            while late < end {
-                if late >= measure_start {
+            while due_at(kk) < end {
+                let late = intended_at(kk);
+                if due_at(kk) >= measure_start {
                     if !shared.claim() {
                         break;
                     }
@@ -714,11 +731,10 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
                     );
                 }
                 kk += 1;
-                late = intended_at(kk);
             }
             break;
         }
-        let measured = intended >= measure_start;
+        let measured = due >= measure_start;
         if measured && !shared.claim() {
             break;
         }
@@ -775,5 +791,37 @@ mod tests {
         };
         assert_eq!(b.due(0) - a.due(0), Duration::from_millis(1));
         assert_eq!(a.due(1) - b.due(0), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn on_a_tick_every_send_due_since_the_last_leaves_together_never_early() {
+        let tick = Duration::from_millis(10);
+        let ms = Duration::from_millis;
+        assert_eq!(on_tick(ms(7), Duration::ZERO), ms(7));
+        assert_eq!(on_tick(ms(0), tick), ms(0));
+        assert_eq!(on_tick(ms(1), tick), ms(10));
+        assert_eq!(on_tick(ms(10), tick), ms(10));
+        assert_eq!(on_tick(Duration::from_micros(10_001), tick), ms(20));
+        // 1250/s on one connection with h2load's 10 ms tick: 12 or 13 sends a tick, none later
+        // than one tick after its due time, and as many ticks as the run has.
+        let pace = Pace {
+            first: 0,
+            stride: 1,
+            rate: 1250.0,
+        };
+        let mut per_tick = std::collections::BTreeMap::<Duration, u32>::new();
+        for k in 0..1250 {
+            let (due, at) = (pace.due(k), on_tick(pace.due(k), tick));
+            assert!(
+                at >= due && at - due < tick,
+                "send {k}: due {due:?}, left {at:?}"
+            );
+            *per_tick.entry(at).or_default() += 1;
+        }
+        assert_eq!(per_tick.len(), 101);
+        assert!(
+            per_tick.values().skip(1).all(|&n| n == 12 || n == 13),
+            "{per_tick:?}"
+        );
     }
 }

@@ -50,6 +50,7 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
             threads: 1,
             timeout_ms: 1000,
             think_ms: 0,
+            pace_tick_ms: None,
             seed: None,
             shard: None,
             protocol: Default::default(),

@@ -90,6 +90,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
             threads: made.clients,
             timeout_ms: made.timeout.as_millis() as u64,
             think_ms: 0,
+            pace_tick_ms: None,
             // Timed calls draw nothing at random.
             seed: None,
             shard: None,
