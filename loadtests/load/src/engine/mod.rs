@@ -664,7 +664,7 @@ fn settings_of(
         timeout_ms: config.timeout.as_millis() as u64,
         think_ms: config.think.as_millis() as u64,
         pace_tick_ms: (layout.open.is_some() && !config.pace_tick.is_zero())
-            .then(|| config.pace_tick.as_secs_f64() * 1e3),
+            .then_some(config.pace_tick.as_secs_f64() * 1e3),
         seed: Some(seed),
         shard: (!layout.shard.is_whole()).then_some(layout.shard),
         protocol: config.protocol,
