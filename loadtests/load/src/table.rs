@@ -76,7 +76,12 @@ pub fn render(result: &LoadResult) -> String {
 fn write_heading(out: &mut String, result: &LoadResult) {
     let s = &result.settings;
     let model = match (s.rate, s.users) {
-        (Some(rate), _) => format!("open loop {rate} req/s over {} connections", s.connections),
+        (Some(rate), _) => format!(
+            "open loop {rate} req/s over {} connections{}",
+            s.connections,
+            s.pace_tick_ms
+                .map_or(String::new(), |t| format!(", sent on {t} ms ticks"))
+        ),
         (None, Some(users)) => format!("closed loop {users} users"),
         (None, None) => "closed loop".to_string(),
     };
