@@ -52,10 +52,6 @@ const PREFACE: &str = "an HTTP/2 preface on an HTTP/1.1 port: hyper closes witho
     the kit sees no request (HTTP/2 is the TLS and HTTP/2 issue's)";
 const NTEX_LENIENT: &str = "ntex's parser accepts it (a trailer section; two spaces in the \
     request line) where the others refuse, or refuses where they accept (not configurable)";
-const NTEX_URING_SHORT_SEND: &str = "ntex-net 3.16's io_uring driver (the latest ntex 3) counts a \
-    send that the kernel completed short as whole and drops the rest of its buffer: an answer larger \
-    than the socket's free send buffer arrives cut (16 MiB here arrives as about 3.5 MB, then the \
-    connection idles until the keep-alive limit); ntex-net 4.0 has the same code";
 const XITCA_LENIENT: &str = "every parser but xitca-http's refuses it with a bare 400; xitca-http \
     lets it through (a `+` before a length, a coding other than chunked, a zero length beside \
     another) and the kit's framing rule answers the same 400 and close with its JSON body";
@@ -90,7 +86,6 @@ impl Who {
 
 const ACTIX: Who = Who::Only(&["actix"]);
 const NTEX: Who = Who::Only(&["ntex", "ntex-uring"]);
-const NTEX_URING: Who = Who::Only(&["ntex-uring"]);
 const OWN_PARSERS: Who = Who::Only(&["actix", "ntex", "ntex-uring"]);
 const XITCA: Who = Who::Only(&["xitca", "xitca-uring"]);
 const STRICT_PARSERS: Who = Who::Either(&OWN_PARSERS, &XITCA);
@@ -285,12 +280,6 @@ const PARSER_ANSWERS: &[(&str, Who, Differs, &str)] = &[
         NTEX_LENIENT,
     ),
     ("two spaces", NTEX, Differs::Outcome, NTEX_LENIENT),
-    (
-        "bytes/16 MiB",
-        NTEX_URING,
-        Differs::Outcome,
-        NTEX_URING_SHORT_SEND,
-    ),
 ];
 
 /// What one runtime did with one case.
