@@ -42,7 +42,8 @@ impl Conn {
 impl Conn {
     /// Shuts the connection both ways: its service has ended. On io_uring a receive still in
     /// flight on the ring (a stalled TLS handshake whose timer fired, say) holds the socket open
-    /// until it completes, which the shut makes it do.
+    /// until it completes, which the shut makes it do. (xitca-web's; actix-web ends its own.)
+    #[cfg(feature = "xitca")]
     pub(crate) fn end(&self) {
         let _ = self.socket.shutdown(std::net::Shutdown::Both);
     }

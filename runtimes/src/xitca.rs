@@ -462,6 +462,7 @@ pub(crate) struct Draining {
 
 impl Draining {
     /// The layer for a server that announces no other protocol.
+    #[cfg(feature = "xitca-uring")]
     pub(crate) fn without_alt_svc(draining: Arc<AtomicBool>) -> Draining {
         Draining {
             draining,
