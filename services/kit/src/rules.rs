@@ -132,15 +132,24 @@ fn check_target(method: &str, target: &str) -> Result<(), Refused> {
             "the request target is not a path (RFC 9112 §3.2: origin-form, or * for OPTIONS)",
         )));
     }
-    if target.bytes().any(|b| !(0x21..0x7f).contains(&b)) {
-        return Err(Refused::closing(ApiError::bad_request(
-            "the request target holds bytes outside visible ASCII (RFC 9112 §3.2)",
-        )));
+    // One pass on every request: visible ASCII throughout, and whether the path (before any `?`)
+    // holds an escape. A path without one is ASCII, so UTF-8 as it is: only an escaped path is
+    // decoded to check it.
+    let (mut in_path, mut escaped) = (true, false);
+    for b in target.bytes() {
+        if !(0x21..0x7f).contains(&b) {
+            return Err(Refused::closing(ApiError::bad_request(
+                "the request target holds bytes outside visible ASCII (RFC 9112 §3.2)",
+            )));
+        }
+        in_path &= b != b'?';
+        escaped |= in_path && b == b'%';
     }
-    let path = target.split_once('?').map_or(target, |(p, _)| p);
-    if percent_encoding::percent_decode_str(path)
-        .decode_utf8()
-        .is_err()
+    let path = || target.split_once('?').map_or(target, |(p, _)| p);
+    if escaped
+        && percent_encoding::percent_decode_str(path())
+            .decode_utf8()
+            .is_err()
     {
         return Err(Refused {
             error: ApiError::bad_request("the path is not UTF-8 once percent-decoded"),
@@ -351,6 +360,13 @@ mod tests {
         let r = check("GET", "/w/%FF%FE", Version::Http11, &[("Host", "h")]).unwrap_err();
         assert_eq!((r.error.code.status(), r.close), (400, false));
         assert!(check("GET", "/w/%C3%A9?q=%FF", Version::Http11, &[("Host", "h")]).is_ok());
+        // Only the path's escapes are decoded: one in the query alone is not checked, one in the
+        // path is wherever the query starts, and a raw byte is refused in either.
+        assert!(check("GET", "/w?q=%FF", Version::Http11, &[("Host", "h")]).is_ok());
+        let r = check("GET", "/w/a%FFb?q=1", Version::Http11, &[("Host", "h")]).unwrap_err();
+        assert_eq!((r.error.code.status(), r.close), (400, false));
+        let r = check("GET", "/w?q=\x01", Version::Http11, &[("Host", "h")]).unwrap_err();
+        assert_eq!((r.error.code.status(), r.close), (400, true));
     }
 
     #[test]
