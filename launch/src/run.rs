@@ -273,14 +273,15 @@ fn check_peers(args: &ServeArgs, services: &Services) -> anyhow::Result<()> {
 /// line, and over h3 what the runtime's HTTP/3 stack cannot be told of it (xitca-http's
 /// dispatcher, docs/reliability.md "HTTP/3"), so the line claims no limit the stack does not hold.
 fn limits_in_words(runtime: &Runtime, limits: &ServerLimits) -> String {
-    match runtime.h3_unset() {
-        unset if limits.protocol == ServeProtocol::H3 && !unset.is_empty() => format!(
-            "{limits}; not set by {}'s HTTP/3 stack: {}",
-            runtime.name,
-            unset.join(", ")
-        ),
-        _ => limits.to_string(),
+    let unset = runtime.h3_unset();
+    if limits.protocol != ServeProtocol::H3 || unset.is_empty() {
+        return limits.to_string();
     }
+    format!(
+        "{limits}; not set by {}'s HTTP/3 stack: {}",
+        runtime.name,
+        unset.join(", ")
+    )
 }
 
 /// What every served service is built with: the runtime's name, the store and its settings, the

@@ -246,10 +246,12 @@ where
                 return EitherFuture::Left(futures::future::ready(Ok(error_response(refused))))
             }
         };
-        if let Some(path) = rules::normalize_path(req.uri().path()) {
-            // `/he%61lth` routes as `/health` on every runtime (some routers unescape, some not).
-            let query = req.uri().query().map_or(String::new(), |q| format!("?{q}"));
-            if let Ok(uri) = format!("{path}{query}").parse() {
+        if let Some(target) = admitted
+            .path_escaped
+            .then(|| rules::normalized_target(req.uri().path(), req.uri().query()))
+            .flatten()
+        {
+            if let Ok(uri) = target.parse() {
                 *req.uri_mut() = uri;
             }
         }

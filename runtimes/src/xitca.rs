@@ -380,20 +380,14 @@ where
                 return Ok(closing(res, refused.close));
             }
         };
-        let path = ctx.req().uri().path();
-        // (Only a path with an escape can change: most have none.)
-        if let Some(path) = path
-            .contains('%')
-            .then(|| rules::normalize_path(path))
+        // (xitca-router matches the raw path.)
+        let uri = ctx.req().uri();
+        if let Some(target) = admitted
+            .path_escaped
+            .then(|| rules::normalized_target(uri.path(), uri.query()))
             .flatten()
         {
-            // `/he%61lth` routes as `/health` on every runtime (xitca-router matches the raw path).
-            let query = ctx
-                .req()
-                .uri()
-                .query()
-                .map_or(String::new(), |q| format!("?{q}"));
-            if let Ok(uri) = format!("{path}{query}").parse::<Uri>() {
+            if let Ok(uri) = target.parse::<Uri>() {
                 *ctx.req_mut().uri_mut() = uri;
             }
         }

@@ -58,6 +58,9 @@ pub struct Admitted {
     pub close: bool,
     /// The request announced a body (a `Content-Length` over 0 or a `Transfer-Encoding`).
     pub has_body: bool,
+    /// The path (before any `?`) holds a percent-escape: only such a target can change under
+    /// [`normalized_target`], so an adapter asks it only then.
+    pub path_escaped: bool,
 }
 
 impl Admitted {
@@ -102,7 +105,7 @@ where
             error,
             close: false,
         })?;
-    check_target(method, target)?;
+    let path_escaped = check_target(method, target)?;
     let head = HeadFacts::read(headers());
     head.check_host_and_framing(version)?;
     if version == Version::Http2 {
@@ -110,18 +113,22 @@ where
         // connection (a `Connection` header cannot even be sent, RFC 9113 §8.2.2).
         // (Nor after a 404/405/413 to a body: HTTP/2 frames each stream's body, so an unread one
         // cannot be taken for the next request.)
-        return Ok(Admitted::default());
+        return Ok(Admitted {
+            path_escaped,
+            ..Admitted::default()
+        });
     }
     Ok(Admitted {
         close: head.close || (version == Version::Http10 && !head.keep_alive),
         has_body: head.has_length_body || head.codings > 0,
+        path_escaped,
     })
 }
 
 /// The method and target rules: no tunnels, an origin-form target (or `*` for OPTIONS) of visible
-/// ASCII, whose path is UTF-8 once percent-decoded.
+/// ASCII, whose path is UTF-8 once percent-decoded. Says whether the path holds an escape.
 #[inline]
-fn check_target(method: &str, target: &str) -> Result<(), Refused> {
+fn check_target(method: &str, target: &str) -> Result<bool, Refused> {
     if method == "CONNECT" {
         return Err(Refused::closing(ApiError::method_not_allowed(
             "CONNECT: no route here is a tunnel",
@@ -145,9 +152,9 @@ fn check_target(method: &str, target: &str) -> Result<(), Refused> {
         in_path &= b != b'?';
         escaped |= in_path && b == b'%';
     }
-    let path = || target.split_once('?').map_or(target, |(p, _)| p);
+    let path = target.split_once('?').map_or(target, |(p, _)| p);
     if escaped
-        && percent_encoding::percent_decode_str(path())
+        && percent_encoding::percent_decode_str(path)
             .decode_utf8()
             .is_err()
     {
@@ -156,7 +163,7 @@ fn check_target(method: &str, target: &str) -> Result<(), Refused> {
             close: false,
         });
     }
-    Ok(())
+    Ok(escaped)
 }
 
 /// What the rules need from the headers, counted in one pass.
@@ -245,6 +252,17 @@ impl HeadFacts {
         }
         Ok(())
     }
+}
+
+/// The request target (`path` and its `query`) with the path's percent-escaped unreserved
+/// characters unescaped, if it has any ([`normalize_path`]): `/he%61lth?x` routes as `/health?x`
+/// on every runtime, whether its router unescapes or not.
+pub fn normalized_target(path: &str, query: Option<&str>) -> Option<String> {
+    let path = normalize_path(path)?;
+    Some(match query {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    })
 }
 
 /// The path with its percent-escaped unreserved characters unescaped (RFC 3986 §6.2.2.2), if it
@@ -397,5 +415,15 @@ mod tests {
         assert_eq!(normalize_path("/a%7E%2Fb%2e").as_deref(), Some("/a~%2Fb."));
         assert_eq!(normalize_path("/plain"), None);
         assert_eq!(normalize_path("/bad%zz%4"), None);
+        assert_eq!(
+            normalized_target("/he%61lth", Some("x=%61")).as_deref(),
+            Some("/health?x=%61")
+        );
+        assert_eq!(normalized_target("/h%7E", None).as_deref(), Some("/h~"));
+        assert_eq!(normalized_target("/plain", Some("q")), None);
+        // Admission says which targets can change, so that only those are asked.
+        let admitted = |t| check("GET", t, Version::Http11, &[("Host", "h")]).unwrap();
+        assert!(admitted("/he%61lth").path_escaped);
+        assert!(!admitted("/health?x=%61").path_escaped);
     }
 }

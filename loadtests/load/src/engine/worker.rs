@@ -694,14 +694,16 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
     let measure_end = shared.measure_end();
     // In a timed run, sends still due when the window closed get one timeout to drain.
     let hard_end = measure_end.map(|end| end + shared.timeout);
-    // Which sends the window holds is the schedule's (`due_at`); when each leaves, and its
-    // latency's start, is its tick's (`intended_at`).
-    let due_at = |k: u64| t0 + pace.due(k);
-    let intended_at = |k: u64| t0 + on_tick(pace.due(k), shared.pace_tick);
+    // Which sends the window holds is the schedule's (`due`); when each leaves, and its latency's
+    // start, is its tick's (`intended`).
+    let at = |k: u64| {
+        let due = pace.due(k);
+        (t0 + due, t0 + on_tick(due, shared.pace_tick))
+    };
     let mut client = Client::new(&shared, pace.first, 0, &http2);
     let mut k = 0u64;
     loop {
-        let (due, intended) = (due_at(k), intended_at(k));
+        let (due, intended) = at(k);
         k += 1;
         if measure_end.is_some_and(|end| due >= end) {
             break;
@@ -712,9 +714,12 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
             // window is a timeout, with the latency it has reached.
             let end = measure_end.expect("hard end implies an end");
             let mut kk = k - 1;
-            while due_at(kk) < end {
-                let late = intended_at(kk);
-                if due_at(kk) >= measure_start {
+            loop {
+                let (due, late) = at(kk);
+                if due >= end {
+                    break;
+                }
+                if due >= measure_start {
                     if !shared.claim() {
                         break;
                     }
