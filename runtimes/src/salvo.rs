@@ -3,7 +3,11 @@
 //! from salvo's `PathParams` and the body through the kit's reader under the endpoint's limit; a
 //! last `{**rest}` router answers the JSON 404 or 405 of whatever the endpoints did not take. The
 //! `Service` is served as hyper service by the shared loop ([`crate::hyper_loop`]), as salvo's
-//! own `Server` serves it, with the kit's limits set on hyper's builder.
+//! own `Server` serves it, with the kit's limits set on hyper's builder. Over HTTP/3 the loop's
+//! QUIC half serves it too: salvo's own `quinn` feature is `salvo-http3`, which re-exports the same
+//! `h3` and `h3-quinn`; its per-connection loop takes salvo's handler with nothing in front of it,
+//! so the kit's guard would run after salvo's routing, and it holds no per-request head timer,
+//! keep-alive limit or close once drained (docs/reliability.md, "HTTP/3").
 
 use std::sync::Arc;
 
