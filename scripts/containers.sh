@@ -206,6 +206,31 @@ container_cgroup() {
     podman inspect -f '{{.State.CgroupPath}}' "$id"
 }
 
+# Starts whatever of project $1 is still stopped after `compose start`, a few tries each. podman 4.3
+# (Debian 12) at times refuses to start a container whose dependency has dependencies of its own
+# (the kitchen: tables, then waiter, then waiter-db): "generating dependency graph for container ...:
+# container ... depends on container ... not found in input list" (its graph is built in map order,
+# so a second try usually passes), and podman-compose still exits 0. It left a CI run's kitchen
+# stopped until the health wait gave up.
+start_left_stopped() {
+    local project="$1" tries=0 ids id
+    while true; do
+        mapfile -t ids < <(podman ps -a -q --filter "label=io.podman.compose.project=$project" \
+            --filter status=created --filter status=exited)
+        [[ ${#ids[@]} -eq 0 ]] && return 0
+        tries=$((tries + 1))
+        if [[ $tries -gt 5 ]]; then
+            for id in "${ids[@]}"; do podman start "$id" >&2 || true; done
+            die "still stopped after 5 tries to start them: $(podman inspect -f '{{.Name}}' "${ids[@]}" | xargs)"
+        fi
+        for id in "${ids[@]}"; do
+            log "starting $(podman inspect -f '{{.Name}}' "$id") again (try $tries): compose start left it stopped"
+            podman start "$id" >/dev/null 2>&1 || true
+        done
+        sleep 1
+    done
+}
+
 # Empties runtime $1's stack's data and brings it back healthy and serving, in the same containers:
 # every service and database stopped, every volume of the project emptied (through a throwaway
 # container of the brigade image, as root), everything started again; the databases (FerretDB's
@@ -222,6 +247,7 @@ reset_stack() {
     done
     compose "$runtime" start >"$CACHE/compose-up-$runtime.log" 2>&1 \
         || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose start failed"; }
+    start_left_stopped "$project"
     wait_healthy "$project" 180
     # Healthy is not yet serving: the walkthrough's writes through all three services must succeed.
     # (Its output is read whole: `grep -q` on a pipe would end the walkthrough early, and
