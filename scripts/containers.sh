@@ -171,9 +171,11 @@ compose() {
 # Podman runs health checks from systemd timers; without systemd (this CI), nothing runs them, and
 # podman-compose before podman 4.6 does not wait for `service_healthy`. So: run every container's own
 # health check (`podman healthcheck run`, the image's HEALTHCHECK or compose's) until all of the
-# project's containers are healthy, or fail after $2 seconds, naming those that are not.
+# project's containers are healthy, or fail after $2 seconds, naming those that are not. What compose
+# left stopped is started first (start_left_stopped).
 wait_healthy() {
     local project="$1" limit="$2" start=$SECONDS ids id sick
+    start_left_stopped "$project"
     while true; do
         sick=()
         mapfile -t ids < <(podman ps -a -q --filter "label=io.podman.compose.project=$project")
@@ -206,12 +208,12 @@ container_cgroup() {
     podman inspect -f '{{.State.CgroupPath}}' "$id"
 }
 
-# Starts whatever of project $1 is still stopped after `compose start`, a few tries each. podman 4.3
+# Starts whatever of project $1 is still stopped after `compose up` or `start`, a few tries each. podman 4.3
 # (Debian 12) at times refuses to start a container whose dependency has dependencies of its own
 # (the kitchen: tables, then waiter, then waiter-db): "generating dependency graph for container ...:
 # container ... depends on container ... not found in input list" (its graph is built in map order,
 # so a second try usually passes), and podman-compose still exits 0. It left a CI run's kitchen
-# stopped until the health wait gave up.
+# stopped after a reset until the health wait gave up.
 start_left_stopped() {
     local project="$1" tries=0 ids id
     while true; do
@@ -224,7 +226,7 @@ start_left_stopped() {
             die "still stopped after 5 tries to start them: $(podman inspect -f '{{.Name}}' "${ids[@]}" | xargs)"
         fi
         for id in "${ids[@]}"; do
-            log "starting $(podman inspect -f '{{.Name}}' "$id") again (try $tries): compose start left it stopped"
+            log "starting $(podman inspect -f '{{.Name}}' "$id") again (try $tries): compose left it stopped"
             podman start "$id" >/dev/null 2>&1 || true
         done
         sleep 1
@@ -247,7 +249,6 @@ reset_stack() {
     done
     compose "$runtime" start >"$CACHE/compose-up-$runtime.log" 2>&1 \
         || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose start failed"; }
-    start_left_stopped "$project"
     wait_healthy "$project" 180
     # Healthy is not yet serving: the walkthrough's writes through all three services must succeed.
     # (Its output is read whole: `grep -q` on a pipe would end the walkthrough early, and
