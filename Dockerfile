@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # Brigade in a container: one image per runtime.
 #   docker build -t brigade:axum .
 #   docker build --build-arg RUNTIME=actix -t brigade:actix .
@@ -8,10 +6,13 @@
 # runtime of the registry; `brigade runtimes` lists them).
 # See docs/containers.md.
 #
-# Where no Rust image can be pulled (CI on podman, scripts/containers.sh), the binary may be built on
-# the host instead, one per runtime with the same features, and handed in; only the builder changes:
-#   docker build --build-arg BUILDER=prebuilt --build-context brigade-bin=DIR --build-arg RUNTIME=actix .
-# takes DIR/actix/brigade (RUNTIME picks the binary); the runtime stage below is the same either way.
+# Where no Rust image can be pulled (CI, scripts/containers.sh), the binary may be built on the host
+# instead, one per runtime with the same features, and handed in as the build context; only the
+# builder changes:
+#   docker build --build-arg BUILDER=prebuilt --build-arg RUNTIME=actix -f Dockerfile DIR
+# takes DIR/prebuilt/actix/brigade (RUNTIME picks the binary); the runtime stage below is the same
+# either way. It reads with the Dockerfile frontend built into BuildKit (Docker Engine 20.10's too,
+# and buildah's): no `# syntax=` line, whose frontend image would have to be pulled.
 
 ARG RUST_IMAGE=rust:1-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
@@ -39,10 +40,10 @@ COPY . .
 RUN cargo build --release --locked --no-default-features --features "${RUNTIME},embedded,mongo" --bin brigade \
     && ./target/release/brigade runtimes
 
-# --- prebuilt: a binary built outside, DIR/$RUNTIME/brigade of the `brigade-bin` build context ---
+# --- prebuilt: a binary built outside, prebuilt/$RUNTIME/brigade of the build context ---
 FROM scratch AS prebuilt
 ARG RUNTIME=axum
-COPY --from=brigade-bin ${RUNTIME}/brigade /src/target/release/brigade
+COPY prebuilt/${RUNTIME}/brigade /src/target/release/brigade
 
 # --- binary: whichever BUILDER names (unused stages are skipped) ---
 FROM ${BUILDER} AS binary

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Brigade's containers on podman, for CI and for anyone without Docker (docs/containers.md):
-# the real Dockerfile and docker-compose.yml, with local base images where no registry can be reached.
+# Brigade's containers on Docker Engine or podman (docs/containers.md): the real Dockerfile and
+# docker-compose.yml, with local base images where no registry can be reached.
 #
-#   bash scripts/containers.sh setup               # podman + runc + debootstrap, containers.conf, podman-compose (venv)
+#   bash scripts/containers.sh setup               # the engine (Debian packages) and its compose: docker.io + the
+#                                                  # Compose plugin built from the Go module proxy, or podman + runc
+#                                                  # + podman-compose (venv); debootstrap
 #   bash scripts/containers.sh images              # local base image (debootstrap) and FerretDB image standing in for mongo:7
 #   bash scripts/containers.sh brigade-image R     # brigade:R from the Dockerfile, fed a host-built binary (target prebuilt)
 #   bash scripts/containers.sh stack R [--store embedded]   # compose up (FerretDB override, or the embedded-store
 #                                                  # override), every service healthy, walkthrough, the loadtest
 #                                                  # service's report, compose down -v
-#   bash scripts/containers.sh testcontainers      # the MongoDB tests through testcontainers on podman's socket
+#   bash scripts/containers.sh testcontainers      # the MongoDB tests through testcontainers on the engine's socket
 #   bash scripts/containers.sh compare R1,R2 [--store embedded|mongo] [--loopback] [compare flags...]
 #                                                  # one report: every runtime's stack up at once, compare --external
 #                                                  # with each service container's cgroup (side by side); --loopback:
@@ -16,19 +18,26 @@
 #   bash scripts/containers.sh compare-check       # a short side-by-side comparison of two stacks (embedded), checked
 #   bash scripts/containers.sh clean               # remove every container, volume and network this script made
 #   bash scripts/containers.sh ci                  # what .ci/run runs: setup, images, stack axum and actix, testcontainers
+#   bash scripts/containers.sh engine              # prints the engine the other subcommands use
 #
-# Environment: BRIGADE_CACHE (default ~/.cache/brigade: the root file system tarball, podman-compose's venv),
-# BRIGADE_PROFILE (debug|release, default debug: which host build goes into the image),
+# Every subcommand takes `--engine docker|podman` (or BRIGADE_ENGINE); the default is podman where it
+# is installed, else Docker where its daemon is (dockerd installed or answering), else podman.
+# Environment: BRIGADE_CACHE (default ~/.cache/brigade: the root file system tarball, the compose
+# tools), BRIGADE_PROFILE (debug|release, default debug: which host build goes into the image),
 # PODMAN_COMPOSE (default: the venv's podman-compose).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${BRIGADE_CACHE:-$HOME/.cache/brigade}"
 PROFILE="${BRIGADE_PROFILE:-debug}"
-COMPOSE_VERSION=1.6.0
+PODMAN_COMPOSE_VERSION=1.6.0
+# The Compose plugin for Docker Engine: Debian has only the old Python docker-compose 1.29, so
+# docker/compose v5 is built from the Go module proxy (docs/containers.md says why this version).
+DOCKER_COMPOSE_VERSION=v5.7.2
 BASE_TAG=docker.io/library/debian:bookworm-slim
-VENV="$CACHE/podman-compose-$COMPOSE_VERSION"
+VENV="$CACHE/podman-compose-$PODMAN_COMPOSE_VERSION"
 PODMAN_COMPOSE="${PODMAN_COMPOSE:-$VENV/bin/podman-compose}"
+DOCKER_PLUGINS="${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins"
 mkdir -p "$CACHE"
 
 log() { echo "containers.sh: $*" >&2; }
@@ -41,7 +50,44 @@ timed() {
     log "$what took $((SECONDS - start)) s"
 }
 
+# The engine: --engine, else BRIGADE_ENGINE, else podman where installed, else Docker where its
+# daemon is installed or answers, else podman (which setup installs).
+ENGINE="${BRIGADE_ENGINE:-}"
+default_engine() {
+    if command -v podman >/dev/null; then echo podman
+    elif command -v dockerd >/dev/null || docker info >/dev/null 2>&1; then echo docker
+    else echo podman
+    fi
+}
+# The labels compose puts on what it makes, per engine.
+project_label() { [[ "$ENGINE" == docker ]] && echo com.docker.compose.project || echo io.podman.compose.project; }
+service_label() { [[ "$ENGINE" == docker ]] && echo com.docker.compose.service || echo io.podman.compose.service; }
+
+# Runs the engine's CLI.
+E() { "$ENGINE" "$@"; }
+
+# Builds an image with BuildKit on Docker (only BuildKit skips the Dockerfile's stages that are
+# not needed, like the Rust builder the prebuilt target replaces): `docker buildx` where the CLI
+# has it, else Debian's own docker CLI (/usr/bin/docker, 20.10, whose BuildKit client is built in;
+# a newer CLI without buildx falls back to the legacy builder, which builds every stage). podman
+# builds with buildah, `--format docker` keeping the image's HEALTHCHECK.
+engine_build() {
+    if [[ "$ENGINE" == podman ]]; then
+        podman build --format docker "$@"
+    elif docker buildx version >/dev/null 2>&1; then
+        docker buildx build --load "$@"
+    elif [[ -x /usr/bin/docker ]]; then
+        DOCKER_BUILDKIT=1 /usr/bin/docker build "$@"
+    else
+        die "no BuildKit for docker build: install docker-buildx (or Debian's docker.io, whose CLI has it built in)"
+    fi
+}
+
 setup() {
+    if [[ "$ENGINE" == docker ]]; then setup_docker; else setup_podman; fi
+}
+
+setup_podman() {
     if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
         [[ $(id -u) == 0 ]] || die "setup installs Debian packages and configures podman: run it as root"
         log "installing podman, runc, debootstrap (Debian packages)"
@@ -65,18 +111,59 @@ runtime = "runc"
 CONF
     fi
     if [[ ! -x "$PODMAN_COMPOSE" ]]; then
-        log "installing podman-compose $COMPOSE_VERSION into $VENV"
+        log "installing podman-compose $PODMAN_COMPOSE_VERSION into $VENV"
         python3 -m venv "$VENV"
-        timeout 300 "$VENV/bin/pip" install -q "podman-compose==$COMPOSE_VERSION"
+        timeout 300 "$VENV/bin/pip" install -q "podman-compose==$PODMAN_COMPOSE_VERSION"
     fi
     podman --version
     "$PODMAN_COMPOSE" --version | tail -n 1
 }
 
+# Docker Engine from Debian (docker.io: dockerd 20.10, containerd, runc), its daemon started where
+# nothing runs it (no systemd here: in the background, its log in the cache), and the Compose
+# plugin built once from the Go module proxy into the CLI's plugin directory.
+setup_docker() {
+    if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
+        [[ $(id -u) == 0 ]] || die "setup installs Debian packages: run it as root"
+        log "installing docker.io, debootstrap (Debian packages)"
+        timeout 300 apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q docker.io debootstrap >/dev/null
+    fi
+    if ! docker info >/dev/null 2>&1; then
+        log "starting dockerd (log: $CACHE/dockerd.log)"
+        setsid dockerd >"$CACHE/dockerd.log" 2>&1 </dev/null &
+        local tries=0
+        until docker info >/dev/null 2>&1; do
+            tries=$((tries + 1))
+            (( tries < 60 )) || { tail -n 20 "$CACHE/dockerd.log" >&2; die "dockerd did not answer within 60 s"; }
+            sleep 1
+        done
+    fi
+    if ! docker compose version 2>/dev/null | grep -q "${DOCKER_COMPOSE_VERSION#v}"; then
+        command -v go >/dev/null || die "the Go toolchain is needed to build the Compose plugin"
+        log "building docker compose $DOCKER_COMPOSE_VERSION from the Go module proxy (once)"
+        local src
+        src=$(cd "$CACHE" && GOFLAGS=-mod=mod go mod download -json "github.com/docker/compose/v5@$DOCKER_COMPOSE_VERSION" \
+            | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+        # `go install` refuses a module whose go.mod has exclude lines; built in its own directory
+        # (a writable copy of its go.mod and go.sum: the module cache is read-only) it builds.
+        local modfile="$CACHE/docker-compose-$DOCKER_COMPOSE_VERSION"
+        mkdir -p "$modfile" "$DOCKER_PLUGINS"
+        install -m 0644 "$src/go.mod" "$modfile/go.mod"
+        install -m 0644 "$src/go.sum" "$modfile/go.sum"
+        (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 timeout 1200 go build -modfile "$modfile/go.mod" -trimpath \
+            -ldflags "-s -w -X github.com/docker/compose/v5/internal.Version=$DOCKER_COMPOSE_VERSION" \
+            -o "$DOCKER_PLUGINS/docker-compose" ./cmd) >"$CACHE/docker-compose-build.log" 2>&1 \
+            || { tail -n 20 "$CACHE/docker-compose-build.log" >&2; die "building docker compose failed"; }
+    fi
+    docker version -f 'docker: client {{.Client.Version}}, engine {{.Server.Version}}'
+    docker compose version
+}
+
 # A Debian bookworm root file system (minbase, with ca-certificates), cached as a tarball, imported
 # under the name the Dockerfile's RUNTIME_IMAGE uses, so the runtime stage is the users'.
 base_image() {
-    if podman image exists "$BASE_TAG"; then return 0; fi
+    if E image inspect "$BASE_TAG" >/dev/null 2>&1; then return 0; fi
     local tarball="$CACHE/bookworm-minbase.tar"
     if [[ ! -s "$tarball" ]]; then
         local root
@@ -89,27 +176,28 @@ base_image() {
         tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
         rm -rf "$root"
     fi
-    podman import --change 'CMD ["bash"]' "$tarball" "$BASE_TAG" >/dev/null
+    E import --change 'CMD ["bash"]' "$tarball" "$BASE_TAG" >/dev/null
     log "imported $BASE_TAG from $tarball"
 }
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
+# The build context of the images' prebuilt binaries: prebuilt/<runtime>/brigade under it.
 BIN_DIR="$TARGET_DIR/containers-bin"
 # The images' one-runtime builds go to a target directory of their own, so the user's
 # target/<profile>/brigade (every runtime) is never replaced by one that holds a single runtime.
 IMAGES_TARGET_DIR="$TARGET_DIR/images"
 FERRETDB_TAG=localhost/brigade-ferretdb:1.24.2
 
-# The FerretDB image standing in for mongo:7, from the binary scripts/ferretdb.sh builds (or finds).
+# The FerretDB image standing in for mongo:7, from the binary scripts/ferretdb.sh builds (or finds):
+# the Containerfile with a build context that holds the binary alone.
 ferretdb_image() {
-    if podman image exists "$FERRETDB_TAG"; then return 0; fi
+    if E image inspect "$FERRETDB_TAG" >/dev/null 2>&1; then return 0; fi
     local bin dir
     bin="${FERRETDB_BIN:-$(bash "$REPO_ROOT/scripts/ferretdb.sh" build)}"
     [[ -x "$bin" ]] || die "no FerretDB binary (bash scripts/ferretdb.sh build)"
     dir=$(mktemp -d)
     cp "$bin" "$dir/ferretdb"
-    podman build -q --format docker -f "$REPO_ROOT/scripts/containers/ferretdb.Containerfile" \
-        --build-context ferretdb-bin="$dir" -t "$FERRETDB_TAG" "$REPO_ROOT/scripts/containers" >/dev/null
+    engine_build -q -f "$REPO_ROOT/scripts/containers/ferretdb.Containerfile" -t "$FERRETDB_TAG" "$dir" >/dev/null
     rm -rf "$dir"
     log "built $FERRETDB_TAG"
 }
@@ -121,21 +209,24 @@ images() {
 }
 
 # brigade:RUNTIME from the real Dockerfile; the builder stage is fed a host build with the features
-# the Dockerfile's own build would use (--no-default-features --features RUNTIME,embedded,mongo).
+# the Dockerfile's own build would use (--no-default-features --features RUNTIME,embedded,mongo),
+# through a build context that holds prebuilt/RUNTIME/brigade alone. Tagged brigade:RUNTIME (what
+# docker-compose.yml names) and localhost/brigade:RUNTIME (what the cluster's manifests name; on
+# podman the two are one).
 brigade_image() {
     local runtime="$1" flags=()
     [[ "$PROFILE" == release ]] && flags=(--release)
     timed "cargo build ($runtime, $PROFILE)" \
         env CARGO_TARGET_DIR="$IMAGES_TARGET_DIR" \
         timeout 1500 cargo build --quiet --locked "${flags[@]}" --no-default-features --features "$runtime,embedded,mongo" --bin brigade
-    mkdir -p "$BIN_DIR/$runtime"
-    strip --strip-debug -o "$BIN_DIR/$runtime/brigade" "$IMAGES_TARGET_DIR/$PROFILE/brigade"
-    timed "podman build brigade:$runtime" \
-        timeout 900 podman build -q --format docker --build-arg BUILDER=prebuilt --build-context brigade-bin="$BIN_DIR" \
-        --build-arg RUNTIME="$runtime" -t "localhost/brigade:$runtime" "$REPO_ROOT" >/dev/null
+    mkdir -p "$BIN_DIR/prebuilt/$runtime"
+    strip --strip-debug -o "$BIN_DIR/prebuilt/$runtime/brigade" "$IMAGES_TARGET_DIR/$PROFILE/brigade"
+    timed "$ENGINE build brigade:$runtime" \
+        timeout 900 engine_build -q -f "$REPO_ROOT/Dockerfile" --build-arg BUILDER=prebuilt \
+        --build-arg RUNTIME="$runtime" -t "brigade:$runtime" -t "localhost/brigade:$runtime" "$BIN_DIR" >/dev/null
     # The image holds that runtime alone: the build argument reached the cargo features.
     local listed
-    listed=$(podman run --rm "localhost/brigade:$runtime" runtimes --json)
+    listed=$(E run --rm "brigade:$runtime" runtimes --json)
     echo "$listed" | python3 -c 'import json,sys; r=[x["name"] for x in json.load(sys.stdin)["runtimes"]]; sys.exit(0 if r==[sys.argv[1]] else f"brigade:{sys.argv[1]} has runtimes {r}")' "$runtime"
     log "brigade:$runtime holds the $runtime runtime alone"
 }
@@ -162,35 +253,48 @@ compose() {
     local runtime="$1" override
     shift
     override=$(store_override)
+    local tool=("$PODMAN_COMPOSE")
+    [[ "$ENGINE" == docker ]] && tool=(docker compose)
     RUNTIME="$runtime" BRIGADE_UID="$(id -u)" BRIGADE_GID="$(id -g)" \
-        timeout 300 "$PODMAN_COMPOSE" --project-name "brigade-$runtime" \
+        timeout 300 "${tool[@]}" --project-name "brigade-$runtime" \
         -f "$REPO_ROOT/docker-compose.yml" -f "$override" \
         ${COMPOSE_EXTRA:+-f "$COMPOSE_EXTRA"} "$@"
 }
 
-# Podman runs health checks from systemd timers; without systemd (this CI), nothing runs them, and
-# podman-compose before podman 4.6 does not wait for `service_healthy`. So: run every container's own
-# health check (`podman healthcheck run`, the image's HEALTHCHECK or compose's) until all of the
-# project's containers are healthy, or fail after $2 seconds, naming those that are not. What compose
-# left stopped is started first (start_left_stopped).
+# Waits until every container of project $1 is healthy, or fails after $2 seconds naming those that
+# are not. Docker runs each container's health check itself (its state says healthy); podman runs
+# them from systemd timers, and without systemd (this CI) nothing runs them, nor does podman-compose
+# before podman 4.6 wait for `service_healthy`, so on podman each container's own check
+# (`podman healthcheck run`, the image's HEALTHCHECK or compose's) is run here. What compose left
+# stopped is started first (start_left_stopped).
 wait_healthy() {
     local project="$1" limit="$2" start=$SECONDS ids id sick
     start_left_stopped "$project"
     while true; do
         sick=()
-        mapfile -t ids < <(podman ps -a -q --filter "label=io.podman.compose.project=$project")
+        mapfile -t ids < <(E ps -a -q --filter "label=$(project_label)=$project")
         [[ ${#ids[@]} -gt 0 ]] || die "no containers in project $project"
         for id in "${ids[@]}"; do
-            podman healthcheck run "$id" >/dev/null 2>&1 || sick+=("$(podman inspect -f '{{.Name}}' "$id")")
+            healthy "$id" || sick+=("$(E inspect -f '{{.Name}}' "$id")")
         done
         [[ ${#sick[@]} -eq 0 ]] && return 0
         if (( SECONDS - start > limit )); then
-            podman ps -a --filter "label=io.podman.compose.project=$project" >&2
-            for name in "${sick[@]}"; do podman logs --tail 20 "$name" >&2 || true; done
+            E ps -a --filter "label=$(project_label)=$project" >&2
+            for name in "${sick[@]}"; do E logs --tail 20 "${name#/}" >&2 || true; done
             die "not healthy after ${limit} s: ${sick[*]}"
         fi
         sleep 2
     done
+}
+
+# Whether container $1 is healthy: its health check passes (podman: run here; Docker: the state
+# the daemon's own runs left), or it runs where it has none.
+healthy() {
+    if [[ "$ENGINE" == podman ]]; then
+        podman healthcheck run "$1" >/dev/null 2>&1
+    else
+        [[ "$(docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$1")" =~ ^(healthy|running)$ ]]
+    fi
 }
 
 # Asserts that $1's /health answers 200 naming runtime $2 and the store $STORE.
@@ -200,12 +304,15 @@ check_health() {
     echo "$body" | python3 -c 'import json,sys; h=json.load(sys.stdin); sys.exit(0 if h["runtime"]==sys.argv[1] and h["store"]==sys.argv[3] else f"{sys.argv[2]}/health: {h}")' "$2" "$1" "$STORE"
 }
 
-# The cgroup of compose service $2 of project $1 (podman's .State.CgroupPath).
+# The cgroup of compose service $2 of project $1: its main process's, from /proc (the cpuacct
+# hierarchy's path on cgroup v1, the unified one on v2), the same on either engine.
 container_cgroup() {
-    local id
-    id=$(podman ps -q --filter "label=io.podman.compose.project=$1" --filter "label=io.podman.compose.service=$2")
+    local id pid
+    id=$(E ps -q --filter "label=$(project_label)=$1" --filter "label=$(service_label)=$2")
     [[ -n "$id" ]] || die "no container for $2 in $1"
-    podman inspect -f '{{.State.CgroupPath}}' "$id"
+    pid=$(E inspect -f '{{.State.Pid}}' "$id")
+    awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3; found=1} END {if (!found) exit 1}' "/proc/$pid/cgroup" 2>/dev/null \
+        || awk -F: '$1 == "0" {print $3}' "/proc/$pid/cgroup"
 }
 
 # Starts whatever of project $1 is still stopped after `compose up` or `start`, a few tries each. podman 4.3
@@ -217,17 +324,17 @@ container_cgroup() {
 start_left_stopped() {
     local project="$1" tries=0 ids id
     while true; do
-        mapfile -t ids < <(podman ps -a -q --filter "label=io.podman.compose.project=$project" \
+        mapfile -t ids < <(E ps -a -q --filter "label=$(project_label)=$project" \
             --filter status=created --filter status=exited)
         [[ ${#ids[@]} -eq 0 ]] && return 0
         tries=$((tries + 1))
         if [[ $tries -gt 5 ]]; then
-            for id in "${ids[@]}"; do podman start "$id" >&2 || true; done
-            die "still stopped after 5 tries to start them: $(podman inspect -f '{{.Name}}' "${ids[@]}" | xargs)"
+            for id in "${ids[@]}"; do E start "$id" >&2 || true; done
+            die "still stopped after 5 tries to start them: $(E inspect -f '{{.Name}}' "${ids[@]}" | xargs)"
         fi
         for id in "${ids[@]}"; do
-            log "starting $(podman inspect -f '{{.Name}}' "$id") again (try $tries): compose left it stopped"
-            podman start "$id" >/dev/null 2>&1 || true
+            log "starting $(E inspect -f '{{.Name}}' "$id") again (try $tries): compose left it stopped"
+            E start "$id" >/dev/null 2>&1 || true
         done
         sleep 1
     done
@@ -243,8 +350,8 @@ start_left_stopped() {
 reset_stack() {
     local runtime="$1" project="brigade-$1" volume tries=0
     compose "$runtime" stop >/dev/null 2>&1 || die "compose stop failed"
-    for volume in $(podman volume ls -q --filter "label=io.podman.compose.project=$project"); do
-        podman run --rm --user 0 --entrypoint /bin/sh -v "$volume:/data" "localhost/brigade:$runtime" \
+    for volume in $(E volume ls -q --filter "label=$(project_label)=$project"); do
+        E run --rm --user 0 --entrypoint /bin/sh -v "$volume:/data" "localhost/brigade:$runtime" \
             -c 'rm -rf /data/* /data/.[!.]*' || die "emptying volume $volume failed"
     done
     compose "$runtime" start >"$CACHE/compose-up-$runtime.log" 2>&1 \
@@ -265,10 +372,11 @@ reset_stack() {
 # cell of SCENARIOS x USERS, each on fresh databases), down -v clean.
 stack() {
     local runtime="$1" project="brigade-$1" results out
-    podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
+    E image inspect "brigade:$runtime" >/dev/null 2>&1 || brigade_image "$runtime"
     # On any failure (die exits), the stack goes down with its volumes.
     trap "compose $runtime down -v >/dev/null 2>&1 || true" EXIT
-    # (podman-compose warns that podman < 4.6 cannot wait for `service_healthy`: wait_healthy does.)
+    # (podman-compose warns that podman < 4.6 cannot wait for `service_healthy`: wait_healthy does.
+    # On Docker, `up -d` does not wait either; wait_healthy reads each container's own state.)
     timed "compose up ($runtime)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
         || { tail -n 30 "$CACHE/compose-up-$runtime.log" >&2; die "compose up failed"; }
     timed "every service healthy ($runtime)" wait_healthy "$project" 180
@@ -302,8 +410,8 @@ stack() {
     log "loadtest report ($cells cells, each on fresh databases): $out/report.md"
     timed "compose down -v ($runtime)" compose "$runtime" down -v >/dev/null 2>&1
     trap - EXIT
-    [[ -z "$(podman ps -a -q --filter "label=io.podman.compose.project=$project")" ]] || die "containers left after down -v"
-    [[ -z "$(podman volume ls -q --filter "label=io.podman.compose.project=$project")" ]] || die "volumes left after down -v"
+    [[ -z "$(E ps -a -q --filter "label=$(project_label)=$project")" ]] || die "containers left after down -v"
+    [[ -z "$(E volume ls -q --filter "label=$(project_label)=$project")" ]] || die "volumes left after down -v"
     log "stack $runtime ($STORE store): up, healthy, walked through, loaded, down -v clean"
 }
 
@@ -347,7 +455,7 @@ compare_containers() {
     # shellcheck disable=SC2064
     trap "for r in ${runtimes//,/ }; do COMPOSE_EXTRA=$pin compose \$r down -v >/dev/null 2>&1 || true; done; stop_loopback" EXIT
     for runtime in ${runtimes//,/ }; do
-        podman image exists "localhost/brigade:$runtime" || brigade_image "$runtime"
+        E image inspect "brigade:$runtime" >/dev/null 2>&1 || brigade_image "$runtime"
         local base=$(( PORT_BASE + 10 * i ))
         BRIGADE_WAITER_PORT=$((base + 1)) BRIGADE_TABLES_PORT=$((base + 2)) BRIGADE_KITCHEN_PORT=$((base + 3)) \
             COMPOSE_EXTRA="$pin" timed "compose up ($runtime, $STORE)" compose "$runtime" up -d >"$CACHE/compose-up-$runtime.log" 2>&1 \
@@ -363,12 +471,10 @@ compare_containers() {
     else
         databases="the embedded store (docker-compose.embedded.yml): each service its own database file on its own volume, no database container"
     fi
-    note="podman $(podman version -f '{{.Client.Version}}') ($(podman info -f '{{.Host.OCIRuntime.Name}}'), \
-network $(podman info -f '{{.Host.NetworkBackend}}'), cgroups $(podman info -f '{{.Host.CgroupsVersion}}')), \
-podman-compose $COMPOSE_VERSION; docker-compose.yml + $(basename "$(store_override)"), one stack per runtime up at once \
+    note="$(engine_words); docker-compose.yml + $(basename "$(store_override)"), one stack per runtime up at once \
 (${stacks[*]}), image brigade:RUNTIME from the Dockerfile (BUILDER=prebuilt, a $PROFILE host build with that runtime's \
 features alone); each service container pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
-every service in its own container and network namespace, reached through podman's published ports; \
+every service in its own container and network namespace, reached through the engine's published ports; \
 side by side, each runtime's CPU is its three service containers' cgroups (cpuacct) summed, in nanoseconds; $databases"
     timed "compare --external ($runtimes, $STORE)" "$brigade" compare "${externals[@]}" \
         --server-cpus "$server_cpus" --generator-cpus "$generator_cpus" \
@@ -486,27 +592,32 @@ stop_loopback() {
     LOOPBACK_PIDS=()
 }
 
-# Item 3: the MongoDB tests through testcontainers, not MONGODB_URI: podman's Docker-compatible API
-# on a socket (DOCKER_HOST), the local FerretDB image as a generic image (BRIGADE_MONGO_IMAGE, ready
-# at its "Listening on" line). Only the MongoDB tests (each crate's `suite` binary, filtered by
-# name), on the test build CI already made (--workspace --all-features: the same features, so
-# nothing is rebuilt).
+# Item 3: the MongoDB tests through testcontainers, not MONGODB_URI: the engine's Docker API on a
+# socket (DOCKER_HOST: Docker's own, or `podman system service`), the local FerretDB image as a
+# generic image (BRIGADE_MONGO_IMAGE, ready at its "Listening on" line). Only the MongoDB tests
+# (each crate's `suite` binary, filtered by name), on the test build CI already made
+# (--workspace --all-features: the same features, so nothing is rebuilt).
 testcontainers() {
-    local socket=/run/podman/podman.sock service
+    local socket=/var/run/docker.sock service=""
     ferretdb_image
-    mkdir -p "$(dirname "$socket")"
-    podman system service --time=0 "unix://$socket" >"$CACHE/podman-service.log" 2>&1 &
-    service=$!
+    if [[ "$ENGINE" == podman ]]; then
+        socket=/run/podman/podman.sock
+        mkdir -p "$(dirname "$socket")"
+        podman system service --time=0 "unix://$socket" >"$CACHE/podman-service.log" 2>&1 &
+        service=$!
+    fi
     # shellcheck disable=SC2064
-    trap "kill $service 2>/dev/null || true; remove_test_containers" EXIT
+    trap "${service:+kill $service 2>/dev/null || true; }remove_test_containers" EXIT
     for _ in $(seq 50); do [[ -S "$socket" ]] && break; sleep 0.2; done
-    [[ -S "$socket" ]] || die "podman system service did not open $socket"
+    [[ -S "$socket" ]] || die "no Docker API socket at $socket"
     local run=(env -u MONGODB_URI DOCKER_HOST="unix://$socket" BRIGADE_MONGO_IMAGE="$FERRETDB_TAG"
         BRIGADE_REQUIRE_MONGO=1 timeout 900 cargo test --quiet --workspace --all-features)
     timed "testcontainers: store tests" "${run[@]}" --test suite mongo_store::
     timed "testcontainers: model and conformance on mongo" "${run[@]}" --test suite -- the_mongo_store_agrees passes_on_the_mongo_store
-    kill "$service" 2>/dev/null || true
-    wait "$service" 2>/dev/null || true
+    if [[ -n "$service" ]]; then
+        kill "$service" 2>/dev/null || true
+        wait "$service" 2>/dev/null || true
+    fi
     remove_test_containers
     trap - EXIT
 }
@@ -514,20 +625,38 @@ testcontainers() {
 # testcontainers keeps its container for the whole test process and does not remove it at exit.
 remove_test_containers() {
     local ids
-    ids=$(podman ps -a -q --filter label=org.testcontainers.managed-by=testcontainers)
-    [[ -z "$ids" ]] || podman rm -f $ids >/dev/null 2>&1 || true
+    ids=$(E ps -a -q --filter label=org.testcontainers.managed-by=testcontainers)
+    [[ -z "$ids" ]] || E rm -f $ids >/dev/null 2>&1 || true
 }
 
-# Every container, pod and volume of this script's projects and of testcontainers.
+# Every container, volume and network of this script's projects and of testcontainers.
 clean() {
-    local project
-    for project in $(podman ps -a --format '{{index .Labels "io.podman.compose.project"}}' | sort -u); do
+    local project format='{{index .Labels "io.podman.compose.project"}}'
+    [[ "$ENGINE" == docker ]] && format='{{.Label "com.docker.compose.project"}}'
+    for project in $(E ps -a --filter "label=$(project_label)" --format "$format" | sort -u); do
         [[ "$project" == brigade-* ]] || continue
-        podman ps -a -q --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f >/dev/null 2>&1 || true
-        podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1 || true
-        podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1 || true
+        E ps -a -q --filter "label=$(project_label)=$project" | xargs -r "$ENGINE" rm -f >/dev/null 2>&1 || true
+    done
+    # Volumes and networks outlive their containers: by their own labels.
+    for project in $(E volume ls -q --filter "label=$(project_label)" | xargs -r "$ENGINE" volume inspect -f "{{index .Labels \"$(project_label)\"}}" | sort -u) \
+        $(E network ls -q --filter "label=$(project_label)" | xargs -r "$ENGINE" network inspect -f "{{index .Labels \"$(project_label)\"}}" | sort -u); do
+        [[ "$project" == brigade-* ]] || continue
+        E volume ls -q --filter "label=$(project_label)=$project" | xargs -r "$ENGINE" volume rm -f >/dev/null 2>&1 || true
+        E network ls -q --filter "label=$(project_label)=$project" | xargs -r "$ENGINE" network rm >/dev/null 2>&1 || true
     done
     remove_test_containers
+}
+
+# The engine in words, for reports: its version, runtime, network and cgroups, and its compose.
+engine_words() {
+    if [[ "$ENGINE" == docker ]]; then
+        echo "Docker Engine $(docker version -f '{{.Server.Version}}') ($(docker info -f '{{.DefaultRuntime}}, storage {{.Driver}}, cgroups v{{.CgroupVersion}} ({{.CgroupDriver}})'), \
+bridge network), Docker Compose $(docker compose version --short)"
+    else
+        echo "podman $(podman version -f '{{.Client.Version}}') ($(podman info -f '{{.Host.OCIRuntime.Name}}'), \
+network $(podman info -f '{{.Host.NetworkBackend}}'), cgroups $(podman info -f '{{.Host.CgroupsVersion}}')), \
+podman-compose $PODMAN_COMPOSE_VERSION"
+    fi
 }
 
 # A short containerised side-by-side comparison (both stacks on the embedded store, one level at a
@@ -555,28 +684,51 @@ print("side by side in containers:", ", ".join(f'{n} {r["cpu_us_per_request"]:.0
 PY
 }
 
-# What CI runs (.ci/run): items 1-3 of issue 13, each step timed.
-# testcontainers first: it reuses the test build as it is; each image's one-runtime build goes to
-# target/images and leaves target/<profile>/brigade as it was.
+# What CI runs (.ci/run), each step timed. On podman: setup, images, testcontainers, the mongo stack
+# of axum and of actix, the embedded stack of axum, the side-by-side check. On Docker Engine (the
+# second engine CI runs): setup, images, the mongo stack of axum, the embedded stack of actix and
+# the side-by-side check, on the images' host builds the podman pass made (cargo does not build
+# them again). testcontainers first: it reuses the test build as it is; each image's one-runtime
+# build goes to target/images and leaves target/<profile>/brigade as it was.
 ci() {
     local began=$SECONDS runtime
-    timed "setup" setup
-    timed "images" images
-    timed "testcontainers" testcontainers
-    for runtime in axum actix; do
-        timed "brigade image $runtime" brigade_image "$runtime"
-        timed "stack $runtime" stack "$runtime"
-    done
-    STORE=embedded timed "stack axum (embedded store)" stack axum
-    timed "side by side in containers (embedded store)" compare_check
+    timed "setup ($ENGINE)" setup
+    timed "images ($ENGINE)" images
+    if [[ "$ENGINE" == podman ]]; then
+        timed "testcontainers" testcontainers
+        for runtime in axum actix; do
+            timed "brigade image $runtime" brigade_image "$runtime"
+            timed "stack $runtime" stack "$runtime"
+        done
+        STORE=embedded timed "stack axum (embedded store)" stack axum
+    else
+        for runtime in axum actix; do timed "brigade image $runtime ($ENGINE)" brigade_image "$runtime"; done
+        timed "stack axum ($ENGINE)" stack axum
+        STORE=embedded timed "stack actix (embedded store, $ENGINE)" stack actix
+    fi
+    timed "side by side in containers (embedded store, $ENGINE)" compare_check
     clean
-    log "containers (issue 13 items 1-3) took $((SECONDS - began)) s in all"
-    [[ -z "$(podman ps -a -q)" ]] || { podman ps -a >&2; die "containers left behind"; }
+    log "containers on $ENGINE took $((SECONDS - began)) s in all"
+    [[ -z "$(E ps -a -q)" ]] || { E ps -a >&2; die "containers left behind"; }
 }
+
+# --engine anywhere among the arguments; what is left is the subcommand and its own.
+args=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --engine) ENGINE="${2:?--engine docker|podman}"; shift 2 ;;
+        --engine=*) ENGINE="${1#--engine=}"; shift ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+set -- "${args[@]}"
+[[ -n "$ENGINE" ]] || ENGINE=$(default_engine)
+[[ "$ENGINE" == docker || "$ENGINE" == podman ]] || die "--engine $ENGINE: docker or podman"
 
 case "${1:-}" in
     ci) ci ;;
     clean) clean ;;
+    engine) echo "$ENGINE" ;;
     testcontainers) testcontainers ;;
     stack)
         [[ "${3:-}" == --store ]] && STORE="${4:?--store mongo|embedded}"
@@ -587,5 +739,5 @@ case "${1:-}" in
     base-image) base_image ;;
     images) images ;;
     brigade-image) brigade_image "${2:?runtime}" ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
 esac

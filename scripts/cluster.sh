@@ -1,0 +1,736 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this machine, built from upstream components, with
+# Brigade's services and its sharded load on it (docs/scaling.md, "A real cluster on one machine").
+#
+#   bash scripts/cluster.sh up                      # the cluster: binaries built once (cached), certificates,
+#                                                   # etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#                                                   # containerd + runc + CNI, kubelet, kube-proxy, CoreDNS,
+#                                                   # metrics-server, and the images loaded into containerd
+#   bash scripts/cluster.sh deploy RUNTIME...       # each runtime's services in namespace brigade-RUNTIME
+#                                                   # (deploy/k8s/overlays/RUNTIME + the component deploy/k8s/local)
+#   bash scripts/cluster.sh url RUNTIME SERVICE     # a URL of that service reachable from this machine
+#   bash scripts/cluster.sh walkthrough RUNTIME     # scripts/walkthrough.sh against that runtime's services
+#   bash scripts/cluster.sh load RUNTIME SHARDS DURATION [--scenario S] [--users N] [--kill-generator I]
+#                                                   # the load Jobs against that runtime's services, the servers'
+#                                                   # counters read around them; prints the merged report's path
+#   bash scripts/cluster.sh compare R1,R2 [compare flags]   # compare --external of two deployed runtimes
+#   bash scripts/cluster.sh status                  # the components, the node, every pod
+#   bash scripts/cluster.sh logs [COMPONENT|RUNTIME] # a component's log (etcd, kubelet, ...), or a runtime's pods'
+#   bash scripts/cluster.sh down                    # everything stopped and removed; checks that nothing remains
+#   bash scripts/cluster.sh build                   # only the binaries (cached under BRIGADE_CACHE)
+#
+# Environment: BRIGADE_CACHE (default ~/.cache/brigade: the built binaries), BRIGADE_CLUSTER_STATE
+# (default /var/lib/brigade-cluster: everything `up` makes; `down` removes it), BRIGADE_ENGINE
+# (docker|podman: the engine that builds the images, default whichever containers.sh picks).
+# Runs as root: it starts a kubelet.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${BRIGADE_CACHE:-$HOME/.cache/brigade}"
+STATE="${BRIGADE_CLUSTER_STATE:-/var/lib/brigade-cluster}"
+RUN_DIR=/run/brigade-cluster
+
+# Pinned versions (docs/scaling.md says why these).
+K8S_VERSION=v1.35.4
+K8S_STAGING_VERSION=v0.35.4
+COREDNS_VERSION=v1.14.7
+METRICS_SERVER_VERSION=v0.8.1
+PAUSE_VERSION=3.10.1
+BIN="$CACHE/cluster/kubernetes-$K8S_VERSION"
+ADDONS_BIN="$CACHE/cluster/addons"
+
+# The cluster's addresses.
+SERVICE_CIDR=10.96.0.0/16
+KUBERNETES_SVC_IP=10.96.0.1
+DNS_IP=10.96.0.10
+POD_CIDR=10.244.0.0/24
+BRIDGE=brigade0
+ETCD_PORT=12379
+APISERVER_PORT=6443
+NODE_NAME=brigade-node
+
+log() { echo "cluster.sh: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+timed() {
+    local what="$1" start=$SECONDS
+    shift
+    "$@"
+    log "$what took $((SECONDS - start)) s"
+}
+
+# --- build: every binary from the Go module proxy at a pinned version, once -----------------------
+
+# The module's directory in Go's module cache (downloaded once).
+module_dir() {
+    GOFLAGS=-mod=mod go mod download -json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])'
+}
+
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl and etcd.
+# k8s.io/kubernetes points its staging modules (k8s.io/api, client-go, ...) at ./staging, which its
+# module zip does not hold: they are published as modules of their own at v0.MINOR.PATCH, so a copy
+# of its go.mod points them there (-modfile; the module cache stays read-only). etcd is the server
+# the same go.mod requires (go.etcd.io/etcd/server/v3), built from the same module graph. Without the
+# version ldflags (hack/lib/version.sh sets them in a release build) every binary would call itself
+# v0.0.0-master, and the kubelet's version skew check would refuse the apiserver.
+build_kubernetes() {
+    local bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd) missing=0 b
+    for b in "${bins[@]}"; do [[ -x "$BIN/$b" ]] || missing=1; done
+    [[ $missing == 0 ]] && return 0
+    command -v go >/dev/null || die "the Go toolchain is needed to build Kubernetes"
+    local src modfile="$BIN/modfile" minor ld="-s -w" pkg
+    src=$(module_dir "k8s.io/kubernetes@$K8S_VERSION")
+    mkdir -p "$modfile"
+    sed -E "s#^([[:space:]]*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$#\1\2 => \2 $K8S_STAGING_VERSION#" \
+        "$src/go.mod" >"$modfile/go.mod"
+    ! grep -q '=> ./staging' "$modfile/go.mod" || die "a staging replace line was not rewritten"
+    install -m 0644 "$src/go.sum" "$modfile/go.sum"
+    minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+        ld+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit=module-$K8S_VERSION -X $pkg.buildDate=1970-01-01T00:00:00Z"
+    done
+    log "building Kubernetes $K8S_VERSION and etcd from the Go module proxy (once; about 10 minutes on 2 cores)"
+    (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -modfile "$modfile/go.mod" -trimpath \
+        -ldflags "$ld" -o "$BIN/" ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler \
+        ./cmd/kubelet ./cmd/kube-proxy ./cmd/kubectl) >"$CACHE/cluster/build-kubernetes.log" 2>&1 \
+        || { tail -n 30 "$CACHE/cluster/build-kubernetes.log" >&2; die "the Kubernetes build failed"; }
+    (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -modfile "$modfile/go.mod" -trimpath \
+        -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3) >>"$CACHE/cluster/build-kubernetes.log" 2>&1 \
+        || { tail -n 30 "$CACHE/cluster/build-kubernetes.log" >&2; die "the etcd build failed"; }
+    "$BIN/kube-apiserver" --version
+}
+
+# CoreDNS (the cluster's DNS: service names), metrics-server (what the HPAs read) and pause (the pod
+# sandbox), each a static binary for an image FROM scratch. CoreDNS and metrics-server build in their
+# own module directories (go install refuses modules with replace lines); pause is the C program of
+# the Kubernetes tree (build/pause/linux/pause.c), as registry.k8s.io/pause is.
+build_addons() {
+    mkdir -p "$ADDONS_BIN"
+    local src
+    if [[ ! -x "$ADDONS_BIN/coredns-$COREDNS_VERSION" ]]; then
+        src=$(module_dir "github.com/coredns/coredns@$COREDNS_VERSION")
+        log "building CoreDNS $COREDNS_VERSION"
+        (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -modfile "$(addon_modfile "$src" coredns)" \
+            -trimpath -ldflags "-s -w" -o "$ADDONS_BIN/coredns-$COREDNS_VERSION" .) \
+            >"$CACHE/cluster/build-coredns.log" 2>&1 \
+            || { tail -n 30 "$CACHE/cluster/build-coredns.log" >&2; die "the CoreDNS build failed"; }
+    fi
+    if [[ ! -x "$ADDONS_BIN/metrics-server-$METRICS_SERVER_VERSION" ]]; then
+        src=$(module_dir "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION")
+        log "building metrics-server $METRICS_SERVER_VERSION"
+        (cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -modfile "$(addon_modfile "$src" metrics-server)" \
+            -trimpath -ldflags "-s -w -X sigs.k8s.io/metrics-server/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+            -o "$ADDONS_BIN/metrics-server-$METRICS_SERVER_VERSION" ./cmd/metrics-server) \
+            >"$CACHE/cluster/build-metrics-server.log" 2>&1 \
+            || { tail -n 30 "$CACHE/cluster/build-metrics-server.log" >&2; die "the metrics-server build failed"; }
+    fi
+    if [[ ! -x "$ADDONS_BIN/pause-$PAUSE_VERSION" ]]; then
+        src=$(module_dir "k8s.io/kubernetes@$K8S_VERSION")
+        gcc -Os -Wall -Werror -static -DVERSION="v$PAUSE_VERSION-brigade" -o "$ADDONS_BIN/pause-$PAUSE_VERSION" \
+            "$src/build/pause/linux/pause.c" || die "building pause failed"
+    fi
+}
+
+# A writable copy of module $1's go.mod and go.sum (for -modfile), under $2's name.
+addon_modfile() {
+    local dir="$CACHE/cluster/modfile-$2"
+    mkdir -p "$dir"
+    install -m 0644 "$1/go.mod" "$dir/go.mod"
+    [[ -f "$1/go.sum" ]] && install -m 0644 "$1/go.sum" "$dir/go.sum"
+    echo "$dir/go.mod"
+}
+
+build() {
+    command -v gcc >/dev/null || die "gcc is needed to build the pause program"
+    timed "Kubernetes binaries" build_kubernetes
+    timed "CoreDNS, metrics-server, pause" build_addons
+}
+
+# --- up: certificates, the control plane, the node, the addons ------------------------------------
+
+NODE_IP=""
+node_ip() {
+    [[ -n "$NODE_IP" ]] || NODE_IP=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -n 1)
+    [[ -n "$NODE_IP" ]] || NODE_IP=$(hostname -I | awk '{print $1}')
+    [[ -n "$NODE_IP" ]] || die "no IPv4 address for the node"
+    echo "$NODE_IP"
+}
+
+# A key and a certificate signed by CA $6 (default ca): name, CN, O (may be empty), subjectAltName
+# (may be empty), extendedKeyUsage.
+cert() {
+    local name="$1" cn="$2" org="$3" san="$4" usage="$5" ca="${6:-ca}" d="$STATE/pki"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$d/$name.key" \
+        -out "$d/$name.csr" -subj "/CN=$cn${org:+/O=$org}" 2>/dev/null
+    {
+        echo "basicConstraints=critical,CA:FALSE"
+        echo "keyUsage=critical,digitalSignature,keyEncipherment"
+        echo "extendedKeyUsage=$usage"
+        [[ -z "$san" ]] || echo "subjectAltName=$san"
+    } >"$d/$name.ext"
+    openssl x509 -req -in "$d/$name.csr" -CA "$d/$ca.crt" -CAkey "$d/$ca.key" -CAcreateserial \
+        -days 365 -extfile "$d/$name.ext" -out "$d/$name.crt" 2>/dev/null
+    rm -f "$d/$name.csr" "$d/$name.ext"
+}
+
+ca() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+        -keyout "$STATE/pki/$1.key" -out "$STATE/pki/$1.crt" -subj "/CN=$2" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+}
+
+# Every certificate the cluster uses, made here, new at every `up`: one CA for the cluster (the
+# apiserver, the kubelet's serving certificate, every client), one for the aggregation layer's
+# front proxy (metrics-server), and the service accounts' signing key.
+pki() {
+    local d="$STATE/pki" ip
+    ip=$(node_ip)
+    mkdir -p "$d"
+    chmod 0700 "$d"
+    ca ca brigade-cluster-ca
+    ca front-proxy-ca brigade-front-proxy-ca
+    cert apiserver kube-apiserver "" \
+        "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:$KUBERNETES_SVC_IP,IP:127.0.0.1,IP:$ip" serverAuth
+    cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
+    cert admin brigade-admin system:masters "" clientAuth
+    cert controller-manager system:kube-controller-manager "" "" clientAuth
+    cert scheduler system:kube-scheduler "" "" clientAuth
+    cert kubelet "system:node:$NODE_NAME" system:nodes "" clientAuth
+    cert kubelet-serving "system:node:$NODE_NAME" system:nodes "DNS:$NODE_NAME,IP:$ip" serverAuth
+    cert kube-proxy system:kube-proxy "" "" clientAuth
+    cert front-proxy-client front-proxy-client "" "" clientAuth front-proxy-ca
+    openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+    local who
+    for who in admin controller-manager scheduler kubelet kube-proxy; do
+        kubeconfig "$who"
+    done
+}
+
+# $STATE/NAME.kubeconfig: the apiserver with NAME's client certificate.
+kubeconfig() {
+    local name="$1" file="$STATE/$1.kubeconfig" k="$BIN/kubectl"
+    "$k" config set-cluster brigade --server="https://127.0.0.1:$APISERVER_PORT" \
+        --certificate-authority="$STATE/pki/ca.crt" --embed-certs --kubeconfig "$file" >/dev/null
+    "$k" config set-credentials "$name" --client-certificate="$STATE/pki/$name.crt" \
+        --client-key="$STATE/pki/$name.key" --embed-certs --kubeconfig "$file" >/dev/null
+    "$k" config set-context brigade --cluster brigade --user "$name" --kubeconfig "$file" >/dev/null
+    "$k" config use-context brigade --kubeconfig "$file" >/dev/null
+    chmod 0600 "$file"
+}
+
+# kubectl as the cluster's administrator.
+kc() { "$BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" "$@"; }
+
+# Starts component $1 in the background ($2... its command line), its log in $STATE/logs/$1.log and
+# its pid in $RUN_DIR/$1.pid. setsid: a component outlives the shell that started it, and `down`
+# stops it by its pid file.
+start() {
+    local name="$1"
+    shift
+    mkdir -p "$STATE/logs" "$RUN_DIR"
+    setsid "$@" >"$STATE/logs/$name.log" 2>&1 < /dev/null &
+    echo $! >"$RUN_DIR/$name.pid"
+}
+
+running() { [[ -f "$RUN_DIR/$1.pid" ]] && kill -0 "$(cat "$RUN_DIR/$1.pid")" 2>/dev/null; }
+
+# Waits up to $2 seconds for command $3... to succeed; names $1 and shows its log if it does not.
+wait_for() {
+    local what="$1" limit="$2" start=$SECONDS
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        if (( SECONDS - start > limit )); then
+            [[ -f "$STATE/logs/$what.log" ]] && tail -n 25 "$STATE/logs/$what.log" >&2
+            die "$what: not ready after $limit s"
+        fi
+        if [[ -f "$RUN_DIR/$what.pid" ]] && ! running "$what"; then
+            tail -n 25 "$STATE/logs/$what.log" >&2
+            die "$what exited"
+        fi
+        sleep 1
+    done
+}
+
+start_etcd() {
+    start etcd "$BIN/etcd" --name brigade --data-dir "$STATE/etcd" \
+        --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+        --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+        --initial-cluster "brigade=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls "http://127.0.0.1:$((ETCD_PORT + 2))"
+    wait_for etcd 60 curl -sf "http://127.0.0.1:$((ETCD_PORT + 2))/health"
+}
+
+start_control_plane() {
+    local d="$STATE/pki" ip
+    ip=$(node_ip)
+    start kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+        --bind-address 0.0.0.0 --secure-port "$APISERVER_PORT" --advertise-address "$ip" \
+        --service-cluster-ip-range "$SERVICE_CIDR" --allow-privileged=true \
+        --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+        --tls-cert-file "$d/apiserver.crt" --tls-private-key-file "$d/apiserver.key" --client-ca-file "$d/ca.crt" \
+        --kubelet-client-certificate "$d/apiserver-kubelet-client.crt" --kubelet-client-key "$d/apiserver-kubelet-client.key" \
+        --kubelet-certificate-authority "$d/ca.crt" --kubelet-preferred-address-types InternalIP \
+        --service-account-issuer https://kubernetes.default.svc.cluster.local \
+        --service-account-key-file "$d/sa.pub" --service-account-signing-key-file "$d/sa.key" \
+        --requestheader-client-ca-file "$d/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+        --requestheader-extra-headers-prefix X-Remote-Extra- --requestheader-group-headers X-Remote-Group \
+        --requestheader-username-headers X-Remote-User \
+        --proxy-client-cert-file "$d/front-proxy-client.crt" --proxy-client-key-file "$d/front-proxy-client.key" \
+        --enable-aggregator-routing=true --profiling=false
+    wait_for kube-apiserver 120 kc get --raw /readyz
+    start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
+        --service-account-private-key-file "$d/sa.key" --root-ca-file "$d/ca.crt" \
+        --cluster-signing-cert-file "$d/ca.crt" --cluster-signing-key-file "$d/ca.key" \
+        --service-cluster-ip-range "$SERVICE_CIDR" --profiling=false
+    start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$STATE/scheduler.kubeconfig" \
+        --authentication-kubeconfig "$STATE/scheduler.kubeconfig" --authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
+        --bind-address 127.0.0.1 --leader-elect=false --profiling=false
+    wait_for kube-controller-manager 60 curl -skf https://127.0.0.1:10257/healthz
+    wait_for kube-scheduler 60 curl -skf https://127.0.0.1:10259/healthz
+}
+
+CONTAINERD_SOCK="$RUN_DIR/containerd.sock"
+# ctr on the cluster's containerd, in the namespace the kubelet uses.
+ctrk() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+
+# The cluster's own containerd (Debian's), apart from any other on the machine (Docker's, podman's
+# have theirs): its own root, state, socket and CNI configuration, so that `down` can remove all of
+# it. cgroupfs, not systemd: this machine runs no systemd, and the kubelet uses the same driver.
+start_containerd() {
+    local cni="$STATE/cni" RESTRICT_OOM=false
+    # CAP_SYS_RESOURCE is bit 24 of the effective capabilities.
+    (( (0x$(awk '/^CapEff/ {print $2}' /proc/self/status) >> 24) & 1 )) || RESTRICT_OOM=true
+    mkdir -p "$cni/net.d" "$cni/ipam" "$STATE/containerd"
+    cat >"$cni/net.d/10-brigade.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "brigade",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$cni/ipam"
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+JSON
+    cat >"$STATE/containerd/config.toml" <<TOML
+version = 2
+root = "$STATE/containerd/root"
+state = "$RUN_DIR/containerd"
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[ttrpc]
+  address = "$CONTAINERD_SOCK.ttrpc"
+[debug]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$STATE/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/brigade-pause:$PAUSE_VERSION"
+  # This machine gives root no CAP_SYS_RESOURCE, so no process may lower an OOM score below its
+  # own (0): the kubelet's -998 for a pod's sandbox made runc fail ("failed to update
+  # /proc/self/oom_score_adj: Permission denied"). Scores below containerd's are raised to it.
+  restrict_oom_score_adj = $RESTRICT_OOM
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$cni/net.d"
+TOML
+    start containerd containerd --config "$STATE/containerd/config.toml"
+    wait_for containerd 60 ctrk version
+}
+
+# The images the cluster runs, from the engine's store into containerd's: pause, CoreDNS and
+# metrics-server (static binaries on scratch, built here), and whatever else is named.
+ENGINE=""
+engine() {
+    if [[ -z "$ENGINE" ]]; then
+        ENGINE=$(bash "$REPO_ROOT/scripts/containers.sh" engine)
+    fi
+    echo "$ENGINE"
+}
+
+# Builds localhost/NAME:TAG FROM scratch with binary $3 as its entrypoint (args $4...), unless the
+# engine has it.
+scratch_image() {
+    local name="$1" tag="$2" binary="$3" e dir
+    shift 3
+    e=$(engine)
+    "$e" image inspect "localhost/$name:$tag" >/dev/null 2>&1 && return 0
+    dir=$(mktemp -d)
+    cp "$binary" "$dir/entry"
+    {
+        echo "FROM scratch"
+        echo "COPY entry /$name"
+        printf 'ENTRYPOINT ["/%s"' "$name"
+        local a
+        for a in "$@"; do printf ', "%s"' "$a"; done
+        echo "]"
+    } >"$dir/Dockerfile"
+    "$e" build -q -t "localhost/$name:$tag" "$dir" >/dev/null || die "building localhost/$name:$tag failed"
+    rm -rf "$dir"
+}
+
+# Copies images $@ from the engine into the cluster's containerd (what is there already is kept).
+load_images() {
+    local e image
+    e=$(engine)
+    for image in "$@"; do
+        if ctrk images ls -q | grep -qx "$image"; then continue; fi
+        "$e" image inspect "$image" >/dev/null 2>&1 || die "$e has no image $image"
+        "$e" save "$image" | ctrk images import --all-platforms - >/dev/null || die "importing $image into containerd failed"
+        ctrk images ls -q | grep -qx "$image" || die "containerd did not take $image under that name"
+        log "loaded $image into the cluster's containerd"
+    done
+}
+
+addon_images() {
+    scratch_image brigade-pause "$PAUSE_VERSION" "$ADDONS_BIN/pause-$PAUSE_VERSION"
+    scratch_image brigade-coredns "$COREDNS_VERSION" "$ADDONS_BIN/coredns-$COREDNS_VERSION"
+    scratch_image brigade-metrics-server "$METRICS_SERVER_VERSION" "$ADDONS_BIN/metrics-server-$METRICS_SERVER_VERSION"
+    load_images "localhost/brigade-pause:$PAUSE_VERSION" "localhost/brigade-coredns:$COREDNS_VERSION" \
+        "localhost/brigade-metrics-server:$METRICS_SERVER_VERSION"
+}
+
+# The kubelet. cgroup v1 (this machine's hierarchy is v1, hybrid): Kubernetes 1.35 refuses it
+# unless failCgroupV1 is false (KEP-5573); 1.35 is the last minor that supports containerd 1.x
+# (Debian 12's 1.6), so this is the newest pairing that runs here (docs/scaling.md).
+start_kubelet() {
+    local d="$STATE/pki" ip
+    ip=$(node_ip)
+    mkdir -p "$STATE/kubelet"
+    cat >"$STATE/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $ip
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $d/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: $d/kubelet-serving.crt
+tlsPrivateKeyFile: $d/kubelet-serving.key
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+clusterDNS: [$DNS_IP]
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+serializeImagePulls: false
+# The images are loaded by hand (there is no registry to pull them from again): never collected.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 200Mi
+  nodefs.available: 5%
+  imagefs.available: 5%
+YAML
+    start kubelet "$BIN/kubelet" --config "$STATE/kubelet/config.yaml" --kubeconfig "$STATE/kubelet.kubeconfig" \
+        --root-dir "$STATE/kubelet/root" --hostname-override "$NODE_NAME" --node-ip "$ip"
+    wait_for kubelet 120 node_ready
+}
+
+node_ready() {
+    [[ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+}
+
+start_kube_proxy() {
+    mkdir -p "$STATE/kube-proxy"
+    cat >"$STATE/kube-proxy/config.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $STATE/kube-proxy.kubeconfig
+hostnameOverride: $NODE_NAME
+mode: iptables
+clusterCIDR: $POD_CIDR
+# The machine's conntrack table is left as it is (kube-proxy would otherwise resize it).
+conntrack:
+  maxPerCore: 0
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+YAML
+    start kube-proxy "$BIN/kube-proxy" --config "$STATE/kube-proxy/config.yaml"
+    wait_for kube-proxy 60 curl -sf http://127.0.0.1:10256/healthz
+}
+
+# The kernel settings the cluster changes (ip_forward here; the kubelet and kube-proxy set the rest
+# at start), saved at `up` and put back by `down`.
+SYSCTLS=(net.ipv4.ip_forward net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables
+    net.bridge.bridge-nf-call-ip6tables vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+    kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+
+save_sysctls() {
+    local key
+    for key in "${SYSCTLS[@]}"; do
+        [[ -e "/proc/sys/${key//.//}" ]] && echo "$key=$(sysctl -n "$key")"
+    done >"$STATE/sysctl-before"
+}
+
+restore_sysctls() {
+    [[ -f "$STATE/sysctl-before" ]] || return 0
+    local line
+    while read -r line; do sysctl -q -w "$line" >/dev/null 2>&1 || log "could not put back $line"; done <"$STATE/sysctl-before"
+}
+
+up() {
+    [[ $(id -u) == 0 ]] || die "up starts a kubelet and changes iptables: run it as root"
+    local began=$SECONDS
+    if running kube-apiserver; then log "the cluster is up already (down first for a new one)"; return 0; fi
+    [[ ! -e "$STATE" ]] || die "$STATE is left from an earlier cluster: run down first"
+    for tool in containerd runc iptables ip openssl curl /usr/lib/cni/bridge; do
+        command -v "$tool" >/dev/null || die "$tool is missing (apt-get install containerd runc iptables containernetworking-plugins)"
+    done
+    timed "build (cached)" build
+    mkdir -p "$STATE" "$RUN_DIR"
+    save_sysctls
+    sysctl -q -w net.ipv4.ip_forward=1
+    sysctl -q -w net.bridge.bridge-nf-call-iptables=1 2>/dev/null || log "br_netfilter is missing: pod-to-service traffic on the bridge may not be routed"
+    timed "certificates" pki
+    timed "etcd" start_etcd
+    timed "control plane" start_control_plane
+    timed "containerd" start_containerd
+    timed "addon images" addon_images
+    timed "kubelet (node Ready)" start_kubelet
+    timed "kube-proxy" start_kube_proxy
+    timed "addons (CoreDNS, metrics-server)" addons
+    log "up in $((SECONDS - began)) s: $(kc get node "$NODE_NAME" --no-headers)"
+    log "kubectl: $BIN/kubectl --kubeconfig $STATE/admin.kubeconfig"
+}
+
+# CoreDNS from the Kubernetes tree's own addon manifest (cluster/addons/dns/coredns), and
+# metrics-server from its release's manifests (manifests/base), each with only its image made the
+# local one and its placeholders filled.
+addons() {
+    local k8s ms
+    k8s=$(module_dir "k8s.io/kubernetes@$K8S_VERSION")
+    sed -e "s/__DNS__DOMAIN__/cluster.local/g" -e "s/__DNS__SERVER__/$DNS_IP/g" -e "s/__DNS__MEMORY__LIMIT__/170Mi/g" \
+        -e "s#image: registry.k8s.io/coredns/coredns:.*#image: localhost/brigade-coredns:$COREDNS_VERSION#" \
+        -e "s/imagePullPolicy: IfNotPresent/imagePullPolicy: Never/" \
+        "$k8s/cluster/addons/dns/coredns/coredns.yaml.base" | kc apply -f - >/dev/null
+    ms=$(module_dir "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION")
+    metrics_server_manifests "$ms" | kc apply -f - >/dev/null
+    wait_for coredns 180 kc -n kube-system wait --for=condition=available deploy/coredns --timeout=5s
+    wait_for metrics-server 180 kc get --raw /apis/metrics.k8s.io/v1beta1/nodes
+}
+
+# metrics-server's release overlay as its project publishes it, with the local image and the
+# kubelet's serving certificate checked against the cluster's CA (the kube-root-ca.crt ConfigMap
+# every namespace gets) instead of skipped (--kubelet-insecure-tls, what most local clusters use).
+metrics_server_manifests() {
+    local dir="$STATE/addons/metrics-server"
+    mkdir -p "$dir"
+    cat >"$dir/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$1/manifests/overlays/release" "$dir")
+images:
+  - name: registry.k8s.io/metrics-server/metrics-server
+    newName: localhost/brigade-metrics-server
+    newTag: $METRICS_SERVER_VERSION
+patches:
+  - target: {kind: Deployment, name: metrics-server}
+    patch: |
+      - op: replace
+        path: /spec/template/spec/containers/0/imagePullPolicy
+        value: Never
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --kubelet-certificate-authority=/cluster-ca/ca.crt
+      - op: add
+        path: /spec/template/spec/volumes/-
+        value: {name: cluster-ca, configMap: {name: kube-root-ca.crt}}
+      - op: add
+        path: /spec/template/spec/containers/0/volumeMounts/-
+        value: {name: cluster-ca, mountPath: /cluster-ca, readOnly: true}
+YAML
+    "$BIN/kubectl" kustomize "$dir"
+}
+
+# --- down: nothing of the cluster left behind ------------------------------------------------------
+
+stop_component() {
+    local name="$1" pid tries=0
+    [[ -f "$RUN_DIR/$name.pid" ]] || return 0
+    pid=$(cat "$RUN_DIR/$name.pid")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        while kill -0 "$pid" 2>/dev/null; do
+            tries=$((tries + 1))
+            if (( tries > 100 )); then kill -9 "$pid" 2>/dev/null || true; fi
+            sleep 0.1
+        done
+    fi
+    rm -f "$RUN_DIR/$name.pid"
+}
+
+# Every rule and chain of table $1 (iptables command $2) that the cluster made: kube-proxy's and the
+# kubelet's KUBE-* chains, and the CNI plugins' rules for the pod network (they carry the network's
+# name, `name: "brigade"`, in a comment; the CNI-* chains they jump to are its own).
+flush_cluster_rules() {
+    local table="$1" ipt="$2" rules
+    rules=$("$ipt-save" -t "$table" 2>/dev/null) || return 0
+    grep -qE 'KUBE-' <<<"$rules" || grep -qF 'name: \"brigade\"' <<<"$rules" || return 0
+    python3 -c "$DROP_CLUSTER_RULES" <<<"$rules" | "$ipt-restore" -w -T "$table"
+}
+
+# Reads iptables-save output of one table, writes it without the cluster's chains and rules.
+DROP_CLUSTER_RULES='
+import re, sys
+lines = sys.stdin.read().splitlines(True)
+ours = {m.group(1) for l in lines if "name: \\\"brigade\\\"" in l for m in [re.search(r" -j (CNI-\S+)", l)] if m}
+mine = lambda name: name.startswith("KUBE-") or name in ours
+out = []
+for line in lines:
+    if line.startswith(":") and mine(line[1:].split()[0]):
+        continue
+    if line.startswith("-A "):
+        target = re.search(r" -j (\S+)", line)
+        if mine(line.split()[1]) or (target and mine(target.group(1))) or "name: \\\"brigade\\\"" in line:
+            continue
+    out.append(line)
+sys.stdout.write("".join(out))
+'
+
+down() {
+    [[ $(id -u) == 0 ]] || die "down stops the kubelet and changes iptables: run it as root"
+    local start=$SECONDS
+    # The pods first, through the API while the kubelet runs: it stops each sandbox, and the CNI
+    # plugins take back its address, its veth and its network namespace.
+    if running kube-apiserver && running kubelet; then
+        kc delete namespace -l app.kubernetes.io/part-of=brigade --wait=false >/dev/null 2>&1 || true
+        kc delete pods --all --all-namespaces --grace-period=0 --force >/dev/null 2>&1 || true
+        local waited=0
+        while [[ -n "$(ctrk tasks ls -q 2>/dev/null)" || -n "$(ls /var/run/netns 2>/dev/null | grep '^cni-' || true)" ]]; do
+            waited=$((waited + 1))
+            (( waited < 60 )) || { log "pods still running after 60 s: stopping them directly"; break; }
+            sleep 1
+        done
+    fi
+    stop_component kube-proxy
+    stop_component kubelet
+    # What the kubelet did not stop: every task killed and removed while containerd still runs.
+    if running containerd; then
+        local task
+        for task in $(ctrk tasks ls -q 2>/dev/null); do ctrk tasks kill -s SIGKILL "$task" >/dev/null 2>&1 || true; done
+        sleep 1
+        for task in $(ctrk tasks ls -q 2>/dev/null); do ctrk tasks rm -f "$task" >/dev/null 2>&1 || true; done
+        for task in $(ctrk containers ls -q 2>/dev/null); do ctrk containers rm "$task" >/dev/null 2>&1 || true; done
+    fi
+    stop_component containerd
+    stop_component kube-scheduler
+    stop_component kube-controller-manager
+    stop_component kube-apiserver
+    stop_component etcd
+    # Shims whose containerd is gone.
+    pkill -9 -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null || true
+    # The network: namespaces, the bridge (its veths go with it), iptables.
+    local ns
+    for ns in $(ls /var/run/netns 2>/dev/null | grep '^cni-' || true); do ip netns delete "$ns" 2>/dev/null || true; done
+    ip link delete "$BRIDGE" 2>/dev/null || true
+    local table ipt
+    for ipt in iptables ip6tables; do
+        for table in filter nat mangle raw; do flush_cluster_rules "$table" "$ipt"; done
+    done
+    # Mounts (the pods' volumes, containerd's snapshots) deepest first, then cgroups.
+    local mnt
+    for mnt in $(awk '{print $2}' /proc/mounts | grep -E "^($STATE|$RUN_DIR)(/|$)" | sort -r); do
+        umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+    done
+    local dir
+    for dir in $(find /sys/fs/cgroup -mindepth 2 -maxdepth 2 -type d -name 'kubepods*' 2>/dev/null) \
+        $(find /sys/fs/cgroup -maxdepth 1 -type d -name 'kubepods*' 2>/dev/null); do
+        find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    done
+    restore_sysctls
+    rm -rf "$STATE" "$RUN_DIR"
+    log "down in $((SECONDS - start)) s"
+    check_clean
+}
+
+# Fails naming whatever of the cluster is still on this machine.
+check_clean() {
+    local left=()
+    pgrep -af "$BIN/|$ADDONS_BIN/|$CONTAINERD_SOCK|brigade-cluster" | grep -v -E "pgrep|cluster.sh" >/tmp/cluster-left-procs.$$ || true
+    [[ -s /tmp/cluster-left-procs.$$ ]] && left+=("processes: $(cut -c1-120 /tmp/cluster-left-procs.$$ | tr '\n' ';')")
+    rm -f /tmp/cluster-left-procs.$$
+    grep -E " ($STATE|$RUN_DIR)(/| )" /proc/mounts >/dev/null && left+=("mounts under $STATE or $RUN_DIR")
+    ls /var/run/netns 2>/dev/null | grep -q '^cni-' && left+=("network namespaces: $(ls /var/run/netns | grep '^cni-' | xargs)")
+    ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("the bridge $BRIDGE")
+    local table ipt
+    for ipt in iptables ip6tables; do
+        for table in filter nat mangle raw; do
+            { "$ipt-save" -t "$table" 2>/dev/null | grep -qE 'KUBE-|name: \\"brigade\\"'; } && left+=("$ipt $table rules or chains (KUBE-* or the pod network's)")
+        done
+    done
+    [[ -n "$(find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' 2>/dev/null)" ]] && left+=("cgroups: $(find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' | xargs)")
+    [[ -e "$STATE" || -e "$RUN_DIR" ]] && left+=("$STATE or $RUN_DIR")
+    if [[ ${#left[@]} -gt 0 ]]; then
+        printf 'cluster.sh: left behind: %s\n' "${left[@]}" >&2
+        die "down left something of the cluster behind"
+    fi
+    log "nothing of the cluster remains: no process, mount, network namespace, bridge, veth, iptables rule or chain, cgroup or state directory"
+}
+
+# --- status, logs ---------------------------------------------------------------------------------
+
+status() {
+    local name
+    for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+        if running "$name"; then echo "$name: running (pid $(cat "$RUN_DIR/$name.pid"))"; else echo "$name: not running"; fi
+    done
+    running kube-apiserver || return 0
+    kc get nodes -o wide
+    kc get pods --all-namespaces -o wide
+}
+
+logs() {
+    local what="${1:-}"
+    if [[ -z "$what" ]]; then ls "$STATE/logs"; return 0; fi
+    if [[ -f "$STATE/logs/$what.log" ]]; then tail -n "${LINES:-100}" "$STATE/logs/$what.log"; return 0; fi
+    kc -n "brigade-$what" logs --all-containers --prefix --tail "${LINES:-100}" -l app.kubernetes.io/part-of=brigade
+}
+
+# --- main -----------------------------------------------------------------------------------------
+
+# (Sourced, it only defines its functions.)
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
+case "${1:-}" in
+    up) up ;;
+    down) down ;;
+    build) build ;;
+    check-clean) check_clean ;;
+    status) status ;;
+    logs) logs "${2:-}" ;;
+    deploy) shift; deploy "$@" ;;
+    url) url "${2:?runtime}" "${3:?service}" ;;
+    walkthrough) walkthrough "${2:?runtime}" ;;
+    load) shift; load "$@" ;;
+    compare) shift; compare "$@" ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
+esac
