@@ -357,6 +357,17 @@ state = "$RUN_DIR/containerd"
 TOML
     start containerd containerd --config "$STATE/containerd/config.toml"
     wait_for containerd 60 ctrk version
+    forward_pod_traffic
+}
+
+# The pods' traffic through the host's FORWARD chain, accepted: with br_netfilter, traffic between
+# two pods on the bridge passes it too, and Docker Engine sets its policy to DROP (pod to pod and
+# pod to the outside then time out). Two rules, marked with the cluster's comment (down removes them).
+forward_pod_traffic() {
+    local way
+    for way in -s -d; do
+        iptables -w -I FORWARD 1 "$way" "$POD_CIDR" -m comment --comment "brigade-cluster: pod traffic" -j ACCEPT
+    done
 }
 
 # The images the cluster runs, from the engine's store into containerd's: pause, CoreDNS and
@@ -386,7 +397,8 @@ scratch_image() {
         for a in "$@"; do printf ', "%s"' "$a"; done
         echo "]"
     } >"$dir/Dockerfile"
-    "$e" build -q -t "localhost/$name:$tag" "$dir" >/dev/null || die "building localhost/$name:$tag failed"
+    "$e" build -q -t "localhost/$name:$tag" "$dir" >/dev/null 2>"$dir.log" || { cat "$dir.log" >&2; die "building localhost/$name:$tag failed"; }
+    rm -f "$dir.log"
     rm -rf "$dir"
 }
 
@@ -595,7 +607,7 @@ stop_component() {
 flush_cluster_rules() {
     local table="$1" ipt="$2" rules
     rules=$("$ipt-save" -t "$table" 2>/dev/null) || return 0
-    grep -qE 'KUBE-' <<<"$rules" || grep -qF 'name: \"brigade\"' <<<"$rules" || return 0
+    grep -qE 'KUBE-|brigade-cluster' <<<"$rules" || grep -qF 'name: \"brigade\"' <<<"$rules" || return 0
     python3 -c "$DROP_CLUSTER_RULES" <<<"$rules" | "$ipt-restore" -w -T "$table"
 }
 
@@ -611,7 +623,7 @@ for line in lines:
         continue
     if line.startswith("-A "):
         target = re.search(r" -j (\S+)", line)
-        if mine(line.split()[1]) or (target and mine(target.group(1))) or "name: \\\"brigade\\\"" in line:
+        if mine(line.split()[1]) or (target and mine(target.group(1))) or "name: \\\"brigade\\\"" in line or "brigade-cluster" in line:
             continue
     out.append(line)
 sys.stdout.write("".join(out))
@@ -685,7 +697,7 @@ check_clean() {
     local table ipt
     for ipt in iptables ip6tables; do
         for table in filter nat mangle raw; do
-            { "$ipt-save" -t "$table" 2>/dev/null | grep -qE 'KUBE-|name: \\"brigade\\"'; } && left+=("$ipt $table rules or chains (KUBE-* or the pod network's)")
+            { "$ipt-save" -t "$table" 2>/dev/null | grep -qE 'KUBE-|brigade-cluster|name: \\"brigade\\"'; } && left+=("$ipt $table rules or chains (KUBE-* or the pod network's)")
         done
     done
     [[ -n "$(find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' 2>/dev/null)" ]] && left+=("cgroups: $(find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' | xargs)")
@@ -714,6 +726,112 @@ logs() {
     if [[ -z "$what" ]]; then ls "$STATE/logs"; return 0; fi
     if [[ -f "$STATE/logs/$what.log" ]]; then tail -n "${LINES:-100}" "$STATE/logs/$what.log"; return 0; fi
     kc -n "brigade-$what" logs --all-containers --prefix --tail "${LINES:-100}" -l app.kubernetes.io/part-of=brigade
+}
+
+# --- deploy, url, walkthrough ---------------------------------------------------------------------
+
+# The path of $1 relative to directory $2 (kustomize resolves resources relative to its file).
+relpath() { python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$1" "$2"; }
+
+# brigade:RUNTIME and the FerretDB image, made by containers.sh where the engine lacks them, then
+# loaded into the node's containerd.
+brigade_images() {
+    local runtime="$1" e
+    e=$(engine)
+    "$e" image inspect "localhost/brigade:$runtime" >/dev/null 2>&1 \
+        || bash "$REPO_ROOT/scripts/containers.sh" --engine "$e" brigade-image "$runtime"
+    "$e" image inspect localhost/brigade-ferretdb:1.24.2 >/dev/null 2>&1 \
+        || bash "$REPO_ROOT/scripts/containers.sh" --engine "$e" images
+    load_images "localhost/brigade:$runtime" localhost/brigade-ferretdb:1.24.2
+}
+
+# A volume for claim $2 of namespace $1, bound to it alone (claimRef): a directory on the node
+# (hostPath). There is no dynamic provisioner on this cluster; a StatefulSet's volumeClaimTemplate
+# and the load's results claim bind to these. A volume whose claim was deleted (Released) is made
+# Available to the same claim name again, its data kept (the claim of the results survives runs
+# that way, as on a cluster with a retained volume).
+volume() {
+    local ns="$1" claim="$2" name="$1-$2" dir="$STATE/volumes/$1/$2" phase
+    mkdir -p "$dir"
+    # uid 10001 (the image's user) writes the results; FerretDB runs as root.
+    chmod 0777 "$dir"
+    phase=$(kc get pv "$name" -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    if [[ "$phase" == Released ]]; then
+        kc patch pv "$name" --type json -p '[{"op": "remove", "path": "/spec/claimRef/uid"}, {"op": "remove", "path": "/spec/claimRef/resourceVersion"}]' >/dev/null
+        return 0
+    fi
+    [[ -n "$phase" ]] && return 0
+    kc apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: $name
+  labels:
+    app.kubernetes.io/part-of: brigade
+spec:
+  capacity:
+    storage: 1Gi
+  accessModes: [ReadWriteOnce, ReadWriteMany]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef:
+    namespace: $ns
+    name: $claim
+  hostPath:
+    path: $dir
+    type: Directory
+YAML
+}
+
+# Each runtime's services in namespace brigade-RUNTIME: the runtime's overlay as it is, with the
+# local component (deploy/k8s/local); waits until every pod is Ready and says how long that took.
+deploy() {
+    [[ $# -gt 0 ]] || die "deploy RUNTIME...: which runtimes (deploy/k8s/overlays)"
+    running kube-apiserver || die "the cluster is not up (bash scripts/cluster.sh up)"
+    local runtime
+    for runtime in "$@"; do
+        [[ -d "$REPO_ROOT/deploy/k8s/overlays/$runtime" ]] || die "no overlay deploy/k8s/overlays/$runtime"
+        timed "images of $runtime" brigade_images "$runtime"
+    done
+    for runtime in "$@"; do
+        local ns="brigade-$runtime" dir="$STATE/deploy/$runtime" applied
+        mkdir -p "$dir"
+        kc create namespace "$ns" --dry-run=client -o yaml | kc label -f - --local -o yaml app.kubernetes.io/part-of=brigade \
+            | kc apply -f - >/dev/null
+        local claim
+        for claim in data-waiter-db-0 data-tables-db-0 data-kitchen-db-0 brigade-load-results; do volume "$ns" "$claim"; done
+        cat >"$dir/kustomization.yaml" <<YAML
+# Written by scripts/cluster.sh deploy: the $runtime overlay as it is, with the local component.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: $ns
+resources:
+  - $(relpath "$REPO_ROOT/deploy/k8s/overlays/$runtime" "$dir")
+components:
+  - $(relpath "$REPO_ROOT/deploy/k8s/local" "$dir")
+YAML
+        applied=$SECONDS
+        kc apply -k "$dir" >/dev/null
+        local kind
+        for kind in statefulset/waiter-db statefulset/tables-db statefulset/kitchen-db deploy/waiter deploy/tables deploy/kitchen; do
+            kc -n "$ns" rollout status "$kind" --timeout=300s >/dev/null \
+                || { kc -n "$ns" get pods -o wide >&2; die "$runtime: $kind not ready"; }
+        done
+        log "$runtime: every pod Ready $((SECONDS - applied)) s after apply ($(kc -n "$ns" get pods --no-headers | wc -l) pods)"
+    done
+}
+
+# http://CLUSTER-IP:8080 of service $2 of runtime $1: kube-proxy routes the Service's address from
+# this machine (the node) as from any pod.
+url() {
+    local ip
+    ip=$(kc -n "brigade-$1" get service "$2" -o jsonpath='{.spec.clusterIP}' 2>/dev/null) \
+        || die "no service $2 for runtime $1 (bash scripts/cluster.sh deploy $1)"
+    echo "http://$ip:8080"
+}
+
+walkthrough() {
+    bash "$REPO_ROOT/scripts/walkthrough.sh" "$(url "$1" waiter)" "$(url "$1" tables)" "$(url "$1" kitchen)"
 }
 
 # --- main -----------------------------------------------------------------------------------------

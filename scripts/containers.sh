@@ -33,7 +33,7 @@ PROFILE="${BRIGADE_PROFILE:-debug}"
 PODMAN_COMPOSE_VERSION=1.6.0
 # The Compose plugin for Docker Engine: Debian has only the old Python docker-compose 1.29, so
 # docker/compose v5 is built from the Go module proxy (docs/containers.md says why this version).
-DOCKER_COMPOSE_VERSION=v5.7.2
+DOCKER_COMPOSE_VERSION=v5.6.0
 BASE_TAG=docker.io/library/debian:bookworm-slim
 VENV="$CACHE/podman-compose-$PODMAN_COMPOSE_VERSION"
 PODMAN_COMPOSE="${PODMAN_COMPOSE:-$VENV/bin/podman-compose}"
@@ -71,13 +71,14 @@ E() { "$ENGINE" "$@"; }
 # has it, else Debian's own docker CLI (/usr/bin/docker, 20.10, whose BuildKit client is built in;
 # a newer CLI without buildx falls back to the legacy builder, which builds every stage). podman
 # builds with buildah, `--format docker` keeping the image's HEALTHCHECK.
+# At most 15 minutes.
 engine_build() {
     if [[ "$ENGINE" == podman ]]; then
-        podman build --format docker "$@"
+        timeout 900 podman build --format docker "$@"
     elif docker buildx version >/dev/null 2>&1; then
-        docker buildx build --load "$@"
+        timeout 900 docker buildx build --load "$@"
     elif [[ -x /usr/bin/docker ]]; then
-        DOCKER_BUILDKIT=1 /usr/bin/docker build "$@"
+        DOCKER_BUILDKIT=1 timeout 900 /usr/bin/docker build "$@"
     else
         die "no BuildKit for docker build: install docker-buildx (or Debian's docker.io, whose CLI has it built in)"
     fi
@@ -222,7 +223,7 @@ brigade_image() {
     mkdir -p "$BIN_DIR/prebuilt/$runtime"
     strip --strip-debug -o "$BIN_DIR/prebuilt/$runtime/brigade" "$IMAGES_TARGET_DIR/$PROFILE/brigade"
     timed "$ENGINE build brigade:$runtime" \
-        timeout 900 engine_build -q -f "$REPO_ROOT/Dockerfile" --build-arg BUILDER=prebuilt \
+        engine_build -q -f "$REPO_ROOT/Dockerfile" --build-arg BUILDER=prebuilt \
         --build-arg RUNTIME="$runtime" -t "brigade:$runtime" -t "localhost/brigade:$runtime" "$BIN_DIR" >/dev/null
     # The image holds that runtime alone: the build argument reached the cargo features.
     local listed

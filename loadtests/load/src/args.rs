@@ -104,6 +104,11 @@ pub struct LoadArgs {
     /// several machines start together (fails if the time has passed)
     #[arg(long, value_name = "TIME", value_parser = crate::shard::parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
+    /// Which attempt at this shard the run is, when its first was lost (its generator stopped):
+    /// recorded in the result, where `brigade merge` names the shard as retried. A retry starts
+    /// at a time of its own (--start-at)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempt: u32,
     /// The scenario's fixtures: with --setup-only, where to write them; else read them from this
     /// file instead of sending the setup steps (needed by shards of a scenario with setup steps)
     #[arg(long, value_name = "FILE")]

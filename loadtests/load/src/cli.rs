@@ -65,6 +65,11 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
             "note: a shard without --seed draws its own seed: give every shard one --seed so the merged run can be replayed"
         );
     }
+    // A SIGTERM (a generator's pod deleted, `kill`) ends the run early instead of losing it: the
+    // requests in flight are answered, and the result, marked interrupted, is written as usual.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())
+        .context("Failed to install the SIGTERM handler")?;
     let plan = crate::shard::ShardPlan {
         shard: args.shard.unwrap_or_default(),
         start_at: args.start_at,
@@ -73,9 +78,18 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
             .as_deref()
             .map(crate::shard::Fixtures::load)
             .transpose()?,
+        attempt: args.attempt,
+        stop: Some(stop),
     };
     let result = engine::run_shard(&config, &scenario, &plan)?;
-    report(&result, args.json.as_deref(), &thresholds)
+    if let Some(why) = &result.interrupted {
+        eprintln!("interrupted: {why}");
+    }
+    report(&result, args.json.as_deref(), &thresholds)?;
+    match result.interrupted {
+        Some(_) => bail!("the run was interrupted: its result covers only what it measured until then"),
+        None => Ok(()),
+    }
 }
 
 /// Runs `brigade merge`: reads the results, merges them as concurrent parts of one run, prints
@@ -92,8 +106,16 @@ pub fn run_merge(args: MergeArgs) -> Result<()> {
     let merged = crate::result::merge_shards(&results)?;
     for part in &merged.shards {
         let shard = part.shard.map_or("whole".to_string(), |s| s.to_string());
+        let attempt = match (part.attempt, &part.interrupted) {
+            (n, Some(why)) => format!(
+                " attempt {} LOST, not counted ({why})",
+                n.unwrap_or(1)
+            ),
+            (Some(n), None) => format!(" attempt {n} (retried)"),
+            (None, None) => String::new(),
+        };
         println!(
-            "part {shard:>5} on {}: {} requests, window {:.3}..{:.3} s (UNIX), generator CPU {:.0}%",
+            "part {shard:>5}{attempt} on {}: {} requests, window {:.3}..{:.3} s (UNIX), generator CPU {:.0}%",
             part.hostname,
             part.requests,
             part.window.start_unix_s,
@@ -102,14 +124,11 @@ pub fn run_merge(args: MergeArgs) -> Result<()> {
         );
     }
     if let Some(w) = merged.window {
-        let overlap = merged
-            .shards
-            .iter()
+        let counted = || merged.shards.iter().filter(|p| p.interrupted.is_none());
+        let overlap = counted()
             .map(|p| p.window.end_unix_s)
             .fold(f64::INFINITY, f64::min)
-            - merged
-                .shards
-                .iter()
+            - counted()
                 .map(|p| p.window.start_unix_s)
                 .fold(f64::NEG_INFINITY, f64::max);
         let span = w.end_unix_s - w.start_unix_s;

@@ -3,6 +3,8 @@
 //! It sits above the histograms (their [`Latency`] summary and their encoding) and below everything
 //! that measures or reads runs: nothing it imports imports it back.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 pub use crate::histogram::Latency;
@@ -106,6 +108,22 @@ pub struct RouteResult {
     pub latency: Latency,
     /// The latency histogram (microseconds), HdrHistogram V2+deflate serialization, base64.
     pub histogram: String,
+    /// The measured requests by their answer's status class (`2xx`, `4xx`, …; `none` where nothing
+    /// answered: refused, reset, timed out), the way a server's request counters count them
+    /// (absent in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub statuses: BTreeMap<String, u64>,
+    /// The warm-up's requests, which are sent but not measured, by class the same way: what the
+    /// servers counted beyond the measured window.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub warmup_statuses: BTreeMap<String, u64>,
+}
+
+/// Adds the counts of `b` to `a`, class by class.
+pub fn add_statuses(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
+    for (class, n) in b {
+        *a.entry(class.clone()).or_default() += n;
+    }
 }
 
 /// The machine a run was made on.
@@ -160,6 +178,14 @@ pub struct LoadResult {
     /// A TLS run's handshakes (absent for plaintext runs and older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsResult>,
+    /// Which attempt at its shard this run was, when not the first (`load --attempt`): a shard
+    /// run again after its first attempt was lost (its generator stopped, its pod deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Why the run ended before its end, when it did (a SIGTERM): its figures are what it
+    /// measured until then, and `merge` lists it as a lost attempt instead of counting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// The TLS handshakes of a run's measured window: every connection's, full and resumed apart,
@@ -263,6 +289,28 @@ pub struct ShardPart {
     pub requests: u64,
     /// Its generator's CPU use, percent of one core.
     pub generator_cpu_percent: f64,
+    /// Which attempt at its shard it was, when not the first (a retried shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Set on a lost attempt (an interrupted run, its shard run again): why it ended early. Its
+    /// requests are listed here and not counted in the merged figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+}
+
+impl ShardPart {
+    /// The part `r` is, measured over `window`.
+    fn of(r: &LoadResult, window: Window) -> ShardPart {
+        ShardPart {
+            shard: r.settings.shard,
+            hostname: r.machine.hostname.clone(),
+            window,
+            requests: r.total.requests,
+            generator_cpu_percent: r.generator_cpu_percent,
+            attempt: r.attempt,
+            interrupted: r.interrupted.clone(),
+        }
+    }
 }
 
 /// One sub-window of a run (`LoadConfig::sub_window`), all routes together, with its exact latency
@@ -317,6 +365,8 @@ impl RouteResult {
         self.errors.other += other.errors.other;
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
+        add_statuses(&mut self.statuses, &other.statuses);
+        add_statuses(&mut self.warmup_statuses, &other.warmup_statuses);
         self.rescale(elapsed_s);
         self.latency = h.latency();
         self.histogram = h.encode();
@@ -412,12 +462,21 @@ fn add_counts(out: &mut LoadResult, rest: &[LoadResult], elapsed_s: f64) -> anyh
 /// generator CPU is the shards' sum; the per-second series are aligned on wall-clock time, their
 /// counts summed and their p50/p99 the worst shard's (a second's percentiles are summaries, not
 /// histograms). Every part needs its window (results of this version have one); when parts are
-/// shards, every shard of one count must be there exactly once.
-pub fn merge_shards(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
+/// shards, every shard of one count must be there exactly once. An interrupted part (a lost
+/// attempt, its shard run again) is listed among the parts, marked, and not counted: the shard's
+/// complete attempt is.
+pub fn merge_shards(parts: &[LoadResult]) -> anyhow::Result<LoadResult> {
     use anyhow::bail;
-    let (first, rest) = results
-        .split_first()
-        .ok_or_else(|| anyhow::anyhow!("nothing to merge"))?;
+    let results: Vec<LoadResult> = parts
+        .iter()
+        .filter(|r| r.interrupted.is_none())
+        .cloned()
+        .collect();
+    let lost: Vec<&LoadResult> = parts.iter().filter(|r| r.interrupted.is_some()).collect();
+    let (first, rest) = results.split_first().ok_or_else(|| match lost.len() {
+        0 => anyhow::anyhow!("nothing to merge"),
+        n => anyhow::anyhow!("all {n} parts were interrupted: nothing complete to merge"),
+    })?;
     let mut windows = Vec::new();
     for (i, r) in results.iter().enumerate() {
         match r.window {
@@ -436,7 +495,13 @@ pub fn merge_shards(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
             );
         }
     }
-    check_shards(results)?;
+    check_shards(&results).map_err(|e| match lost.len() {
+        0 => e,
+        _ => e.context(format!(
+            "lost attempts: {}",
+            lost.iter().map(|r| describe_part(r)).collect::<Vec<_>>().join("; ")
+        )),
+    })?;
     let start = windows
         .iter()
         .map(|w| w.start_unix_s)
@@ -455,21 +520,29 @@ pub fn merge_shards(results: &[LoadResult]) -> anyhow::Result<LoadResult> {
     });
     out.generator_cpu_percent = results.iter().map(|r| r.generator_cpu_percent).sum();
     add_counts(&mut out, rest, elapsed)?;
-    out.seconds = merge_seconds(results, start);
-    out.settings = merged_settings(results);
+    out.seconds = merge_seconds(&results, start);
+    out.settings = merged_settings(&results);
+    out.attempt = None;
     out.shards = results
         .iter()
         .zip(&windows)
-        .map(|(r, w)| ShardPart {
-            shard: r.settings.shard,
-            hostname: r.machine.hostname.clone(),
-            window: *w,
-            requests: r.total.requests,
-            generator_cpu_percent: r.generator_cpu_percent,
-        })
+        .map(|(r, w)| ShardPart::of(r, *w))
+        .chain(lost.iter().map(|r| ShardPart::of(r, r.window.unwrap_or_default())))
         .collect();
-    out.shards.sort_by_key(|p| p.shard.map(|s| s.index));
+    out.shards
+        .sort_by_key(|p| (p.shard.map(|s| s.index), p.attempt.unwrap_or(1)));
     Ok(out)
+}
+
+/// A part in words, for errors: its shard, attempt and why it ended.
+fn describe_part(r: &LoadResult) -> String {
+    let shard = r.settings.shard.map_or("a whole run".to_string(), |s| format!("shard {s}"));
+    format!(
+        "{shard}, attempt {}: {} ({} requests)",
+        r.attempt.unwrap_or(1),
+        r.interrupted.as_deref().unwrap_or("complete"),
+        r.total.requests
+    )
 }
 
 /// Parts that are shards must be one run's: one count, each index once, none missing.

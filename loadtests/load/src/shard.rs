@@ -177,6 +177,13 @@ pub struct ShardPlan {
     pub start_at: Option<SystemTime>,
     /// Fixtures made beforehand: the setup steps are not sent again.
     pub fixtures: Option<Fixtures>,
+    /// Which attempt at this shard the run is (`--attempt`; 0 and 1 both mean the first): a
+    /// retried shard starts at a time of its own, and its result says so.
+    pub attempt: u32,
+    /// Set from outside (a SIGTERM, `brigade load`'s handler) to end the run early: sending stops,
+    /// the requests in flight are answered or time out, and the result, measured until then, says
+    /// it was interrupted.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Parses `--start-at`: an RFC 3339 time (`2026-11-30T18:00:00Z`) or seconds since the UNIX epoch.

@@ -37,6 +37,7 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
             max_ms: mean_ms * 10.0,
         },
         histogram: String::new(),
+        ..RouteResult::default()
     };
     LoadResult {
         settings: LoadSettings {
@@ -82,6 +83,8 @@ fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadRes
         window: None,
         shards: Vec::new(),
         tls: None,
+        attempt: None,
+        interrupted: None,
     }
 }
 

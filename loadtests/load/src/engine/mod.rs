@@ -233,6 +233,7 @@ fn run_planned(
         resumption: config.tls.resumption,
         sub_window: config.sub_window,
         start: OnceLock::new(),
+        stop: plan.stop.clone(),
     });
 
     let started_at = time::OffsetDateTime::now_utc()
@@ -255,7 +256,7 @@ fn run_planned(
     let watched = watch(config, &shared, &threads, measure_start);
     let joined = join_threads(threads.handles, scenario.routes().len())?;
     let window = MeasuredWindow::new(config, measure_start, &watched);
-    Ok(assemble_result(
+    let mut result = assemble_result(
         config,
         scenario,
         &layout,
@@ -266,7 +267,22 @@ fn run_planned(
             window,
             joined,
         },
-    ))
+    );
+    result.attempt = (plan.attempt > 1).then_some(plan.attempt);
+    let cut_short = config
+        .duration
+        .is_none_or(|d| result.elapsed_s < d.as_secs_f64() - 1e-3);
+    if shared.stopping() && cut_short {
+        result.interrupted = Some(format!(
+            "stopped from outside (SIGTERM) after {:.1} s of the measured window{}",
+            result.elapsed_s,
+            config
+                .duration
+                .map(|d| format!(" of {:.1} s", d.as_secs_f64()))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(result)
 }
 
 /// Refuses a config no run can keep: no end, a zero duration, count or timeout, streams that
@@ -632,6 +648,8 @@ fn assemble_result(
             .protocol
             .tls()
             .then(|| joined.handshakes.into_result(elapsed_s)),
+        attempt: None,
+        interrupted: None,
     }
 }
 

@@ -6,6 +6,27 @@ use super::conn::tls::{Handshake, HandshakeKind};
 use crate::histogram::LatencyHistogram;
 use crate::result::{Errors, HandshakeResult, RouteResult, TlsResult};
 
+/// The status classes a route's answers are counted by: `none` (nothing answered), then 1xx–5xx.
+const CLASSES: [&str; 6] = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The index in [`CLASSES`] of an answer's status (`None`: nothing answered).
+pub(crate) fn status_class(status: Option<u16>) -> usize {
+    match status {
+        Some(s @ 100..=599) => usize::from(s / 100),
+        _ => 0,
+    }
+}
+
+/// Counts by class as a result writes them: the classes that occurred, by name.
+fn by_class(counts: &[u64; 6]) -> std::collections::BTreeMap<String, u64> {
+    CLASSES
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| (c.to_string(), *n))
+        .collect()
+}
+
 /// Counts and latencies for one route on one thread.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RouteStats {
@@ -15,6 +36,10 @@ pub(crate) struct RouteStats {
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_received: u64,
     pub(crate) latency: LatencyHistogram,
+    /// Measured requests by the class of their answer ([`status_class`]).
+    pub(crate) statuses: [u64; 6],
+    /// Warm-up requests by the class of their answer.
+    pub(crate) warmup: [u64; 6],
 }
 
 impl RouteStats {
@@ -26,6 +51,12 @@ impl RouteStats {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.latency.merge(&other.latency);
+        for (a, b) in self.statuses.iter_mut().zip(other.statuses) {
+            *a += b;
+        }
+        for (a, b) in self.warmup.iter_mut().zip(other.warmup) {
+            *a += b;
+        }
     }
 
     /// The route's result over `elapsed_s` measured seconds.
@@ -48,6 +79,8 @@ impl RouteStats {
             latency: self.latency.latency(),
             histogram: self.latency.encode(),
             errors: self.errors,
+            statuses: by_class(&self.statuses),
+            warmup_statuses: by_class(&self.warmup),
         }
     }
 }

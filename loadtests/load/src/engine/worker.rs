@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     pub(crate) resumption: bool,
     /// When the run (warm-up included) starts; set once every thread is ready.
     pub(crate) start: OnceLock<Instant>,
+    /// Set to end the run early ([`crate::shard::ShardPlan::stop`]).
+    pub(crate) stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Shared {
@@ -83,6 +85,11 @@ impl Shared {
 
     pub(crate) fn measure_end(&self) -> Option<Instant> {
         self.duration.map(|d| self.measure_start() + d)
+    }
+
+    /// Whether the run was told to end early: nothing more is sent.
+    pub(crate) fn stopping(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     /// A dialer for one thread (TLS: with a session cache of its own).
@@ -340,6 +347,13 @@ impl Deadline {
     }
 }
 
+/// What answered a request, as a server counts it: its status (`None`: nothing answered), and
+/// whether the request has a latency (answered or timed out; a refused connection has none).
+struct Answer {
+    status: Option<u16>,
+    timed: bool,
+}
+
 /// How one request ended, from the scenario's point of view.
 enum Verdict {
     Ok,
@@ -382,7 +396,7 @@ impl Local {
         start: Instant,
         i: usize,
         measured: bool,
-    ) -> (Verdict, WireCount, bool) {
+    ) -> (Verdict, WireCount, Answer) {
         let (ex, count) = if self.shared.protocol.multiplexed() {
             self.exchange_http2(client, start, i).await
         } else {
@@ -391,8 +405,8 @@ impl Local {
         if let (true, Some(handshake)) = (measured, ex.handshake) {
             self.handshakes.borrow_mut().record(&handshake);
         }
-        let (verdict, timed) = self.judge(i, ex);
-        (verdict, count, timed)
+        let (verdict, answer) = self.judge(i, ex);
+        (verdict, count, answer)
     }
 
     /// Renders request `i` when it was not prepared once for the run (None if it cannot be).
@@ -519,11 +533,12 @@ impl Local {
         (ex, count)
     }
 
-    /// The verdict on request `i`'s exchange, and whether it has a latency (answered or timed
-    /// out; a refused connection has none). A 2xx answer's captures go into the pools.
-    fn judge(&self, i: usize, ex: Exchange) -> (Verdict, bool) {
+    /// The verdict on request `i`'s exchange, its status and whether it has a latency. A 2xx
+    /// answer's captures go into the pools.
+    fn judge(&self, i: usize, ex: Exchange) -> (Verdict, Answer) {
         let spec = &self.shared.scenario.requests()[i];
         let want_body = spec.captures_anything();
+        let status = ex.result.as_ref().ok().copied();
         let verdict = match ex.result {
             Ok(status) if spec.expects(status) => {
                 if (200..300).contains(&status) && want_body {
@@ -542,7 +557,7 @@ impl Local {
             Err(f) => Verdict::Failed(f.into()),
         };
         let timed = matches!(ex.result, Ok(_) | Err(Failure::Timeout));
-        (verdict, timed)
+        (verdict, Answer { status, timed })
     }
 
     /// Counts one request: always for the progress bar, in the statistics when `measured`.
@@ -550,9 +565,10 @@ impl Local {
     /// an id from an empty pool): an `other` error with no latency.
     fn record_unroutable(&self, measured: bool) {
         let failed = Verdict::Failed(ErrorKind::Other);
-        self.record(None, measured, &failed, WireCount::default(), None);
+        self.record(None, measured, &failed, WireCount::default(), None, None);
     }
 
+    /// Counts one request; a warm-up request (not `measured`) only by its answer's status class.
     fn record(
         &self,
         route: Option<usize>,
@@ -560,12 +576,15 @@ impl Local {
         verdict: &Verdict,
         count: WireCount,
         latency: Option<Duration>,
+        status: Option<u16>,
     ) {
         self.progress.done.fetch_add(1, Ordering::Relaxed);
         if matches!(verdict, Verdict::Failed(_)) {
             self.progress.errors.fetch_add(1, Ordering::Relaxed);
         }
+        let class = super::stats::status_class(status);
         if !measured {
+            self.stats.borrow_mut()[route.unwrap_or(0)].warmup[class] += 1;
             return;
         }
         let at = Instant::now().saturating_duration_since(self.shared.measure_start());
@@ -575,6 +594,7 @@ impl Local {
         // A request that could not even be formed has no route: count it against the first one.
         let r = &mut stats[route.unwrap_or(0)];
         r.requests += 1;
+        r.statuses[class] += 1;
         r.bytes_sent += count.sent;
         r.bytes_received += count.received;
         match verdict {
@@ -635,7 +655,7 @@ async fn closed_stream(
             tokio::time::sleep(backoff).await;
         }
         let now = Instant::now();
-        if measure_end.is_some_and(|end| now >= end) {
+        if measure_end.is_some_and(|end| now >= end) || shared.stopping() {
             break;
         }
         let measured = now >= measure_start;
@@ -649,7 +669,7 @@ async fn closed_stream(
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut client, start, i, measured).await;
+        let (verdict, count, answer) = local.send(&mut client, start, i, measured).await;
         let latency = start.elapsed();
         backoff = match verdict {
             Verdict::Failed(ErrorKind::Connect) => Duration::from_millis(10),
@@ -660,7 +680,8 @@ async fn closed_stream(
             measured,
             &verdict,
             count,
-            timed.then_some(latency),
+            answer.timed.then_some(latency),
+            answer.status,
         );
         if !shared.think.is_zero() {
             tokio::time::sleep(shared.think).await;
@@ -705,7 +726,7 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
     loop {
         let (due, intended) = at(k);
         k += 1;
-        if measure_end.is_some_and(|end| due >= end) {
+        if measure_end.is_some_and(|end| due >= end) || shared.stopping() {
             break;
         }
         let now = Instant::now();
@@ -733,6 +754,7 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
                         &Verdict::Failed(ErrorKind::Timeout),
                         WireCount::default(),
                         Some(now - late),
+                        None,
                     );
                 }
                 kk += 1;
@@ -753,14 +775,15 @@ async fn paced_stream(local: Rc<Local>, pace: Pace, http2: Vec<Arc<SharedConnect
         };
         let route = shared.scenario.requests()[i].route;
         let start = Instant::now();
-        let (verdict, count, timed) = local.send(&mut client, start, i, measured).await;
+        let (verdict, count, answer) = local.send(&mut client, start, i, measured).await;
         let latency = from.elapsed();
         local.record(
             Some(route),
             measured,
             &verdict,
             count,
-            timed.then_some(latency),
+            answer.timed.then_some(latency),
+            answer.status,
         );
     }
 }

@@ -26,6 +26,8 @@ fn route(name: &str, latency_ms: u64, n: u64, elapsed_s: f64) -> RouteResult {
         bytes_per_s: 300.0 * n as f64 / elapsed_s,
         latency: h.latency(),
         histogram: h.encode(),
+        statuses: [("2xx".to_string(), n - 1), ("5xx".to_string(), 1)].into(),
+        warmup_statuses: [("2xx".to_string(), 2)].into(),
     }
 }
 
@@ -67,6 +69,8 @@ fn run(latency_ms: u64, n: u64, elapsed_s: f64, extra: Option<&str>) -> LoadResu
         window: None,
         shards: Vec::new(),
         tls: None,
+        attempt: None,
+        interrupted: None,
     }
 }
 

@@ -75,6 +75,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
         bytes_per_s: per_s(sent + received),
         latency: histogram.latency(),
         histogram: histogram.encode(),
+        ..RouteResult::default()
     };
     LoadResult {
         settings: LoadSettings {
@@ -109,6 +110,8 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
         window: None,
         shards: Vec::new(),
         tls: None,
+        attempt: None,
+        interrupted: None,
     }
 }
 
