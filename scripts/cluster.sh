@@ -402,12 +402,12 @@ scratch_image() {
     rm -rf "$dir"
 }
 
-# Copies images $@ from the engine into the cluster's containerd (what is there already is kept).
+# Copies images $@ from the engine into the cluster's containerd, replacing what it has under
+# those names (an image rebuilt since is taken again).
 load_images() {
     local e image
     e=$(engine)
     for image in "$@"; do
-        if ctrk images ls -q | grep -qx "$image"; then continue; fi
         "$e" image inspect "$image" >/dev/null 2>&1 || die "$e has no image $image"
         "$e" save "$image" | ctrk images import --all-platforms - >/dev/null || die "importing $image into containerd failed"
         ctrk images ls -q | grep -qx "$image" || die "containerd did not take $image under that name"
@@ -832,6 +832,183 @@ url() {
 
 walkthrough() {
     bash "$REPO_ROOT/scripts/walkthrough.sh" "$(url "$1" waiter)" "$(url "$1" tables)" "$(url "$1" kitchen)"
+}
+
+# --- load: the load Jobs, the servers' counters read around them ---------------------------------
+
+# Every brigade pod of namespace $1's /metrics into directory $2/SERVICE/POD.prom (pod IPs are
+# reachable from the node).
+read_counters() {
+    local ns="$1" out="$2" line pod service ip
+    mkdir -p "$out"
+    while read -r pod service ip; do
+        [[ -n "$ip" && "$ip" != "<none>" ]] || continue
+        mkdir -p "$out/$service"
+        curl -sf --max-time 5 "http://$ip:8080/metrics" >"$out/$service/$pod.prom" \
+            || die "could not read $service pod $pod's /metrics"
+    done < <(kc -n "$ns" get pods -l 'app.kubernetes.io/name in (waiter,tables,kitchen)' --field-selector status.phase=Running \
+        -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.labels.app\.kubernetes\.io/name} {.status.podIP}{"\n"}{end}')
+}
+
+# Waits up to $3 seconds for Job $2 of namespace $1 to complete; fails if it failed.
+wait_job() {
+    local ns="$1" job="$2" limit="$3" start=$SECONDS state
+    while true; do
+        state=$(kc -n "$ns" get job "$job" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type} {end}' 2>/dev/null || true)
+        [[ "$state" == *Complete* ]] && return 0
+        if [[ "$state" == *Failed* ]]; then
+            kc -n "$ns" logs "job/$job" --tail 20 >&2 || true
+            die "job $job failed"
+        fi
+        (( SECONDS - start < limit )) || die "job $job did not complete within $limit s"
+        sleep 2
+    done
+}
+
+# The load Jobs (deploy/k8s/load, with the local component) against runtime $1's services: SHARDS
+# generators for DURATION, scenario `all` unless --scenario, USERS (the whole run's, default 2 per
+# shard). The servers' counters are read after the fixtures are made and after every generator
+# ended; `brigade tally` checks them against every shard's result. With --kill-generator I, shard
+# I's pod is deleted halfway through its run (the fault the Job's retry covers). Everything lands in
+# results/cluster-RUNTIME-RUN/ (report.md, merged.json, each shard's result, the readings); its
+# report's path is printed last.
+load() {
+    local runtime="${1:?load RUNTIME SHARDS DURATION}" shards="${2:?load RUNTIME SHARDS DURATION}" duration="${3:?load RUNTIME SHARDS DURATION}"
+    shift 3
+    local scenario=all users="" kill_shard="" warmup=2s
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --scenario) scenario="$2"; shift 2 ;;
+            --users) users="$2"; shift 2 ;;
+            --warmup) warmup="$2"; shift 2 ;;
+            --kill-generator) kill_shard="$2"; shift 2 ;;
+            *) die "load: unknown flag $1" ;;
+        esac
+    done
+    [[ -n "$users" ]] || users=$((2 * shards))
+    running kube-apiserver || die "the cluster is not up (bash scripts/cluster.sh up)"
+    local ns="brigade-$runtime" run="run-$(date -u +%Y%m%dT%H%M%SZ)" dir out
+    kc get namespace "$ns" >/dev/null 2>&1 || die "runtime $runtime is not deployed (bash scripts/cluster.sh deploy $runtime)"
+    dir="$STATE/load/$runtime"
+    out="$REPO_ROOT/results/cluster-$runtime-$run"
+    mkdir -p "$dir" "$out"
+    # The Jobs of an earlier run go (a Job's template cannot change); the results' claim stays.
+    kc -n "$ns" delete job -l app.kubernetes.io/component=load --wait=true >/dev/null 2>&1 || true
+    volume "$ns" brigade-load-results
+    cat >"$dir/kustomization.yaml" <<YAML
+# Written by scripts/cluster.sh load: deploy/k8s/load as it is, with the local component and this
+# run's settings.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: $ns
+resources:
+  - $(relpath "$REPO_ROOT/deploy/k8s/load" "$dir")
+components:
+  - $(relpath "$REPO_ROOT/deploy/k8s/local" "$dir")
+images:
+  - name: localhost/brigade
+    newTag: $runtime
+configMapGenerator:
+  - name: brigade-load
+    behavior: merge
+    literals:
+      - RUN=$run
+      - SHARDS=$shards
+      - SCENARIO=$scenario
+      - USERS=$users
+      - DURATION=$duration
+      - WARMUP=$warmup
+      - START_DELAY_S=20
+patches:
+  - target: {kind: Job, name: brigade-load-generators}
+    patch: |-
+      - {op: replace, path: /spec/completions, value: $shards}
+      - {op: replace, path: /spec/parallelism, value: $shards}
+YAML
+    kc apply -k "$dir" >/dev/null
+    timed "setup Job ($run)" wait_job "$ns" brigade-load-setup 300
+    read_counters "$ns" "$out/metrics-before"
+    local results="$STATE/volumes/$ns/brigade-load-results/$run" seconds
+    seconds=$(seconds_of "$duration")
+    if [[ -n "$kill_shard" ]]; then
+        kill_generator "$ns" "$kill_shard" "$results" "$seconds"
+    fi
+    timed "generators Job ($shards shards, $duration)" wait_job "$ns" brigade-load-generators $((seconds + 600))
+    read_counters "$ns" "$out/metrics-after"
+    timed "merge Job" wait_job "$ns" brigade-merge 300
+    cp "$results"/*.json "$out/"
+    cp "$results"/shard-*.attempts "$out/" 2>/dev/null || true
+    kc -n "$ns" logs job/brigade-merge | sed '/^--- merged.json$/,$d' >"$out/merge.txt"
+    local tallied=0
+    "$(host_brigade)" tally --before "$out/metrics-before" --after "$out/metrics-after" \
+        --markdown "$out/tally.md" $(ls "$out"/shard-*.json) >/dev/null || tallied=1
+    load_report "$runtime" "$run" "$out" "$shards" "$duration" "$scenario" "$users" "$kill_shard"
+    [[ $tallied == 0 ]] || log "the servers' counters do not agree with the generators: $out/tally.md"
+    echo "$out/report.md"
+    return "$tallied"
+}
+
+# Whole seconds of a duration as brigade reads it (30s, 2m, 1500ms).
+seconds_of() {
+    python3 -c 'import re, sys; m = re.fullmatch(r"(\d+)(ms|s|m)?", sys.argv[1]) or sys.exit(f"duration {sys.argv[1]}: 30s, 2m or 1500ms"); n = int(m[1]); print({"ms": n // 1000, "m": 60 * n}.get(m[2], n))' "$1"
+}
+
+# The host's brigade binary (the tally runs here): BRIGADE_BIN, else a built one.
+host_brigade() {
+    local b
+    for b in "${BRIGADE_BIN:-}" "$REPO_ROOT/target/release/brigade" "$REPO_ROOT/target/debug/brigade"; do
+        [[ -n "$b" && -x "$b" ]] && { echo "$b"; return 0; }
+    done
+    die "no brigade binary here (cargo build, or set BRIGADE_BIN)"
+}
+
+# Deletes shard $2's generator pod of namespace $1 once it has run half of its $4 s (its start
+# read from $3/start-at).
+kill_generator() {
+    local ns="$1" shard="$2" results="$3" seconds="$4" start pod
+    until [[ -f "$results/start-at" ]]; do sleep 1; done
+    start=$(cat "$results/start-at")
+    sleep $(( start + seconds / 2 - $(date +%s) > 0 ? start + seconds / 2 - $(date +%s) : 0 ))
+    pod=$(kc -n "$ns" get pods -l "batch.kubernetes.io/job-completion-index=$shard,job-name=brigade-load-generators" \
+        -o jsonpath='{.items[0].metadata.name}')
+    [[ -n "$pod" ]] || die "no generator pod for shard $shard"
+    log "deleting generator pod $pod (shard $shard) halfway through its run"
+    kc -n "$ns" delete pod "$pod" --wait=false >/dev/null
+}
+
+# results/cluster-RUNTIME-RUN/report.md: what ran where, the merge's table and the tally.
+load_report() {
+    local runtime="$1" run="$2" out="$3" shards="$4" duration="$5" scenario="$6" users="$7" kill_shard="$8"
+    {
+        echo "# Load on the cluster: $runtime, $run"
+        echo
+        echo "\`bash scripts/cluster.sh load $runtime $shards $duration --scenario $scenario --users $users${kill_shard:+ --kill-generator $kill_shard}\`"
+        echo
+        echo "- **Cluster**: $(cluster_words)"
+        echo "- **Pods** (namespace brigade-$runtime): $(kc -n "brigade-$runtime" get pods --no-headers -o custom-columns=N:.metadata.name,S:.status.phase | awk '{printf "%s%s (%s)", sep, $1, $2; sep=", "}')"
+        echo "- **Images**: $(kc -n "brigade-$runtime" get pods -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}' | sort -u | xargs | sed 's/ /, /g')"
+        echo "- **Load**: the Jobs of deploy/k8s/load with the local component: $shards generator pods (an Indexed Job), scenario $scenario, $users users in all, $duration after a warm-up; the servers' counters read after the setup Job and after the last generator"
+        if [[ -n "$kill_shard" ]]; then
+            echo "- **Fault**: shard $kill_shard's generator pod deleted halfway through its run; its attempts: $(tr '\n' ';' <"$out/shard-$kill_shard.attempts" 2>/dev/null)"
+        fi
+        echo
+        echo "## The merged result (brigade merge)"
+        echo
+        echo '```'
+        cat "$out/merge.txt"
+        echo '```'
+        echo
+        echo "## What the servers counted against what the generators sent (brigade tally)"
+        echo
+        cat "$out/tally.md"
+    } >"$out/report.md"
+}
+
+# The cluster in words: Kubernetes, the node, its runtime.
+cluster_words() {
+    echo "single-node Kubernetes $K8S_VERSION built here from the Go module proxy (scripts/cluster.sh), node $NODE_NAME \
+($(kc get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}, kernel {.status.nodeInfo.kernelVersion}, {.status.capacity.cpu} CPUs
+etcd 3.6.5, kube-proxy iptables, CNI bridge), CoreDNS $COREDNS_VERSION, metrics-server $METRICS_SERVER_VERSION"
 }
 
 # --- main -----------------------------------------------------------------------------------------

@@ -53,6 +53,9 @@ enum Command {
     Load(brigade_load::cli::LoadArgs),
     /// Merge the results of generators that ran together (`load --shard I/N`) into one exact result.
     Merge(brigade_load::cli::MergeArgs),
+    /// What the servers counted around a run (their /metrics, read before and after) against what
+    /// its generators sent, route by route: every difference accounted for, or named.
+    Tally(brigade_meter::tally::TallyArgs),
     /// The main job: every runtime side by side under the same load, and alone, and who wins.
     Compare(Box<brigade_compare::cli::CompareArgs>),
     /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`), written with the same reports
@@ -148,6 +151,7 @@ fn main() {
             brigade_load::cli::run_load(args, &load_registry())
         }
         Command::Merge(args) => brigade_load::cli::run_merge(args),
+        Command::Tally(args) => brigade_meter::tally::run(&args, &load_registry()),
         Command::Compare(mut args) => {
             brigade_launch::init_tracing();
             args.describe_mongo = describe_mongo();

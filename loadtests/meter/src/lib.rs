@@ -11,6 +11,7 @@
 //! - [`isolated`]: one isolated run, sampled around.
 //! - [`window`]: one side-by-side window set over servers already running.
 //! - [`wire`]: the protocol a measurement speaks, the servers' flags and the loads' settings.
+//! - [`tally`]: what servers Brigade did not start counted, against what the generators sent.
 
 pub mod counters;
 pub mod isolated;
@@ -18,5 +19,6 @@ pub mod pin;
 pub mod procstat;
 pub mod runcpu;
 pub mod servers;
+pub mod tally;
 pub mod window;
 pub mod wire;
