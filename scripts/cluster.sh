@@ -1006,9 +1006,10 @@ load_report() {
 
 # The cluster in words: Kubernetes, the node, its runtime.
 cluster_words() {
+    local node
+    node=$(kc get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}, kernel {.status.nodeInfo.kernelVersion}, {.status.capacity.cpu} CPUs')
     echo "single-node Kubernetes $K8S_VERSION built here from the Go module proxy (scripts/cluster.sh), node $NODE_NAME \
-($(kc get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}, kernel {.status.nodeInfo.kernelVersion}, {.status.capacity.cpu} CPUs
-etcd 3.6.5, kube-proxy iptables, CNI bridge), CoreDNS $COREDNS_VERSION, metrics-server $METRICS_SERVER_VERSION"
+($node; etcd 3.6.5, kube-proxy iptables, CNI bridge), CoreDNS $COREDNS_VERSION, metrics-server $METRICS_SERVER_VERSION"
 }
 
 # --- main -----------------------------------------------------------------------------------------
