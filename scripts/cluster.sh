@@ -834,6 +834,27 @@ walkthrough() {
     bash "$REPO_ROOT/scripts/walkthrough.sh" "$(url "$1" waiter)" "$(url "$1" tables)" "$(url "$1" kitchen)"
 }
 
+# Runtime $1's databases emptied, its services and databases started again and Ready: every
+# Deployment and StatefulSet scaled to nothing, the databases' volumes emptied, all scaled back
+# (the services create their collections and indexes anew). A measured run starts here, from a
+# known, identical data state.
+reset() {
+    local ns="brigade-$1" kind dir
+    kc get namespace "$ns" >/dev/null 2>&1 || die "runtime $1 is not deployed (bash scripts/cluster.sh deploy $1)"
+    kc -n "$ns" delete job -l app.kubernetes.io/component=load --wait=true >/dev/null 2>&1 || true
+    kc -n "$ns" scale deploy --all --replicas 0 >/dev/null
+    kc -n "$ns" scale statefulset --all --replicas 0 >/dev/null
+    kc -n "$ns" wait --for=delete pod -l 'app.kubernetes.io/name in (waiter,tables,kitchen,waiter-db,tables-db,kitchen-db)' --timeout=120s >/dev/null 2>&1 || true
+    for dir in "$STATE/volumes/$ns"/data-*; do
+        [[ -d "$dir" ]] && find "$dir" -mindepth 1 -delete
+    done
+    kc -n "$ns" scale statefulset --all --replicas 1 >/dev/null
+    kc -n "$ns" scale deploy --all --replicas 1 >/dev/null
+    for kind in statefulset/waiter-db statefulset/tables-db statefulset/kitchen-db deploy/waiter deploy/tables deploy/kitchen; do
+        kc -n "$ns" rollout status "$kind" --timeout=300s >/dev/null || die "$1: $kind not ready after the reset"
+    done
+}
+
 # --- load: the load Jobs, the servers' counters read around them ---------------------------------
 
 # Every brigade pod of namespace $1's /metrics into directory $2/SERVICE/POD.prom (pod IPs are
@@ -875,17 +896,23 @@ wait_job() {
 load() {
     local runtime="${1:?load RUNTIME SHARDS DURATION}" shards="${2:?load RUNTIME SHARDS DURATION}" duration="${3:?load RUNTIME SHARDS DURATION}"
     shift 3
-    local scenario=all users="" kill_shard="" warmup=2s
+    local scenario=all users="" kill_shard="" warmup=2s fault="" fault_service="" fresh=1
     while [[ $# -gt 0 ]]; do
         case "$1" in
+            --keep-data) fresh=0; shift ;;
             --scenario) scenario="$2"; shift 2 ;;
             --users) users="$2"; shift 2 ;;
             --warmup) warmup="$2"; shift 2 ;;
             --kill-generator) kill_shard="$2"; shift 2 ;;
+            --kill-server) fault=kill; fault_service="$2"; shift 2 ;;
+            --scale-down) fault=scale-down; fault_service="$2"; shift 2 ;;
             *) die "load: unknown flag $1" ;;
         esac
     done
     [[ -n "$users" ]] || users=$((2 * shards))
+    # A seed of its own per run: the databases keep the last run's tables, and the same seed would
+    # draw the same table numbers in the setup (every one a 409).
+    local seed=$(( $(date +%s) % 1000000 ))
     running kube-apiserver || die "the cluster is not up (bash scripts/cluster.sh up)"
     local ns="brigade-$runtime" run="run-$(date -u +%Y%m%dT%H%M%SZ)" dir out
     kc get namespace "$ns" >/dev/null 2>&1 || die "runtime $runtime is not deployed (bash scripts/cluster.sh deploy $runtime)"
@@ -894,6 +921,7 @@ load() {
     mkdir -p "$dir" "$out"
     # The Jobs of an earlier run go (a Job's template cannot change); the results' claim stays.
     kc -n "$ns" delete job -l app.kubernetes.io/component=load --wait=true >/dev/null 2>&1 || true
+    [[ $fresh == 0 ]] || timed "empty databases ($runtime)" reset "$runtime"
     volume "$ns" brigade-load-results
     cat >"$dir/kustomization.yaml" <<YAML
 # Written by scripts/cluster.sh load: deploy/k8s/load as it is, with the local component and this
@@ -918,6 +946,7 @@ configMapGenerator:
       - USERS=$users
       - DURATION=$duration
       - WARMUP=$warmup
+      - SEED=$seed
       - START_DELAY_S=20
 patches:
   - target: {kind: Job, name: brigade-load-generators}
@@ -933,7 +962,20 @@ YAML
     if [[ -n "$kill_shard" ]]; then
         kill_generator "$ns" "$kill_shard" "$results" "$seconds"
     fi
+    local writer=""
+    if [[ -n "$fault" ]]; then
+        # Writes of their own beside the load, each acknowledged one logged, looked for afterwards.
+        python3 "$REPO_ROOT/scripts/cluster/writes.py" write "$(url "$runtime" "$fault_service")" \
+            "$(( $(cat "$results/start-at") + seconds ))" "$out/writes.log" >"$out/writes.txt" 2>&1 &
+        writer=$!
+        server_fault "$ns" "$fault" "$fault_service" "$results" "$seconds" >"$out/fault.txt"
+    fi
     timed "generators Job ($shards shards, $duration)" wait_job "$ns" brigade-load-generators $((seconds + 600))
+    if [[ -n "$writer" ]]; then
+        wait "$writer" || die "the writer failed: $(cat "$out/writes.txt")"
+        python3 "$REPO_ROOT/scripts/cluster/writes.py" check "$(url "$runtime" "$fault_service")" "$out/writes.log" >>"$out/writes.txt" \
+            || log "acknowledged writes missing: $out/writes.txt"
+    fi
     read_counters "$ns" "$out/metrics-after"
     timed "merge Job" wait_job "$ns" brigade-merge 300
     cp "$results"/*.json "$out/"
@@ -942,7 +984,7 @@ YAML
     local tallied=0
     "$(host_brigade)" tally --before "$out/metrics-before" --after "$out/metrics-after" \
         --markdown "$out/tally.md" $(ls "$out"/shard-*.json) >/dev/null || tallied=1
-    load_report "$runtime" "$run" "$out" "$shards" "$duration" "$scenario" "$users" "$kill_shard"
+    fresh=$fresh load_report "$runtime" "$run" "$out" "$shards" "$duration" "$scenario" "$users" "$kill_shard" "${fault:+--$fault $fault_service}"
     [[ $tallied == 0 ]] || log "the servers' counters do not agree with the generators: $out/tally.md"
     echo "$out/report.md"
     return "$tallied"
@@ -976,20 +1018,60 @@ kill_generator() {
     kc -n "$ns" delete pod "$pod" --wait=false >/dev/null
 }
 
+# A fault on service $3's pods of namespace $1 halfway through the run ($4/start-at, $5 s): `kill`
+# deletes one of its two pods (the HPA held at two replicas first), `scale-down` takes it from two
+# replicas to one. The HPA is put back afterwards. Says what it did on stdout.
+server_fault() {
+    local ns="$1" fault="$2" service="$3" results="$4" seconds="$5" start pod hpa
+    # Every autoscaler held where it is (the faulted service at two replicas), so that the only
+    # pods to come or go are the fault's.
+    for hpa in $(kc -n "$ns" get hpa -o name); do
+        local n=2
+        [[ "$hpa" == "horizontalpodautoscaler.autoscaling/$service" ]] || n=$(kc -n "$ns" get "deploy/${hpa##*/}" -o jsonpath='{.spec.replicas}')
+        kc -n "$ns" patch "$hpa" --type merge -p "{\"spec\":{\"minReplicas\":$n,\"maxReplicas\":$n}}" >/dev/null
+    done
+    kc -n "$ns" scale deploy "$service" --replicas 2 >/dev/null
+    kc -n "$ns" rollout status deploy "$service" --timeout=120s >/dev/null
+    start=$(cat "$results/start-at")
+    sleep $(( start + seconds / 2 - $(date +%s) > 0 ? start + seconds / 2 - $(date +%s) : 0 ))
+    if [[ "$fault" == kill ]]; then
+        pod=$(kc -n "$ns" get pods -l "app.kubernetes.io/name=$service" -o jsonpath='{.items[0].metadata.name}')
+        echo "$(date -u +%T) deleted $service pod $pod (one of two replicas) halfway through the run"
+        kc -n "$ns" delete pod "$pod" --wait=false >/dev/null
+    else
+        echo "$(date -u +%T) scaled $service from two replicas to one halfway through the run"
+        kc -n "$ns" patch hpa "$service" --type merge -p '{"spec":{"minReplicas":1,"maxReplicas":1}}' >/dev/null
+        kc -n "$ns" scale deploy "$service" --replicas 1 >/dev/null
+    fi
+    # The base's autoscaling again once the run is over.
+    ( sleep $(( start + seconds + 5 - $(date +%s) > 0 ? start + seconds + 5 - $(date +%s) : 0 ))
+      for hpa in $(kc -n "$ns" get hpa -o name); do
+          kc -n "$ns" patch "$hpa" --type merge -p '{"spec":{"minReplicas":1,"maxReplicas":6}}' >/dev/null
+      done ) &
+}
+
 # results/cluster-RUNTIME-RUN/report.md: what ran where, the merge's table and the tally.
 load_report() {
-    local runtime="$1" run="$2" out="$3" shards="$4" duration="$5" scenario="$6" users="$7" kill_shard="$8"
+    local runtime="$1" run="$2" out="$3" shards="$4" duration="$5" scenario="$6" users="$7" kill_shard="$8" fault="$9"
     {
         echo "# Load on the cluster: $runtime, $run"
         echo
-        echo "\`bash scripts/cluster.sh load $runtime $shards $duration --scenario $scenario --users $users${kill_shard:+ --kill-generator $kill_shard}\`"
+        echo "\`bash scripts/cluster.sh load $runtime $shards $duration --scenario $scenario --users $users${kill_shard:+ --kill-generator $kill_shard}${fault:+ ${fault/--kill/--kill-server}}\` (seed $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["settings"]["seed"])' "$out/merged.json"))"
         echo
         echo "- **Cluster**: $(cluster_words)"
         echo "- **Pods** (namespace brigade-$runtime): $(kc -n "brigade-$runtime" get pods --no-headers -o custom-columns=N:.metadata.name,S:.status.phase | awk '{printf "%s%s (%s)", sep, $1, $2; sep=", "}')"
         echo "- **Images**: $(kc -n "brigade-$runtime" get pods -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}' | sort -u | xargs | sed 's/ /, /g')"
+        if [[ $fresh == 1 ]]; then
+            echo "- **Data**: the run started on empty databases (\`cluster.sh reset\`: every service and database scaled to nothing, the databases' volumes emptied, all started again)"
+        else
+            echo "- **Data**: the databases as the last run left them (--keep-data)"
+        fi
         echo "- **Load**: the Jobs of deploy/k8s/load with the local component: $shards generator pods (an Indexed Job), scenario $scenario, $users users in all, $duration after a warm-up; the servers' counters read after the setup Job and after the last generator"
         if [[ -n "$kill_shard" ]]; then
             echo "- **Fault**: shard $kill_shard's generator pod deleted halfway through its run; its attempts: $(tr '\n' ';' <"$out/shard-$kill_shard.attempts" 2>/dev/null)"
+        fi
+        if [[ -f "$out/fault.txt" ]]; then
+            echo "- **Fault**: $(cat "$out/fault.txt"); beside the load, writes of their own: $(tr '\n' ' ' <"$out/writes.txt")"
         fi
         echo
         echo "## The merged result (brigade merge)"
@@ -1012,6 +1094,55 @@ cluster_words() {
 ($node; etcd 3.6.5, kube-proxy iptables, CNI bridge), CoreDNS $COREDNS_VERSION, metrics-server $METRICS_SERVER_VERSION"
 }
 
+# --- compare: runtimes deployed side by side, compared from this machine ------------------------
+
+# The cgroup (cpuacct's path, or v2's) of pod $2's first container in namespace $1, from its main
+# process on this node.
+pod_cgroup() {
+    local id pid
+    id=$(kc -n "$1" get pod "$2" -o jsonpath='{.status.containerStatuses[0].containerID}')
+    id=${id#containerd://}
+    pid=$(ctrk tasks ls | awk -v id="$id" '$1 == id {print $2}')
+    [[ -n "$pid" ]] || die "no process for pod $2's container"
+    awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3; found=1} END {if (!found) exit 1}' "/proc/$pid/cgroup" 2>/dev/null \
+        || awk -F: '$1 == "0" {print $3}' "/proc/$pid/cgroup"
+}
+
+# `brigade compare --external` over runtimes $1 (comma-separated, each deployed), the rest of the
+# arguments compare's own: every service by its Service's address, its CPU from its pod's cgroup
+# (side by side), the databases' as companions. Each service is held at one replica while it runs
+# (its CPU is one pod's; the HPAs are put back after), on fresh databases. The report's setup
+# names the cluster, node, pods and images.
+compare() {
+    local runtimes="${1:?compare R1,R2 [compare flags]}" runtime service pod ns externals=() pods=() images=()
+    shift
+    running kube-apiserver || die "the cluster is not up (bash scripts/cluster.sh up)"
+    # shellcheck disable=SC2064
+    trap "for r in ${runtimes//,/ }; do kc -n brigade-\$r patch hpa tables kitchen --type merge -p '{\"spec\":{\"minReplicas\":1,\"maxReplicas\":6}}' >/dev/null 2>&1 || true; done" EXIT
+    for runtime in ${runtimes//,/ }; do
+        ns="brigade-$runtime"
+        kc -n "$ns" patch hpa tables kitchen --type merge -p '{"spec":{"minReplicas":1,"maxReplicas":1}}' >/dev/null
+        timed "empty databases ($runtime)" reset "$runtime"
+        for service in waiter tables kitchen waiter-db tables-db kitchen-db; do
+            pod=$(kc -n "$ns" get pods -l "app.kubernetes.io/name=$service" -o jsonpath='{.items[0].metadata.name}')
+            pods+=("$ns/$pod")
+            case "$service" in
+                *-db) externals+=(--external-companion "$runtime:$service=$(pod_cgroup "$ns" "$pod")") ;;
+                *) externals+=(--external "$runtime:$service=$(url "$runtime" "$service")"
+                    --external-cgroup "$runtime:$service=$(pod_cgroup "$ns" "$pod")") ;;
+            esac
+        done
+        images+=("$(kc -n "$ns" get deploy waiter -o jsonpath='{.spec.template.spec.containers[0].image}')")
+    done
+    local note
+    note="$(cluster_words); each runtime in its namespace from its overlay with the local component (deploy/k8s/local), \
+one replica per service (the HPAs held at one), on empty databases (FerretDB 1.24 standing in for mongo:7), \
+images ${images[*]}, pods ${pods[*]}; reached through each Service's cluster IP (kube-proxy) from the node; \
+side by side, each runtime's CPU is its three service pods' cgroups (cpuacct) summed, the databases' apart; \
+nothing pinned: pods and the generator share the node's CPUs"
+    "$(host_brigade)" compare "${externals[@]}" --no-pin --setup-note "Cluster=$note" "$@"
+}
+
 # --- main -----------------------------------------------------------------------------------------
 
 # (Sourced, it only defines its functions.)
@@ -1025,6 +1156,7 @@ case "${1:-}" in
     logs) logs "${2:-}" ;;
     deploy) shift; deploy "$@" ;;
     url) url "${2:?runtime}" "${3:?service}" ;;
+    reset) reset "${2:?runtime}" ;;
     walkthrough) walkthrough "${2:?runtime}" ;;
     load) shift; load "$@" ;;
     compare) shift; compare "$@" ;;
