@@ -10,14 +10,18 @@
 #                                                   # (deploy/k8s/overlays/RUNTIME + the component deploy/k8s/local)
 #   bash scripts/cluster.sh url RUNTIME SERVICE     # a URL of that service reachable from this machine
 #   bash scripts/cluster.sh walkthrough RUNTIME     # scripts/walkthrough.sh against that runtime's services
-#   bash scripts/cluster.sh load RUNTIME SHARDS DURATION [--scenario S] [--users N] [--kill-generator I]
-#                                                   # the load Jobs against that runtime's services, the servers'
-#                                                   # counters read around them; prints the merged report's path
+#   bash scripts/cluster.sh load RUNTIME SHARDS DURATION [--scenario S] [--users N] [--warmup D] [--keep-data]
+#                            [--kill-generator I | --kill-server SERVICE | --scale-down SERVICE]
+#                                                   # the load Jobs against that runtime's services (on empty
+#                                                   # databases), the servers' counters read around them and
+#                                                   # tallied, a fault if asked; prints the report's path
 #   bash scripts/cluster.sh compare R1,R2 [compare flags]   # compare --external of two deployed runtimes
 #   bash scripts/cluster.sh status                  # the components, the node, every pod
 #   bash scripts/cluster.sh logs [COMPONENT|RUNTIME] # a component's log (etcd, kubelet, ...), or a runtime's pods'
 #   bash scripts/cluster.sh down                    # everything stopped and removed; checks that nothing remains
+#   bash scripts/cluster.sh reset RUNTIME           # that runtime's databases emptied (load does it first)
 #   bash scripts/cluster.sh build                   # only the binaries (cached under BRIGADE_CACHE)
+#   bash scripts/cluster.sh ci                      # what .ci/run runs: up, deploy, walkthrough, load, a fault, down
 #
 # Environment: BRIGADE_CACHE (default ~/.cache/brigade: the built binaries), BRIGADE_CLUSTER_STATE
 # (default /var/lib/brigade-cluster: everything `up` makes; `down` removes it), BRIGADE_ENGINE
@@ -424,7 +428,7 @@ addon_images() {
 }
 
 # The kubelet. cgroup v1 (this machine's hierarchy is v1, hybrid): Kubernetes 1.35 refuses it
-# unless failCgroupV1 is false (KEP-5573); 1.35 is the last minor that supports containerd 1.x
+# unless failCgroupV1 is false; 1.35 is the last minor that supports containerd 1.x
 # (Debian 12's 1.6), so this is the newest pairing that runs here (docs/scaling.md).
 start_kubelet() {
     local d="$STATE/pki" ip
@@ -1143,6 +1147,29 @@ nothing pinned: pods and the generator share the node's CPUs"
     "$(host_brigade)" compare "${externals[@]}" --no-pin --setup-note "Cluster=$note" "$@"
 }
 
+# --- ci: what .ci/run runs ------------------------------------------------------------------------
+
+# The cluster from nothing to nothing, each step timed: up (the builds included where the cache is
+# empty), the axum and actix overlays deployed, the walkthrough through each, the load Jobs (4
+# generators × 30 s, the tally exact), the same with a generator pod deleted halfway (retried,
+# named, the tally exact over every attempt), down (nothing left, checked).
+ci() {
+    local began=$SECONDS report
+    trap 'down >/dev/null 2>&1 || true' EXIT
+    timed "cluster up" up
+    timed "deploy axum actix" deploy axum actix
+    timed "walkthrough axum" walkthrough axum >/dev/null
+    timed "walkthrough actix" walkthrough actix >/dev/null
+    report=$(timed "load axum 4 30s" load axum 4 30s)
+    grep -q "agree with the generators exactly" "$report" || die "the tally did not agree: $report"
+    report=$(timed "load axum 4 30s, a generator pod deleted" load axum 4 30s --kill-generator 1)
+    grep -q "attempt 1 LOST, not counted" "$report" || die "the lost attempt is not named: $report"
+    grep -q "attempt 2 (retried)" "$report" || die "the retry is not named: $report"
+    trap - EXIT
+    timed "cluster down" down
+    log "the cluster in CI took $((SECONDS - began)) s in all"
+}
+
 # --- main -----------------------------------------------------------------------------------------
 
 # (Sourced, it only defines its functions.)
@@ -1160,5 +1187,6 @@ case "${1:-}" in
     walkthrough) walkthrough "${2:?runtime}" ;;
     load) shift; load "$@" ;;
     compare) shift; compare "$@" ;;
-    *) sed -n '2,27p' "$0"; exit 2 ;;
+    ci) ci ;;
+    *) sed -n '2,29p' "$0"; exit 2 ;;
 esac

@@ -223,7 +223,7 @@ brigade_image() {
     mkdir -p "$BIN_DIR/prebuilt/$runtime"
     strip --strip-debug -o "$BIN_DIR/prebuilt/$runtime/brigade" "$IMAGES_TARGET_DIR/$PROFILE/brigade"
     timed "$ENGINE build brigade:$runtime" \
-        engine_build -q -f "$REPO_ROOT/Dockerfile" --build-arg BUILDER=prebuilt \
+        engine_build -q -f "$REPO_ROOT/Dockerfile" --build-arg BUILDER=prebuilt --label "brigade.build-profile=$PROFILE" \
         --build-arg RUNTIME="$runtime" -t "brigade:$runtime" -t "localhost/brigade:$runtime" "$BIN_DIR" >/dev/null
     # The image holds that runtime alone: the build argument reached the cargo features.
     local listed
@@ -473,8 +473,8 @@ compare_containers() {
         databases="the embedded store (docker-compose.embedded.yml): each service its own database file on its own volume, no database container"
     fi
     note="$(engine_words); docker-compose.yml + $(basename "$(store_override)"), one stack per runtime up at once \
-(${stacks[*]}), image brigade:RUNTIME from the Dockerfile (BUILDER=prebuilt, a $PROFILE host build with that runtime's \
-features alone); each service container pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
+(${stacks[*]}), image brigade:RUNTIME from the Dockerfile (BUILDER=prebuilt, a host build with that runtime's features alone: \
+$(for r in ${runtimes//,/ }; do printf '%s %s; ' "$r" "$(E image inspect -f '{{index .Config.Labels "brigade.build-profile"}}' "brigade:$r")"; done)); each service container pinned to CPUs $server_cpus (cpuset), the generator to $generator_cpus; \
 every service in its own container and network namespace, reached through the engine's published ports; \
 side by side, each runtime's CPU is its three service containers' cgroups (cpuacct) summed, in nanoseconds; $databases"
     timed "compare --external ($runtimes, $STORE)" "$brigade" compare "${externals[@]}" \

@@ -550,13 +550,24 @@ fn kubernetes_load_runs_one_indexed_generator_per_shard_then_merges() {
     let script =
         strings(&generators["spec"]["template"]["spec"]["containers"][0]["args"]).join("\n");
     for flag in [
-        "--shard \"$JOB_COMPLETION_INDEX/$SHARDS\"",
+        "i=\"$JOB_COMPLETION_INDEX\"",
+        "--shard \"$i/$SHARDS\"",
         "--start-at",
         "--fixtures",
         "--json",
+        "--attempt",
     ] {
         assert!(script.contains(flag), "the generators run {flag}: {script}");
     }
+    // A lost shard runs again once, after the lost pod has ended (its partial result written),
+    // instead of failing the run (docs/scaling.md, "Faults").
+    assert_eq!(generators["spec"]["backoffLimitPerIndex"].as_u64(), Some(1));
+    assert_eq!(generators["spec"]["maxFailedIndexes"].as_u64(), Some(0));
+    assert_eq!(
+        generators["spec"]["podReplacementPolicy"].as_str(),
+        Some("Failed")
+    );
+    assert!(script.contains("trap 'kill -TERM"), "SIGTERM reaches the generator: {script}");
     let setup = k8s_find(&docs, "Job", "brigade-load-setup");
     let script = strings(&setup["spec"]["template"]["spec"]["containers"][0]["args"]).join("\n");
     assert!(script.contains("--setup-only --fixtures"), "{script}");
@@ -677,8 +688,15 @@ fn a_prebuilt_binary_enters_through_the_same_runtime_stage() {
         copies,
         ["--from=binary /src/target/release/brigade /usr/local/bin/brigade"]
     );
+    // From the build context (a directory holding prebuilt/RUNTIME/brigade): no named context,
+    // which Docker Engine 20.10's BuildKit cannot take.
     assert!(ins.iter().any(|(_, k, a)| k == "COPY"
-        && a == "--from=brigade-bin ${RUNTIME}/brigade /src/target/release/brigade"));
+        && a == "prebuilt/${RUNTIME}/brigade /src/target/release/brigade"));
+    // No `# syntax=` line: its frontend image would have to be pulled.
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("# syntax=")),
+        "the Dockerfile names a frontend image to pull"
+    );
 }
 
 fn embedded_override() -> Value {
@@ -761,4 +779,130 @@ fn the_embedded_override_gives_each_service_its_own_volume_and_starts_no_databas
         dockerfile().contains("install -d -o brigade -g brigade /app/data"),
         "the image prepares /app/data"
     );
+}
+
+/// The base's Deployments, StatefulSets and the load's Jobs, as kustomize would list them.
+fn k8s_base_and_load() -> Vec<Value> {
+    let mut files = Vec::new();
+    for dir in ["deploy/k8s/base", "deploy/k8s/load"] {
+        let k = &k8s_documents(&[&format!("{dir}/kustomization.yaml")])[0];
+        files.extend(
+            strings(&k["resources"])
+                .iter()
+                .map(|r| format!("{dir}/{r}")),
+        );
+    }
+    k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// A CPU quantity in millicores (`500m`, `1`).
+fn millicores(q: &str) -> u64 {
+    match q.strip_suffix('m') {
+        Some(m) => m.parse().unwrap(),
+        None => (q.parse::<f64>().unwrap() * 1000.0) as u64,
+    }
+}
+
+/// deploy/k8s/local (what a one-node cluster without a registry needs: scripts/cluster.sh) changes
+/// images, pull policy, the stand-in database and CPU requests, and each CPU request it sets is a
+/// tenth of the base's (the factor docs/scaling.md states), for every resource its patch reaches.
+#[test]
+fn the_local_component_asks_a_tenth_of_each_cpu_request_and_changes_nothing_else() {
+    let local = &k8s_documents(&["deploy/k8s/local/kustomization.yaml"])[0];
+    assert_eq!(local["kind"].as_str(), Some("Component"));
+    let keys: BTreeSet<&str> = local
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["apiVersion", "kind", "images", "patches"])
+    );
+    let docs = k8s_base_and_load();
+    let mut reached = BTreeSet::new();
+    for patch in local["patches"].as_sequence().unwrap() {
+        let target = &patch["target"];
+        let kind = target["kind"].as_str().unwrap();
+        let name = target["name"].as_str().map(|n| regex_lite(n));
+        let ops: Vec<Value> = serde_norway::from_str(patch["patch"].as_str().unwrap()).unwrap();
+        let cpu = ops
+            .iter()
+            .find(|o| o["path"].as_str() == Some("/spec/template/spec/containers/0/resources/requests/cpu"))
+            .and_then(|o| o["value"].as_str())
+            .expect("every patch sets the CPU request");
+        // Only these fields: pull policy and the CPU request everywhere; the databases' image
+        // flags and probe (the FerretDB substitution, as docker-compose.ferretdb.yml makes it).
+        for o in &ops {
+            let path = o["path"].as_str().unwrap();
+            let allowed = path.ends_with("/imagePullPolicy")
+                || path.ends_with("/requests/cpu")
+                || (kind == "StatefulSet" && (path.ends_with("/args") || path.ends_with("/readinessProbe")));
+            assert!(allowed, "the local component patches {path} of {kind}");
+        }
+        for d in docs.iter().filter(|d| d["kind"].as_str() == Some(kind)) {
+            let n = d["metadata"]["name"].as_str().unwrap();
+            if name.as_ref().is_some_and(|re| !re.iter().any(|alt| alt == n)) {
+                continue;
+            }
+            let base = d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+                .as_str()
+                .unwrap();
+            assert_eq!(millicores(base), 10 * millicores(cpu), "{kind} {n}: {base} -> {cpu}");
+            reached.insert(format!("{kind}/{n}"));
+        }
+    }
+    // Every workload of the base and the load is reached by exactly the patches above.
+    let workloads: BTreeSet<String> = docs
+        .iter()
+        .filter(|d| matches!(d["kind"].as_str(), Some("Deployment" | "StatefulSet" | "Job")))
+        .map(|d| format!("{}/{}", d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(reached, workloads);
+    let images: Vec<(&str, &str)> = local["images"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].as_str().unwrap(), i["newName"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        images,
+        [("brigade", "localhost/brigade"), ("mongo", "localhost/brigade-ferretdb")]
+    );
+}
+
+/// The names a target's `name` pattern of the form `prefix-(a|b)` or a plain name matches.
+fn regex_lite(pattern: &str) -> Vec<String> {
+    match pattern.split_once('(') {
+        Some((prefix, rest)) => rest
+            .trim_end_matches(')')
+            .split('|')
+            .map(|alt| format!("{prefix}{alt}"))
+            .collect(),
+        None => vec![pattern.to_string()],
+    }
+}
+
+/// A deleted pod (a scale-down, a rollout) leaves its Service's endpoints while SIGTERM goes out:
+/// without a pause, kube-proxy still sends new connections to a server that has stopped
+/// accepting. Measured on the cluster (docs/scaling.md): writes refused while a tables pod was
+/// deleted, none with the pause. The pause, the drain and the grace fit the termination period.
+#[test]
+fn kubernetes_services_leave_their_endpoints_before_they_stop_accepting() {
+    let docs = k8s_base_and_load();
+    for name in SERVICES {
+        let pod = &k8s_find(&docs, "Deployment", name)["spec"]["template"]["spec"];
+        let pause = pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name} has no preStop sleep"));
+        assert!(pause >= 2, "{name}: {pause} s is shorter than kube-proxy's sync");
+        let period = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
+        let drain = brigade_runtimes::DRAIN + brigade_runtimes::GRACE;
+        assert!(
+            period >= pause + drain.as_secs(),
+            "{name}: {period} s cannot hold a {pause} s pause and the {} s drain",
+            drain.as_secs()
+        );
+    }
 }

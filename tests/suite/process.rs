@@ -980,3 +980,144 @@ fn three_generator_processes_merge_into_one_exact_result() {
         "a number used twice: {numbers:?}"
     );
 }
+
+/// `args` for `brigade load` of the waiter scenario as shard `shard`, with the given extra flags.
+fn shard_args(target: &str, fixtures: &str, shard: &str, extra: &[&str], json: &str) -> Vec<String> {
+    [
+        "load",
+        "--scenario",
+        "waiter",
+        "--target",
+        target,
+        "--fixtures",
+        fixtures,
+        "--shard",
+        shard,
+        "--users",
+        "4",
+        "--threads",
+        "1",
+        "--seed",
+        "7",
+        "--no-progress",
+        "--json",
+        json,
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A generator stopped by SIGTERM (its pod deleted) ends its run and writes what it measured,
+/// marked interrupted; its shard run again (`--attempt 2`) is the one `merge` counts, the lost
+/// attempt listed apart; and the server's own counters, read after the fixtures and after the last
+/// generator, agree with every attempt's requests, warm-up included (`brigade tally`).
+#[test]
+fn a_generator_stopped_by_sigterm_is_a_lost_attempt_its_retry_counts_once_and_the_tally_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start("axum", "waiter", &dir.path().join("data"));
+    let target = format!("waiter={}", server.url("waiter"));
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    brigade(&[
+        "load",
+        "--scenario",
+        "waiter",
+        "--target",
+        &target,
+        "--setup-only",
+        "--fixtures",
+        &path("fixtures.json"),
+    ]);
+    let read_metrics = |to: &str| {
+        let pods = dir.path().join(to).join("waiter");
+        std::fs::create_dir_all(&pods).unwrap();
+        // HTTP/1.0: the body whole, never chunked.
+        let addr = server.url("waiter").trim_start_matches("http://").to_string();
+        let mut conn = TcpStream::connect(&addr).unwrap();
+        write!(conn, "GET /metrics HTTP/1.0\r\nhost: {addr}\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        let (_, text) = answer.split_once("\r\n\r\n").unwrap();
+        std::fs::write(pods.join("waiter-0.prom"), text).unwrap();
+    };
+    read_metrics("before");
+
+    // Shard 1's first attempt, stopped a little into a long run.
+    let lost = shard_args(
+        &target,
+        &path("fixtures.json"),
+        "1/2",
+        &["--duration", "60s", "--warmup", "500ms"],
+        &path("shard-1.attempt-1.json"),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(&lost)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "an interrupted run says so in its exit status");
+    let lost = load_result(&dir.path().join("shard-1.attempt-1.json"));
+    let why = lost.interrupted.as_deref().expect("the result says it was interrupted");
+    assert!(why.contains("SIGTERM"), "{why}");
+    assert!(lost.elapsed_s < 60.0 && lost.total.requests > 0);
+    assert!(!lost.routes.iter().all(|r| r.warmup_statuses.is_empty()), "its warm-up is counted");
+
+    // The retry and the other shard, complete.
+    for (shard, extra, json) in [
+        ("1/2", vec!["--requests", "100", "--attempt", "2", "--warmup", "200ms"], "shard-1.json"),
+        ("0/2", vec!["--requests", "100", "--warmup", "0s"], "shard-0.json"),
+    ] {
+        let args = shard_args(&target, &path("fixtures.json"), shard, &extra, &path(json));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        brigade(&args);
+    }
+    read_metrics("after");
+    let retry = load_result(&dir.path().join("shard-1.json"));
+    assert_eq!(retry.attempt, Some(2));
+    let complete = load_result(&dir.path().join("shard-0.json"));
+
+    let merged_out = brigade(&[
+        "merge",
+        &path("shard-0.json"),
+        &path("shard-1.attempt-1.json"),
+        &path("shard-1.json"),
+        "--json",
+        &path("merged.json"),
+    ]);
+    assert!(merged_out.contains("attempt 1 LOST, not counted"), "{merged_out}");
+    assert!(merged_out.contains("attempt 2 (retried)"), "{merged_out}");
+    let merged = load_result(&dir.path().join("merged.json"));
+    assert_eq!(
+        merged.total.requests,
+        complete.total.requests + retry.total.requests,
+        "the lost attempt is not counted"
+    );
+    assert_eq!(merged.shards.len(), 3, "every attempt listed");
+
+    // Every request the server counted on the scenario's routes is one of the three attempts'.
+    let tally = brigade(&[
+        "tally",
+        "--before",
+        &path("before"),
+        "--after",
+        &path("after"),
+        &path("shard-0.json"),
+        &path("shard-1.attempt-1.json"),
+        &path("shard-1.json"),
+    ]);
+    assert!(
+        tally.contains("agree with the generators exactly"),
+        "{tally}"
+    );
+    assert!(tally.contains("outside the run's routes"), "the scrape is apart: {tally}");
+}

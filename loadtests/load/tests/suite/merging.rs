@@ -284,3 +284,44 @@ fn a_result_from_before_protocols_reads_as_plaintext_http1() {
     assert_eq!(old.settings.protocol, brigade_load::engine::Protocol::H1);
     assert_eq!((old.settings.streams, old.tls), (1, None));
 }
+
+#[test]
+fn answers_by_status_class_add_up_warm_up_apart() {
+    let parts = [
+        shard(0, 2, 1000.0, 1, 100, 10.0),
+        shard(1, 2, 1000.0, 1, 100, 10.0),
+    ];
+    let merged = result::merge_shards(&parts).unwrap();
+    let route = &merged.routes[0];
+    assert_eq!(route.statuses["2xx"], 198);
+    assert_eq!(route.statuses["5xx"], 2);
+    assert_eq!(route.warmup_statuses["2xx"], 4);
+}
+
+#[test]
+fn a_lost_attempt_is_listed_not_counted_and_its_retry_is_named() {
+    let mut lost = shard(1, 2, 1000.0, 1, 40, 4.0);
+    lost.interrupted = Some("stopped from outside (SIGTERM) after 4.0 s".into());
+    let mut retry = shard(1, 2, 1020.0, 1, 100, 10.0);
+    retry.attempt = Some(2);
+    let parts = [shard(0, 2, 1000.0, 1, 100, 10.0), lost, retry];
+    let merged = result::merge_shards(&parts).unwrap();
+    assert_eq!(merged.total.requests, 200, "the lost attempt's 40 are not counted");
+    let listed: Vec<(u32, Option<u32>, bool)> = merged
+        .shards
+        .iter()
+        .map(|p| (p.shard.unwrap().index, p.attempt, p.interrupted.is_some()))
+        .collect();
+    assert_eq!(
+        listed,
+        [(0, None, false), (1, None, true), (1, Some(2), false)]
+    );
+    // The window is the counted parts' only: from 1000 to the retry's end.
+    assert_eq!(merged.elapsed_s, 30.0);
+    // A shard whose only attempt was lost is missing, and the error names the lost attempt.
+    let mut only_lost = shard(1, 2, 1000.0, 1, 40, 4.0);
+    only_lost.interrupted = Some("stopped".into());
+    let err = result::merge_shards(&[shard(0, 2, 1000.0, 1, 100, 10.0), only_lost]).unwrap_err();
+    let words = format!("{err:#}");
+    assert!(words.contains("1/2") && words.contains("lost attempts"), "{words}");
+}
