@@ -52,6 +52,8 @@ BRIDGE=brigade0
 ETCD_PORT=12379
 APISERVER_PORT=6443
 NODE_NAME=brigade-node
+# The services' pods (the kustomization's part-of label stays off pod templates).
+SERVICE_PODS='app.kubernetes.io/name in (waiter,tables,kitchen)'
 
 log() { echo "cluster.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -637,14 +639,17 @@ down() {
     [[ $(id -u) == 0 ]] || die "down stops the kubelet and changes iptables: run it as root"
     local start=$SECONDS
     # The pods first, through the API while the kubelet runs: it stops each sandbox, and the CNI
-    # plugins take back its address, its veth and its network namespace.
+    # plugins take back its address, its veth and its network namespace. The scheduler and the
+    # controllers stop before, so that no pod comes in place of a deleted one.
+    stop_component kube-scheduler
+    stop_component kube-controller-manager
     if running kube-apiserver && running kubelet; then
-        kc delete namespace -l app.kubernetes.io/part-of=brigade --wait=false >/dev/null 2>&1 || true
-        kc delete pods --all --all-namespaces --grace-period=0 --force >/dev/null 2>&1 || true
+        kc delete pods --all --all-namespaces --grace-period=2 --wait=false >/dev/null 2>&1 || true
         local waited=0
-        while [[ -n "$(ctrk tasks ls -q 2>/dev/null)" || -n "$(ls /var/run/netns 2>/dev/null | grep '^cni-' || true)" ]]; do
+        while [[ -n "$(kc get pods --all-namespaces --no-headers 2>/dev/null)" \
+            || -n "$(ls /var/run/netns 2>/dev/null | grep '^cni-' || true)" ]]; do
             waited=$((waited + 1))
-            (( waited < 60 )) || { log "pods still running after 60 s: stopping them directly"; break; }
+            (( waited < 60 )) || { log "pods still up after 60 s: stopping them directly"; break; }
             sleep 1
         done
     fi
@@ -659,8 +664,6 @@ down() {
         for task in $(ctrk containers ls -q 2>/dev/null); do ctrk containers rm "$task" >/dev/null 2>&1 || true; done
     fi
     stop_component containerd
-    stop_component kube-scheduler
-    stop_component kube-controller-manager
     stop_component kube-apiserver
     stop_component etcd
     # Shims whose containerd is gone.
@@ -729,7 +732,7 @@ logs() {
     local what="${1:-}"
     if [[ -z "$what" ]]; then ls "$STATE/logs"; return 0; fi
     if [[ -f "$STATE/logs/$what.log" ]]; then tail -n "${LINES:-100}" "$STATE/logs/$what.log"; return 0; fi
-    kc -n "brigade-$what" logs --all-containers --prefix --tail "${LINES:-100}" -l app.kubernetes.io/part-of=brigade
+    kc -n "brigade-$what" logs --all-containers --prefix --tail "${LINES:-100}" -l "$SERVICE_PODS"
 }
 
 # --- deploy, url, walkthrough ---------------------------------------------------------------------
@@ -821,7 +824,7 @@ YAML
             kc -n "$ns" rollout status "$kind" --timeout=300s >/dev/null \
                 || { kc -n "$ns" get pods -o wide >&2; die "$runtime: $kind not ready"; }
         done
-        log "$runtime: every pod Ready $((SECONDS - applied)) s after apply ($(kc -n "$ns" get pods --no-headers | wc -l) pods)"
+        log "$runtime: every pod Ready $((SECONDS - applied)) s after apply ($(kc -n "$ns" get pods -l "app.kubernetes.io/name in (waiter,tables,kitchen,waiter-db,tables-db,kitchen-db)" --no-headers 2>/dev/null | wc -l) pods)"
     done
 }
 
@@ -871,7 +874,7 @@ read_counters() {
         mkdir -p "$out/$service"
         curl -sf --max-time 5 "http://$ip:8080/metrics" >"$out/$service/$pod.prom" \
             || die "could not read $service pod $pod's /metrics"
-    done < <(kc -n "$ns" get pods -l 'app.kubernetes.io/name in (waiter,tables,kitchen)' --field-selector status.phase=Running \
+    done < <(kc -n "$ns" get pods -l "$SERVICE_PODS" --field-selector status.phase=Running \
         -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.labels.app\.kubernetes\.io/name} {.status.podIP}{"\n"}{end}')
 }
 

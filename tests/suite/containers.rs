@@ -567,7 +567,10 @@ fn kubernetes_load_runs_one_indexed_generator_per_shard_then_merges() {
         generators["spec"]["podReplacementPolicy"].as_str(),
         Some("Failed")
     );
-    assert!(script.contains("trap 'kill -TERM"), "SIGTERM reaches the generator: {script}");
+    assert!(
+        script.contains("trap 'kill -TERM"),
+        "SIGTERM reaches the generator: {script}"
+    );
     let setup = k8s_find(&docs, "Job", "brigade-load-setup");
     let script = strings(&setup["spec"]["template"]["spec"]["containers"][0]["args"]).join("\n");
     assert!(script.contains("--setup-only --fixtures"), "{script}");
@@ -690,11 +693,15 @@ fn a_prebuilt_binary_enters_through_the_same_runtime_stage() {
     );
     // From the build context (a directory holding prebuilt/RUNTIME/brigade): no named context,
     // which Docker Engine 20.10's BuildKit cannot take.
-    assert!(ins.iter().any(|(_, k, a)| k == "COPY"
-        && a == "prebuilt/${RUNTIME}/brigade /src/target/release/brigade"));
+    assert!(ins
+        .iter()
+        .any(|(_, k, a)| k == "COPY"
+            && a == "prebuilt/${RUNTIME}/brigade /src/target/release/brigade"));
     // No `# syntax=` line: its frontend image would have to be pulled.
     assert!(
-        !text.lines().any(|l| l.trim_start().starts_with("# syntax=")),
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("# syntax=")),
         "the Dockerfile names a frontend image to pull"
     );
 }
@@ -829,7 +836,10 @@ fn the_local_component_asks_a_tenth_of_each_cpu_request_and_changes_nothing_else
         let ops: Vec<Value> = serde_norway::from_str(patch["patch"].as_str().unwrap()).unwrap();
         let cpu = ops
             .iter()
-            .find(|o| o["path"].as_str() == Some("/spec/template/spec/containers/0/resources/requests/cpu"))
+            .find(|o| {
+                o["path"].as_str()
+                    == Some("/spec/template/spec/containers/0/resources/requests/cpu")
+            })
             .and_then(|o| o["value"].as_str())
             .expect("every patch sets the CPU request");
         // Only these fields: pull policy and the CPU request everywhere; the databases' image
@@ -838,26 +848,46 @@ fn the_local_component_asks_a_tenth_of_each_cpu_request_and_changes_nothing_else
             let path = o["path"].as_str().unwrap();
             let allowed = path.ends_with("/imagePullPolicy")
                 || path.ends_with("/requests/cpu")
-                || (kind == "StatefulSet" && (path.ends_with("/args") || path.ends_with("/readinessProbe")));
+                || (kind == "StatefulSet"
+                    && (path.ends_with("/args") || path.ends_with("/readinessProbe")));
             assert!(allowed, "the local component patches {path} of {kind}");
         }
         for d in docs.iter().filter(|d| d["kind"].as_str() == Some(kind)) {
             let n = d["metadata"]["name"].as_str().unwrap();
-            if name.as_ref().is_some_and(|re| !re.iter().any(|alt| alt == n)) {
+            if name
+                .as_ref()
+                .is_some_and(|re| !re.iter().any(|alt| alt == n))
+            {
                 continue;
             }
-            let base = d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+            let base = d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+                ["cpu"]
                 .as_str()
                 .unwrap();
-            assert_eq!(millicores(base), 10 * millicores(cpu), "{kind} {n}: {base} -> {cpu}");
+            assert_eq!(
+                millicores(base),
+                10 * millicores(cpu),
+                "{kind} {n}: {base} -> {cpu}"
+            );
             reached.insert(format!("{kind}/{n}"));
         }
     }
     // Every workload of the base and the load is reached by exactly the patches above.
     let workloads: BTreeSet<String> = docs
         .iter()
-        .filter(|d| matches!(d["kind"].as_str(), Some("Deployment" | "StatefulSet" | "Job")))
-        .map(|d| format!("{}/{}", d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap()))
+        .filter(|d| {
+            matches!(
+                d["kind"].as_str(),
+                Some("Deployment" | "StatefulSet" | "Job")
+            )
+        })
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["kind"].as_str().unwrap(),
+                d["metadata"]["name"].as_str().unwrap()
+            )
+        })
         .collect();
     assert_eq!(reached, workloads);
     let images: Vec<(&str, &str)> = local["images"]
@@ -868,7 +898,10 @@ fn the_local_component_asks_a_tenth_of_each_cpu_request_and_changes_nothing_else
         .collect();
     assert_eq!(
         images,
-        [("brigade", "localhost/brigade"), ("mongo", "localhost/brigade-ferretdb")]
+        [
+            ("brigade", "localhost/brigade"),
+            ("mongo", "localhost/brigade-ferretdb")
+        ]
     );
 }
 
@@ -896,7 +929,10 @@ fn kubernetes_services_leave_their_endpoints_before_they_stop_accepting() {
         let pause = pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
             .as_u64()
             .unwrap_or_else(|| panic!("{name} has no preStop sleep"));
-        assert!(pause >= 2, "{name}: {pause} s is shorter than kube-proxy's sync");
+        assert!(
+            pause >= 2,
+            "{name}: {pause} s is shorter than kube-proxy's sync"
+        );
         let period = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
         let drain = brigade_runtimes::DRAIN + brigade_runtimes::GRACE;
         assert!(

@@ -982,7 +982,13 @@ fn three_generator_processes_merge_into_one_exact_result() {
 }
 
 /// `args` for `brigade load` of the waiter scenario as shard `shard`, with the given extra flags.
-fn shard_args(target: &str, fixtures: &str, shard: &str, extra: &[&str], json: &str) -> Vec<String> {
+fn shard_args(
+    target: &str,
+    fixtures: &str,
+    shard: &str,
+    extra: &[&str],
+    json: &str,
+) -> Vec<String> {
     [
         "load",
         "--scenario",
@@ -1033,7 +1039,10 @@ fn a_generator_stopped_by_sigterm_is_a_lost_attempt_its_retry_counts_once_and_th
         let pods = dir.path().join(to).join("waiter");
         std::fs::create_dir_all(&pods).unwrap();
         // HTTP/1.0: the body whole, never chunked.
-        let addr = server.url("waiter").trim_start_matches("http://").to_string();
+        let addr = server
+            .url("waiter")
+            .trim_start_matches("http://")
+            .to_string();
         let mut conn = TcpStream::connect(&addr).unwrap();
         write!(conn, "GET /metrics HTTP/1.0\r\nhost: {addr}\r\n\r\n").unwrap();
         let mut answer = String::new();
@@ -1065,17 +1074,34 @@ fn a_generator_stopped_by_sigterm_is_a_lost_attempt_its_retry_counts_once_and_th
         .unwrap();
     assert!(killed.success());
     let status = child.wait().unwrap();
-    assert!(!status.success(), "an interrupted run says so in its exit status");
+    assert!(
+        !status.success(),
+        "an interrupted run says so in its exit status"
+    );
     let lost = load_result(&dir.path().join("shard-1.attempt-1.json"));
-    let why = lost.interrupted.as_deref().expect("the result says it was interrupted");
+    let why = lost
+        .interrupted
+        .as_deref()
+        .expect("the result says it was interrupted");
     assert!(why.contains("SIGTERM"), "{why}");
     assert!(lost.elapsed_s < 60.0 && lost.total.requests > 0);
-    assert!(!lost.routes.iter().all(|r| r.warmup_statuses.is_empty()), "its warm-up is counted");
+    assert!(
+        !lost.routes.iter().all(|r| r.warmup_statuses.is_empty()),
+        "its warm-up is counted"
+    );
 
     // The retry and the other shard, complete.
     for (shard, extra, json) in [
-        ("1/2", vec!["--requests", "100", "--attempt", "2", "--warmup", "200ms"], "shard-1.json"),
-        ("0/2", vec!["--requests", "100", "--warmup", "0s"], "shard-0.json"),
+        (
+            "1/2",
+            vec!["--requests", "100", "--attempt", "2", "--warmup", "200ms"],
+            "shard-1.json",
+        ),
+        (
+            "0/2",
+            vec!["--requests", "100", "--warmup", "0s"],
+            "shard-0.json",
+        ),
     ] {
         let args = shard_args(&target, &path("fixtures.json"), shard, &extra, &path(json));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -1094,7 +1120,10 @@ fn a_generator_stopped_by_sigterm_is_a_lost_attempt_its_retry_counts_once_and_th
         "--json",
         &path("merged.json"),
     ]);
-    assert!(merged_out.contains("attempt 1 LOST, not counted"), "{merged_out}");
+    assert!(
+        merged_out.contains("attempt 1 LOST, not counted"),
+        "{merged_out}"
+    );
     assert!(merged_out.contains("attempt 2 (retried)"), "{merged_out}");
     let merged = load_result(&dir.path().join("merged.json"));
     assert_eq!(
@@ -1119,5 +1148,8 @@ fn a_generator_stopped_by_sigterm_is_a_lost_attempt_its_retry_counts_once_and_th
         tally.contains("agree with the generators exactly"),
         "{tally}"
     );
-    assert!(tally.contains("outside the run's routes"), "the scrape is apart: {tally}");
+    assert!(
+        tally.contains("outside the run's routes"),
+        "the scrape is apart: {tally}"
+    );
 }

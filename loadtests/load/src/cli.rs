@@ -87,7 +87,9 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
     }
     report(&result, args.json.as_deref(), &thresholds)?;
     match result.interrupted {
-        Some(_) => bail!("the run was interrupted: its result covers only what it measured until then"),
+        Some(_) => {
+            bail!("the run was interrupted: its result covers only what it measured until then")
+        }
         None => Ok(()),
     }
 }
@@ -107,10 +109,7 @@ pub fn run_merge(args: MergeArgs) -> Result<()> {
     for part in &merged.shards {
         let shard = part.shard.map_or("whole".to_string(), |s| s.to_string());
         let attempt = match (part.attempt, &part.interrupted) {
-            (n, Some(why)) => format!(
-                " attempt {} LOST, not counted ({why})",
-                n.unwrap_or(1)
-            ),
+            (n, Some(why)) => format!(" attempt {} LOST, not counted ({why})", n.unwrap_or(1)),
             (Some(n), None) => format!(" attempt {n} (retried)"),
             (None, None) => String::new(),
         };

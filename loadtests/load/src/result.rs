@@ -499,7 +499,10 @@ pub fn merge_shards(parts: &[LoadResult]) -> anyhow::Result<LoadResult> {
         0 => e,
         _ => e.context(format!(
             "lost attempts: {}",
-            lost.iter().map(|r| describe_part(r)).collect::<Vec<_>>().join("; ")
+            lost.iter()
+                .map(|r| describe_part(r))
+                .collect::<Vec<_>>()
+                .join("; ")
         )),
     })?;
     let start = windows
@@ -527,7 +530,10 @@ pub fn merge_shards(parts: &[LoadResult]) -> anyhow::Result<LoadResult> {
         .iter()
         .zip(&windows)
         .map(|(r, w)| ShardPart::of(r, *w))
-        .chain(lost.iter().map(|r| ShardPart::of(r, r.window.unwrap_or_default())))
+        .chain(
+            lost.iter()
+                .map(|r| ShardPart::of(r, r.window.unwrap_or_default())),
+        )
         .collect();
     out.shards
         .sort_by_key(|p| (p.shard.map(|s| s.index), p.attempt.unwrap_or(1)));
@@ -536,7 +542,10 @@ pub fn merge_shards(parts: &[LoadResult]) -> anyhow::Result<LoadResult> {
 
 /// A part in words, for errors: its shard, attempt and why it ended.
 fn describe_part(r: &LoadResult) -> String {
-    let shard = r.settings.shard.map_or("a whole run".to_string(), |s| format!("shard {s}"));
+    let shard = r
+        .settings
+        .shard
+        .map_or("a whole run".to_string(), |s| format!("shard {s}"));
     format!(
         "{shard}, attempt {}: {} ({} requests)",
         r.attempt.unwrap_or(1),

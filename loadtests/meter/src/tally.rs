@@ -200,9 +200,11 @@ pub fn tally(
 fn match_peer_calls(t: &mut Tally) {
     for ((callee, class), calls) in &t.peer_calls {
         let mut left = *calls;
-        for row in t.rows.iter_mut().filter(|r| {
-            &r.key.service == callee && &r.key.class == class && r.key.method == "GET"
-        }) {
+        for row in t
+            .rows
+            .iter_mut()
+            .filter(|r| &r.key.service == callee && &r.key.class == class && r.key.method == "GET")
+        {
             let surplus = u64::try_from(row.difference()).unwrap_or(0);
             let take = surplus.min(left);
             row.peers += take;
@@ -279,7 +281,10 @@ fn generator_counts(
         }
         for route in &part.routes {
             let Some((service, method, path)) = by_name.get(route.name.as_str()) else {
-                problems.push(format!("the results' route {} is not the scenario's", route.name));
+                problems.push(format!(
+                    "the results' route {} is not the scenario's",
+                    route.name
+                ));
                 continue;
             };
             for (class, n) in route.statuses.iter().chain(&route.warmup_statuses) {
@@ -331,7 +336,9 @@ fn server_counts(
             for (labels, n) in &now {
                 let was = then.get(labels).copied().unwrap_or(0.0);
                 if *n < was {
-                    problems.push(format!("{service} pod {pod}: a counter went down (the process restarted)"));
+                    problems.push(format!(
+                        "{service} pod {pod}: a counter went down (the process restarted)"
+                    ));
                     continue;
                 }
                 let delta = (n - was).round() as u64;
@@ -446,9 +453,11 @@ fn parse_labels(text: &str) -> Result<BTreeMap<String, String>> {
 
 /// `brigade tally`: what the servers counted around a run against what its generators sent.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Each reading is a directory of SERVICE/POD.prom files, one /metrics text per pod \
+#[command(
+    after_help = "Each reading is a directory of SERVICE/POD.prom files, one /metrics text per pod \
 (scripts/cluster.sh load writes them). Example:\n  \
-brigade tally --before run/metrics-before --after run/metrics-after run/shard-*.json")]
+brigade tally --before run/metrics-before --after run/metrics-after run/shard-*.json"
+)]
 pub struct TallyArgs {
     /// Every generator result of the run: each shard's, lost attempts included (not the merged one)
     #[arg(required = true, value_name = "RESULT.json")]

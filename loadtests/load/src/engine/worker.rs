@@ -89,7 +89,9 @@ impl Shared {
 
     /// Whether the run was told to end early: nothing more is sent.
     pub(crate) fn stopping(&self) -> bool {
-        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     /// A dialer for one thread (TLS: with a session cache of its own).

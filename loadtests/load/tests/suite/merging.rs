@@ -306,7 +306,10 @@ fn a_lost_attempt_is_listed_not_counted_and_its_retry_is_named() {
     retry.attempt = Some(2);
     let parts = [shard(0, 2, 1000.0, 1, 100, 10.0), lost, retry];
     let merged = result::merge_shards(&parts).unwrap();
-    assert_eq!(merged.total.requests, 200, "the lost attempt's 40 are not counted");
+    assert_eq!(
+        merged.total.requests, 200,
+        "the lost attempt's 40 are not counted"
+    );
     let listed: Vec<(u32, Option<u32>, bool)> = merged
         .shards
         .iter()
@@ -323,5 +326,8 @@ fn a_lost_attempt_is_listed_not_counted_and_its_retry_is_named() {
     only_lost.interrupted = Some("stopped".into());
     let err = result::merge_shards(&[shard(0, 2, 1000.0, 1, 100, 10.0), only_lost]).unwrap_err();
     let words = format!("{err:#}");
-    assert!(words.contains("1/2") && words.contains("lost attempts"), "{words}");
+    assert!(
+        words.contains("1/2") && words.contains("lost attempts"),
+        "{words}"
+    );
 }

@@ -131,7 +131,14 @@ fn counts_agree_once_probes_setup_and_warm_up_are_separated() {
     // Before the run: the setup's 2 POSTs and some probes. During it: two parts, and a replica
     // of b that started during the run (it counts from zero).
     let before = readings(&[
-        ("a", "a-1", metrics(&[("POST", "/items", "2xx", 2), ("GET", "/ready", "2xx", 7)], 0)),
+        (
+            "a",
+            "a-1",
+            metrics(
+                &[("POST", "/items", "2xx", 2), ("GET", "/ready", "2xx", 7)],
+                0,
+            ),
+        ),
         ("b", "b-1", metrics(&[("GET", "/ready", "2xx", 7)], 0)),
     ]);
     let after = readings(&[
@@ -150,7 +157,13 @@ fn counts_agree_once_probes_setup_and_warm_up_are_separated() {
         (
             "b",
             "b-1",
-            metrics(&[("GET", "/things/{id}", "2xx", 3), ("GET", "/ready", "2xx", 12)], 0),
+            metrics(
+                &[
+                    ("GET", "/things/{id}", "2xx", 3),
+                    ("GET", "/ready", "2xx", 12),
+                ],
+                0,
+            ),
         ),
         ("b", "b-2", metrics(&[("GET", "/things/{id}", "2xx", 3)], 0)),
     ]);
@@ -167,12 +180,27 @@ fn counts_agree_once_probes_setup_and_warm_up_are_separated() {
             .unwrap()
             .clone()
     };
-    assert_eq!((row("/items", "2xx").servers, row("/items", "2xx").generators), (10, 10));
+    assert_eq!(
+        (
+            row("/items", "2xx").servers,
+            row("/items", "2xx").generators
+        ),
+        (10, 10)
+    );
     assert_eq!(row("/items", "4xx").difference(), 0);
     // b's GETs: 4 measured and 2 warm-up, counted on two pods.
-    assert_eq!((row("/things/{}", "2xx").servers, row("/things/{}", "2xx").generators), (6, 6));
+    assert_eq!(
+        (
+            row("/things/{}", "2xx").servers,
+            row("/things/{}", "2xx").generators
+        ),
+        (6, 6)
+    );
     // The probes are counted apart, outside the agreement.
-    assert!(t.outside.iter().any(|r| r.key.route == "/ready" && r.servers == 5));
+    assert!(t
+        .outside
+        .iter()
+        .any(|r| r.key.route == "/ready" && r.servers == 5));
     assert!(t.markdown().contains("outside the run's routes"));
 }
 
@@ -188,7 +216,11 @@ fn peer_calls_into_a_route_the_scenario_does_not_aim_at_are_named() {
     let t = tally(&scenario(), &parts, &before, &after).unwrap();
     assert_eq!(t.peer_calls[&("a".to_string(), "2xx".to_string())], 5);
     assert!(!t.agrees());
-    assert!(t.problems[0].contains("5 of 5 peer calls into a"), "{:?}", t.problems);
+    assert!(
+        t.problems[0].contains("5 of 5 peer calls into a"),
+        "{:?}",
+        t.problems
+    );
 }
 
 #[test]
@@ -200,20 +232,25 @@ fn peer_calls_are_matched_to_the_callees_get_surplus_and_a_gap_is_named() {
     let parts = [part(&[], &[("2xx", 5)], 0)];
     let scenario = scenario();
     // The caller's counter names its peer, b.
-    let caller = |n: u64| {
-        format!("brigade_peer_requests_total{{peer=\"b\",status=\"2xx\"}} {n}\n")
-    };
+    let caller = |n: u64| format!("brigade_peer_requests_total{{peer=\"b\",status=\"2xx\"}} {n}\n");
     let after = readings(&[("b", "b-1", text(9, 0)), ("a", "a-1", caller(4))]);
     let t = tally(&scenario, &parts, &before, &after).unwrap();
     assert!(t.agrees(), "{:?}", t.problems);
     let r = &t.rows[0];
-    assert_eq!((r.servers, r.generators, r.peers, r.difference()), (9, 5, 4, 0));
+    assert_eq!(
+        (r.servers, r.generators, r.peers, r.difference()),
+        (9, 5, 4, 0)
+    );
     assert!(t.markdown().starts_with("**The servers' counters agree"));
     // One request more than the generators and peers explain: named.
     let after = readings(&[("b", "b-1", text(10, 0)), ("a", "a-1", caller(4))]);
     let t = tally(&scenario, &parts, &before, &after).unwrap();
     assert!(!t.agrees());
-    assert!(t.problems[0].contains("the servers counted 10, the generators sent 5 and peers called 4"), "{:?}", t.problems);
+    assert!(
+        t.problems[0].contains("the servers counted 10, the generators sent 5 and peers called 4"),
+        "{:?}",
+        t.problems
+    );
     assert!(t.markdown().contains("do not agree"));
 }
 
