@@ -930,7 +930,55 @@ load() {
     kc -n "$ns" delete job -l app.kubernetes.io/component=load --wait=true >/dev/null 2>&1 || true
     [[ $fresh == 0 ]] || timed "empty databases ($runtime)" reset "$runtime"
     volume "$ns" brigade-load-results
-    cat >"$dir/kustomization.yaml" <<YAML
+    load_kustomization "$dir" "$ns" "$runtime" "RUN=$run" "SHARDS=$shards" "SCENARIO=$scenario" "USERS=$users" \
+        "DURATION=$duration" "WARMUP=$warmup" "SEED=$seed" START_DELAY_S=20
+    kc apply -k "$dir" >/dev/null
+    timed "setup Job ($run)" wait_job "$ns" brigade-load-setup 300
+    read_counters "$ns" "$out/metrics-before"
+    local results="$STATE/volumes/$ns/brigade-load-results/$run" seconds
+    seconds=$(seconds_of "$duration")
+    if [[ -n "$kill_shard" ]]; then
+        kill_generator "$ns" "$kill_shard" "$results" "$seconds"
+    fi
+    local writer="" failed=0
+    if [[ -n "$fault" ]]; then
+        # Writes of their own beside the load, each acknowledged one logged, looked for afterwards.
+        python3 "$REPO_ROOT/scripts/cluster/writes.py" write "$(url "$runtime" "$fault_service")" \
+            "$(( $(cat "$results/start-at") + seconds ))" "$out/writes.log" >"$out/writes.txt" 2>&1 &
+        writer=$!
+        server_fault "$ns" "$fault" "$fault_service" "$results" "$seconds" >"$out/fault.txt"
+    fi
+    timed "generators Job ($shards shards, $duration)" wait_job "$ns" brigade-load-generators $((seconds + 600))
+    if [[ -n "$writer" ]]; then
+        wait "$writer" || die "the writer failed: $(cat "$out/writes.txt")"
+        python3 "$REPO_ROOT/scripts/cluster/writes.py" check "$(url "$runtime" "$fault_service")" "$out/writes.log" \
+            >>"$out/writes.txt" || { failed=1; log "acknowledged writes lost: $out/writes.txt"; }
+    fi
+    read_counters "$ns" "$out/metrics-after"
+    timed "merge Job" wait_job "$ns" brigade-merge 300
+    cp "$results"/*.json "$out/"
+    cp "$results"/shard-*.attempts "$out/" 2>/dev/null || true
+    kc -n "$ns" logs job/brigade-merge | sed '/^--- merged.json$/,$d' >"$out/merge.txt"
+    # A pod gone between the readings (the faults on servers) leaves the tally short by design:
+    # it says so, and only runs without one must agree.
+    local tallied=0
+    "$(host_brigade)" tally --before "$out/metrics-before" --after "$out/metrics-after" \
+        --markdown "$out/tally.md" $(ls "$out"/shard-*.json) >/dev/null || tallied=1
+    fresh=$fresh load_report "$runtime" "$run" "$out" "$shards" "$duration" "$scenario" "$users" "$kill_shard" "${fault:+--$fault $fault_service}"
+    [[ $tallied == 0 ]] || log "the servers' counters do not agree with the generators: $out/tally.md"
+    echo "$out/report.md"
+    [[ -n "$fault" ]] || failed=$((failed + tallied))
+    return "$failed"
+}
+
+# $1/kustomization.yaml for a run of the load Jobs in namespace $2 against runtime $3's image:
+# deploy/k8s/load as it is, the local component, the load's settings ($4...: KEY=VALUE, SHARDS
+# among them, which the generators Job's completions and parallelism follow).
+load_kustomization() {
+    local dir="$1" ns="$2" runtime="$3" shards literal
+    shift 3
+    {
+        cat <<YAML
 # Written by scripts/cluster.sh load: deploy/k8s/load as it is, with the local component and this
 # run's settings.
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -947,54 +995,19 @@ configMapGenerator:
   - name: brigade-load
     behavior: merge
     literals:
-      - RUN=$run
-      - SHARDS=$shards
-      - SCENARIO=$scenario
-      - USERS=$users
-      - DURATION=$duration
-      - WARMUP=$warmup
-      - SEED=$seed
-      - START_DELAY_S=20
+YAML
+        for literal in "$@"; do
+            echo "      - $literal"
+            [[ "$literal" == SHARDS=* ]] && shards="${literal#SHARDS=}"
+        done
+        cat <<YAML
 patches:
   - target: {kind: Job, name: brigade-load-generators}
     patch: |-
-      - {op: replace, path: /spec/completions, value: $shards}
+      - {op: replace, path: /spec/completions, value: ${shards:?SHARDS}}
       - {op: replace, path: /spec/parallelism, value: $shards}
 YAML
-    kc apply -k "$dir" >/dev/null
-    timed "setup Job ($run)" wait_job "$ns" brigade-load-setup 300
-    read_counters "$ns" "$out/metrics-before"
-    local results="$STATE/volumes/$ns/brigade-load-results/$run" seconds
-    seconds=$(seconds_of "$duration")
-    if [[ -n "$kill_shard" ]]; then
-        kill_generator "$ns" "$kill_shard" "$results" "$seconds"
-    fi
-    local writer=""
-    if [[ -n "$fault" ]]; then
-        # Writes of their own beside the load, each acknowledged one logged, looked for afterwards.
-        python3 "$REPO_ROOT/scripts/cluster/writes.py" write "$(url "$runtime" "$fault_service")" \
-            "$(( $(cat "$results/start-at") + seconds ))" "$out/writes.log" >"$out/writes.txt" 2>&1 &
-        writer=$!
-        server_fault "$ns" "$fault" "$fault_service" "$results" "$seconds" >"$out/fault.txt"
-    fi
-    timed "generators Job ($shards shards, $duration)" wait_job "$ns" brigade-load-generators $((seconds + 600))
-    if [[ -n "$writer" ]]; then
-        wait "$writer" || die "the writer failed: $(cat "$out/writes.txt")"
-        python3 "$REPO_ROOT/scripts/cluster/writes.py" check "$(url "$runtime" "$fault_service")" "$out/writes.log" >>"$out/writes.txt" \
-            || log "acknowledged writes missing: $out/writes.txt"
-    fi
-    read_counters "$ns" "$out/metrics-after"
-    timed "merge Job" wait_job "$ns" brigade-merge 300
-    cp "$results"/*.json "$out/"
-    cp "$results"/shard-*.attempts "$out/" 2>/dev/null || true
-    kc -n "$ns" logs job/brigade-merge | sed '/^--- merged.json$/,$d' >"$out/merge.txt"
-    local tallied=0
-    "$(host_brigade)" tally --before "$out/metrics-before" --after "$out/metrics-after" \
-        --markdown "$out/tally.md" $(ls "$out"/shard-*.json) >/dev/null || tallied=1
-    fresh=$fresh load_report "$runtime" "$run" "$out" "$shards" "$duration" "$scenario" "$users" "$kill_shard" "${fault:+--$fault $fault_service}"
-    [[ $tallied == 0 ]] || log "the servers' counters do not agree with the generators: $out/tally.md"
-    echo "$out/report.md"
-    return "$tallied"
+    } >"$dir/kustomization.yaml"
 }
 
 # Whole seconds of a duration as brigade reads it (30s, 2m, 1500ms).
