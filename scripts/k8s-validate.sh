@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Validates deploy/k8s offline (no cluster): builds every runtime overlay and the load Jobs with
-# kustomize, then checks every resource against the Kubernetes JSON schemas, strictly (an unknown
+# kustomize (and both again with the local component, deploy/k8s/local), then checks every resource against the Kubernetes JSON schemas, strictly (an unknown
 # field fails), with kubernetes-validate (PyPI, pinned; it ships the schemas).
 #
 # kustomize: `kustomize` on PATH, else kubectl's built-in (`kubectl kustomize`), else built once
@@ -37,8 +37,16 @@ fi
 
 out=target/k8s
 mkdir -p "$out"
+# The local component (deploy/k8s/local, what scripts/cluster.sh applies on its one-node cluster)
+# over one runtime's overlay and over the load, as cluster.sh combines them.
+for base in overlays/axum load; do
+    wrapper="$out/with-local-${base//\//-}"
+    mkdir -p "$wrapper"
+    printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../../deploy/k8s/%s\ncomponents:\n  - ../../../deploy/k8s/local\n' \
+        "$base" >"$wrapper/kustomization.yaml"
+done
 status=0
-for dir in deploy/k8s/overlays/* deploy/k8s/load; do
+for dir in deploy/k8s/overlays/* deploy/k8s/load "$out"/with-local-*; do
     name=$(echo "$dir" | tr / -)
     if ! build "$dir" >"$out/$name.yaml"; then
         echo "k8s-validate: kustomize build $dir failed"

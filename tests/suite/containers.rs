@@ -832,7 +832,7 @@ fn the_local_component_asks_a_tenth_of_each_cpu_request_and_changes_nothing_else
     for patch in local["patches"].as_sequence().unwrap() {
         let target = &patch["target"];
         let kind = target["kind"].as_str().unwrap();
-        let name = target["name"].as_str().map(|n| regex_lite(n));
+        let name = target["name"].as_str().map(regex_lite);
         let ops: Vec<Value> = serde_norway::from_str(patch["patch"].as_str().unwrap()).unwrap();
         let cpu = ops
             .iter()
