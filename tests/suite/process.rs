@@ -801,16 +801,7 @@ fn three_generator_processes_merge_into_one_exact_result() {
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
 
     // The fixtures, made once.
-    brigade(&[
-        "load",
-        "--scenario",
-        "waiter",
-        "--target",
-        &target,
-        "--setup-only",
-        "--fixtures",
-        &path("fixtures.json"),
-    ]);
+    make_waiter_fixtures(&target, &path("fixtures.json"));
     let fixtures: brigade_load::shard::Fixtures =
         serde_json::from_str(&std::fs::read_to_string(path("fixtures.json")).unwrap()).unwrap();
     assert_eq!(
@@ -981,6 +972,20 @@ fn three_generator_processes_merge_into_one_exact_result() {
     );
 }
 
+/// The waiter scenario's fixtures, made once at `target` (`load --setup-only`), into `path`.
+fn make_waiter_fixtures(target: &str, path: &str) {
+    brigade(&[
+        "load",
+        "--scenario",
+        "waiter",
+        "--target",
+        target,
+        "--setup-only",
+        "--fixtures",
+        path,
+    ]);
+}
+
 /// `args` for `brigade load` of the waiter scenario as shard `shard`, with the given extra flags.
 fn shard_args(
     target: &str,
@@ -1025,16 +1030,7 @@ fn a_generator_stopped_by_sigterm_is_a_lost_attempt_its_retry_counts_once_and_th
     let server = Server::start("axum", "waiter", &dir.path().join("data"));
     let target = format!("waiter={}", server.url("waiter"));
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    brigade(&[
-        "load",
-        "--scenario",
-        "waiter",
-        "--target",
-        &target,
-        "--setup-only",
-        "--fixtures",
-        &path("fixtures.json"),
-    ]);
+    make_waiter_fixtures(&target, &path("fixtures.json"));
     let read_metrics = |to: &str| {
         let pods = dir.path().join(to).join("waiter");
         std::fs::create_dir_all(&pods).unwrap();
