@@ -378,12 +378,11 @@ forward_pod_traffic() {
 
 # The images the cluster runs, from the engine's store into containerd's: pause, CoreDNS and
 # metrics-server (static binaries on scratch, built here), and whatever else is named.
-ENGINE=""
-engine() {
-    if [[ -z "$ENGINE" ]]; then
-        ENGINE=$(bash "$REPO_ROOT/scripts/containers.sh" engine)
-    fi
-    echo "$ENGINE"
+# The engine containers.sh picks (BRIGADE_ENGINE to choose), asked once: call `resolve_engine` in
+# this shell (not in a command substitution, which would ask again every time), then read $ENGINE.
+ENGINE="${BRIGADE_ENGINE:-}"
+resolve_engine() {
+    [[ -n "$ENGINE" ]] || ENGINE=$(bash "$REPO_ROOT/scripts/containers.sh" engine)
 }
 
 # Builds localhost/NAME:TAG FROM scratch with binary $3 as its entrypoint (args $4...), unless the
@@ -391,7 +390,8 @@ engine() {
 scratch_image() {
     local name="$1" tag="$2" binary="$3" e dir
     shift 3
-    e=$(engine)
+    resolve_engine
+    e=$ENGINE
     "$e" image inspect "localhost/$name:$tag" >/dev/null 2>&1 && return 0
     dir=$(mktemp -d)
     cp "$binary" "$dir/entry"
@@ -412,7 +412,8 @@ scratch_image() {
 # those names (an image rebuilt since is taken again).
 load_images() {
     local e image
-    e=$(engine)
+    resolve_engine
+    e=$ENGINE
     for image in "$@"; do
         "$e" image inspect "$image" >/dev/null 2>&1 || die "$e has no image $image"
         "$e" save "$image" | ctrk images import --all-platforms - >/dev/null || die "importing $image into containerd failed"

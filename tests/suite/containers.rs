@@ -384,6 +384,16 @@ fn k8s_documents(files: &[&str]) -> Vec<Value> {
     out
 }
 
+/// The documents of every resource file kustomization `dir` lists.
+fn k8s_kustomized(dir: &str) -> Vec<Value> {
+    let k = &k8s_documents(&[&format!("{dir}/kustomization.yaml")])[0];
+    let files: Vec<String> = strings(&k["resources"])
+        .iter()
+        .map(|r| format!("{dir}/{r}"))
+        .collect();
+    k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 fn k8s_find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
     docs.iter()
         .find(|d| d["kind"].as_str() == Some(kind) && d["metadata"]["name"].as_str() == Some(name))
@@ -399,13 +409,7 @@ fn k8s_env(container: &Value, key: &str) -> Option<String> {
 
 #[test]
 fn kubernetes_base_gives_each_service_probes_resources_its_own_mongodb_and_peers_by_service_name() {
-    let base = "deploy/k8s/base";
-    let kustomization = k8s_documents(&[&format!("{base}/kustomization.yaml")]);
-    let files: Vec<String> = strings(&kustomization[0]["resources"])
-        .iter()
-        .map(|r| format!("{base}/{r}"))
-        .collect();
-    let docs = k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let docs = k8s_kustomized("deploy/k8s/base");
     let peers = [
         ("waiter", None),
         ("tables", Some("waiter")),
@@ -535,11 +539,7 @@ fn kubernetes_load_runs_one_indexed_generator_per_shard_then_merges() {
         .expect("SHARDS")
         .parse()
         .unwrap();
-    let files: Vec<String> = strings(&k["resources"])
-        .iter()
-        .map(|r| format!("{dir}/{r}"))
-        .collect();
-    let docs = k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let docs = k8s_kustomized(dir);
     let generators = k8s_find(&docs, "Job", "brigade-load-generators");
     assert_eq!(
         generators["spec"]["completionMode"].as_str(),
@@ -790,16 +790,9 @@ fn the_embedded_override_gives_each_service_its_own_volume_and_starts_no_databas
 
 /// The base's Deployments, StatefulSets and the load's Jobs, as kustomize would list them.
 fn k8s_base_and_load() -> Vec<Value> {
-    let mut files = Vec::new();
-    for dir in ["deploy/k8s/base", "deploy/k8s/load"] {
-        let k = &k8s_documents(&[&format!("{dir}/kustomization.yaml")])[0];
-        files.extend(
-            strings(&k["resources"])
-                .iter()
-                .map(|r| format!("{dir}/{r}")),
-        );
-    }
-    k8s_documents(&files.iter().map(String::as_str).collect::<Vec<_>>())
+    let mut docs = k8s_kustomized("deploy/k8s/base");
+    docs.extend(k8s_kustomized("deploy/k8s/load"));
+    docs
 }
 
 /// A CPU quantity in millicores (`500m`, `1`).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::histogram::Latency;
 
 /// The settings a run was made with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadSettings {
     /// Base URL(s) of the target, `name=url` or a plain url.
     pub targets: Vec<String>,

@@ -268,11 +268,18 @@ fn run_planned(
             joined,
         },
     );
+    mark_attempt(&mut result, config, plan, shared.stopping());
+    Ok(result)
+}
+
+/// Records which attempt at its shard `result` was, and, when the run was told to stop
+/// (`stopped`) before its window's end, that it was interrupted and after how long.
+fn mark_attempt(result: &mut LoadResult, config: &LoadConfig, plan: &ShardPlan, stopped: bool) {
     result.attempt = (plan.attempt > 1).then_some(plan.attempt);
     let cut_short = config
         .duration
         .is_none_or(|d| result.elapsed_s < d.as_secs_f64() - 1e-3);
-    if shared.stopping() && cut_short {
+    if stopped && cut_short {
         result.interrupted = Some(format!(
             "stopped from outside (SIGTERM) after {:.1} s of the measured window{}",
             result.elapsed_s,
@@ -282,7 +289,6 @@ fn run_planned(
                 .unwrap_or_default()
         ));
     }
-    Ok(result)
 }
 
 /// Refuses a config no run can keep: no end, a zero duration, count or timeout, streams that

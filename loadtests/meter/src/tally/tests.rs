@@ -50,23 +50,8 @@ fn part(post: &[(&str, u64)], get: &[(&str, u64)], warm: u64) -> LoadResult {
     };
     LoadResult {
         settings: LoadSettings {
-            targets: vec![],
             scenario: "pair".into(),
-            users: Some(1),
-            rate: None,
-            connections: 1,
-            duration_s: Some(1.0),
-            requests: None,
-            warmup_s: 0.0,
-            keepalive: true,
-            threads: 1,
-            timeout_ms: 1000,
-            think_ms: 0,
-            pace_tick_ms: None,
-            seed: None,
-            shard: None,
-            protocol: Default::default(),
-            streams: 1,
+            ..LoadSettings::default()
         },
         machine: Machine::default(),
         started_at: String::new(),
