@@ -745,7 +745,8 @@ relpath() { python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.a
 # loaded into the node's containerd.
 brigade_images() {
     local runtime="$1" e
-    e=$(engine)
+    resolve_engine
+    e=$ENGINE
     "$e" image inspect "localhost/brigade:$runtime" >/dev/null 2>&1 \
         || bash "$REPO_ROOT/scripts/containers.sh" --engine "$e" brigade-image "$runtime"
     "$e" image inspect localhost/brigade-ferretdb:1.24.2 >/dev/null 2>&1 \
@@ -824,6 +825,18 @@ YAML
         for kind in statefulset/waiter-db statefulset/tables-db statefulset/kitchen-db deploy/waiter deploy/tables deploy/kitchen; do
             kc -n "$ns" rollout status "$kind" --timeout=300s >/dev/null \
                 || { kc -n "$ns" get pods -o wide >&2; die "$runtime: $kind not ready"; }
+        done
+        # Ready pods are not yet reachable through their Service until kube-proxy has written its
+        # rules for them (a walkthrough right after a deploy once found tables refused): wait
+        # until each Service answers /ready through its cluster IP.
+        local service tries
+        for service in waiter tables kitchen; do
+            tries=0
+            until curl -sf --max-time 2 "$(url "$runtime" "$service")/ready" >/dev/null; do
+                tries=$((tries + 1))
+                (( tries < 60 )) || die "$runtime: the $service Service does not answer through its cluster IP"
+                sleep 1
+            done
         done
         log "$runtime: every pod Ready $((SECONDS - applied)) s after apply ($(kc -n "$ns" get pods -l "app.kubernetes.io/name in (waiter,tables,kitchen,waiter-db,tables-db,kitchen-db)" --no-headers 2>/dev/null | wc -l) pods)"
     done
