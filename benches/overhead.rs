@@ -18,9 +18,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use brigade_compare::procstat;
 use brigade_kit::announce::Announcement;
 use brigade_load::engine::{self, LoadConfig};
+use brigade_meter::procstat;
 
 struct Server {
     child: Child,

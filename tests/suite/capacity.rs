@@ -8,10 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use brigade_compare::judge::ComparisonOutcome;
-use brigade_compare::report::json;
-use brigade_compare::servers::Listening;
-use brigade_compare::verdict::Measure;
+use brigade_meter::servers::Listening;
+use brigade_report::json;
+use brigade_report::verdict::Measure;
 
 /// The planted CPU cost per request, µs: at most 1e6 ÷ 2,000 = 500 requests/s per server CPU.
 const HANDICAP_US: u32 = 2000;
@@ -177,7 +176,7 @@ fn compare_slo_searches_every_runtime_and_judges_the_capacities() {
     assert_eq!(capacity.len(), 1, "{:?}", report.comparisons);
     let c = capacity[0];
     assert!(c.sentence.contains(&c.a) && c.sentence.contains(&c.b));
-    if c.outcome != ComparisonOutcome::NotJudged {
+    if c.outcome != brigade_stats::Outcome::NotJudged {
         assert!(c.ratio.unwrap() >= 1.0);
         assert_eq!(c.samples, 2, "two searches each: {c:?}");
     }

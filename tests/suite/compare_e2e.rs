@@ -11,13 +11,12 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use brigade_compare::judge::ComparisonOutcome;
-use brigade_compare::pin::{available_cpus, spawn_pinned, CpuPlan};
-use brigade_compare::report::{json, markdown, Report, RunRecord};
-use brigade_compare::servers::{Listening, Preloaded};
-use brigade_compare::verdict::Outcome;
 use brigade_kit::conformance::TestClient;
 use brigade_load::result::LoadResult;
+use brigade_meter::pin::{available_cpus, spawn_pinned, CpuPlan};
+use brigade_meter::servers::{Listening, Preloaded};
+use brigade_report::verdict::Outcome;
+use brigade_report::{json, markdown, Report, RunRecord};
 
 /// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
 /// least 200 waiters before the fixtures, i.e. unless the preload is there.
@@ -259,12 +258,14 @@ fn compare_runs_every_run_on_a_fresh_server_with_the_preload_visible_to_its_fixt
         run.contended = None;
         run.generator_bound = None;
     }
-    let judged = brigade_compare::judge::judge(
-        &runs,
-        &[],
-        &report.settings,
-        &brigade_compare::verdict::Rule::default(),
-    );
+    let evidence = brigade_compare::judge::Evidence {
+        runs: &runs,
+        side: &[],
+        searches: &[],
+        settings: &report.settings,
+    };
+    let judged = brigade_compare::judge(&evidence, &brigade_report::verdict::Rule::default())
+        .expect("judged");
     for cell in judged.cells.iter().filter(|c| c.scenario == "waiter") {
         let verdict = &cell.verdict;
         assert!(
@@ -700,7 +701,7 @@ fn compare_external_loads_servers_it_did_not_start_and_reads_their_cpu_from_metr
 /// `MONGODB_URI` is set).
 #[test]
 fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
-    use brigade_compare::report::study::StudyReport;
+    use brigade_report::study::StudyReport;
     use brigade_studies::storage::plan::Counts;
     use brigade_studies::storage::report::{GROUPS_TABLE, PHASES_TABLE};
 
@@ -794,7 +795,7 @@ fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
 
 /// Runs `brigade study <args>` into a fresh folder and returns its report (read back from
 /// report.json) and stdout; the markdown and the HTML must be there too.
-fn study(args: &[&str]) -> (brigade_compare::report::study::StudyReport, String) {
+fn study(args: &[&str]) -> (brigade_report::study::StudyReport, String) {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
         .arg("study")
@@ -809,7 +810,7 @@ fn study(args: &[&str]) -> (brigade_compare::report::study::StudyReport, String)
         output.status.success(),
         "study {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    let report: brigade_compare::report::study::StudyReport =
+    let report: brigade_report::study::StudyReport =
         json::read_as(&out.path().join("report.json")).unwrap();
     let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
@@ -827,7 +828,7 @@ fn study(args: &[&str]) -> (brigade_compare::report::study::StudyReport, String)
 
 /// Every row of an every-run table is internally consistent: requests = hits/s × measured
 /// seconds within 2%, and bytes/s at least what the bytes received per request account for.
-fn check_runs(table: &brigade_compare::report::study::Table, expected_rows: usize) {
+fn check_runs(table: &brigade_report::study::Table, expected_rows: usize) {
     assert_eq!(table.rows.len(), expected_rows, "{:?}", table.rows);
     let m = |name: &str| table.metric(name).unwrap();
     let (requests, seconds, hits, bytes, received) = (
@@ -1020,7 +1021,7 @@ fn study_sweep_tiny_on_two_runtimes() {
 /// The sweep's TLS handshakes table: on both runtimes (both offer h3) and over both protocols,
 /// resumption off makes only full handshakes and resumption on resumed ones, each with its CPU
 /// per handshake.
-fn check_handshakes(report: &brigade_compare::report::study::StudyReport) {
+fn check_handshakes(report: &brigade_report::study::StudyReport) {
     use brigade_studies::sweep::handshakes::HANDSHAKES_TABLE;
     let table = report
         .table(HANDSHAKES_TABLE)
@@ -1213,7 +1214,7 @@ fn compare_offers_one_open_loop_load_without_keepalive_to_every_runtime_and_gate
     assert!(baseline.missing.is_empty(), "{:?}", baseline.missing);
     assert_eq!(
         baseline.cells[0].call,
-        brigade_compare::baseline::Call::NotJudged
+        brigade_report::baseline::Call::NotJudged
     );
     let md = std::fs::read_to_string(second.join("report.md")).unwrap();
     assert!(md.contains("## Against the baseline") && md.contains("**2 of 4 checks failed:**"));
@@ -1366,14 +1367,14 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
         report
             .comparisons
             .iter()
-            .find(|c| c.measure == brigade_compare::verdict::Measure::Efficiency && c.b == b)
+            .find(|c| c.measure == brigade_report::verdict::Measure::Efficiency && c.b == b)
     };
     // The handicapped copy loses, by roughly what was planted.
     let handicapped = efficiency("hyper#3").expect("hyper#3 is compared");
     assert_ne!(handicapped.a, "hyper#3");
     assert_eq!(
         handicapped.outcome,
-        ComparisonOutcome::Win,
+        brigade_stats::Outcome::Win,
         "{handicapped:?}"
     );
     assert!(handicapped.ratio.unwrap() > 1.3, "{handicapped:?}");
@@ -1392,11 +1393,7 @@ fn compare_side_by_side_finds_a_planted_cost_and_no_difference_between_a_runtime
             pair.contains(&"hyper") && pair.contains(&"hyper#2")
         })
         .expect("hyper and hyper#2 are compared");
-    assert_ne!(
-        aa.outcome,
-        brigade_compare::judge::ComparisonOutcome::Win,
-        "{aa:?}"
-    );
+    assert_ne!(aa.outcome, brigade_stats::Outcome::Win, "{aa:?}");
     assert!(aa.ratio.unwrap() < 1.05, "{aa:?}");
     // The leader names the handicapped copy never.
     let leader = report.cells[0].efficiency_levels[0]
@@ -1604,7 +1601,7 @@ fn compare_external_runs_side_by_side_on_servers_read_from_their_cgroups() {
     // of 1.01–1.04 here, one run in six a "win" past the margin), but never by 15%, which only
     // a broken measurement makes (one window carrying a process's cumulative CPU moves the
     // geometric mean of six windows by half).
-    assert_ne!(pair.outcome, ComparisonOutcome::NotJudged, "{pair:?}");
+    assert_ne!(pair.outcome, brigade_stats::Outcome::NotJudged, "{pair:?}");
     let ratio = pair.ratio.unwrap();
     assert!(
         (1.0 / 1.15..=1.15).contains(&ratio),
@@ -1659,7 +1656,7 @@ fn compare_stores_sets_every_store_against_memory_in_one_report() {
         assert_eq!(one.runs.len(), 2, "one run per runtime");
     }
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
-    let report: brigade_compare::report::study::StudyReport = serde_json::from_str(&text).unwrap();
+    let report: brigade_report::study::StudyReport = serde_json::from_str(&text).unwrap();
     let table = report.sections[0].tables.first().expect("the stores table");
     for runtime in ["axum", "hyper"] {
         for store in ["memory", "embedded"] {
@@ -1768,12 +1765,12 @@ fn compare_protocols_runs_one_comparison_per_protocol_and_sets_each_against_h1()
         let efficiency = one
             .comparisons
             .iter()
-            .filter(|c| c.measure == brigade_compare::verdict::Measure::Efficiency)
+            .filter(|c| c.measure == brigade_report::verdict::Measure::Efficiency)
             .count();
         assert_eq!(efficiency, 1, "{protocol}: axum against hyper side by side");
     }
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
-    let report: brigade_compare::report::study::StudyReport = serde_json::from_str(&text).unwrap();
+    let report: brigade_report::study::StudyReport = serde_json::from_str(&text).unwrap();
     let table = report.sections[0]
         .tables
         .first()

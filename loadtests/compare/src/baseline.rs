@@ -8,11 +8,11 @@
 
 use std::path::Path;
 
-use crate::judge::{Comparison, ComparisonOutcome};
-use crate::report::{self, Report};
-use crate::verdict::{figure, Measure, Rule};
+use brigade_report::comparison::Comparison;
+use brigade_report::verdict::{figure, Measure, Rule};
+use brigade_report::{self as report, Report};
 
-pub use crate::report::baseline::{cells, rule, Baseline, Call, CellChange, HEADER};
+use brigade_report::baseline::{Baseline, Call, CellChange};
 
 /// Reads the saved report at `path` (a `report.json`, or the folder holding one).
 pub fn read(path: &Path) -> anyhow::Result<Report> {
@@ -127,6 +127,7 @@ fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> C
         // The change's direction is known but it may be inside the margin: not a change that
         // matters, nor shown to be none.
         brigade_stats::Outcome::Ahead | brigade_stats::Outcome::Undecided => Call::Undecided,
+        brigade_stats::Outcome::NotJudged => Call::NotJudged,
     };
     change.reason = format!(
         "{}'s lead over {} was {:+.1}%, is {:+.1}% ({:.0}% CI of the change {:+.1}…{:+.1}%, margin ±{:.0}%)",
@@ -139,7 +140,9 @@ fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> C
         (interval.ci_high - 1.0) * 100.0,
         rule.margin_pct(c.measure)
     );
-    if c.outcome == ComparisonOutcome::NotJudged || then.outcome == ComparisonOutcome::NotJudged {
+    if c.outcome == brigade_stats::Outcome::NotJudged
+        || then.outcome == brigade_stats::Outcome::NotJudged
+    {
         change.call = Call::NotJudged;
     }
     change
@@ -264,7 +267,7 @@ mod tests {
             margin_pct: 2.0,
             samples: 20,
             simultaneous: false,
-            outcome: ComparisonOutcome::Win,
+            outcome: brigade_stats::Outcome::Win,
             reason: None,
             samples_to_decide: None,
             sentence: String::new(),

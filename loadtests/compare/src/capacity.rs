@@ -18,8 +18,8 @@ use brigade_load::slo::{self, Measured, Search, SloSearch};
 
 use crate::measure::{Bench, Served};
 use crate::plan::order::Planned;
-use crate::report::{self, RunRecord};
 use crate::settings::SloPlan;
+use brigade_report::{self as report, RunRecord};
 
 /// How each step's server is made and the steps ordered, in words, for the report.
 pub const INTERLEAVING: &str =
@@ -329,12 +329,12 @@ fn start_rate(
         .filter_map(RunRecord::ok_per_s)
         .collect();
     if !isolated.is_empty() {
-        let rate = crate::verdict::median(&isolated);
+        let rate = brigade_stats::median(&isolated);
         return (
             (rate / 2.0).max(1.0),
             format!(
                 "half the {}/s of its isolated runs",
-                crate::verdict::figure(rate)
+                brigade_report::verdict::figure(rate)
             ),
         );
     }
@@ -344,7 +344,7 @@ fn start_rate(
             (rate / 2.0).max(1.0),
             format!(
                 "half the {}/s a closed-loop probe at {} users completed",
-                crate::verdict::figure(rate),
+                brigade_report::verdict::figure(rate),
                 at.users
             ),
         ),

@@ -13,11 +13,11 @@ use brigade_load::Registry;
 use brigade_meter::wire::Wire;
 use clap::Args;
 
-use crate::report::markdown;
-use crate::servers::external::ExternalSpec;
-use crate::servers::{Launch, ServerInfo};
 use crate::settings::{CompareSettings, CpuArgs};
-use crate::verdict;
+use brigade_meter::servers::external::ExternalSpec;
+use brigade_meter::servers::{Launch, ServerInfo};
+use brigade_report::markdown;
+use brigade_report::verdict;
 
 /// User counts run by default (the study's).
 pub const DEFAULT_USERS: &str = "10,20,30";
@@ -432,16 +432,16 @@ impl CompareArgs {
     ) -> anyhow::Result<(
         Launch,
         ServerInfo,
-        Vec<crate::servers::external::ExternalRuntime>,
+        Vec<brigade_meter::servers::external::ExternalRuntime>,
     )> {
         let specs = self
             .external
             .iter()
             .map(|text| ExternalSpec::parse(text))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut external = crate::servers::external::group(&specs)?;
-        crate::servers::external::add_companions(&mut external, &self.external_companions)?;
-        crate::servers::external::add_cgroups(&mut external, &self.external_cgroups)?;
+        let mut external = brigade_meter::servers::external::group(&specs)?;
+        brigade_meter::servers::external::add_companions(&mut external, &self.external_companions)?;
+        brigade_meter::servers::external::add_cgroups(&mut external, &self.external_cgroups)?;
         let (launch, server_info) = if external.is_empty() {
             Launch::resolve(
                 self.binary.as_deref(),
@@ -462,7 +462,7 @@ impl CompareArgs {
     /// has); with external servers, `--runtimes` picks and orders among them.
     fn runtime_names(
         &self,
-        external: &mut Vec<crate::servers::external::ExternalRuntime>,
+        external: &mut Vec<brigade_meter::servers::external::ExternalRuntime>,
         server_info: &ServerInfo,
     ) -> anyhow::Result<Vec<String>> {
         Ok(if !external.is_empty() {
@@ -705,7 +705,7 @@ impl CompareArgs {
                 bail!(
                     "--protocols {protocol} needs the standard serve flags, to which compare adds {}: \
                      drop --server-command",
-                    crate::servers::launch::serve_protocol_args(protocol).join(" ")
+                    brigade_meter::servers::launch::serve_protocol_args(protocol).join(" ")
                 );
             }
         }
@@ -870,7 +870,7 @@ fn run_protocols(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> 
 
 /// How a protocol's servers were started and loaded, in words.
 fn serve_words(protocol: Protocol, streams: u32) -> String {
-    let flags = crate::servers::launch::serve_protocol_args(protocol).join(" ");
+    let flags = brigade_meter::servers::launch::serve_protocol_args(protocol).join(" ");
     let serve = if flags.is_empty() {
         "servers with the standard flags".to_owned()
     } else {
@@ -888,7 +888,7 @@ fn run_one(
     dimension: &str,
     value: &str,
     (i, n): (usize, usize),
-) -> anyhow::Result<crate::report::Report> {
+) -> anyhow::Result<brigade_report::Report> {
     println!("\n== {dimension} {} of {n}: {value} ==", i + 1);
     let report = crate::run(settings)?;
     println!("\n{}", markdown::summary(&report));
@@ -896,10 +896,10 @@ fn run_one(
 }
 
 /// The setup section of a report over a dimension: what every comparison shared.
-fn dimension_setup(first: &CompareSettings) -> crate::report::setup::Setup {
-    let mut setup = crate::report::setup::Setup {
+fn dimension_setup(first: &CompareSettings) -> brigade_report::setup::Setup {
+    let mut setup = brigade_report::setup::Setup {
         machine: brigade_load::machine::describe(),
-        versions: crate::report::setup::build_versions(),
+        versions: brigade_report::setup::build_versions(),
         lines: Vec::new(),
         command_line: first.command_line.clone(),
     };
@@ -920,11 +920,11 @@ fn dimension_setup(first: &CompareSettings) -> crate::report::setup::Setup {
 
 /// Writes a dimension's report at `out` and says where.
 fn write_dimension_report(
-    report: &crate::report::study::StudyReport,
+    report: &brigade_report::study::StudyReport,
     out: &std::path::Path,
     dimension: &str,
 ) -> anyhow::Result<()> {
-    crate::report::write_all(report, out)?;
+    brigade_report::write_all(report, out)?;
     println!("\n{}", report.summary);
     println!(
         "Reports: {} (report.md, report.json, report.html; one folder per {dimension})",
@@ -997,7 +997,7 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()
     );
-    let failed = crate::thresholds::failures(&report.threshold_checks);
+    let failed = brigade_report::thresholds::failures(&report.threshold_checks);
     if !failed.is_empty() {
         bail!(
             "{} of {} threshold check(s) failed: {}",
@@ -1038,7 +1038,8 @@ mod tests {
         assert_eq!(wire, Wire::new(Protocol::H2Tls, 4));
         let template = Launch::Template {
             binary: "brigade".into(),
-            template: crate::servers::CommandTemplate::parse("srv --listen {listen}").unwrap(),
+            template: brigade_meter::servers::CommandTemplate::parse("srv --listen {listen}")
+                .unwrap(),
         };
         let h2c = parse(&["--protocols", "h2c"]);
         let refused = h2c.wire(&template, false).unwrap_err().to_string();
@@ -1054,7 +1055,7 @@ mod tests {
         let info = ServerInfo {
             runtimes: ["quic-a", "tcp-only", "quic-b"]
                 .iter()
-                .map(|name| crate::servers::info::RuntimeInfo {
+                .map(|name| brigade_meter::servers::info::RuntimeInfo {
                     name: (*name).to_owned(),
                     h3: (*name != "tcp-only").then(|| "h3 0.0.8".to_owned()),
                     ..Default::default()

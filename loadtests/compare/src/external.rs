@@ -1,4 +1,4 @@
-//! A run on servers `compare` did not start (`--external`, [`crate::servers::external`]): no
+//! A run on servers `compare` did not start (`--external`, [`brigade_meter::servers::external`]): no
 //! fresh state, no pinning, no `/proc` — the servers are loaded as they are found, and their CPU
 //! and memory come from their `/metrics`, sampled like a process's `/proc` (the CPU counter's
 //! growth across the measured window, interpolated at its edges). What is missing is said: a
@@ -9,11 +9,13 @@ use std::collections::BTreeMap;
 use brigade_load::engine;
 use brigade_load::scenario::Scenario;
 
-use crate::measure::{fill, sampled_sources, Bench, Served};
+use brigade_meter::isolated::sampled_sources;
+
+use crate::measure::{fill, Bench, Served};
 use crate::plan::order::Planned;
-use crate::procstat::Source;
-use crate::report::{RunRecord, ServerRecord, StateReset};
-use crate::servers::external::ExternalRuntime;
+use brigade_meter::procstat::Source;
+use brigade_meter::servers::external::ExternalRuntime;
+use brigade_report::{RunRecord, ServerRecord, StateReset};
 
 /// How an external run's state is made, in words: it is not.
 pub const AS_FOUND: &str = "as found: an external server, not restarted between runs (it holds \

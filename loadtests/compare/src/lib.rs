@@ -3,8 +3,7 @@
 //!
 //! It stands on the measurement core (`brigade-meter`: servers, pinning, sampling, isolated runs,
 //! side-by-side window sets), the verdict statistics (`brigade-stats`) and the report types and
-//! renderers below it (`brigade-report`, re-exported as [`report`]): compare fills the report in,
-//! the renderers read it.
+//! renderers below it (`brigade-report`): compare fills the report in, the renderers read it.
 
 pub mod baseline;
 pub mod capacity;
@@ -20,11 +19,7 @@ pub mod settings;
 pub mod side;
 pub mod state;
 pub mod stores;
-pub mod verdict;
 
-pub use brigade_meter::{pin, procstat, servers};
-// The report types and renderers live below compare, in brigade-report; compare fills them in.
-pub use brigade_report::{self as report, thresholds};
 pub use judge::{judge, rejudge};
 pub use run::run;
 pub use settings::{CompareSettings, CpuChoice};

@@ -6,16 +6,16 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use crate::pin::CpuPlan;
 use crate::plan::order::Planned;
-use crate::procstat::{ProcSeries, ProcUsage};
-use crate::report::{RunRecord, ServerRecord, StateReset};
-use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
-use crate::verdict::{CpuShape, RunCpu};
 use brigade_load::engine::LoadConfig;
 use brigade_load::scenario::Scenario;
+use brigade_meter::pin::CpuPlan;
+use brigade_meter::procstat::{ProcSeries, ProcUsage};
+use brigade_meter::runcpu::{CpuShape, RunCpu};
+use brigade_meter::servers::{self, ServerProcess, ServerSpec};
+use brigade_report::{RunRecord, ServerRecord, StateReset};
 
 /// A run's server: its record, and what it said.
 #[derive(Debug)]
@@ -253,7 +253,7 @@ impl Bench<'_> {
     }
 }
 
-pub use brigade_meter::isolated::{sampled, sampled_run, sampled_sources, Sampled};
+use brigade_meter::isolated::{sampled_run, Sampled};
 
 /// Fills `record` with what `sampled` measured and prints its line.
 pub(crate) fn fill(record: &mut RunRecord, sampled: Sampled, progress: &str) {

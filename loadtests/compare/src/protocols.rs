@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use brigade_load::engine::Protocol;
 use serde::{Deserialize, Serialize};
 
-use crate::report::setup::Setup;
-use crate::report::study::{Better, Metric, Section, StudyReport, Table};
-use crate::report::{markdown, Report};
-use crate::verdict::{Outcome, Verdict};
+use brigade_report::setup::Setup;
+use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
+use brigade_report::verdict::{Outcome, Verdict};
+use brigade_report::{markdown, Report};
 
 /// The protocol every other is measured against, when it was run; else the first one run
 /// (`--protocols h2-tls,h3`: h3 against h2-tls), see [`reference_of`].

@@ -10,12 +10,12 @@
 //! 2. **launch**: the reports' folder and the fresh state every run starts from ([`crate::state`]:
 //!    for the embedded store with `--preload`, a data folder filled once per preload).
 //! 3. **measure**: every isolated run on its own fresh server, pinned, on free ports, ready on
-//!    every service ([`crate::servers`]: the contract), loaded and stopped ([`crate::measure`]),
-//!    its CPU and memory sampled from `/proc` ([`crate::procstat`]); then side by side
+//!    every service ([`brigade_meter::servers`]: the contract), loaded and stopped ([`crate::measure`]),
+//!    its CPU and memory sampled from `/proc` ([`brigade_meter::procstat`]); then side by side
 //!    ([`crate::side`]), instruction counts and capacity searches ([`crate::capacity`]).
 //! 4. **judge** ([`crate::judge`]): throughput, efficiency (server CPU µs per request),
 //!    capacities, thresholds, the baseline, the notes.
-//! 5. **render** ([`crate::report`]): report.md, report.json, report.html.
+//! 5. **render** ([`brigade_report`]): report.md, report.json, report.html.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -23,16 +23,16 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::judge::{judge, notes};
-use crate::measure::{Bench, Served};
-use crate::pin;
-use crate::plan::{check_scenarios, Plan};
-use crate::report::{self, Report, RunRecord, ServerRecord};
-use crate::settings::CompareSettings;
-use crate::side::SideCell;
-use crate::state::FreshState;
+use brigade_meter::pin;
+use brigade_meter::window::SideCell;
+use brigade_report::{self as report, Report, RunRecord, ServerRecord};
 
-pub use brigade_meter::servers::STOP_GRACE;
+use crate::judge::{judge, Evidence};
+use crate::measure::{Bench, Served};
+use crate::plan::Plan;
+use crate::settings::CompareSettings;
+use crate::side::budget::Need;
+use crate::state::FreshState;
 
 /// Runs the whole comparison and writes the reports; returns the report. The phases in order:
 /// plan → launch → measure → judge → render, each taking what the one before gave it.
@@ -46,10 +46,17 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let _unpin = pin::Unpin::remember();
     let fresh = launch(&plan)?;
     let bench = bench(&plan, &fresh);
-    let measured = measure(&plan, &bench)?;
-    let mut report = assemble(&plan, &fresh, measured, started_at);
-    judge_all(&mut report, &plan.settings)?;
-    report.wall_s = began.elapsed().as_secs_f64();
+    // What the budget's second look asks of a level still open: the judge's rule, handed down so
+    // that measuring never calls into the judging phase itself.
+    let rule = plan.settings.rule;
+    let need = |cell: &SideCell, max_rounds: u32| {
+        crate::judge::rounds_to_decide(cell, &plan.settings.store, &rule, max_rounds)
+    };
+    let measured = measure(&plan, &bench, &need)?;
+    let measurements = assemble(&plan, &fresh, measured, started_at, began);
+    let judged = judge(&Evidence::measured(&measurements), &plan.settings.rule)?;
+    let report = Report::new(measurements, judged.into_parts());
+    let report = with_baseline(report, &plan.settings)?;
     report::write_all(&report, &plan.settings.out_dir)?;
     Ok(report)
 }
@@ -90,7 +97,7 @@ impl Measured {
     /// against the scenarios. `first_wins`: keep the figures a runtime's earlier servers gave.
     fn served(&mut self, plan: &Plan<'_>, served: &Served, first_wins: bool) -> anyhow::Result<()> {
         if self.services.is_none() {
-            check_scenarios(&plan.scenarios, &served.services)?;
+            plan.check_services(&served.services)?;
             self.services = Some(served.services.clone());
         }
         let runtime = served.record.runtime.clone();
@@ -130,22 +137,19 @@ fn launch(plan: &Plan<'_>) -> anyhow::Result<FreshState> {
 
 /// The measuring phase: the isolated runs, then side by side (at rates derived from them), the
 /// instruction counts, and the capacity searches.
-fn measure(plan: &Plan<'_>, bench: &Bench<'_>) -> anyhow::Result<Measured> {
-    let settings = &plan.settings;
+fn measure(plan: &Plan<'_>, bench: &Bench<'_>, need: &Need<'_>) -> anyhow::Result<Measured> {
     let mut measured = Measured {
         services: plan.services.clone(),
         ..Measured::default()
     };
     measure_isolated(plan, bench, &mut measured)?;
-    if settings.side.enabled {
-        let (cells, records) = side_by_side(plan, bench, &measured.runs);
-        measured.side_cells = cells;
-        measured.servers.extend(records);
-    }
-    if settings.side.instructions && settings.external.is_empty() {
+    let (cells, records) = side_by_side(plan, bench, &measured.runs, need);
+    measured.side_cells = cells;
+    measured.servers.extend(records);
+    if plan.counts_instructions() {
         count_instructions(plan, bench, &mut measured.side_cells);
     }
-    if let Some(slo) = &settings.slo {
+    if let Some(slo) = plan.slo() {
         let first = measured.runs.len();
         let searched =
             crate::capacity::search_all(bench, slo, &plan.scenarios, &measured.runs, first);
@@ -188,22 +192,20 @@ fn measure_isolated(
     Ok(())
 }
 
-/// The report from the plan and what was measured, not yet judged.
-fn assemble(plan: &Plan<'_>, fresh: &FreshState, measured: Measured, started_at: String) -> Report {
+/// What was measured, with the plan's settings and set-up, as the report's parts.
+fn assemble(
+    plan: &Plan<'_>,
+    fresh: &FreshState,
+    measured: Measured,
+    started_at: String,
+    began: Instant,
+) -> report::Measurements {
     let settings = &plan.settings;
-    let mut rows = report::rows(
-        &measured.runs,
-        &settings.scenarios,
-        &settings.users,
-        &settings.preloads,
-        &settings.runtimes,
-    );
-    report::add_breakdown(&mut rows, &measured.side_cells);
     let mut state = fresh.setup(&settings.preloads);
     state.how = plan.fresh_words.clone();
-    Report {
+    report::Measurements {
         started_at,
-        wall_s: 0.0,
+        wall_s: began.elapsed().as_secs_f64(),
         machine: brigade_load::machine::describe(),
         versions: versions(settings),
         threads: report::ThreadSetup {
@@ -215,41 +217,20 @@ fn assemble(plan: &Plan<'_>, fresh: &FreshState, measured: Measured, started_at:
         state,
         servers: measured.servers,
         runs: measured.runs,
-        rows,
-        cells: Vec::new(),
-        scenarios: Vec::new(),
         side_by_side: measured.side_cells,
-        comparisons: Vec::new(),
-        pairs: Vec::new(),
-        notes: Vec::new(),
-        threshold_checks: Vec::new(),
-        baseline: None,
         slo_searches: measured.slo_searches,
     }
 }
 
-/// The judging phase: verdicts, pairs, capacities, thresholds, the baseline and the notes.
-fn judge_all(report: &mut Report, settings: &CompareSettings) -> anyhow::Result<()> {
-    let rule = &settings.rule;
-    let judged = judge(&report.runs, &report.side_by_side, &report.settings, rule);
-    report.cells = judged.cells;
-    report.scenarios = judged.scenarios;
-    report.comparisons = judged.comparisons;
-    report.pairs = crate::judge::judge_pairs(
-        &report.side_by_side,
-        &report.settings.store,
-        rule,
-        &report.settings.engine_variants,
-    );
-    crate::judge::judge_capacity(report, rule);
-    report.threshold_checks = report::check_thresholds(&report.runs, &settings.thresholds);
-    if let Some(path) = &settings.baseline {
-        let before = crate::baseline::read(path)
-            .with_context(|| format!("--baseline {}", path.display()))?;
-        report.baseline = Some(crate::baseline::compare(report, &before, path, rule));
-    }
-    report.notes = notes(report);
-    Ok(())
+/// `--baseline`: the report set against the saved one, if one was given.
+fn with_baseline(report: Report, settings: &CompareSettings) -> anyhow::Result<Report> {
+    let Some(path) = &settings.baseline else {
+        return Ok(report);
+    };
+    let before =
+        crate::baseline::read(path).with_context(|| format!("--baseline {}", path.display()))?;
+    let baseline = crate::baseline::compare(&report, &before, path, &settings.rule);
+    Ok(report.with_baseline(Some(baseline)))
 }
 
 /// Every cell side by side, in the order scenario, preload, users, each to its first look; then
@@ -258,6 +239,7 @@ fn side_by_side(
     plan: &Plan<'_>,
     bench: &Bench<'_>,
     runs: &[RunRecord],
+    need: &Need<'_>,
 ) -> (Vec<SideCell>, Vec<ServerRecord>) {
     let settings = &plan.settings;
     let mut cells = Vec::new();
@@ -299,11 +281,7 @@ fn side_by_side(
         records.extend(started);
         let _ = std::io::stdout().flush();
     }
-    let (store, rule) = (settings.store.clone(), settings.rule);
-    let need = move |cell: &SideCell, max_rounds: u32| {
-        crate::judge::rounds_to_decide(cell, &store, &rule, max_rounds)
-    };
-    records.extend(crate::side::budget::spend(bench, &ran, &mut cells, &need));
+    records.extend(crate::side::budget::spend(bench, &ran, &mut cells, need));
     (cells, records)
 }
 
@@ -354,11 +332,11 @@ fn side_levels(
     users: u32,
     preload: u64,
     server_cpus: usize,
-) -> Vec<crate::side::Level> {
+) -> Vec<brigade_meter::window::Level> {
     if let Some(rates) = &settings.side.rates {
         return rates
             .iter()
-            .map(|&rate| crate::side::Level {
+            .map(|&rate| brigade_meter::window::Level {
                 label: format!("{}/s", report::rate_words(rate)),
                 rate_per_s: rate,
                 from: "given (--side-by-side-rates)".to_owned(),
@@ -386,10 +364,7 @@ fn side_levels(
         if costs.is_empty() || hits.is_empty() {
             return Vec::new();
         }
-        isolated.push((
-            crate::verdict::median(&costs),
-            crate::verdict::median(&hits),
-        ));
+        isolated.push((brigade_stats::median(&costs), brigade_stats::median(&hits)));
     }
     crate::side::level_rates(&settings.side.levels, server_cpus, &isolated)
 }
@@ -411,7 +386,7 @@ fn versions(settings: &CompareSettings) -> report::Versions {
     report::Versions {
         runtimes,
         server_binary: binary.display().to_string(),
-        server_binary_version: crate::servers::binary_version(binary),
+        server_binary_version: brigade_meter::servers::binary_version(binary),
         ..report::setup::build_versions()
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use brigade_load::Registry;
 
-use crate::pin::CpuPlan;
-use crate::servers::{Launch, ServerInfo};
+use brigade_meter::pin::CpuPlan;
+use brigade_meter::servers::{Launch, ServerInfo};
 
 /// Seconds of fixture setup and bookkeeping a run costs beyond warm-up and measurement (estimates).
 const RUN_OVERHEAD_S: f64 = 0.3;
@@ -23,7 +23,7 @@ const PRELOAD_PER_S: f64 = 300_000.0;
 /// Everything a comparison needs, resolved from the command line.
 #[derive(Debug, Clone)]
 pub struct CompareSettings {
-    /// The server binary and how to start it (see [`crate::servers`] for the contract).
+    /// The server binary and how to start it (see [`brigade_meter::servers`] for the contract).
     pub launch: Launch,
     /// What the binary said about itself (`runtimes --json`); empty when it was not asked.
     pub server_info: ServerInfo,
@@ -62,7 +62,7 @@ pub struct CompareSettings {
     /// Per-request timeout.
     pub timeout: Duration,
     /// How verdicts are judged: equivalence margins and confidence.
-    pub rule: crate::verdict::Rule,
+    pub rule: brigade_report::verdict::Rule,
     /// How to split the CPUs.
     pub cpus: CpuChoice,
     /// Where the reports and logs go.
@@ -87,7 +87,7 @@ pub struct CompareSettings {
     /// A saved report to set this one against.
     pub baseline: Option<PathBuf>,
     /// Servers compare did not start, by runtime (`--external`); empty: compare starts them.
-    pub external: Vec<crate::servers::external::ExternalRuntime>,
+    pub external: Vec<brigade_meter::servers::external::ExternalRuntime>,
     /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
     pub setup_notes: Vec<(String, String)>,
     /// `--slo`: the capacity search (and its flags), when asked for.
@@ -319,7 +319,7 @@ mod tests {
             workers: None,
             threads: None,
             timeout: Duration::from_secs(1),
-            rule: crate::verdict::Rule::default(),
+            rule: brigade_report::verdict::Rule::default(),
             cpus: CpuChoice::Auto,
             out_dir: "out".into(),
             quick: false,
@@ -383,8 +383,8 @@ impl CpuArgs {
         Ok(
             match (self.server_cpus.as_deref(), self.generator_cpus.as_deref()) {
                 (Some(server), Some(generator)) => CpuChoice::Explicit {
-                    server: crate::pin::parse_list(server)?,
-                    generator: crate::pin::parse_list(generator)?,
+                    server: brigade_meter::pin::parse_list(server)?,
+                    generator: brigade_meter::pin::parse_list(generator)?,
                 },
                 _ if self.no_pin => CpuChoice::NoPin,
                 _ => CpuChoice::Auto,

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::report::{PreparedState, StateSetup};
-use crate::servers::{self, ServerSpec};
-use crate::verdict::count;
+use brigade_meter::servers::{self, ServerSpec};
+use brigade_report::verdict::count;
+use brigade_report::{PreparedState, StateSetup};
 
-pub use brigade_meter::servers::READY_TIMEOUT;
+use brigade_meter::servers::READY_TIMEOUT;
 
 /// Extra start-up time allowed per preloaded document (all collections of all services): generous,
 /// since a debug build filling MongoDB is slow.
@@ -144,7 +144,7 @@ impl FreshState {
                 .map(|p| (p.collection.clone(), p.documents + p.existing))
                 .collect();
             // A clean stop: the store is closed, so its files can be copied as they are.
-            let stop = server.stop(crate::servers::STOP_GRACE);
+            let stop = server.stop(brigade_meter::servers::STOP_GRACE);
             let bytes = folder_bytes(folder.path())?;
             println!(
                 "Prepared {}: filled in {fill_s:.2} s, {:.1} MiB ({stop})",

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::setup::Setup;
-use crate::report::study::{Better, Metric, Section, StudyReport, Table};
-use crate::report::{markdown, Report, Row};
+use brigade_report::setup::Setup;
+use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
+use brigade_report::{markdown, Report, Row};
 
 /// The store every other is measured against.
 pub const REFERENCE: &str = "memory";

@@ -1,5 +1,5 @@
 //! `compare` on a server binary that is not Brigade's: this test binary is also the server. Run
-//! with `serve ...` or `runtimes --json`, it keeps the contract of `brigade_compare::servers` by
+//! with `serve ...` or `runtimes --json`, it keeps the contract of `brigade_meter::servers` by
 //! hand (the standard serve flags, a JSON announcement per service, `/ready`, `runtimes --json`
 //! listing two runtimes and two services, `links` and `tags`, exit 0 on SIGTERM) with a few lines
 //! of hyper; run otherwise, it runs the tests below against itself. No restaurant, no kit.
@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use brigade_compare::cli::CompareArgs;
-use brigade_compare::report::Report;
-use brigade_compare::servers::ServerInfo;
 use brigade_load::Registry;
+use brigade_meter::servers::ServerInfo;
+use brigade_report::Report;
 use clap::Parser;
 
 /// Set in the tests' own environment: a child started as the server that does not recognise its
@@ -149,7 +149,7 @@ fn compare_runs_every_listed_runtime_on_the_services_the_server_announces() {
     let links = scenario_file(dir.path(), "links.toml", LINKS);
     let out = dir.path().join("out");
     let exe = me().display().to_string();
-    let cpus = brigade_compare::pin::available_cpus();
+    let cpus = brigade_meter::pin::available_cpus();
     let report = compare(&[
         "--binary",
         &exe,
@@ -188,7 +188,7 @@ fn compare_runs_every_listed_runtime_on_the_services_the_server_announces() {
     );
     assert!(report.side_by_side.iter().all(|c| c.runtimes.len() == 2));
     // The generator's pinning ended with the comparison.
-    assert_eq!(brigade_compare::pin::available_cpus(), cpus);
+    assert_eq!(brigade_meter::pin::available_cpus(), cpus);
     // Runtimes and services come from the binary, not from a list in compare.
     assert_eq!(report.settings.runtimes, ["quick", "steady"]);
     assert_eq!(report.settings.services, ["links", "tags"]);

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::comparison::{Comparison, ComparisonOutcome};
+use super::comparison::Comparison;
 use super::render::esc;
 use super::{CellVerdict, LevelVerdict, Report};
 use crate::verdict::Measure;
@@ -45,13 +45,13 @@ fn levels<'a>(report: &'a Report, scenario: &str) -> Vec<LevelAnswer<'a>> {
 }
 
 /// An outcome in one word.
-fn word(outcome: ComparisonOutcome) -> &'static str {
+fn word(outcome: brigade_stats::Outcome) -> &'static str {
     match outcome {
-        ComparisonOutcome::Win => "win",
-        ComparisonOutcome::Ahead => "ahead",
-        ComparisonOutcome::Equivalent => "equivalent",
-        ComparisonOutcome::Undecided => "undecided",
-        ComparisonOutcome::NotJudged => "not judged",
+        brigade_stats::Outcome::Win => "win",
+        brigade_stats::Outcome::Ahead => "ahead",
+        brigade_stats::Outcome::Equivalent => "equivalent",
+        brigade_stats::Outcome::Undecided => "undecided",
+        brigade_stats::Outcome::NotJudged => "not judged",
     }
 }
 
@@ -131,7 +131,7 @@ pub fn tally(report: &Report) -> String {
         .iter()
         .filter(|a| a.level.leader.as_ref().is_some_and(|l| l.decided))
         .count();
-    let count = |o: ComparisonOutcome| {
+    let count = |o: brigade_stats::Outcome| {
         judged
             .iter()
             .flat_map(|a| &a.comparisons)
@@ -151,10 +151,10 @@ pub fn tally(report: &Report) -> String {
          undecided; median half-width {median:.2} points.",
         judged.len(),
         all.len(),
-        count(ComparisonOutcome::Win),
-        count(ComparisonOutcome::Ahead),
-        count(ComparisonOutcome::Equivalent),
-        count(ComparisonOutcome::Undecided),
+        count(brigade_stats::Outcome::Win),
+        count(brigade_stats::Outcome::Ahead),
+        count(brigade_stats::Outcome::Equivalent),
+        count(brigade_stats::Outcome::Undecided),
     )
 }
 
@@ -298,9 +298,9 @@ fn forest_level(svg: &mut String, scale: &Scale, a: &LevelAnswer<'_>, y: &mut f6
     *y += ROW_H;
     for c in &a.comparisons {
         let colour = match c.outcome {
-            ComparisonOutcome::Win => "#b2182b",
-            ComparisonOutcome::Ahead => "#ef8a62",
-            ComparisonOutcome::Equivalent => "#1a9850",
+            brigade_stats::Outcome::Win => "#b2182b",
+            brigade_stats::Outcome::Ahead => "#ef8a62",
+            brigade_stats::Outcome::Equivalent => "#1a9850",
             _ => "#777777",
         };
         let _ = writeln!(

@@ -3,24 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::Measure;
+use brigade_stats::Outcome;
 
-/// What a judged comparison came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ComparisonOutcome {
-    /// The whole interval lies beyond the margin: `a` is better, by a difference that matters.
-    Win,
-    /// The interval excludes 1 but reaches inside the margin: `a` is better, whether it matters
-    /// is the margin's question.
-    Ahead,
-    /// The whole interval lies inside the margin.
-    Equivalent,
-    /// The interval straddles the margin.
-    Undecided,
-    /// No interval could be made or trusted (see `reason`).
-    NotJudged,
-}
+use crate::verdict::Measure;
 
 /// One judged comparison: the best runtime of a cell (`a`) against another (`b`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,8 +47,8 @@ pub struct Comparison {
     /// confidence (simultaneous over every pair), not only alone.
     #[serde(default)]
     pub simultaneous: bool,
-    /// The four-way outcome.
-    pub outcome: ComparisonOutcome,
+    /// The four-way outcome, or not judged (see `reason`).
+    pub outcome: Outcome,
     /// Why it was not judged, if it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

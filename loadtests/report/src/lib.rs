@@ -21,6 +21,7 @@ pub mod comparison;
 pub mod html;
 pub mod json;
 pub mod markdown;
+mod notes;
 pub mod render;
 pub mod setup;
 pub mod study;
@@ -36,10 +37,11 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::thresholds::RunCheck;
-use crate::verdict::{count, RunCpu, Verdict};
+use crate::verdict::{count, Verdict};
 use brigade_load::result::{LoadResult, Machine};
 use brigade_meter::pin::{self, CpuPlan};
 use brigade_meter::procstat::{ProcSeries, ProcUsage};
+use brigade_meter::runcpu::RunCpu;
 use brigade_meter::servers::StopOutcome;
 
 /// Everything one comparison measured and decided.
@@ -78,7 +80,7 @@ pub struct Report {
     #[serde(default)]
     pub comparisons: Vec<comparison::Comparison>,
     /// Every runtime measured under two labels in a side-by-side level (`hyper` / `hyper#2`,
-    /// `axum` / `axum#loopback`), judged against each other ([`crate::judge::judge_pairs`]).
+    /// `axum` / `axum#loopback`), judged against each other.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pairs: Vec<comparison::Comparison>,
     /// Caveats a reader should know (machine size, shared CPUs, failures).
@@ -93,6 +95,103 @@ pub struct Report {
     /// bracket, its stall probe and the latency–rate curve (several independent searches each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo_searches: Vec<brigade_load::slo::SloSearch>,
+}
+
+/// What a comparison measured, and how: every part of its report but the judged ones.
+#[derive(Debug, Clone)]
+pub struct Measurements {
+    /// When the comparison started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall-clock seconds the whole comparison took.
+    pub wall_s: f64,
+    /// The machine it ran on.
+    pub machine: Machine,
+    /// Versions of Brigade, the compiler and the measured crates.
+    pub versions: Versions,
+    /// How threads and CPUs were set up.
+    pub threads: ThreadSetup,
+    /// The settings it ran with.
+    pub settings: Settings,
+    /// How every run's store state was made fresh.
+    pub state: StateSetup,
+    /// Each server process started.
+    pub servers: Vec<ServerRecord>,
+    /// Every load run, in the order run.
+    pub runs: Vec<RunRecord>,
+    /// Every side-by-side level of every cell.
+    pub side_by_side: Vec<brigade_meter::window::SideCell>,
+    /// Every `--slo` search.
+    pub slo_searches: Vec<brigade_load::slo::SloSearch>,
+}
+
+/// What judging a comparison's measurements gave: the parts of its report the judge derives.
+#[derive(Debug, Clone, Default)]
+pub struct Judged {
+    /// The table: medians per scenario, user count and runtime.
+    pub rows: Vec<Row>,
+    /// The verdict per scenario and user count.
+    pub cells: Vec<CellVerdict>,
+    /// The verdict per scenario.
+    pub scenarios: Vec<ScenarioVerdict>,
+    /// Every judged comparison.
+    pub comparisons: Vec<comparison::Comparison>,
+    /// Every runtime measured under two labels, and every I/O-engine variant beside its sibling.
+    pub pairs: Vec<comparison::Comparison>,
+    /// Every `--threshold` checked against every run.
+    pub threshold_checks: Vec<RunCheck>,
+}
+
+impl Report {
+    /// The report of `measured` as `judged` it, its notes derived from both; no baseline.
+    pub fn new(measured: Measurements, judged: Judged) -> Report {
+        let report = Report {
+            started_at: measured.started_at,
+            wall_s: measured.wall_s,
+            machine: measured.machine,
+            versions: measured.versions,
+            threads: measured.threads,
+            settings: measured.settings,
+            state: measured.state,
+            servers: measured.servers,
+            runs: measured.runs,
+            rows: judged.rows,
+            cells: judged.cells,
+            scenarios: judged.scenarios,
+            side_by_side: measured.side_by_side,
+            comparisons: judged.comparisons,
+            pairs: judged.pairs,
+            notes: Vec::new(),
+            threshold_checks: judged.threshold_checks,
+            baseline: None,
+            slo_searches: measured.slo_searches,
+        };
+        Report {
+            notes: notes::of(&report),
+            ..report
+        }
+    }
+
+    /// What this report measured, without what was judged of it (for `--rejudge`).
+    pub fn measurements(&self) -> Measurements {
+        Measurements {
+            started_at: self.started_at.clone(),
+            wall_s: self.wall_s,
+            machine: self.machine.clone(),
+            versions: self.versions.clone(),
+            threads: self.threads.clone(),
+            settings: self.settings.clone(),
+            state: self.state.clone(),
+            servers: self.servers.clone(),
+            runs: self.runs.clone(),
+            side_by_side: self.side_by_side.clone(),
+            slo_searches: self.slo_searches.clone(),
+        }
+    }
+
+    /// This report set against a saved one (`--baseline`), or against none.
+    pub fn with_baseline(self, baseline: Option<baseline::Baseline>) -> Report {
+        Report { baseline, ..self }
+    }
 }
 
 /// Versions of what was measured.
@@ -596,62 +695,6 @@ pub fn side_words(side: &SideSetup) -> String {
     )
 }
 
-/// Checks every threshold against every run.
-pub fn check_thresholds(
-    runs: &[RunRecord],
-    thresholds: &[brigade_load::threshold::Threshold],
-) -> Vec<RunCheck> {
-    use brigade_load::threshold::{Check, Figures};
-    let mut out = Vec::new();
-    for run in runs {
-        for threshold in thresholds {
-            let check = match &run.result {
-                Some(result) => threshold.check(&Figures::from(&result.total)),
-                None => Check {
-                    threshold: threshold.to_string(),
-                    actual: 0.0,
-                    passed: false,
-                    text: format!(
-                        "the run failed: {}",
-                        run.error.as_deref().unwrap_or("no result")
-                    ),
-                },
-            };
-            out.push(RunCheck {
-                run: run.index,
-                runtime: run.runtime.clone(),
-                scenario: run.scenario.clone(),
-                users: run.users,
-                preload: run.preload,
-                repeat: run.repeat,
-                check,
-            });
-        }
-    }
-    out
-}
-
-/// Fills each row's cost breakdown from the side-by-side level of its cell with the lowest rate.
-pub fn add_breakdown(rows: &mut [Row], side: &[brigade_meter::window::SideCell]) {
-    for row in rows {
-        let lowest = side
-            .iter()
-            .filter(|c| {
-                c.scenario == row.scenario && c.users == row.users && c.preload == row.preload
-            })
-            .min_by(|a, b| a.rate_per_s.total_cmp(&b.rate_per_s));
-        let Some(found) = lowest.and_then(|c| c.runtimes.iter().find(|r| r.runtime == row.runtime))
-        else {
-            continue;
-        };
-        row.user_cpu_us_per_request = found.user_cpu_us_per_request;
-        row.system_cpu_us_per_request = found.system_cpu_us_per_request;
-        row.syscalls_per_request = found.syscalls_per_request;
-        row.context_switches_per_request = found.context_switches_per_request;
-        row.instructions_per_request = found.instructions_per_request;
-    }
-}
-
 /// The verdicts for one scenario at one user count and preload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellVerdict {
@@ -711,114 +754,6 @@ pub struct ScenarioVerdict {
     /// The capacity verdict (`--slo`) over the scenario's cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Verdict>,
-}
-
-/// Builds the table rows from the runs, in the order of `scenarios`, `preloads`, `users` and
-/// `runtimes`.
-pub fn rows(
-    runs: &[RunRecord],
-    scenarios: &[String],
-    users: &[u32],
-    preloads: &[u64],
-    runtimes: &[String],
-) -> Vec<Row> {
-    let mut rows = Vec::new();
-    for scenario in scenarios {
-        for &preload in preloads {
-            for &count in users {
-                for runtime in runtimes {
-                    let all: Vec<&RunRecord> = runs
-                        .iter()
-                        .filter(|r| {
-                            &r.scenario == scenario
-                                && r.users == count
-                                && r.preload == preload
-                                && &r.runtime == runtime
-                        })
-                        .collect();
-                    if all.is_empty() {
-                        continue;
-                    }
-                    let mut row = row(scenario, count, runtime, &all);
-                    row.preload = preload;
-                    rows.push(row);
-                }
-            }
-        }
-    }
-    rows
-}
-
-fn row(scenario: &str, users: u32, runtime: &str, runs: &[&RunRecord]) -> Row {
-    let done: Vec<(&RunRecord, &LoadResult)> = runs
-        .iter()
-        .filter_map(|r| r.result.as_ref().map(|res| (*r, res)))
-        .collect();
-    let pick = |f: &dyn Fn(&RunRecord, &LoadResult) -> f64| -> f64 {
-        verdict::median(&done.iter().map(|(r, res)| f(r, res)).collect::<Vec<_>>())
-    };
-    let hits: Vec<f64> = done.iter().map(|(_, res)| res.total.hits_per_s).collect();
-    let median_hits = verdict::median(&hits);
-    let (low, high) = if hits.is_empty() {
-        (0.0, 0.0)
-    } else {
-        (
-            hits.iter().copied().fold(f64::INFINITY, f64::min),
-            hits.iter().copied().fold(0.0, f64::max),
-        )
-    };
-    Row {
-        scenario: scenario.to_owned(),
-        users,
-        preload: 0,
-        runtime: runtime.to_owned(),
-        runs: done.len() as u32,
-        failed_runs: (runs.len() - done.len()) as u32,
-        requests: done.iter().map(|(_, res)| res.total.requests).sum(),
-        hits_per_s: median_hits,
-        hits_per_s_min: low,
-        hits_per_s_max: high,
-        spread_pct: if median_hits > 0.0 {
-            (high - low) / median_hits * 100.0
-        } else {
-            0.0
-        },
-        ok_per_s: pick(&|r, _| r.ok_per_s().unwrap_or(0.0)),
-        kib_per_s: pick(&|_, res| res.total.bytes_per_s / 1024.0),
-        mean_ms: pick(&|_, res| res.total.latency.mean_ms),
-        p50_ms: pick(&|_, res| res.total.latency.p50_ms),
-        p90_ms: pick(&|_, res| res.total.latency.p90_ms),
-        p99_ms: pick(&|_, res| res.total.latency.p99_ms),
-        p999_ms: pick(&|_, res| res.total.latency.p999_ms),
-        max_ms: pick(&|_, res| res.total.latency.max_ms),
-        error_pct: pick(&|_, res| {
-            if res.total.requests == 0 {
-                0.0
-            } else {
-                res.total.errors.total() as f64 / res.total.requests as f64 * 100.0
-            }
-        }),
-        server_cpu_pct: pick(&|r, _| r.server.cpu_percent),
-        server_cpu_us_per_request: verdict::median(
-            &done
-                .iter()
-                .filter_map(|(r, _)| r.server_cpu_us_per_request())
-                .collect::<Vec<_>>(),
-        ),
-        generator_cpu_pct: pick(&|r, _| r.generator_cpu_percent),
-        peak_rss_mib: runs
-            .iter()
-            .map(|r| r.server.peak_rss_mib)
-            .fold(0.0, f64::max),
-        generator_bound_runs: runs.iter().filter(|r| r.generator_bound.is_some()).count() as u32,
-        contended_runs: runs.iter().filter(|r| r.contended.is_some()).count() as u32,
-        server_cpus_busy_pct: pick(&|r, _| r.cpu.server_cpus.busy_percent),
-        user_cpu_us_per_request: None,
-        system_cpu_us_per_request: None,
-        syscalls_per_request: None,
-        context_switches_per_request: None,
-        instructions_per_request: None,
-    }
 }
 
 impl Report {

@@ -11,11 +11,13 @@
 //!   searches, round by round (simultaneous intervals; the search's bracket is its precision, not
 //!   an interval).
 //!
-//! The three-way rule: **win** when the whole interval lies beyond the equivalence margin (2% for
-//! efficiency, 5% for throughput, or `--equivalence`), **equivalent** when it lies inside,
-//! **undecided** otherwise — with the interval shown and about how many more windows would
-//! likely decide it. A cell's verdict gathers its comparisons: a winner when the best beats every
-//! other runtime, the top group when some are equivalent to the best and the rest lose, undecided
+//! The four-way rule (`brigade_stats::four_way`): **win** when the whole interval lies beyond the
+//! equivalence margin (2% for efficiency, 5% for throughput, or `--equivalence`), **ahead** when it
+//! excludes no difference but reaches inside the margin, **equivalent** when it lies inside,
+//! **undecided** otherwise — with the interval shown and about how many more samples would likely
+//! decide it; a comparison with no interval is **not judged**. A cell's verdict gathers its
+//! comparisons: a winner when the best beats every other runtime, a leader when the order is known
+//! but some trail inside the margin, the top group when some are equivalent to the best, undecided
 //! as soon as one comparison is.
 //!
 //! Cells whose figures cannot rank runtimes are not judged, with the reason: a side-by-side level
@@ -72,10 +74,6 @@ impl Rule {
         (self.confidence_pct / 100.0).clamp(0.5, 0.999)
     }
 }
-
-pub use brigade_meter::runcpu::{
-    contended, generator_bound, CpuShape, RunCpu, CONTENTION, GENERATOR_SATURATED, SERVER_HEADROOM,
-};
 
 /// What a verdict compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,29 +173,6 @@ impl Verdict {
     }
 }
 
-/// The median of `values` (0 when empty).
-pub fn median(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    }
-}
-
-pub fn min(values: &[f64]) -> f64 {
-    values.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-pub fn max(values: &[f64]) -> f64 {
-    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-}
-
 /// A figure as a reader wants it: thousands separated and no false precision (`58,026`, `412`,
 /// `41.2`, `4.12`).
 pub fn figure(value: f64) -> String {
@@ -262,5 +237,23 @@ impl std::fmt::Display for CellAt {
             Some(level) => write!(f, " at {level}"),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_grouped_by_thousands_without_false_precision() {
+        assert_eq!(figure(58_026.4), "58,026");
+        assert_eq!(figure(1_000_000.0), "1,000,000");
+        assert_eq!(figure(412.3), "412");
+        assert_eq!(figure(41.23), "41.2");
+        assert_eq!(figure(4.123), "4.12");
+        assert_eq!(
+            (count(0), count(200), count(1_000)),
+            ("0".into(), "200".into(), "1,000".into())
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! verdict's main figure) and unpaired rates from separate runs.
 //!
 //! A ratio above 1 always means `a` is better, whether the inputs are costs (lower is better, so
-//! the ratio is b/a) or rates (higher is better, so it is a/b); the three-way rule can then read
+//! the ratio is b/a) or rates (higher is better, so it is a/b); the four-way rule can then read
 //! every interval the same way.
 
 use serde::{Deserialize, Serialize};

@@ -19,8 +19,8 @@ pub struct Judged {
     pub a: String,
     /// The runtime it is compared with.
     pub b: String,
-    /// The four-way verdict; None when the comparison could not be judged.
-    pub outcome: Option<Outcome>,
+    /// The four-way verdict, or not judged.
+    pub outcome: Outcome,
 }
 
 /// A cell's leader: the best runtime and those equivalent to it.
@@ -84,16 +84,16 @@ pub enum Rollup {
 /// The leader of a cell whose comparisons all have its best as `a`; None when nothing is judged.
 pub fn leader(cell: &[Judged]) -> Option<Leader> {
     let best = cell.first()?;
-    if cell.iter().all(|c| c.outcome.is_none()) {
+    if cell.iter().all(|c| c.outcome == Outcome::NotJudged) {
         return None;
     }
     let mut runtimes = vec![best.a.clone()];
     let mut open = Vec::new();
     for c in cell {
         match c.outcome {
-            Some(Outcome::Equivalent) => runtimes.push(c.b.clone()),
-            Some(Outcome::Undecided) | None => open.push(c.b.clone()),
-            Some(Outcome::Win) | Some(Outcome::Ahead) => {}
+            Outcome::Equivalent => runtimes.push(c.b.clone()),
+            Outcome::Undecided | Outcome::NotJudged => open.push(c.b.clone()),
+            Outcome::Win | Outcome::Ahead => {}
         }
     }
     Some(Leader {
@@ -108,11 +108,11 @@ pub fn tally(cells: &[Vec<Judged>]) -> Tally {
     let mut t = Tally::default();
     for c in cells.iter().flatten() {
         match c.outcome {
-            Some(Outcome::Win) => t.wins += 1,
-            Some(Outcome::Ahead) => t.ahead += 1,
-            Some(Outcome::Equivalent) => t.equivalent += 1,
-            Some(Outcome::Undecided) => t.undecided += 1,
-            None => t.not_judged += 1,
+            Outcome::Win => t.wins += 1,
+            Outcome::Ahead => t.ahead += 1,
+            Outcome::Equivalent => t.equivalent += 1,
+            Outcome::Undecided => t.undecided += 1,
+            Outcome::NotJudged => t.not_judged += 1,
         }
     }
     t
@@ -132,7 +132,7 @@ pub fn rollup(cells: &[Vec<Judged>]) -> Rollup {
     let all_equivalent = cells
         .iter()
         .filter(|cell| leader(cell).is_some())
-        .all(|cell| cell.iter().all(|c| c.outcome == Some(Outcome::Equivalent)));
+        .all(|cell| cell.iter().all(|c| c.outcome == Outcome::Equivalent));
     if all_equivalent {
         return Rollup::Equivalent {
             cells: leaders.len(),
@@ -168,7 +168,7 @@ pub fn cell_decided(cell: &[Judged]) -> bool {
 mod tests {
     use super::*;
 
-    fn judged(a: &str, b: &str, outcome: Option<Outcome>) -> Judged {
+    fn judged(a: &str, b: &str, outcome: Outcome) -> Judged {
         Judged {
             a: a.to_owned(),
             b: b.to_owned(),
@@ -178,8 +178,8 @@ mod tests {
 
     fn won_by(a: &str) -> Vec<Judged> {
         vec![
-            judged(a, "other-1", Some(Outcome::Win)),
-            judged(a, "other-2", Some(Outcome::Win)),
+            judged(a, "other-1", Outcome::Win),
+            judged(a, "other-2", Outcome::Win),
         ]
     }
 
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_runtime_winning_most_cells_with_the_rest_undecided_is_the_winner() {
-        let undecided = vec![judged("hyper", "axum", Some(Outcome::Undecided))];
+        let undecided = vec![judged("hyper", "axum", Outcome::Undecided)];
         let cells = vec![won_by("hyper"), won_by("hyper"), undecided];
         assert!(matches!(
             rollup(&cells),
@@ -213,8 +213,8 @@ mod tests {
     #[test]
     fn every_comparison_equivalent_is_equivalent() {
         let tie = vec![
-            judged("axum", "hyper", Some(Outcome::Equivalent)),
-            judged("axum", "warp", Some(Outcome::Equivalent)),
+            judged("axum", "hyper", Outcome::Equivalent),
+            judged("axum", "warp", Outcome::Equivalent),
         ];
         assert_eq!(rollup(&[tie.clone(), tie]), Rollup::Equivalent { cells: 2 });
     }
@@ -234,8 +234,8 @@ mod tests {
     #[test]
     fn another_runtime_sharing_the_lead_of_a_cell_does_not_stop_a_winner() {
         let shared = vec![
-            judged("actix", "hyper", Some(Outcome::Equivalent)),
-            judged("actix", "axum", Some(Outcome::Win)),
+            judged("actix", "hyper", Outcome::Equivalent),
+            judged("actix", "axum", Outcome::Win),
         ];
         let cells = vec![won_by("hyper"), won_by("hyper"), won_by("hyper"), shared];
         assert!(matches!(
@@ -251,9 +251,9 @@ mod tests {
     #[test]
     fn an_order_inside_the_margin_decides_a_leader_and_is_counted_apart() {
         let ordered = vec![
-            judged("hyper", "warp", Some(Outcome::Ahead)),
-            judged("hyper", "axum", Some(Outcome::Win)),
-            judged("hyper", "poem", Some(Outcome::Equivalent)),
+            judged("hyper", "warp", Outcome::Ahead),
+            judged("hyper", "axum", Outcome::Win),
+            judged("hyper", "poem", Outcome::Equivalent),
         ];
         let l = leader(&ordered).expect("judged");
         assert_eq!(l.runtimes, ["hyper", "poem"]);
@@ -265,19 +265,19 @@ mod tests {
     #[test]
     fn an_undecided_comparison_leaves_the_leader_open_and_names_who() {
         let open = vec![
-            judged("hyper", "warp", Some(Outcome::Undecided)),
-            judged("hyper", "axum", Some(Outcome::Win)),
+            judged("hyper", "warp", Outcome::Undecided),
+            judged("hyper", "axum", Outcome::Win),
         ];
         let l = leader(&open).expect("judged");
         assert_eq!(l.runtimes, ["hyper"]);
         assert_eq!(l.open, ["warp"]);
         assert!(!l.decided);
-        assert_eq!(leader(&[judged("a", "b", None)]), None);
+        assert_eq!(leader(&[judged("a", "b", Outcome::NotJudged)]), None);
     }
 
     #[test]
     fn a_single_won_cell_among_undecided_ones_is_mixed() {
-        let undecided = vec![judged("hyper", "axum", Some(Outcome::Undecided))];
+        let undecided = vec![judged("hyper", "axum", Outcome::Undecided)];
         let cells = vec![won_by("hyper"), undecided.clone(), undecided];
         assert_eq!(
             rollup(&cells),
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn cells_never_judged_are_left_out_and_all_of_them_is_not_judged() {
-        let unjudged = vec![judged("axum", "hyper", None)];
+        let unjudged = vec![judged("axum", "hyper", Outcome::NotJudged)];
         assert_eq!(rollup(&[unjudged.clone(), Vec::new()]), Rollup::NotJudged);
         assert_eq!(rollup(&[]), Rollup::NotJudged);
         assert!(matches!(
@@ -307,11 +307,11 @@ mod tests {
     fn a_cell_is_decided_only_when_every_comparison_is() {
         assert!(cell_decided(&won_by("hyper")));
         assert!(!cell_decided(&[]));
-        assert!(!cell_decided(&[judged("a", "b", None)]));
+        assert!(!cell_decided(&[judged("a", "b", Outcome::NotJudged)]));
         assert!(!cell_decided(&[
-            judged("a", "b", Some(Outcome::Win)),
-            judged("a", "c", None),
+            judged("a", "b", Outcome::Win),
+            judged("a", "c", Outcome::NotJudged),
         ]));
-        assert!(!cell_decided(&[judged("a", "b", Some(Outcome::Undecided))]));
+        assert!(!cell_decided(&[judged("a", "b", Outcome::Undecided)]));
     }
 }

@@ -1,4 +1,4 @@
-//! The four-way rule: an interval and an equivalence margin make a verdict — a win beyond the
+//! The four-way rule (and the comparisons it never reached: not judged): an interval and an equivalence margin make a verdict — a win beyond the
 //! margin, an order known but inside the margin ("ahead"), a tie within the margin, or not yet
 //! known — and an estimate of how many samples would settle the last.
 //!
@@ -24,6 +24,9 @@ pub enum Outcome {
     Equivalent,
     /// The interval crosses a margin boundary: more samples are needed to say.
     Undecided,
+    /// No interval could be made or trusted (too few samples, a level not judged): the one outcome
+    /// [`four_way`] never gives, for the comparisons that never reached it.
+    NotJudged,
 }
 
 /// The four-way rule for `a` with equivalence margin `margin` (a fraction, 0.02 = 2%).

@@ -28,10 +28,8 @@ use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
 use super::lab::shapes::Shape;
 use super::lab::{self, CellRun, LabArgs, Served, StepRun};
 use super::Registry;
-use brigade_compare::measure::sampled;
-use brigade_compare::report::study::{
-    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
-};
+use brigade_meter::isolated::sampled;
+use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The per-call table's title.
 pub const CALLS_TABLE: &str = "ms per call";
@@ -240,7 +238,7 @@ pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport
     })?;
     let mut report = build(settings, app_name, &runs, &compared, &servers, started_at);
     report.wall_s = began.elapsed().as_secs_f64();
-    brigade_compare::report::write_all(&report, &lab.out_dir)?;
+    brigade_report::write_all(&report, &lab.out_dir)?;
     Ok(report)
 }
 

@@ -2,7 +2,7 @@
 //! servers, pinning and report writer.
 //!
 //! Each study is a subcommand of one family and writes the general study report
-//! ([`brigade_compare::report::study::StudyReport`]) with the comparison's writer. Today: `storage`
+//! ([`brigade_report::study::StudyReport`]) with the comparison's writer. Today: `storage`
 //! (growing documents, [`storage`]), `rpc` (payload shapes, [`rpc`]), `sweep` (clients,
 //! keep-alive, sizes, bad URLs, memory after, [`sweep`]) and `inproc` (in-process against
 //! loopback, [`inproc`]); each is an `Args` struct and a `run_*` function in its own module, and a
@@ -118,14 +118,8 @@ pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
 }
 
 /// Prints a study's report on the terminal and where its files are.
-pub(crate) fn show(
-    report: &brigade_compare::report::study::StudyReport,
-    out_dir: &std::path::Path,
-) {
-    println!(
-        "\n{}",
-        brigade_compare::report::study::markdown::render(report)
-    );
+pub(crate) fn show(report: &brigade_report::study::StudyReport, out_dir: &std::path::Path) {
+    println!("\n{}", brigade_report::study::markdown::render(report));
     println!(
         "Reports: {} (report.md, report.json, report.html)",
         out_dir.display()

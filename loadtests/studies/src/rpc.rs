@@ -21,9 +21,7 @@ use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
 use super::lab::shapes::Shape;
 use super::lab::{self, CellRun, LabArgs, StepRun, Window};
 use super::Registry;
-use brigade_compare::report::study::{
-    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
-};
+use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The operations table's title.
 pub const OPERATIONS_TABLE: &str = "Mean ms per operation";
@@ -173,7 +171,7 @@ pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
     })?;
     let mut report = build(settings, &runs, inproc.is_some(), &servers, started_at);
     report.wall_s = began.elapsed().as_secs_f64();
-    brigade_compare::report::write_all(&report, &lab.out_dir)?;
+    brigade_report::write_all(&report, &lab.out_dir)?;
     Ok(report)
 }
 

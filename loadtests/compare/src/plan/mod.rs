@@ -16,11 +16,10 @@ use brigade_load::Registry;
 
 pub use order::{plan, Planned};
 
-use crate::pin::{self, CpuPlan};
-use crate::report;
 use crate::settings::CompareSettings;
 use crate::state::FreshState;
-use crate::verdict::CpuShape;
+use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::runcpu::CpuShape;
 
 /// How runs are ordered and servers kept, in words, for the report.
 const INTERLEAVING: &str =
@@ -152,9 +151,26 @@ impl<'s> Plan<'s> {
         cells
     }
 
+    /// Whether to count instructions per request under callgrind (`--instructions`, servers
+    /// compare starts).
+    pub fn counts_instructions(&self) -> bool {
+        self.settings.side.instructions && self.settings.external.is_empty()
+    }
+
+    /// `--slo`: the SLOs to search capacity under, if asked.
+    pub fn slo(&self) -> Option<&crate::settings::SloPlan> {
+        self.settings.slo.as_ref()
+    }
+
+    /// Refuses the comparison when a scenario talks to a service the first server announced it
+    /// does not serve.
+    pub fn check_services(&self, services: &[String]) -> anyhow::Result<()> {
+        check_scenarios(&self.scenarios, services)
+    }
+
     /// How threads are set up, before any server said what it started with.
-    pub fn thread_setup(&self) -> report::ThreadSetup {
-        report::ThreadSetup {
+    pub fn thread_setup(&self) -> brigade_report::ThreadSetup {
+        brigade_report::ThreadSetup {
             cpus: self.cpus.clone(),
             server_workers: self.workers,
             workers_reported: BTreeMap::new(),
@@ -164,10 +180,10 @@ impl<'s> Plan<'s> {
     }
 
     /// The report's settings section, with the services the servers announced (or were known to).
-    pub fn report_settings(&self, services: Option<Vec<String>>) -> report::Settings {
+    pub fn report_settings(&self, services: Option<Vec<String>>) -> brigade_report::Settings {
         let settings = &self.settings;
         let external = !settings.external.is_empty();
-        report::Settings {
+        brigade_report::Settings {
             runtimes: settings.runtimes.clone(),
             store: if !external || self.external_stores.is_empty() {
                 settings.store.clone()
@@ -185,7 +201,7 @@ impl<'s> Plan<'s> {
                 0
             },
             rule: settings.rule,
-            side_by_side: settings.side.enabled.then(|| report::SideSetup {
+            side_by_side: settings.side.enabled.then(|| brigade_report::SideSetup {
                 levels: settings.side.levels.clone(),
                 rates: settings.side.rates.clone(),
                 rounds: settings.side.rounds,
@@ -242,7 +258,7 @@ impl<'s> Plan<'s> {
             setup_notes: settings
                 .setup_notes
                 .iter()
-                .map(|(label, text)| report::setup::SetupLine {
+                .map(|(label, text)| brigade_report::setup::SetupLine {
                     label: label.clone(),
                     text: text.clone(),
                 })
@@ -398,9 +414,13 @@ fn scenario_labels(
 }
 
 /// Refuses the comparison when a scenario talks to a service the server does not announce.
-pub fn check_scenarios(scenarios: &[Scenario], services: &[String]) -> anyhow::Result<()> {
+fn check_scenarios(scenarios: &[Scenario], services: &[String]) -> anyhow::Result<()> {
     for scenario in scenarios {
-        crate::servers::announce::refuse_unknown(services, scenario.label(), &scenario.services())?;
+        brigade_meter::servers::announce::refuse_unknown(
+            services,
+            scenario.label(),
+            &scenario.services(),
+        )?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `--budget`: after every cell's first look, more rounds for the levels still open, those nearest
 //! to deciding first, until the budget is spent.
 //!
-//! A level's first look was judged at its share of the error rate (`judge::look_confidence`);
+//! A level's first look was judged at its share of the error rate (`judge::efficiency::look_confidence`);
 //! the rounds added here are judged once more, at the rest of it, on all its rounds together — so
 //! stopping where the first look decided keeps the stated confidence (Bonferroni across two
 //! looks). Every runtime of the cell is started afresh in an added round, not only the ones still
@@ -13,9 +13,11 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::{more_rounds, CellPlan, SideCell, MAX_ROUNDS};
+use brigade_meter::window::SideCell;
+
+use super::{more_rounds, CellPlan, MAX_ROUNDS};
 use crate::measure::Bench;
-use crate::report::ServerRecord;
+use brigade_report::ServerRecord;
 
 /// What a level still open would need: None when decided (or not judged); else the rounds in all
 /// that would likely decide it, or why none within the given most would.

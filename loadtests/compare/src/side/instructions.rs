@@ -14,7 +14,7 @@ use brigade_load::engine::{self, LoadConfig};
 use brigade_load::scenario::Scenario;
 
 use crate::measure::Bench;
-use crate::servers::{self, CommandTemplate, Launch, ServerSpec};
+use brigade_meter::servers::{self, CommandTemplate, Launch, ServerSpec};
 
 /// Requests in the first counted pass (the second and third answer twice and three times as many).
 pub const REQUESTS: u64 = 1_000;
@@ -52,7 +52,7 @@ fn under_callgrind(
             } else {
                 ""
             };
-            let wire: String = crate::servers::launch::serve_protocol_args(protocol)
+            let wire: String = brigade_meter::servers::launch::serve_protocol_args(protocol)
                 .iter()
                 .map(|flag| format!(" {flag}"))
                 .collect();

@@ -39,11 +39,7 @@
 pub mod budget;
 pub mod instructions;
 
-pub use brigade_meter::counters;
-pub use brigade_meter::window::{
-    extend, Level, Looks, SideCell, SideRuntime, WindowPlan, WindowServer, ACHIEVED_SHARE,
-    MAX_ERROR_SHARE,
-};
+use brigade_meter::window::{extend, Level, Looks, SideCell, WindowPlan, WindowServer};
 
 use std::time::Duration;
 
@@ -51,11 +47,11 @@ use anyhow::Context;
 use brigade_load::scenario::Scenario;
 
 use crate::measure::Bench;
-use crate::report::ServerRecord;
-use crate::servers::announce::Announced;
-use crate::servers::{self, ServerProcess, ServerSpec};
 use crate::state;
-use counters::CpuClock;
+use brigade_meter::counters::CpuClock;
+use brigade_meter::servers::announce::Announced;
+use brigade_meter::servers::{self, ServerProcess, ServerSpec};
+use brigade_report::ServerRecord;
 
 pub use crate::settings::{SideSettings, DEFAULT_COUNT_S, DEFAULT_WINDOWS};
 
@@ -454,7 +450,7 @@ fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<
             Ok(probe)
                 if measured.is_none()
                     && halved < MAX_PROBE_HALVINGS
-                    && busy_share(&probe) >= brigade_meter::runcpu::GENERATOR_SATURATED =>
+                    && busy_share(&probe) >= brigade_load::slo::GENERATOR_SATURATED =>
             {
                 println!(
                     "side by side {} {} users: the probe at {:.0}/s saturated the server CPUs \

@@ -5,8 +5,8 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use brigade_compare::pin;
-use brigade_compare::procstat::{self, Sampler};
+use brigade_meter::pin;
+use brigade_meter::procstat::{self, Sampler};
 
 /// Kills the child when the test ends, pass or fail.
 struct Reaped(Child);

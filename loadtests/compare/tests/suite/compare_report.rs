@@ -4,15 +4,17 @@
 use std::collections::BTreeMap;
 
 use brigade_compare as compare;
-use brigade_compare::pin::CpuPlan;
-use brigade_compare::procstat::{ProcSeries, ProcUsage};
-use brigade_compare::report::{self, json, markdown, Report, RunRecord};
-use brigade_compare::side::{SideCell, SideRuntime};
-use brigade_compare::verdict::Rule;
-use brigade_compare::verdict::{self, RunCpu};
+use brigade_compare::judge::Evidence;
 use brigade_load::result::{
     Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult, Second,
 };
+use brigade_meter::pin::CpuPlan;
+use brigade_meter::procstat::{ProcSeries, ProcUsage};
+use brigade_meter::runcpu::RunCpu;
+use brigade_meter::window::{SideCell, SideRuntime};
+use brigade_report::verdict;
+use brigade_report::verdict::Rule;
+use brigade_report::{self as report, json, markdown, Report, RunRecord};
 
 fn result(hits_per_s: f64, elapsed_s: f64, errors: u64, mean_ms: f64) -> LoadResult {
     let requests = (hits_per_s * elapsed_s).round() as u64;
@@ -159,9 +161,9 @@ fn synthetic() -> Report {
                             server_process: 55.0,
                             ..RunCpu::default()
                         };
-                        record.generator_bound = verdict::generator_bound(
+                        record.generator_bound = brigade_meter::runcpu::generator_bound(
                             &record.cpu,
-                            verdict::CpuShape {
+                            brigade_meter::runcpu::CpuShape {
                                 generator_cpus: 1,
                                 server_cpus: 1,
                                 pinned: true,
@@ -173,7 +175,6 @@ fn synthetic() -> Report {
             }
         }
     }
-    let rows = report::rows(&runs, &scenarios, &users, &[0], &runtimes);
     // Side by side at 10 users: axum spends 10% more CPU per request than actix, window by window
     // under the same machine noise.
     let side_by_side = vec![side_cell("waiter", 10, &[("axum", 55.0), ("actix", 50.0)])];
@@ -232,7 +233,7 @@ fn synthetic() -> Report {
         state: report::StateSetup::default(),
         servers: Vec::new(),
         runs,
-        rows,
+        rows: Vec::new(),
         cells: Vec::new(),
         scenarios: Vec::new(),
         side_by_side,
@@ -247,18 +248,11 @@ fn synthetic() -> Report {
     report
 }
 
-/// Derives the report's rows' breakdown and every verdict from its runs and windows again.
+/// Derives the report's rows, verdicts, checks and notes from its runs and windows again.
 fn rejudge_in_memory(report: &mut Report) {
-    report::add_breakdown(&mut report.rows, &report.side_by_side);
-    let judged = compare::judge::judge(
-        &report.runs,
-        &report.side_by_side,
-        &report.settings,
-        &report.settings.rule.clone(),
-    );
-    report.cells = judged.cells;
-    report.scenarios = judged.scenarios;
-    report.comparisons = judged.comparisons;
+    let judged = compare::judge(&Evidence::of(report), &report.settings.rule).expect("judged");
+    *report = Report::new(report.measurements(), judged.into_parts())
+        .with_baseline(report.baseline.clone());
 }
 
 /// One side-by-side level: every runtime's CPU per window under the same machine noise.
@@ -596,13 +590,6 @@ fn the_preload_is_a_dimension_of_rows_and_cells() {
     report.runs.extend(more);
     let s = &mut report.settings;
     s.preloads = vec![0, 1_000];
-    report.rows = report::rows(
-        &report.runs,
-        &s.scenarios,
-        &s.users,
-        &s.preloads,
-        &s.runtimes,
-    );
     rejudge_in_memory(&mut report);
     assert_eq!(report.rows.len(), 2 * 2 * 2 * 2);
     assert_eq!(report.cells.len(), 2 * 2 * 2);
@@ -639,8 +626,6 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
             ));
         }
     }
-    let s = &now.settings;
-    now.rows = report::rows(&now.runs, &s.scenarios, &s.users, &s.preloads, &s.runtimes);
     rejudge_in_memory(&mut now);
     let read_back = compare::baseline::read(&old).unwrap();
     let baseline = compare::baseline::compare(&now, &read_back, &old, &Rule::default());
@@ -657,26 +642,24 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     // actix's lead over axum fell from ~30% to ~8%: the ratio changed, by its own interval.
     let closer = change(verdict::Measure::Throughput, "waiter", 10);
     assert_eq!((closer.a.as_str(), closer.b.as_str()), ("actix", "axum"));
-    assert_eq!(closer.call, compare::baseline::Call::Changed, "{closer:?}");
+    assert_eq!(closer.call, report::baseline::Call::Changed, "{closer:?}");
     assert!(closer.change_pct < -10.0, "{closer:?}");
     assert!(closer.absolute.contains("measured at another time"));
     // The side-by-side ratio did not move.
     let efficiency = change(verdict::Measure::Efficiency, "waiter", 10);
     assert_eq!(
         efficiency.call,
-        compare::baseline::Call::Same,
+        report::baseline::Call::Same,
         "{efficiency:?}"
     );
 
     // Every run's p99 is above 5 ms (the synthetic latencies are tens of ms); errors stay under
     // 0.1% (at most one of thousands).
-    let thresholds =
-        brigade_load::threshold::parse_all(&["p99<5ms".into(), "errors<0.1%".into()]).unwrap();
-    now.threshold_checks = report::check_thresholds(&now.runs, &thresholds);
     now.settings.thresholds = vec!["p99<5ms".into(), "errors<0.1%".into()];
-    now.baseline = Some(baseline);
+    rejudge_in_memory(&mut now);
+    let now = now.with_baseline(Some(baseline));
     assert_eq!(now.threshold_checks.len(), 2 * now.runs.len());
-    let failed = compare::thresholds::failures(&now.threshold_checks);
+    let failed = report::thresholds::failures(&now.threshold_checks);
     assert_eq!(failed.len(), now.runs.len());
     assert!(failed.iter().all(|c| c.check.threshold == "p99<5ms"));
     assert!(
@@ -718,7 +701,7 @@ fn the_side_by_side_table_shows_the_cost_breakdown_and_the_efficiency_verdict_it
     assert_eq!(efficiency.len(), 1);
     let c = efficiency[0];
     assert_eq!((c.a.as_str(), c.b.as_str()), ("actix", "axum"));
-    assert_eq!(c.outcome, compare::judge::ComparisonOutcome::Win, "{c:?}");
+    assert_eq!(c.outcome, brigade_stats::Outcome::Win, "{c:?}");
     assert!((c.ratio.unwrap() - 1.1).abs() < 0.01, "{c:?}");
     assert!(
         c.ci_low.unwrap() > 1.02 && c.ci_high.unwrap() < 1.2,
@@ -788,18 +771,12 @@ fn throughput_is_judged_from_runs_so_many_seconds_of_two_runs_cannot_make_a_win(
         .comparisons
         .iter()
         .find(|c| {
-            c.measure == compare::verdict::Measure::Throughput
-                && c.scenario == "waiter"
-                && c.users == 10
+            c.measure == verdict::Measure::Throughput && c.scenario == "waiter" && c.users == 10
         })
         .expect("a throughput comparison");
     assert_eq!((c.a.as_str(), c.b.as_str()), ("axum", "actix"), "{c:?}");
     assert_eq!(c.samples, 2, "{c:?}");
-    assert_ne!(
-        c.outcome,
-        report::comparison::ComparisonOutcome::Win,
-        "{c:?}"
-    );
+    assert_ne!(c.outcome, brigade_stats::Outcome::Win, "{c:?}");
     // One run each is reported but not judged, and says how to get a verdict.
     let mut one = synthetic();
     one.runs.retain(|r| r.repeat == 0);
@@ -807,12 +784,8 @@ fn throughput_is_judged_from_runs_so_many_seconds_of_two_runs_cannot_make_a_win(
     let c = one
         .comparisons
         .iter()
-        .find(|c| c.measure == compare::verdict::Measure::Throughput && c.scenario == "waiter")
+        .find(|c| c.measure == verdict::Measure::Throughput && c.scenario == "waiter")
         .expect("a throughput comparison");
-    assert_eq!(
-        c.outcome,
-        report::comparison::ComparisonOutcome::NotJudged,
-        "{c:?}"
-    );
+    assert_eq!(c.outcome, brigade_stats::Outcome::NotJudged, "{c:?}");
     assert!(c.sentence.contains("--repeat 2"), "{}", c.sentence);
 }

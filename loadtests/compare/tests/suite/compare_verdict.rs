@@ -1,10 +1,10 @@
 //! Verdict logic on synthetic figures: which runs are generator-bound or contended, and how a
-//! scenario sums its cells up. The three-way rule itself is tested in `brigade-stats` and `judge`.
+//! scenario sums its cells up. The four-way rule itself is tested in `brigade-stats` and `judge`.
 
-use brigade_compare::procstat::CpuBusy;
-use brigade_compare::verdict::{
-    contended, generator_bound, judge_scenario, CpuShape, Outcome, RunCpu, Verdict,
-};
+use brigade_compare::judge::judge_scenario;
+use brigade_meter::procstat::CpuBusy;
+use brigade_meter::runcpu::{contended, generator_bound, CpuShape, RunCpu};
+use brigade_report::verdict::{Outcome, Verdict};
 
 const PINNED_1_1: CpuShape = CpuShape {
     generator_cpus: 1,

@@ -213,10 +213,7 @@ impl FaultsArgs {
 pub fn run_faults(args: &FaultsArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings(registry)?;
     let report = super::run(&settings)?;
-    println!(
-        "\n{}",
-        brigade_compare::report::study::markdown::render(&report)
-    );
+    println!("\n{}", brigade_report::study::markdown::render(&report));
     println!(
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()

@@ -168,7 +168,7 @@ pub struct FaultResult {
 }
 
 /// Runs the study and writes its reports.
-pub fn run(settings: &FaultsSettings) -> Result<brigade_compare::report::study::StudyReport> {
+pub fn run(settings: &FaultsSettings) -> Result<brigade_report::study::StudyReport> {
     let started_at = brigade_compare::clock::now_rfc3339();
     let began = Instant::now();
     std::fs::create_dir_all(settings.out_dir.join("logs"))?;
@@ -198,7 +198,7 @@ pub fn run(settings: &FaultsSettings) -> Result<brigade_compare::report::study::
         }
     }
     let report = report::build(settings, &results, started_at, began.elapsed());
-    brigade_compare::report::write_all(&report, &settings.out_dir)?;
+    brigade_report::write_all(&report, &settings.out_dir)?;
     Ok(report)
 }
 

@@ -7,10 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{FaultResult, FaultsSettings};
-use brigade_compare::report::setup::{build_versions, limits_text, Setup};
-use brigade_compare::report::study::{
-    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
-};
+use brigade_report::setup::{build_versions, limits_text, Setup};
+use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The title of the table every fault fills.
 pub(super) const TABLE: &str = "Faults: runtime × store";

@@ -2,8 +2,8 @@
 //! (started as `compare` starts them: any binary that speaks the contract of [`brigade_meter::servers`],
 //! pinned to the server CPUs, on free ports, learned from their announcements), the order of runs
 //! (compare's [`brigade_compare::plan`]: a cell's runs back to back, one per runtime, the first runtime
-//! rotating), one measured run ([`brigade_compare::measure::sampled_run`]: `/proc` sampled, generator-bound
-//! and contended runs flagged by [`brigade_compare::verdict`]'s rules), the setup section in compare's words,
+//! rotating), one measured run ([`brigade_meter::isolated::sampled_run`]: `/proc` sampled, generator-bound
+//! and contended runs flagged by [`brigade_report::verdict`]'s rules), the setup section in compare's words,
 //! and the columns every run's row carries.
 //!
 //! One thing differs from `compare`: a study keeps one server per runtime up for its whole length
@@ -26,15 +26,15 @@ use brigade_load::scenario::Scenario;
 use brigade_meter::wire::Wire;
 use clap::Args;
 
-use brigade_compare::measure::{sampled_run, Sampled};
 use brigade_compare::plan::{self, Planned};
-use brigade_compare::report::setup::{build_versions, Setup};
-use brigade_compare::report::study::{Better, Metric};
 use brigade_compare::settings::CpuArgs;
-use brigade_compare::verdict::CpuShape;
+use brigade_meter::isolated::{sampled_run, Sampled};
 use brigade_meter::pin::{self, CpuPlan};
 use brigade_meter::procstat;
+use brigade_meter::runcpu::CpuShape;
 use brigade_meter::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
+use brigade_report::setup::{build_versions, Setup};
+use brigade_report::study::{Better, Metric};
 
 /// The seed of every study run's random choices (fixed, so any study can be replayed).
 const STUDY_SEED: u64 = 0x5eed_b41a;
@@ -385,7 +385,7 @@ pub fn counts_text(values: &[u32]) -> String {
 
 /// The median of `values` (0 for none).
 pub fn median(values: &[f64]) -> f64 {
-    brigade_compare::verdict::median(values)
+    brigade_stats::median(values)
 }
 
 impl Lab {

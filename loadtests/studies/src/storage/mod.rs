@@ -32,9 +32,9 @@ use anyhow::{bail, Context, Result};
 use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
-use brigade_compare::report::study::StudyReport;
 use brigade_meter::pin::{self, CpuPlan};
 use brigade_meter::servers::{self, Launch, ServerSpec};
+use brigade_report::study::StudyReport;
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
 use plan::{Bands, Counts, GrowthPlan};
@@ -199,7 +199,7 @@ pub fn run(settings: &StorageSettings) -> Result<StudyReport> {
     }
     let mut study = report::build(settings, &results, started_at);
     study.wall_s = began.elapsed().as_secs_f64();
-    brigade_compare::report::write_all(&study, &settings.out_dir)?;
+    brigade_report::write_all(&study, &settings.out_dir)?;
     Ok(study)
 }
 

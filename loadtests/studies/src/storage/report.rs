@@ -5,11 +5,9 @@
 
 use brigade_kit::store::StoreKind;
 
-use brigade_compare::report::setup::{build_versions, Setup};
-use brigade_compare::report::study::{
-    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
-};
-use brigade_compare::report::Versions;
+use brigade_report::setup::{build_versions, Setup};
+use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
+use brigade_report::Versions;
 
 use super::measure::PhaseResult;
 use super::{Part, StorageSettings, SubjectResult, Via};

@@ -9,7 +9,7 @@ use super::cli::StorageArgs;
 use super::plan::Counts;
 use super::report::{BANDS_TABLE, FIXED_TABLE, GROUPS_TABLE, PHASES_TABLE};
 use crate::Registry;
-use brigade_compare::report::study::StudyReport;
+use brigade_report::study::StudyReport;
 
 #[derive(Debug, Parser)]
 struct Cli {
@@ -49,8 +49,7 @@ fn the_quick_study_reports_every_store_and_phase_with_the_counts_asked() {
     let c = Counts::QUICK;
 
     // The three files, and the JSON reads back whole.
-    let back: StudyReport =
-        brigade_compare::report::json::read_as(&out.path().join("report.json")).unwrap();
+    let back: StudyReport = brigade_report::json::read_as(&out.path().join("report.json")).unwrap();
     assert_eq!(back, report);
     let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();

@@ -18,7 +18,7 @@ use brigade_load::result::HandshakeResult;
 use super::{SweepResults, SweepSettings};
 use crate::lab::shapes::Shape;
 use crate::lab::{median, StepRun, Window};
-use brigade_compare::report::study::{Better, Metric, Section, Table};
+use brigade_report::study::{Better, Metric, Section, Table};
 
 /// The TLS handshakes table's title.
 pub const HANDSHAKES_TABLE: &str = "TLS handshakes";

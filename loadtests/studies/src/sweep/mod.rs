@@ -38,9 +38,9 @@ use serde_json::Value;
 
 use super::lab::shapes::{size_text, Shape};
 use super::lab::{self, LabArgs, Served, StepRun, Window};
-use brigade_compare::report::study::StudyReport;
 use brigade_compare::settings::runtime_of;
 use brigade_meter::procstat;
+use brigade_report::study::StudyReport;
 use probe::{Probe, ProbeResult};
 
 /// The original's client counts (a log scale from 1 to 316).
@@ -409,7 +409,7 @@ pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
     let (results, servers) = handshakes::run(settings, results, servers)?;
     let mut study = report::build(settings, &results, &servers, started_at);
     study.wall_s = began.elapsed().as_secs_f64();
-    brigade_compare::report::write_all(&study, &lab.out_dir)?;
+    brigade_report::write_all(&study, &lab.out_dir)?;
     Ok(study)
 }
 

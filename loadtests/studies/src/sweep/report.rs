@@ -6,9 +6,7 @@
 
 use super::{Part, SweepResults, SweepRun, SweepSettings};
 use crate::lab::{self, median};
-use brigade_compare::report::study::{
-    Axis, Better, Chart, Metric, Section, Series, StudyReport, Table,
-};
+use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The peaks table's title.
 pub const PEAKS_TABLE: &str = "Peak hits/s";

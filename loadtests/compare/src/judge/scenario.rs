@@ -1,7 +1,8 @@
-//! A scenario's verdict from its cells' (the roll-up of `judge`); the verdict types themselves are
-//! the report's ([`brigade_report::verdict`], re-exported here).
+//! A scenario's verdict from its cells': a runtime wins the scenario when it is the only one to
+//! lead any cell alone and it leads most of the cells that could be judged (the one roll-up of
+//! [`brigade_stats::rollup`]), with the cells left out named and why.
 
-pub use brigade_report::verdict::*;
+use brigade_report::verdict::{CellAt, Outcome, Verdict};
 
 /// Sums up a scenario from its cells, given as (users, verdict).
 pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
@@ -33,8 +34,8 @@ pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
     let bound_note = unjudged_note(&bound, &contended, &unjudged);
     let leaders: Vec<Vec<brigade_stats::Judged>> =
         judged.iter().map(|(_, v)| leader_view(v)).collect();
-    let tally = Tally::of(&judged);
-    tally.verdict(&judged, &bound_note, brigade_stats::rollup(&leaders))
+    let standings = Standings::of(&judged);
+    standings.verdict(&judged, &bound_note, brigade_stats::rollup(&leaders))
 }
 
 /// A cell's verdict as the one roll-up of [`brigade_stats::rollup`] reads it: the comparisons that
@@ -47,7 +48,7 @@ fn leader_view(verdict: &Verdict) -> Vec<brigade_stats::Judged> {
             .map(|b| brigade_stats::Judged {
                 a: best.to_owned(),
                 b: b.clone(),
-                outcome: Some(outcome),
+                outcome,
             })
             .collect()
     };
@@ -138,7 +139,7 @@ fn nothing_judged(bound: &[CellAt], contended: &[CellAt], unjudged: &[CellAt]) -
 }
 
 /// What a scenario's judged cells say together: who won where, by how much, and who led.
-struct Tally {
+struct Standings {
     /// The runtimes that won a cell, in first-win order.
     winners: Vec<String>,
     /// Each won cell's margin, in %.
@@ -149,10 +150,10 @@ struct Tally {
     leaders: Vec<String>,
 }
 
-impl Tally {
+impl Standings {
     /// Counts the judged cells' outcomes.
-    fn of(judged: &[&(CellAt, Verdict)]) -> Tally {
-        let mut tally = Tally {
+    fn of(judged: &[&(CellAt, Verdict)]) -> Standings {
+        let mut standings = Standings {
             winners: Vec::new(),
             margins: Vec::new(),
             runners_up: Vec::new(),
@@ -170,19 +171,19 @@ impl Tally {
                     runner_up,
                     margin_pct,
                 } => {
-                    if !tally.winners.contains(runtime) {
-                        tally.winners.push(runtime.clone());
+                    if !standings.winners.contains(runtime) {
+                        standings.winners.push(runtime.clone());
                     }
-                    tally.margins.push(*margin_pct);
-                    tally.runners_up.push(runner_up.clone());
-                    if !tally.leaders.contains(runtime) {
-                        tally.leaders.push(runtime.clone());
+                    standings.margins.push(*margin_pct);
+                    standings.runners_up.push(runner_up.clone());
+                    if !standings.leaders.contains(runtime) {
+                        standings.leaders.push(runtime.clone());
                     }
                 }
                 Outcome::Equivalent { leaders: tied } | Outcome::Undecided { leaders: tied } => {
                     for runtime in tied {
-                        if !tally.leaders.contains(runtime) {
-                            tally.leaders.push(runtime.clone());
+                        if !standings.leaders.contains(runtime) {
+                            standings.leaders.push(runtime.clone());
                         }
                     }
                 }
@@ -192,7 +193,7 @@ impl Tally {
                 | Outcome::NotJudged => {}
             }
         }
-        tally
+        standings
     }
 
     /// The scenario's verdict as `rolled` decided it (one runtime leading most judged cells alone
@@ -255,8 +256,12 @@ impl Tally {
         per_cell: &str,
         bound_note: &str,
     ) -> Verdict {
-        let low = min(&self.margins);
-        let high = max(&self.margins);
+        let low = self.margins.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = self
+            .margins
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
         let range = if (high - low).abs() < 0.05 {
             format!("{low:.1}%")
         } else {
@@ -303,19 +308,6 @@ fn join_cells(cells: &[CellAt]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn figures_are_grouped_by_thousands_without_false_precision() {
-        assert_eq!(figure(58_026.4), "58,026");
-        assert_eq!(figure(1_000_000.0), "1,000,000");
-        assert_eq!(figure(412.3), "412");
-        assert_eq!(figure(41.23), "41.2");
-        assert_eq!(figure(4.123), "4.12");
-        assert_eq!(
-            (count(0), count(200), count(1_000)),
-            ("0".into(), "200".into(), "1,000".into())
-        );
-    }
 
     #[test]
     fn scenario_reasons_name_the_preload_of_each_cell_when_it_varies() {
