@@ -21,6 +21,7 @@ use std::time::Duration;
 use brigade_kit::announce::Announcement;
 use brigade_load::engine::{self, LoadConfig};
 use brigade_meter::procstat;
+use brigade_stats::median;
 
 struct Server {
     child: Child,
@@ -67,15 +68,6 @@ struct Samples {
     rps: Vec<f64>,
     cpu_us_per_req: Vec<f64>,
     generator_cpu: Vec<f64>,
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[v.len() / 2]
 }
 
 fn measure(

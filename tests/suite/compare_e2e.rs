@@ -16,7 +16,7 @@ use brigade_load::result::LoadResult;
 use brigade_meter::pin::{available_cpus, spawn_pinned, CpuPlan};
 use brigade_meter::servers::{Listening, Preloaded};
 use brigade_report::verdict::Outcome;
-use brigade_report::{json, markdown, Report, RunRecord};
+use brigade_report::{json, Report, RunRecord};
 
 /// A scenario whose fixture reads the 200th waiter by offset: it fails unless the store holds at
 /// least 200 waiters before the fixtures, i.e. unless the preload is there.
@@ -184,7 +184,7 @@ fn check_report(report: &Report, out: &Path, check: &str, stdout: &str) {
             "{line}"
         );
     }
-    assert!(md.contains(&markdown::TABLE_HEADER.join(" | ")));
+    assert!(md.contains(&brigade_report::render::TABLE_HEADER.join(" | ")));
     assert!(md.contains("server CPU µs/req"));
 
     // A throughput verdict for every cell and scenario; an efficiency verdict where the cells were

@@ -125,7 +125,7 @@ impl Bench<'_> {
         let limits = server.limits_reported().map(str::to_owned);
         let services = server.announced().names();
         let mut server_record =
-            ServerRecord::started(runtime, index as u32, planned.preload, &server, &log_path);
+            record_started(runtime, index as u32, planned.preload, &server, &log_path);
         record.reset = Some(state_reset(&fresh, &server, server_record.startup_s));
         if server.is_running() {
             self.load(&server, scenario, planned, &mut record, progress);
@@ -134,7 +134,7 @@ impl Bench<'_> {
             println!("{progress}: failed, the server process had exited");
         }
         // RSS after the test, then a clean stop (and, for MongoDB, its databases dropped).
-        let stop = server_record.stop(server);
+        let stop = record_stop(&mut server_record, server);
         if !matches!(stop, servers::StopOutcome::Graceful { code: Some(0) }) {
             println!("{runtime} (pid {pid}): {stop}");
         }
@@ -357,4 +357,50 @@ fn summary(record: &RunRecord) -> String {
         record.generator_cpu_percent,
         record.cpu.generator_cpus.busy_percent,
     )
+}
+
+/// The record of a server just started for `runtime`: its process, CPUs, start-up time and
+/// memory once ready.
+pub(crate) fn record_started(
+    runtime: &str,
+    round: u32,
+    preload: u64,
+    process: &ServerProcess,
+    log: &std::path::Path,
+) -> ServerRecord {
+    let pid = process.pid();
+    ServerRecord {
+        runtime: runtime.to_owned(),
+        round,
+        preload,
+        pid,
+        urls: process.urls(),
+        cpus_allowed: brigade_meter::procstat::allowed_cpus(pid),
+        startup_s: process.started_in().as_secs_f64(),
+        rss_idle_mib: brigade_meter::procstat::read(pid)
+            .map(|r| r.rss_kib as f64 / 1024.0)
+            .unwrap_or(0.0),
+        rss_after_mib: None,
+        rss_peak_mib: None,
+        stop: None,
+        log: log.display().to_string(),
+        source: None,
+    }
+}
+
+/// Reads a server's memory after its last run and stops it, recording how it ended.
+pub(crate) fn record_stop(
+    record: &mut ServerRecord,
+    process: ServerProcess,
+) -> &brigade_meter::servers::StopOutcome {
+    let pid = record.pid;
+    record.rss_after_mib = brigade_meter::procstat::read(pid)
+        .ok()
+        .map(|r| r.rss_kib as f64 / 1024.0);
+    record.rss_peak_mib = brigade_meter::procstat::peak_rss_kib(pid)
+        .ok()
+        .map(|kib| kib as f64 / 1024.0);
+    record
+        .stop
+        .insert(process.stop(brigade_meter::servers::STOP_GRACE))
 }

@@ -12,7 +12,7 @@ use super::render::{
     colour, draw_legend, draw_line, esc, head, log_range, plain_table, plot_err, preload_words,
     significant, LineChart, CHART,
 };
-use super::{markdown, Report, Row};
+use super::{Report, Row};
 use crate::verdict::Verdict;
 
 /// Renders the whole page.
@@ -20,7 +20,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     let mut out = head("Brigade runtime comparison");
     out.push_str(&intro(report));
     out.push_str(&super::answer::html(report));
-    let (compared, searched) = markdown::verdict_columns(report);
+    let (compared, searched) = crate::render::verdict_columns(report);
     out.push_str(&verdicts(report, compared, searched));
     out.push_str(&notes(report, compared));
     out.push_str(&thresholds(report));
@@ -100,7 +100,7 @@ fn notes(report: &Report, compared: bool) -> String {
         let _ = writeln!(
             out,
             "<p>{}</p>",
-            esc(&markdown::verdict_rules(&report.settings.rule)).replace("**", "")
+            esc(&crate::render::verdict_rules(&report.settings.rule)).replace("**", "")
         );
     }
     if !report.notes.is_empty() {
@@ -163,13 +163,13 @@ fn scenario_charts(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
 /// A scenario's side-by-side chart and table (nothing when it ran none).
 fn side_by_side(report: &Report, scenario: &str) -> anyhow::Result<String> {
     let mut out = String::new();
-    let side = markdown::side_rows(report, scenario);
+    let side = crate::render::side_rows(report, scenario);
     if !side.is_empty() {
         out.push_str("<div class=\"charts\">\n");
         out.push_str(&breakdown_bars(report, scenario)?);
         out.push_str("</div>\n");
         out.push_str("<p>Side by side (every runtime at once, the same offered rate):</p>\n");
-        out.push_str(&plain_table(&markdown::SIDE_HEADER, &side));
+        out.push_str(&plain_table(&crate::render::SIDE_HEADER, &side));
     }
     Ok(out)
 }
@@ -286,8 +286,11 @@ fn baseline(report: &Report) -> String {
 }
 
 fn table(rows: &[&Row]) -> String {
-    let cells: Vec<Vec<String>> = rows.iter().map(|row| markdown::row_cells(row)).collect();
-    plain_table(&markdown::TABLE_HEADER, &cells)
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| crate::render::row_cells(row))
+        .collect();
+    plain_table(&crate::render::TABLE_HEADER, &cells)
 }
 
 fn servers(report: &Report) -> String {
@@ -318,15 +321,15 @@ fn servers(report: &Report) -> String {
 
 fn runs(report: &Report) -> String {
     let mut out = String::from("<details><summary>Every run</summary>\n<table><tr>");
-    for head in markdown::RUN_HEADER {
+    for head in crate::render::RUN_HEADER {
         let _ = write!(out, "<th>{}</th>", esc(head));
     }
     out.push_str("</tr>\n");
     for run in &report.runs {
         out.push_str("<tr>");
-        let cells = markdown::run_cells(run);
+        let cells = crate::render::run_cells(run);
         for (i, cell) in cells.iter().enumerate() {
-            let text = markdown::RUN_TEXT_COLUMNS.contains(&i);
+            let text = crate::render::RUN_TEXT_COLUMNS.contains(&i);
             let class = if text { "" } else { " class=\"n\"" };
             let _ = write!(out, "<td{class}>{}</td>", esc(cell));
         }

@@ -1,5 +1,6 @@
-//! The helpers every section of a report borrows, in one place: markdown tables and cells, number
-//! and duration words, HTML escaping and tables, and the chart scaffolding (colours, lines,
+//! The helpers every section of a report borrows, in one place: markdown tables and cells, the
+//! columns and cells of the tables both documents print (rows, side-by-side rows, runs), the
+//! verdicts' rule in words, number and duration words, HTML escaping and tables, and the chart scaffolding (colours, lines,
 //! legends, log ranges) the SVG charts share. They read plain values and the report's settings,
 //! never a section's code, so a section (markdown, HTML, capacity, a study's tables) can use any
 //! of them without importing another section.
@@ -10,6 +11,7 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 
 use crate::verdict::count;
+use crate::{Report, Row, RunRecord};
 
 /// One colour per runtime (or series), in the order they were given.
 pub(crate) const PALETTE: [RGBColor; 8] = [
@@ -195,3 +197,242 @@ pub type LineChart<'a, 'b> = ChartContext<
     SVGBackend<'b>,
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
+
+/// The explanation printed under the verdicts: which verdict is which, and the rules.
+pub fn verdict_rules(rule: &crate::verdict::Rule) -> String {
+    use crate::verdict::Measure;
+    format!(
+        "Two verdicts per cell (scenario × users × preload), one rule. The **efficiency verdict** \
+         compares the servers' CPU µs per request measured **side by side**: every runtime's \
+         server alive at once on the same CPUs, each offered the same rate, each one's CPU read \
+         every window, so the machine's noise lands on all of them in the same second and cancels \
+         in the paired ratio; one verdict per load level, measured in **rounds** of fresh servers \
+         (two fresh servers of one runtime differ, so the server instance is the unit). The \
+         **throughput verdict** compares successful hits/s of the isolated closed-loop runs (one \
+         runtime alone on its CPUs), run by run. Each comparison is the best runtime against \
+         another, a ratio with its {}% interval, simultaneous over the cell's comparisons \
+         (rounds or runs as blocks, Tukey's range): **win** when the whole interval lies beyond \
+         the equivalence margin (±{}% efficiency, ±{}% throughput), **equivalent** when it lies \
+         inside, **ahead** when it excludes no difference but reaches inside the margin (the \
+         order is known, not that it matters), **undecided** otherwise, with about how many \
+         rounds would decide it. A level's **leader** is its best runtime with those equivalent \
+         to it, decided when nothing is undecided. With `--budget` the error rate is split \
+         between a first look and a second after more rounds. A level the generator could not \
+         deliver or that kept the server CPUs 90% busy or more, or an isolated cell that was \
+         generator-bound or contended, is not judged, and says why.",
+        trim(rule.confidence_pct),
+        trim(rule.margin_pct(Measure::Efficiency)),
+        trim(rule.margin_pct(Measure::Throughput))
+    )
+}
+
+/// Which verdict columns a report has: throughput and efficiency when it made isolated runs or
+/// side-by-side levels, capacity when it searched (`--slo`).
+pub fn verdict_columns(report: &Report) -> (bool, bool) {
+    let compared = !report.runs.is_empty() || !report.side_by_side.is_empty();
+    let searched = !report.slo_searches.is_empty();
+    (compared || !searched, searched)
+}
+
+/// The header shared by every scenario table; the tests read tables by these names.
+pub const TABLE_HEADER: [&str; 15] = [
+    "runtime",
+    "users",
+    "preload",
+    "hits/s",
+    "spread %",
+    "KiB/s",
+    "mean ms",
+    "p99 ms",
+    "error %",
+    "server CPU %",
+    "server CPU µs/req",
+    "peak RSS MiB",
+    "generator CPU %",
+    "requests",
+    "note",
+];
+
+/// The header of the side-by-side table; the tests read it by these names.
+pub const SIDE_HEADER: [&str; 15] = [
+    "runtime",
+    "users",
+    "level",
+    "offered /s",
+    "achieved /s",
+    "windows",
+    "CPU µs/req",
+    "user µs/req",
+    "system µs/req",
+    "syscalls/req",
+    "ctx switches/req",
+    "instructions/req",
+    "p99 ms (side by side)",
+    "kernel irq µs/req (cell)",
+    "note",
+];
+
+/// An optional figure, or "not measured".
+fn maybe(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "not measured".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// The side-by-side rows of a scenario, one per runtime and level, formatted as printed: the cost
+/// breakdown (the HTML table shows the same cells).
+pub fn side_rows(report: &Report, scenario: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for cell in report
+        .side_by_side
+        .iter()
+        .filter(|c| c.scenario == scenario)
+    {
+        for r in &cell.runtimes {
+            let mut note: Vec<String> = Vec::new();
+            if let Some(us) = r.handicap_us {
+                note.push(format!("handicap +{us} µs"));
+            }
+            if let Some(spread) = r.instructions_spread_pct {
+                note.push(format!("instructions: two samples {spread:.1}% apart"));
+            }
+            if let Some(n) = &r.counts_note {
+                note.push(n.clone());
+            }
+            if let Some(e) = &r.error {
+                note.push(e.clone());
+            }
+            if let Some(why) = &cell.not_judged {
+                note.push(format!("not judged: {why}"));
+            }
+            rows.push(vec![
+                r.runtime.clone(),
+                cell.users.to_string(),
+                cell.level.clone(),
+                format!("{:.0}", cell.rate_per_s),
+                format!("{:.0}", r.achieved_per_s),
+                r.window_requests.len().to_string(),
+                format!("{:.2}", r.cpu_us_per_request),
+                maybe(r.user_cpu_us_per_request, 2),
+                maybe(r.system_cpu_us_per_request, 2),
+                maybe(r.syscalls_per_request, 2),
+                maybe(r.context_switches_per_request, 3),
+                maybe(r.instructions_per_request, 0),
+                format!("{:.3}", r.side_by_side_p99_ms),
+                maybe(cell.interrupts_us_per_request, 2),
+                note.join("; "),
+            ]);
+        }
+    }
+    rows
+}
+
+/// One table row's cells, formatted as printed (the JSON keeps full precision).
+pub fn row_cells(row: &Row) -> Vec<String> {
+    let mut note = Vec::new();
+    if row.generator_bound_runs > 0 {
+        note.push(format!(
+            "generator-bound ({}/{})",
+            row.generator_bound_runs, row.runs
+        ));
+    }
+    if row.contended_runs > 0 {
+        note.push(format!("contended ({}/{})", row.contended_runs, row.runs));
+    }
+    if row.failed_runs > 0 {
+        note.push(format!("{} run(s) failed", row.failed_runs));
+    }
+    vec![
+        row.runtime.clone(),
+        row.users.to_string(),
+        row.preload.to_string(),
+        format!("{:.1}", row.hits_per_s),
+        format!("{:.1}", row.spread_pct),
+        format!("{:.1}", row.kib_per_s),
+        format!("{:.3}", row.mean_ms),
+        format!("{:.3}", row.p99_ms),
+        format!("{:.2}", row.error_pct),
+        format!("{:.1}", row.server_cpu_pct),
+        format!("{:.1}", row.server_cpu_us_per_request),
+        format!("{:.1}", row.peak_rss_mib),
+        format!("{:.1}", row.generator_cpu_pct),
+        row.requests.to_string(),
+        note.join("; "),
+    ]
+}
+
+/// The header of the every-run table.
+pub const RUN_HEADER: [&str; 17] = [
+    "#",
+    "repeat",
+    "runtime",
+    "scenario",
+    "users",
+    "preload",
+    "server pid",
+    "fresh state",
+    "hits/s",
+    "requests",
+    "seconds",
+    "server CPU %",
+    "server CPU µs/req",
+    "server CPUs busy %",
+    "generator CPU %",
+    "generator CPUs busy %",
+    "result",
+];
+
+/// The columns of [`RUN_HEADER`] that hold text (left-aligned), the others hold numbers.
+pub const RUN_TEXT_COLUMNS: [usize; 4] = [2, 3, 7, 16];
+
+/// One run's cells in the every-run table.
+pub fn run_cells(run: &RunRecord) -> Vec<String> {
+    let (hits, requests, elapsed) =
+        run.result
+            .as_ref()
+            .map_or(("-".to_owned(), "-".to_owned(), "-".to_owned()), |r| {
+                (
+                    format!("{:.1}", r.total.hits_per_s),
+                    r.total.requests.to_string(),
+                    format!("{:.2}", r.elapsed_s),
+                )
+            });
+    let outcome = match (&run.error, &run.contended, &run.generator_bound) {
+        (Some(err), _, _) => format!("failed: {err}"),
+        (None, Some(why), _) => format!("contended: {why}"),
+        (None, None, Some(why)) => format!("generator-bound: {why}"),
+        (None, None, None) => "ok".to_owned(),
+    };
+    let (pid, fresh) = run
+        .reset
+        .as_ref()
+        .map_or(("-".to_owned(), "-".to_owned()), |r| {
+            let mut how = r.how.clone();
+            if let Some(copy) = r.copy_s {
+                let _ = write!(how, " (copied in {copy:.2} s)");
+            }
+            if let Some(fill) = r.preload_s {
+                let _ = write!(how, " (filled in {fill:.2} s)");
+            }
+            (r.pid.to_string(), how)
+        });
+    vec![
+        // A report read from a file may hold any number: widened, never wrapped.
+        (run.index as u64 + 1).to_string(),
+        (u64::from(run.repeat) + 1).to_string(),
+        run.runtime.clone(),
+        run.scenario.clone(),
+        run.users.to_string(),
+        run.preload.to_string(),
+        pid,
+        fresh,
+        hits,
+        requests,
+        elapsed,
+        format!("{:.1}", run.server.cpu_percent),
+        run.server_cpu_us_per_request()
+            .map_or("-".to_owned(), |us| format!("{us:.1}")),
+        format!("{:.1}", run.cpu.server_cpus.busy_percent),
+        format!("{:.1}", run.generator_cpu_percent),
+        format!("{:.1}", run.cpu.generator_cpus.busy_percent),
+        outcome,
+    ]
+}

@@ -658,7 +658,8 @@ fn start_one(
     let process = servers::start_on_free_ports(&spec, &[], state::ready_timeout(fresh.preload_arg))
         .with_context(|| format!("{label} did not start"))?;
     let clock = CpuClock::of(process.pid())?;
-    let record = ServerRecord::started(label, index as u32, plan.preload, &process, &log_path);
+    let record =
+        crate::measure::record_started(label, index as u32, plan.preload, &process, &log_path);
     Ok(Running {
         label: label.to_owned(),
         services: process.announced().clone(),
@@ -679,7 +680,7 @@ fn stop(server: Running) -> Option<ServerRecord> {
         _state,
     } = server.started?;
     let pid = record.pid;
-    let outcome = record.stop(process);
+    let outcome = crate::measure::record_stop(&mut record, process);
     if !matches!(outcome, servers::StopOutcome::Graceful { code: Some(0) }) {
         println!("{} (pid {pid}): {outcome}", server.label);
     }

@@ -309,7 +309,7 @@ fn markdown_rows(md: &str, scenario: &str) -> Vec<BTreeMap<String, String>> {
             .collect::<Vec<_>>()
     };
     let header = split(lines.next().unwrap());
-    assert_eq!(header, markdown::TABLE_HEADER);
+    assert_eq!(header, brigade_report::render::TABLE_HEADER);
     lines
         .skip(1)
         .take_while(|l| l.starts_with('|'))

@@ -383,11 +383,6 @@ pub fn counts_text(values: &[u32]) -> String {
         .join(", ")
 }
 
-/// The median of `values` (0 for none).
-pub fn median(values: &[f64]) -> f64 {
-    brigade_stats::median(values)
-}
-
 impl Lab {
     /// This lab with servers started to speak `protocol` and every load speaking it.
     pub fn over(&self, protocol: Protocol) -> Lab {

@@ -17,7 +17,9 @@ use brigade_load::result::HandshakeResult;
 
 use super::{SweepResults, SweepSettings};
 use crate::lab::shapes::Shape;
-use crate::lab::{median, StepRun, Window};
+use brigade_stats::median;
+
+use crate::lab::{StepRun, Window};
 use brigade_report::study::{Better, Metric, Section, Table};
 
 /// The TLS handshakes table's title.

@@ -5,7 +5,9 @@
 //! handshakes' table ([`super::handshakes`]).
 
 use super::{Part, SweepResults, SweepRun, SweepSettings};
-use crate::lab::{self, median};
+use brigade_stats::median;
+
+use crate::lab;
 use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The peaks table's title.
