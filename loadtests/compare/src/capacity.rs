@@ -17,8 +17,8 @@ use brigade_load::scenario::Scenario;
 use brigade_load::slo::{self, Measured, Search, SloSearch};
 
 use crate::measure::{Bench, Served};
-use crate::plan::order::Planned;
 use crate::settings::SloPlan;
+use brigade_meter::order::Planned;
 use brigade_report::{self as report, RunRecord};
 
 /// How each step's server is made and the steps ordered, in words, for the report.

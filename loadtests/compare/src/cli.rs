@@ -13,7 +13,9 @@ use brigade_load::Registry;
 use brigade_meter::wire::Wire;
 use clap::Args;
 
-use crate::settings::{CompareSettings, CpuArgs};
+use brigade_meter::pin::CpuArgs;
+
+use crate::settings::CompareSettings;
 use brigade_meter::servers::external::ExternalSpec;
 use brigade_meter::servers::{Launch, ServerInfo};
 use brigade_report::markdown;
@@ -495,8 +497,9 @@ impl CompareArgs {
         if self.protocols.as_slice() != [Protocol::H3] || !started_here {
             return Ok(runtimes);
         }
-        let offers =
-            |label: &String| server_info.offers(crate::settings::runtime_of(label), Protocol::H3);
+        let offers = |label: &String| {
+            server_info.offers(brigade_meter::servers::runtime_of(label), Protocol::H3)
+        };
         let (kept, left): (Vec<String>, Vec<String>) = runtimes.into_iter().partition(offers);
         if kept.is_empty() {
             bail!(
@@ -510,7 +513,7 @@ impl CompareArgs {
             .iter()
             .filter(|r| {
                 kept.iter()
-                    .any(|k| crate::settings::runtime_of(k) == r.name)
+                    .any(|k| brigade_meter::servers::runtime_of(k) == r.name)
             })
             .filter_map(|r| r.h3.as_ref().map(|s| format!("{} on {s}", r.name)))
             .collect();
@@ -740,7 +743,7 @@ fn uri_database(uri: &str) -> Option<&str> {
 
 /// Where a comparison writes when `--out` is not given: `results/compare-<UTC time>`.
 fn default_out() -> PathBuf {
-    PathBuf::from("results").join(format!("compare-{}", crate::clock::stamp()))
+    PathBuf::from("results").join(format!("compare-{}", brigade_meter::clock::stamp()))
 }
 
 /// What serves `store`, in words (the MongoDB server asked for its name, where the binary can).
@@ -798,7 +801,7 @@ impl CompareArgs {
 /// `compare --stores`: a whole comparison per store, then the stores report over them.
 fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
-    let started_at = crate::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut settings_by_store = Vec::new();
     for (store, one) in args.per_store(&out) {
@@ -831,7 +834,7 @@ fn run_stores(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
 /// report over them.
 fn run_protocols(args: &CompareArgs, registry: &Registry) -> anyhow::Result<()> {
     let began = std::time::Instant::now();
-    let started_at = crate::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut settings_by_protocol = Vec::new();
     for (protocol, one) in args.per_protocol(&out) {

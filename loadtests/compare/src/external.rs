@@ -12,7 +12,7 @@ use brigade_load::scenario::Scenario;
 use brigade_meter::isolated::sampled_sources;
 
 use crate::measure::{fill, Bench, Served};
-use crate::plan::order::Planned;
+use brigade_meter::order::Planned;
 use brigade_meter::procstat::Source;
 use brigade_meter::servers::external::ExternalRuntime;
 use brigade_report::{RunRecord, ServerRecord, StateReset};

@@ -8,7 +8,6 @@
 pub mod baseline;
 pub mod capacity;
 pub mod cli;
-pub mod clock;
 pub mod external;
 pub mod judge;
 pub mod measure;
@@ -22,4 +21,4 @@ pub mod stores;
 
 pub use judge::{judge, rejudge};
 pub use run::run;
-pub use settings::{CompareSettings, CpuChoice};
+pub use settings::CompareSettings;

@@ -6,11 +6,11 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use crate::plan::order::Planned;
 use crate::settings::CompareSettings;
 use crate::state::{self, FreshState};
 use brigade_load::engine::LoadConfig;
 use brigade_load::scenario::Scenario;
+use brigade_meter::order::Planned;
 use brigade_meter::pin::CpuPlan;
 use brigade_meter::procstat::{ProcSeries, ProcUsage};
 use brigade_meter::runcpu::{CpuShape, RunCpu};
@@ -57,7 +57,7 @@ impl Bench<'_> {
             runtime: settings
                 .runtimes
                 .first()
-                .map(|label| crate::settings::runtime_of(label).to_owned())
+                .map(|label| brigade_meter::servers::runtime_of(label).to_owned())
                 .unwrap_or_default(),
             store: settings.store.clone(),
             mongodb_uri: settings.mongodb_uri.clone(),
@@ -156,7 +156,7 @@ impl Bench<'_> {
         log_path: &std::path::Path,
     ) -> anyhow::Result<ServerProcess> {
         let spec = ServerSpec {
-            runtime: crate::settings::runtime_of(runtime).to_owned(),
+            runtime: brigade_meter::servers::runtime_of(runtime).to_owned(),
             handicap_us: self.settings.handicaps.get(runtime).copied().unwrap_or(0.0),
             data_dir: fresh.data.path().to_path_buf(),
             preload: fresh.preload_arg,

@@ -38,7 +38,7 @@ use crate::state::FreshState;
 /// plan → launch → measure → judge → render, each taking what the one before gave it.
 pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     let began = Instant::now();
-    let started_at = crate::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let plan = Plan::check(settings)?;
     plan.announce();
     // This thread is pinned to the generator's CPUs by `launch`; it gets all of its CPUs back at

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use brigade_load::Registry;
 
-use brigade_meter::pin::CpuPlan;
+use brigade_meter::pin::CpuChoice;
+use brigade_meter::servers::runtime_of;
 use brigade_meter::servers::{Launch, ServerInfo};
 
 /// Seconds of fixture setup and bookkeeping a run costs beyond warm-up and measurement (estimates).
@@ -172,11 +173,6 @@ pub struct SloPlan {
 /// on the 2-core machine, docs/results.md).
 const SLO_STEPS: f64 = 26.0;
 
-/// The runtime a comparison's runtime name serves with: `hyper#2` → `hyper`.
-pub fn runtime_of(label: &str) -> &str {
-    label.split_once('#').map_or(label, |(runtime, _)| runtime)
-}
-
 /// Names every runtime in `runtimes` once: the second `hyper` becomes `hyper#2`, the third
 /// `hyper#3` (an A/A comparison keeps its copies apart).
 pub fn label_runtimes(runtimes: &[String]) -> Vec<String> {
@@ -193,35 +189,6 @@ pub fn label_runtimes(runtimes: &[String]) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// How the CPUs are split.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CpuChoice {
-    /// Half and half (see [`CpuPlan::split`]).
-    Auto,
-    /// Nothing pinned.
-    NoPin,
-    /// These CPUs for the servers, those for the generator.
-    Explicit {
-        /// Server CPUs.
-        server: Vec<usize>,
-        /// Generator CPUs.
-        generator: Vec<usize>,
-    },
-}
-
-impl CpuChoice {
-    /// The CPU split this choice makes of the `available` CPUs.
-    pub fn plan(&self, available: &[usize]) -> anyhow::Result<CpuPlan> {
-        Ok(match self {
-            CpuChoice::Auto => CpuPlan::split(available),
-            CpuChoice::NoPin => CpuPlan::unpinned(available),
-            CpuChoice::Explicit { server, generator } => {
-                CpuPlan::explicit(available, server, generator)?
-            }
-        })
-    }
 }
 
 impl CompareSettings {
@@ -360,35 +327,5 @@ mod tests {
         let embedded = settings("embedded", vec![0, 1_000_000], 1);
         assert_eq!(memory.run_count(), 24);
         assert!(memory.estimate_s() > embedded.estimate_s() + 60.0);
-    }
-}
-
-/// The CPU flags every command that starts servers takes (`compare` and the studies).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct CpuArgs {
-    /// Pin nothing: servers and generator share every CPU
-    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
-    pub no_pin: bool,
-    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
-    #[arg(long, requires = "generator_cpus")]
-    pub server_cpus: Option<String>,
-    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
-    #[arg(long, requires = "server_cpus")]
-    pub generator_cpus: Option<String>,
-}
-
-impl CpuArgs {
-    /// The choice these flags make.
-    pub fn choice(&self) -> anyhow::Result<CpuChoice> {
-        Ok(
-            match (self.server_cpus.as_deref(), self.generator_cpus.as_deref()) {
-                (Some(server), Some(generator)) => CpuChoice::Explicit {
-                    server: brigade_meter::pin::parse_list(server)?,
-                    generator: brigade_meter::pin::parse_list(generator)?,
-                },
-                _ if self.no_pin => CpuChoice::NoPin,
-                _ => CpuChoice::Auto,
-            },
-        )
     }
 }

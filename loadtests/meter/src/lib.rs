@@ -13,8 +13,10 @@
 //! - [`wire`]: the protocol a measurement speaks, the servers' flags and the loads' settings.
 //! - [`tally`]: what servers Brigade did not start counted, against what the generators sent.
 
+pub mod clock;
 pub mod counters;
 pub mod isolated;
+pub mod order;
 pub mod pin;
 pub mod procstat;
 pub mod runcpu;

@@ -234,6 +234,65 @@ pub fn spawn_pinned(command: &mut Command, cpus: Option<&[usize]>) -> anyhow::Re
     })
 }
 
+/// How the CPUs are split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuChoice {
+    /// Half and half (see [`CpuPlan::split`]).
+    Auto,
+    /// Nothing pinned.
+    NoPin,
+    /// These CPUs for the servers, those for the generator.
+    Explicit {
+        /// Server CPUs.
+        server: Vec<usize>,
+        /// Generator CPUs.
+        generator: Vec<usize>,
+    },
+}
+
+impl CpuChoice {
+    /// The CPU split this choice makes of the `available` CPUs.
+    pub fn plan(&self, available: &[usize]) -> anyhow::Result<CpuPlan> {
+        Ok(match self {
+            CpuChoice::Auto => CpuPlan::split(available),
+            CpuChoice::NoPin => CpuPlan::unpinned(available),
+            CpuChoice::Explicit { server, generator } => {
+                CpuPlan::explicit(available, server, generator)?
+            }
+        })
+    }
+}
+
+/// The CPU flags every command that starts servers takes (`compare` and the studies).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CpuArgs {
+    /// Pin nothing: servers and generator share every CPU
+    #[arg(long, conflicts_with_all = ["server_cpus", "generator_cpus"])]
+    pub no_pin: bool,
+    /// CPUs for the servers, e.g. 0-3 (with --generator-cpus)
+    #[arg(long, requires = "generator_cpus")]
+    pub server_cpus: Option<String>,
+    /// CPUs for the generator, e.g. 4-7 (with --server-cpus)
+    #[arg(long, requires = "server_cpus")]
+    pub generator_cpus: Option<String>,
+}
+
+impl CpuArgs {
+    /// The choice these flags make.
+    pub fn choice(&self) -> anyhow::Result<CpuChoice> {
+        Ok(
+            match (self.server_cpus.as_deref(), self.generator_cpus.as_deref()) {
+                (Some(server), Some(generator)) => CpuChoice::Explicit {
+                    server: parse_list(server)?,
+                    generator: parse_list(generator)?,
+                },
+                _ if self.no_pin => CpuChoice::NoPin,
+                _ => CpuChoice::Auto,
+            },
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -197,7 +197,7 @@ pub fn run_inproc(args: &InprocArgs, registry: &Registry) -> Result<()> {
 /// Runs the study and writes its reports; returns the report.
 pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport> {
     let began = Instant::now();
-    let started_at = brigade_compare::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let lab = &settings.lab;
     let app = super::rpc::build_inproc(registry)?.context(
         "study inproc needs the application in this process: this binary registers none (a \

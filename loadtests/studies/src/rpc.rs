@@ -125,7 +125,7 @@ pub fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
 /// Runs the study and writes its reports; returns the report.
 pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
     let began = std::time::Instant::now();
-    let started_at = brigade_compare::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let lab = &settings.lab;
     let scenarios = settings
         .operations

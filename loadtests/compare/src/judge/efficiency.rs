@@ -227,7 +227,7 @@ pub(super) fn judge_pairs(
     for cell in cells.iter().filter(|c| c.not_judged.is_none()) {
         let key = Key::level(cell, store);
         for labelled in cell.runtimes.iter().filter(usable_runtime) {
-            let base = crate::settings::runtime_of(&labelled.runtime);
+            let base = brigade_meter::servers::runtime_of(&labelled.runtime);
             let base = match variants.get(&labelled.runtime) {
                 Some(sibling) => sibling.as_str(),
                 None if base == labelled.runtime => continue,

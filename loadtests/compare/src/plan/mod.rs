@@ -5,8 +5,6 @@
 //! judging and rendering take the plan (or the part they need) and never go back to the flags;
 //! `compare --plan` prints it as JSON and runs nothing.
 
-pub mod order;
-
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -14,7 +12,7 @@ use anyhow::{bail, Context};
 use brigade_load::scenario::Scenario;
 use brigade_load::Registry;
 
-pub use order::{plan, Planned};
+use brigade_meter::order::{plan, Planned};
 
 use crate::settings::CompareSettings;
 use crate::state::FreshState;

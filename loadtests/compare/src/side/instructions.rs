@@ -109,7 +109,7 @@ fn pass(
             settings.wire.protocol,
             &out,
         )?,
-        runtime: crate::settings::runtime_of(label).to_owned(),
+        runtime: brigade_meter::servers::runtime_of(label).to_owned(),
         data_dir: data.path().to_path_buf(),
         preload: 0,
         database_prefix: (settings.store == "mongo")

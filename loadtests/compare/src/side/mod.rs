@@ -647,7 +647,7 @@ fn start_one(
         label.replace('#', "-")
     ));
     let spec = ServerSpec {
-        runtime: crate::settings::runtime_of(label).to_owned(),
+        runtime: brigade_meter::servers::runtime_of(label).to_owned(),
         data_dir: fresh.data.path().to_path_buf(),
         preload: fresh.preload_arg,
         database_prefix: fresh.database_prefix.clone(),

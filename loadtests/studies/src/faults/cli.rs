@@ -111,7 +111,7 @@ impl FaultsArgs {
         let faults = self.faults(db_commands.is_some(), &stores);
         let (scenario, soak_scenario) = self.scenarios(registry)?;
         let q = self.quick;
-        let stamp = brigade_compare::clock::stamp();
+        let stamp = brigade_meter::clock::stamp();
         Ok(FaultsSettings {
             launch,
             runtimes,

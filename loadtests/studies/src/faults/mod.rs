@@ -169,7 +169,7 @@ pub struct FaultResult {
 
 /// Runs the study and writes its reports.
 pub fn run(settings: &FaultsSettings) -> Result<brigade_report::study::StudyReport> {
-    let started_at = brigade_compare::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let began = Instant::now();
     std::fs::create_dir_all(settings.out_dir.join("logs"))?;
     abuse::raise_open_file_limit(
@@ -209,7 +209,7 @@ struct Server {
 }
 
 fn start(settings: &FaultsSettings, runtime: &str, store: &str, tag: &str) -> Result<Server> {
-    let stamp = brigade_compare::clock::stamp().replace('-', "_");
+    let stamp = brigade_meter::clock::stamp().replace('-', "_");
     let data_dir = std::env::temp_dir().join(format!("brigade-faults-{stamp}-{tag}"));
     let spec = ServerSpec {
         launch: settings.launch.clone(),

@@ -99,7 +99,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
             streams: 1,
         },
         machine: brigade_load::machine::describe(),
-        started_at: brigade_compare::clock::now_rfc3339(),
+        started_at: brigade_meter::clock::now_rfc3339(),
         elapsed_s,
         generator_cpu_percent: 0.0,
         routes: vec![total.clone()],

@@ -26,9 +26,9 @@ use brigade_load::scenario::Scenario;
 use brigade_meter::wire::Wire;
 use clap::Args;
 
-use brigade_compare::plan::{self, Planned};
-use brigade_compare::settings::CpuArgs;
 use brigade_meter::isolated::{sampled_run, Sampled};
+use brigade_meter::order::{self, Planned};
+use brigade_meter::pin::CpuArgs;
 use brigade_meter::pin::{self, CpuPlan};
 use brigade_meter::procstat;
 use brigade_meter::runcpu::CpuShape;
@@ -140,7 +140,7 @@ impl LabArgs {
         };
         let out_dir = self.out.clone().unwrap_or_else(|| {
             PathBuf::from("results")
-                .join(format!("study-{study}-{}", brigade_compare::clock::stamp()))
+                .join(format!("study-{study}-{}", brigade_meter::clock::stamp()))
         });
         Ok(Lab {
             study,
@@ -394,7 +394,7 @@ impl Lab {
 
     /// The order of every run: `cells` cells × the runtimes × the repeats, compare's order.
     pub fn order(&self, cells: usize) -> Vec<Planned> {
-        plan::plan(self.runtimes.len(), cells, &[1], &[0], self.repeat)
+        order::plan(self.runtimes.len(), cells, &[1], &[0], self.repeat)
     }
 
     /// Makes every run of the cells operation × client count in compare's order: each runtime's

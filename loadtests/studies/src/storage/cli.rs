@@ -114,7 +114,7 @@ impl StorageArgs {
         } else {
             Counts::DEFAULT
         };
-        let stamp = brigade_compare::clock::stamp();
+        let stamp = brigade_meter::clock::stamp();
         Ok(StorageSettings {
             stores,
             via,

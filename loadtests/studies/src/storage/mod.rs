@@ -152,7 +152,7 @@ impl SubjectResult {
 /// Runs the study and writes its reports into the settings' folder; returns the report.
 pub fn run(settings: &StorageSettings) -> Result<StudyReport> {
     let began = Instant::now();
-    let started_at = brigade_compare::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     if settings.stores.is_empty() || settings.via.is_empty() || settings.parts.is_empty() {
         bail!("nothing to study: give at least one store, one way in and one part");
     }

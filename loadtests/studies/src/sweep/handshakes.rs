@@ -11,9 +11,9 @@
 //! the handshake complete, full and resumed apart (`result::TlsResult`).
 
 use anyhow::Result;
-use brigade_compare::settings::runtime_of;
 use brigade_load::engine::Protocol;
 use brigade_load::result::HandshakeResult;
+use brigade_meter::servers::runtime_of;
 
 use super::{SweepResults, SweepSettings};
 use crate::lab::shapes::Shape;

@@ -38,8 +38,8 @@ use serde_json::Value;
 
 use super::lab::shapes::{size_text, Shape};
 use super::lab::{self, LabArgs, Served, StepRun, Window};
-use brigade_compare::settings::runtime_of;
 use brigade_meter::procstat;
+use brigade_meter::servers::runtime_of;
 use brigade_report::study::StudyReport;
 use probe::{Probe, ProbeResult};
 
@@ -385,7 +385,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
 /// Runs the sweep and writes its reports; returns the report.
 pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
     let began = std::time::Instant::now();
-    let started_at = brigade_compare::clock::now_rfc3339();
+    let started_at = brigade_meter::clock::now_rfc3339();
     let lab = &settings.lab;
     let scenarios = settings
         .steps
