@@ -18,3 +18,4 @@ mod no_domain_words;
 mod plan;
 mod process;
 mod registry;
+mod structure;

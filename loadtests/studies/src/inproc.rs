@@ -24,7 +24,9 @@ use bytes::Bytes;
 use clap::Args;
 
 use super::lab::calls::{self, CallsMade, ClientTally, Span};
-use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
+use brigade_runtimes::inprocess::InProcess;
+
+use super::lab::inprocess::{self, InprocOp, INPROC};
 use super::lab::shapes::Shape;
 use super::lab::{self, CellRun, LabArgs, Served, StepRun};
 use super::Registry;

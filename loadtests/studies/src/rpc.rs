@@ -17,7 +17,9 @@ use bytes::Bytes;
 use clap::Args;
 
 use super::lab::calls::CallsMade;
-use super::lab::inprocess::{self, InProcess, InprocOp, INPROC};
+use brigade_runtimes::inprocess::InProcess;
+
+use super::lab::inprocess::{self, InprocOp, INPROC};
 use super::lab::shapes::Shape;
 use super::lab::{self, CellRun, LabArgs, StepRun, Window};
 use super::Registry;

@@ -12,9 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use brigade_kit::resource::{List, Paging};
+
 use crate::model::{
-    now, Id, List, MoreItems, NewOrder, Order, OrderStatus, Paging, StatusChange, Table,
-    TableStatus,
+    now, Id, MoreItems, NewOrder, Order, OrderStatus, StatusChange, Table, TableStatus,
 };
 use crate::tables::peer_message;
 use crate::ServiceState;

@@ -444,8 +444,6 @@ pub struct StatusChange {
     pub status: OrderStatus,
 }
 
-pub use brigade_kit::resource::{List, Paging};
-
 /// Now, as RFC 3339.
 pub fn now() -> String {
     time::OffsetDateTime::now_utc()

@@ -12,7 +12,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{List, NewTable, Paging, SeatParty, Table, TableStatus, Waiter};
+use brigade_kit::resource::{List, Paging};
+
+use crate::model::{NewTable, SeatParty, Table, TableStatus, Waiter};
 use crate::ServiceState;
 
 /// The `tables` collection; table numbers are unique.

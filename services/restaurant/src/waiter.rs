@@ -10,7 +10,9 @@ use brigade_kit::{ApiError, Reply, Request, RouteTable};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::model::{List, NewWaiter, Paging, Shift, Waiter, WaiterUpdate};
+use brigade_kit::resource::{List, Paging};
+
+use crate::model::{NewWaiter, Shift, Waiter, WaiterUpdate};
 use crate::ServiceState;
 
 /// The `waiters` collection.

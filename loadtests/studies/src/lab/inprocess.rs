@@ -30,7 +30,7 @@ pub type InprocOp = Arc<
 /// The runtime name the in-process application reports in `/health`.
 pub const INPROC: &str = "inproc";
 
-pub use brigade_runtimes::inprocess::InProcess;
+use brigade_runtimes::inprocess::InProcess;
 
 /// Builds `service` on a memory store with no peers, as a server would build it.
 pub async fn build(service: &dyn Service) -> Result<InProcess> {

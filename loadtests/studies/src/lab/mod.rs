@@ -1,9 +1,10 @@
 //! What the HTTP studies (`rpc`, `sweep`, `inproc`) share: their common flags, the servers
 //! (started as `compare` starts them: any binary that speaks the contract of [`brigade_meter::servers`],
 //! pinned to the server CPUs, on free ports, learned from their announcements), the order of runs
-//! (compare's [`brigade_compare::plan`]: a cell's runs back to back, one per runtime, the first runtime
-//! rotating), one measured run ([`brigade_meter::isolated::sampled_run`]: `/proc` sampled, generator-bound
-//! and contended runs flagged by [`brigade_report::verdict`]'s rules), the setup section in compare's words,
+//! ([`brigade_meter::order`], as compare orders them: a cell's runs back to back, one per runtime,
+//! the first runtime rotating), one measured run ([`brigade_meter::isolated::sampled_run`]:
+//! `/proc` sampled, generator-bound and contended runs flagged by [`brigade_meter::runcpu`]'s
+//! rules), the setup section in compare's words,
 //! and the columns every run's row carries.
 //!
 //! One thing differs from `compare`: a study keeps one server per runtime up for its whole length
