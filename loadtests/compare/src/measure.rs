@@ -11,10 +11,11 @@ use crate::state::{self, FreshState};
 use brigade_load::engine::LoadConfig;
 use brigade_load::scenario::Scenario;
 use brigade_meter::order::Planned;
-use brigade_meter::pin::CpuPlan;
-use brigade_meter::procstat::{ProcSeries, ProcUsage};
-use brigade_meter::runcpu::{CpuShape, RunCpu};
+use brigade_meter::runcpu::CpuShape;
 use brigade_meter::servers::{self, ServerProcess, ServerSpec};
+use brigade_records::cpus::CpuPlan;
+use brigade_records::proc::{ProcSeries, ProcUsage};
+use brigade_records::runcpu::RunCpu;
 use brigade_report::{RunRecord, ServerRecord, StateReset};
 
 /// A run's server: its record, and what it said.
@@ -135,7 +136,10 @@ impl Bench<'_> {
         }
         // RSS after the test, then a clean stop (and, for MongoDB, its databases dropped).
         let stop = record_stop(&mut server_record, server);
-        if !matches!(stop, servers::StopOutcome::Graceful { code: Some(0) }) {
+        if !matches!(
+            stop,
+            brigade_records::stop::StopOutcome::Graceful { code: Some(0) }
+        ) {
             println!("{runtime} (pid {pid}): {stop}");
         }
         drop(fresh);
@@ -392,7 +396,7 @@ pub(crate) fn record_started(
 pub(crate) fn record_stop(
     record: &mut ServerRecord,
     process: ServerProcess,
-) -> &brigade_meter::servers::StopOutcome {
+) -> &brigade_records::stop::StopOutcome {
     let pid = record.pid;
     record.rss_after_mib = brigade_meter::procstat::read(pid)
         .ok()

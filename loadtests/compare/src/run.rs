@@ -24,7 +24,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use brigade_meter::pin;
-use brigade_meter::window::SideCell;
+use brigade_records::side::SideCell;
 use brigade_report::{self as report, Report, RunRecord, ServerRecord};
 
 use crate::judge::{judge, Evidence};
@@ -332,11 +332,11 @@ fn side_levels(
     users: u32,
     preload: u64,
     server_cpus: usize,
-) -> Vec<brigade_meter::window::Level> {
+) -> Vec<brigade_records::side::Level> {
     if let Some(rates) = &settings.side.rates {
         return rates
             .iter()
-            .map(|&rate| brigade_meter::window::Level {
+            .map(|&rate| brigade_records::side::Level {
                 label: format!("{}/s", report::rate_words(rate)),
                 rate_per_s: rate,
                 from: "given (--side-by-side-rates)".to_owned(),

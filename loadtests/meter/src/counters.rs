@@ -40,7 +40,7 @@ pub enum CpuClock {
     /// One or more cgroups (a runtime's service containers), summed: cgroup v1's
     /// `cpuacct.usage` (nanoseconds), v2's `cpu.stat` `usage_usec`. Every process in them is
     /// counted, those that exited included; the kernel's network work done in softirq on behalf
-    /// of a container is in no cgroup (see [`crate::window::SideCell::interrupts_us_per_request`]).
+    /// of a container is in no cgroup (see [`brigade_records::side::SideCell::interrupts_us_per_request`]).
     Cgroups(Vec<String>),
 }
 

@@ -8,9 +8,11 @@ use brigade_load::engine::{self, LoadConfig};
 use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 
-use crate::pin::CpuPlan;
-use crate::procstat::{ProcSample, ProcSeries, ProcUsage, Sampler, Source};
-use crate::runcpu::{self, CpuShape, RunCpu};
+use crate::procstat::{Sampler, Source};
+use crate::runcpu::{self, CpuShape};
+use brigade_records::cpus::CpuPlan;
+use brigade_records::proc::{ProcSample, ProcSeries, ProcUsage};
+use brigade_records::runcpu::RunCpu;
 
 /// How often `/proc` is sampled during a run.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);

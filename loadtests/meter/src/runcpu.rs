@@ -4,10 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::procstat::CpuBusy;
+use brigade_records::proc::CpuBusy;
 
 /// The generator counts as saturated at this share of its CPUs.
 use brigade_load::slo::GENERATOR_SATURATED;
+use brigade_records::runcpu::{RunCpu, CONTENTION};
 
 /// The server has headroom below this share of its CPUs (said in a generator-bound run's reason).
 pub const SERVER_HEADROOM: f64 = 0.90;
@@ -23,38 +24,16 @@ pub struct CpuShape {
     pub pinned: bool,
 }
 
-/// Other processes may use at most this share of a side's CPUs before a run counts as contended.
-pub const CONTENTION: f64 = 0.20;
-
-/// The CPU figures of one run, all in percent of one core.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunCpu {
-    /// The generator process.
-    pub generator_process: f64,
-    /// The server process.
-    pub server_process: f64,
-    /// The generator's CPUs, whoever used them (the same CPUs as the server's when unpinned).
-    pub generator_cpus: CpuBusy,
-    /// The server's CPUs, whoever used them.
-    pub server_cpus: CpuBusy,
-    /// Processes that serve with the server on its CPUs, apart from it (an external server's
-    /// databases, `--external-companion`): their use is the server side's own, not contention.
-    #[serde(default)]
-    pub companions: f64,
+/// Busy share of the generator's CPUs (its own figure if the CPUs were not sampled).
+fn generator_busy(run: &RunCpu, shape: CpuShape) -> f64 {
+    run.generator_cpus.busy_percent.max(run.generator_process)
+        / capacity(run.generator_cpus, shape.generator_cpus)
 }
 
-impl RunCpu {
-    /// Busy share of the generator's CPUs (its own figure if the CPUs were not sampled).
-    fn generator_busy(&self, shape: CpuShape) -> f64 {
-        self.generator_cpus.busy_percent.max(self.generator_process)
-            / capacity(self.generator_cpus, shape.generator_cpus)
-    }
-
-    /// Busy share of the server's CPUs (its own figure if the CPUs were not sampled).
-    fn server_busy(&self, shape: CpuShape) -> f64 {
-        self.server_cpus.busy_percent.max(self.server_process)
-            / capacity(self.server_cpus, shape.server_cpus)
-    }
+/// Busy share of the server's CPUs (its own figure if the CPUs were not sampled).
+fn server_busy(run: &RunCpu, shape: CpuShape) -> f64 {
+    run.server_cpus.busy_percent.max(run.server_process)
+        / capacity(run.server_cpus, shape.server_cpus)
 }
 
 fn capacity(busy: CpuBusy, cpus: usize) -> f64 {
@@ -73,8 +52,8 @@ fn capacity(busy: CpuBusy, cpus: usize) -> f64 {
 /// too, so the run names no winner either way. Sharing CPUs: they were at least 90% busy and the
 /// generator used more of them than the server.
 pub fn generator_bound(run: &RunCpu, shape: CpuShape) -> Option<String> {
-    let generator = run.generator_busy(shape);
-    let server = run.server_busy(shape);
+    let generator = generator_busy(run, shape);
+    let server = server_busy(run, shape);
     if shape.pinned {
         (generator >= GENERATOR_SATURATED).then(|| {
             let server_side = if server < SERVER_HEADROOM {

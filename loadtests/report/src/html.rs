@@ -502,7 +502,7 @@ fn throughput_bars(report: &Report, scenario: &str, rows: &[&Row]) -> anyhow::Re
 /// Stacked bars of the cost breakdown side by side: per cell level, one bar per runtime, user CPU
 /// µs per request below and system above (the whole bar is its CPU per request).
 fn breakdown_bars(report: &Report, scenario: &str) -> anyhow::Result<String> {
-    let cells: Vec<&brigade_meter::window::SideCell> = report
+    let cells: Vec<&brigade_records::side::SideCell> = report
         .side_by_side
         .iter()
         .filter(|c| c.scenario == scenario)

@@ -1,10 +1,10 @@
 //! The caveats a reader of a comparison's report should know, derived from the rest of it (the
 //! machine, the CPU split, the runs, the side-by-side levels, the settings): [`of`].
 
-use brigade_meter::window::SideCell;
+use brigade_records::side::SideCell;
 
 use crate::{Report, RunRecord};
-use brigade_meter::runcpu::CONTENTION;
+use brigade_records::runcpu::CONTENTION;
 
 /// The caveats a reader of this report should know.
 pub(crate) fn of(report: &Report) -> Vec<String> {
@@ -34,7 +34,7 @@ fn cpu_notes(report: &Report, notes: &mut Vec<String>) {
              {} as given), so this compares runtimes on a small slice of a machine, not how they \
              scale across cores.",
             report.machine.cores,
-            brigade_meter::pin::list(&t.cpus.server),
+            brigade_records::cpus::list(&t.cpus.server),
         ));
     } else if report.machine.cores <= 4 {
         notes.push(format!(

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use brigade_load::result::Machine;
-use brigade_meter::pin::{self, CpuPlan};
+use brigade_records::cpus::CpuPlan;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::runs_words;
@@ -45,7 +45,7 @@ pub struct Report {
     pub scenarios: Vec<ScenarioVerdict>,
     /// Every side-by-side level of every cell, window by window.
     #[serde(default)]
-    pub side_by_side: Vec<brigade_meter::window::SideCell>,
+    pub side_by_side: Vec<brigade_records::side::SideCell>,
     /// Every judged comparison (best runtime of a cell against each other), one shape for every
     /// measure.
     #[serde(default)]
@@ -90,7 +90,7 @@ pub struct Measurements {
     /// Every load run, in the order run.
     pub runs: Vec<RunRecord>,
     /// Every side-by-side level of every cell.
-    pub side_by_side: Vec<brigade_meter::window::SideCell>,
+    pub side_by_side: Vec<brigade_records::side::SideCell>,
     /// Every `--slo` search.
     pub slo_searches: Vec<brigade_load::slo::SloSearch>,
 }
@@ -230,8 +230,8 @@ impl Report {
                 "CPUs",
                 format!(
                     "server {} / generator {}{}",
-                    pin::list(&t.cpus.server),
-                    pin::list(&t.cpus.generator),
+                    brigade_records::cpus::list(&t.cpus.server),
+                    brigade_records::cpus::list(&t.cpus.generator),
                     if t.cpus.pinned {
                         ""
                     } else {

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use brigade_load::result::LoadResult;
-use brigade_meter::procstat::{ProcSeries, ProcUsage};
-use brigade_meter::runcpu::RunCpu;
-use brigade_meter::servers::StopOutcome;
+use brigade_records::proc::{ProcSeries, ProcUsage};
+use brigade_records::runcpu::RunCpu;
+use brigade_records::stop::StopOutcome;
 use serde::{Deserialize, Serialize};
 
 use crate::StateReset;

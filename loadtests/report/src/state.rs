@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use brigade_meter::servers::StopOutcome;
+use brigade_records::stop::StopOutcome;
 use serde::{Deserialize, Serialize};
 
 /// How the store state of every run was made fresh.

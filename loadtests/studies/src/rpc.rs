@@ -320,7 +320,7 @@ fn notes(settings: &RpcSettings, runs: &[CellRun], with_inproc: bool) -> Vec<Str
              in-process calls take turns between calls, while over loopback the wait for the \
              server's CPU is inside each call. Compare calls/s across providers at more than \
              one client thread.",
-            brigade_meter::pin::list(&settings.lab.cpus.server)
+            brigade_records::cpus::list(&settings.lab.cpus.server)
         ),
     ];
     if !with_inproc {

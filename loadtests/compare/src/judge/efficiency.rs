@@ -5,7 +5,7 @@
 //! sibling), a cell's leader over its levels, and what a level still open would need
 //! (`--budget`).
 
-use brigade_meter::window::{Looks, SideCell, SideRuntime};
+use brigade_records::side::{Looks, SideCell, SideRuntime};
 use brigade_report::comparison::Comparison;
 use brigade_report::verdict::{Measure, Rule, Verdict};
 use brigade_report::{LevelVerdict, Settings};

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use brigade_load::slo::SloSearch;
 use brigade_meter::runcpu::{contended, generator_bound, CpuShape};
-use brigade_meter::window::SideCell;
+use brigade_records::side::SideCell;
 use brigade_report::comparison::Comparison;
 use brigade_report::thresholds::RunCheck;
 use brigade_report::verdict::{CellAt, Outcome, Rule, Verdict};

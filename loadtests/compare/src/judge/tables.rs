@@ -4,7 +4,7 @@
 
 use brigade_load::result::LoadResult;
 use brigade_load::threshold::{Check, Figures};
-use brigade_meter::window::SideCell;
+use brigade_records::side::SideCell;
 use brigade_report::thresholds::RunCheck;
 use brigade_report::{Row, RunRecord};
 use brigade_stats::median;

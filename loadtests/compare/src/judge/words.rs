@@ -2,7 +2,7 @@
 //! rests on ([`Basis`]), the four-way rule's outcome with the sentence a report prints, and a
 //! cell's verdict from its comparisons.
 
-use brigade_meter::window::SideCell;
+use brigade_records::side::SideCell;
 use brigade_report::comparison::Comparison;
 use brigade_report::verdict::{Measure, Outcome, Rule, Verdict};
 use brigade_stats::{Interval, Outcome as Four};

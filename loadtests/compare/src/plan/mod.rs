@@ -16,8 +16,9 @@ use brigade_meter::order::{plan, Planned};
 
 use crate::settings::CompareSettings;
 use crate::state::FreshState;
-use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::pin;
 use brigade_meter::runcpu::CpuShape;
+use brigade_records::cpus::CpuPlan;
 
 /// How runs are ordered and servers kept, in words, for the report.
 const INTERLEAVING: &str =

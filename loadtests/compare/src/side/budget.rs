@@ -13,7 +13,7 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use brigade_meter::window::SideCell;
+use brigade_records::side::SideCell;
 
 use super::{more_rounds, CellPlan, MAX_ROUNDS};
 use crate::measure::Bench;

@@ -149,7 +149,7 @@ fn pass(
             result.total.requests
         );
     }
-    if !matches!(stop, servers::StopOutcome::Graceful { .. }) {
+    if !matches!(stop, brigade_records::stop::StopOutcome::Graceful { .. }) {
         bail!("{label} under callgrind did not stop cleanly ({stop}): no counts");
     }
     total(&out)

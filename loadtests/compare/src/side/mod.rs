@@ -39,7 +39,9 @@
 pub mod budget;
 pub mod instructions;
 
-use brigade_meter::window::{extend, Level, Looks, SideCell, WindowPlan, WindowServer};
+use brigade_meter::window::{WindowPlan, WindowServer};
+
+use brigade_records::side::{extend, Level, Looks, SideCell};
 
 use std::time::Duration;
 
@@ -681,7 +683,10 @@ fn stop(server: Running) -> Option<ServerRecord> {
     } = server.started?;
     let pid = record.pid;
     let outcome = crate::measure::record_stop(&mut record, process);
-    if !matches!(outcome, servers::StopOutcome::Graceful { code: Some(0) }) {
+    if !matches!(
+        outcome,
+        brigade_records::stop::StopOutcome::Graceful { code: Some(0) }
+    ) {
         println!("{} (pid {pid}): {outcome}", server.label);
     }
     Some(record)

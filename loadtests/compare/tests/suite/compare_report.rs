@@ -8,10 +8,10 @@ use brigade_compare::judge::Evidence;
 use brigade_load::result::{
     Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult, Second,
 };
-use brigade_meter::pin::CpuPlan;
-use brigade_meter::procstat::{ProcSeries, ProcUsage};
-use brigade_meter::runcpu::RunCpu;
-use brigade_meter::window::{SideCell, SideRuntime};
+use brigade_records::cpus::CpuPlan;
+use brigade_records::proc::{ProcSeries, ProcUsage};
+use brigade_records::runcpu::RunCpu;
+use brigade_records::side::{SideCell, SideRuntime};
 use brigade_report::verdict;
 use brigade_report::verdict::Rule;
 use brigade_report::{self as report, json, markdown, Report, RunRecord};

@@ -2,8 +2,9 @@
 //! scenario sums its cells up. The four-way rule itself is tested in `brigade-stats` and `judge`.
 
 use brigade_compare::judge::judge_scenario;
-use brigade_meter::procstat::CpuBusy;
-use brigade_meter::runcpu::{contended, generator_bound, CpuShape, RunCpu};
+use brigade_meter::runcpu::{contended, generator_bound, CpuShape};
+use brigade_records::proc::CpuBusy;
+use brigade_records::runcpu::RunCpu;
 use brigade_report::verdict::{Outcome, Verdict};
 
 const PINNED_1_1: CpuShape = CpuShape {

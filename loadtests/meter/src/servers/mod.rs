@@ -50,7 +50,7 @@ pub use announce::{Listening, Preloaded};
 pub use info::{binary_version, RuntimeInfo, ServerInfo};
 pub use launch::{CommandTemplate, Launch, ServerSpec};
 pub use ports::{free_port_block, start_on_free_ports};
-pub use process::{wait_ready, ServerProcess, StopOutcome};
+pub use process::{wait_ready, ServerProcess};
 
 /// The runtime a comparison's runtime name serves with: `hyper#2` → `hyper`.
 pub fn runtime_of(label: &str) -> &str {

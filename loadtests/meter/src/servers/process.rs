@@ -14,50 +14,16 @@ use anyhow::{bail, Context};
 use brigade_load::engine::{Protocol, TlsClient};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use serde::{Deserialize, Serialize};
 
 use super::announce::{Announced, Listening, Preloaded};
 use super::launch::ServerSpec;
 use crate::pin;
+use brigade_records::stop::StopOutcome;
 
 /// How long to wait for more announcements once a server whose services were not known before it
 /// started answers `/ready` on the first: it printed them all before serving, so they are already
 /// in the pipe and only the reading thread's turn is awaited.
 const SETTLE: Duration = Duration::from_millis(300);
-
-/// How a server process ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum StopOutcome {
-    /// It exited on SIGTERM within the grace period.
-    Graceful {
-        /// Its exit code, if it exited normally.
-        code: Option<i32>,
-    },
-    /// It ignored SIGTERM and was killed.
-    Killed,
-    /// It had already exited before it was asked to stop.
-    AlreadyExited {
-        /// Its exit code, if it exited normally.
-        code: Option<i32>,
-    },
-}
-
-impl std::fmt::Display for StopOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StopOutcome::Graceful { code: Some(code) } => {
-                write!(f, "stopped on SIGTERM, exit {code}")
-            }
-            StopOutcome::Graceful { code: None } => write!(f, "stopped on SIGTERM"),
-            StopOutcome::Killed => write!(f, "killed after ignoring SIGTERM"),
-            StopOutcome::AlreadyExited { code: Some(code) } => {
-                write!(f, "had exited early, exit {code}")
-            }
-            StopOutcome::AlreadyExited { code: None } => write!(f, "had exited early (signal)"),
-        }
-    }
-}
 
 /// One runtime's services, running as a child process.
 pub struct ServerProcess {

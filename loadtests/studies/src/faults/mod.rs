@@ -36,7 +36,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use brigade_meter::servers::{start_on_free_ports, Launch, ServerProcess, ServerSpec, StopOutcome};
+use brigade_meter::servers::{start_on_free_ports, Launch, ServerProcess, ServerSpec};
+
+use brigade_records::stop::StopOutcome;
 
 /// The faults the study can inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -29,11 +29,13 @@ use clap::Args;
 
 use brigade_meter::isolated::{sampled_run, Sampled};
 use brigade_meter::order::{self, Planned};
+use brigade_meter::pin;
 use brigade_meter::pin::CpuArgs;
-use brigade_meter::pin::{self, CpuPlan};
 use brigade_meter::procstat;
 use brigade_meter::runcpu::CpuShape;
-use brigade_meter::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec, StopOutcome};
+use brigade_meter::servers::{self, Launch, ServerInfo, ServerProcess, ServerSpec};
+use brigade_records::cpus::CpuPlan;
+use brigade_records::stop::StopOutcome;
 use brigade_report::setup::{build_versions, Setup};
 use brigade_report::study::{Better, Metric};
 
@@ -458,7 +460,7 @@ impl Lab {
                         served.process.pid(),
                         served.process.started_in().as_secs_f64(),
                         served.url,
-                        pin::list(&self.cpus.server),
+                        brigade_records::cpus::list(&self.cpus.server),
                         self.workers
                     );
                     started.push(served);
@@ -633,8 +635,8 @@ impl Lab {
             "CPUs",
             format!(
                 "server {} / generator {}{}",
-                pin::list(&self.cpus.server),
-                pin::list(&self.cpus.generator),
+                brigade_records::cpus::list(&self.cpus.server),
+                brigade_records::cpus::list(&self.cpus.generator),
                 if self.cpus.pinned {
                     ""
                 } else {
@@ -677,7 +679,7 @@ pub fn server_text(served: &Served, cpus: &CpuPlan) -> String {
     format!(
         "`{}` on CPUs {} (said --workers {}{})",
         served.command,
-        pin::list(&cpus.server),
+        brigade_records::cpus::list(&cpus.server),
         served
             .workers
             .map_or("?".to_owned(), |workers| workers.to_string()),

@@ -32,8 +32,10 @@ use anyhow::{bail, Context, Result};
 use brigade_kit::store::StoreKind;
 use serde::{Deserialize, Serialize};
 
-use brigade_meter::pin::{self, CpuPlan};
+use brigade_meter::pin;
+
 use brigade_meter::servers::{self, Launch, ServerSpec};
+use brigade_records::cpus::CpuPlan;
 use brigade_report::study::StudyReport;
 use http::GrowthDescription;
 use measure::{FixedResult, GrowingResult};
@@ -277,7 +279,7 @@ fn through_http(
         "{label}: server pid {} ready in {:.2} s (CPUs {}, --workers {})",
         process.pid(),
         process.started_in().as_secs_f64(),
-        pin::list(&cpus.server),
+        brigade_records::cpus::list(&cpus.server),
         spec.workers
     );
     let targets = process
@@ -301,7 +303,7 @@ fn through_http(
     result.server = Some(format!(
         "`{}` on CPUs {}; {stop}{limits}",
         spec.command_line(),
-        pin::list(&cpus.server)
+        brigade_records::cpus::list(&cpus.server)
     ));
     Ok(result)
 }
