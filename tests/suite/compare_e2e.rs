@@ -703,8 +703,8 @@ fn compare_external_loads_servers_it_did_not_start_and_reads_their_cpu_from_metr
 #[test]
 fn study_storage_quick_through_the_store_and_http_writes_the_general_report() {
     use brigade_report::study::StudyReport;
-    use brigade_studies::storage::plan::Counts;
-    use brigade_studies::storage::report::{GROUPS_TABLE, PHASES_TABLE};
+    use brigade_studies::tables::{GROUPS_TABLE, PHASES_TABLE};
+    use brigade_studies::StorageCounts as Counts;
 
     let out = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -859,7 +859,7 @@ fn check_runs(table: &brigade_report::study::Table, expected_rows: usize) {
 /// client count × provider present, every run consistent, the byte operations' bodies counted.
 #[test]
 fn study_rpc_tiny_on_two_runtimes_and_in_process() {
-    use brigade_studies::rpc::{OPERATIONS_TABLE, RUNS_TABLE};
+    use brigade_studies::tables::{OPERATIONS_TABLE, RPC_RUNS_TABLE as RUNS_TABLE};
     let (report, stdout) = study(&[
         "rpc",
         "--runtimes",
@@ -925,8 +925,9 @@ fn study_rpc_tiny_on_two_runtimes_and_in_process() {
 /// answered in its step); bytes per request at least the body; the probe answered; memory read.
 #[test]
 fn study_sweep_tiny_on_two_runtimes() {
-    use brigade_studies::sweep::report::{
-        BAD_URL_TABLE, CLIENTS_TABLE, MEMORY_TABLE, PEAKS_TABLE, RUNS_TABLE, SIZES_TABLE,
+    use brigade_studies::tables::{
+        BAD_URL_TABLE, CLIENTS_TABLE, MEMORY_TABLE, PEAKS_TABLE, SIZES_TABLE,
+        SWEEP_RUNS_TABLE as RUNS_TABLE,
     };
     let (report, _) = study(&[
         "sweep",
@@ -1023,7 +1024,7 @@ fn study_sweep_tiny_on_two_runtimes() {
 /// resumption off makes only full handshakes and resumption on resumed ones, each with its CPU
 /// per handshake.
 fn check_handshakes(report: &brigade_report::study::StudyReport) {
-    use brigade_studies::sweep::handshakes::HANDSHAKES_TABLE;
+    use brigade_studies::tables::HANDSHAKES_TABLE;
     let table = report
         .table(HANDSHAKES_TABLE)
         .expect("the TLS handshakes table");
@@ -1066,7 +1067,9 @@ fn check_handshakes(report: &brigade_report::study::StudyReport) {
 /// × provider measured, every run consistent.
 #[test]
 fn study_inproc_tiny_answers_alike_in_process_and_over_loopback() {
-    use brigade_studies::inproc::{ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, RUNS_TABLE};
+    use brigade_studies::tables::{
+        ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, INPROC_RUNS_TABLE as RUNS_TABLE,
+    };
     let (report, _) = study(&[
         "inproc",
         "--runtimes",

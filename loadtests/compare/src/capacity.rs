@@ -22,13 +22,13 @@ use brigade_meter::order::Planned;
 use brigade_report::{self as report, RunRecord};
 
 /// How each step's server is made and the steps ordered, in words, for the report.
-pub const INTERLEAVING: &str =
+pub(crate) const INTERLEAVING: &str =
     "a fresh server per step on the same fresh state as every isolated run (so no step finds what \
      an earlier one wrote), alone on the server CPUs; the runtimes' searches step in rounds, one \
      step each, the order rotating by one from round to round";
 
 /// How the steps' servers are made against `--external` servers, in words.
-pub const EXTERNAL_INTERLEAVING: &str =
+pub(crate) const EXTERNAL_INTERLEAVING: &str =
     "the same external servers for every step (compare did not start them); the runtimes' \
      searches step in rounds, one step each, the order rotating by one from round to round";
 
@@ -43,7 +43,7 @@ fn steps_words(settings: &crate::settings::CompareSettings) -> &'static str {
 
 /// What the searches found, and the first server of each runtime (its workers and limits for the
 /// report's setup).
-pub struct Searched {
+pub(crate) struct Searched {
     /// One search per runtime × scenario × users × preload.
     pub searches: Vec<SloSearch>,
     /// The first server each runtime started, with what it said.
@@ -79,7 +79,7 @@ fn measured(record: &RunRecord, rate: f64) -> Measured {
 /// Every cell's searches, interleaved across runtimes; `runs` are the isolated runs already made
 /// (their rates start the searches when there is no `--slo-start`), `first_index` numbers the
 /// steps' logs after them.
-pub fn search_all(
+pub(crate) fn search_all(
     bench: &Bench<'_>,
     plan: &SloPlan,
     scenarios: &[Scenario],
@@ -359,7 +359,7 @@ fn start_rate(
 }
 
 /// The report's record of how the searches were made.
-pub fn setup(settings: &crate::settings::CompareSettings) -> Option<report::SloSetup> {
+pub(crate) fn setup(settings: &crate::settings::CompareSettings) -> Option<report::SloSetup> {
     let plan = settings.slo.as_ref()?;
     Some(report::SloSetup {
         slo: plan.args.slo.clone(),

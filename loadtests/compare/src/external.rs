@@ -18,11 +18,13 @@ use brigade_meter::servers::external::ExternalRuntime;
 use brigade_report::{RunRecord, ServerRecord, StateReset};
 
 /// How an external run's state is made, in words: it is not.
-pub const AS_FOUND: &str = "as found: an external server, not restarted between runs (it holds \
+pub(crate) const AS_FOUND: &str =
+    "as found: an external server, not restarted between runs (it holds \
     what earlier runs and anyone else left)";
 
 /// The report's sentence on state when the servers are external.
-pub const STATE: &str = "the servers were started outside compare (--external) and were not \
+pub(crate) const STATE: &str =
+    "the servers were started outside compare (--external) and were not \
     restarted: every run loads them as it finds them, holding what earlier runs left, so a fresh, \
     identical state per run is impossible and the order of runs can move a result (the rotation \
     of runtimes spreads that over every runtime alike). A preload is the servers' own (start them \
@@ -126,7 +128,7 @@ fn rss_sum_mib(sources: &[Source]) -> Option<f64> {
 }
 
 /// Where an external server's figures came from, in words.
-pub fn source_words(
+pub(crate) fn source_words(
     urls: &[String],
     missing: &[String],
     companions: &[(String, String)],
@@ -165,7 +167,10 @@ fn companion_words(companions: &[(String, String)]) -> String {
 }
 
 /// Where an external server's figures came from when its cgroups were given, in words.
-pub fn cgroup_words(cgroups: &[(String, String)], companions: &[(String, String)]) -> String {
+pub(crate) fn cgroup_words(
+    cgroups: &[(String, String)],
+    companions: &[(String, String)],
+) -> String {
     let names: Vec<&str> = cgroups.iter().map(|(n, _)| n.as_str()).collect();
     let mut out = format!(
         "the cgroups of {} ({} summed: CPU from cpuacct.usage / cpu.stat in nanoseconds, memory \
@@ -179,7 +184,7 @@ pub fn cgroup_words(cgroups: &[(String, String)], companions: &[(String, String)
 
 /// The report's line on the servers when they are external: what each runtime's URLs were and
 /// the stores they said they use.
-pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String {
+pub(crate) fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String {
     let list: Vec<String> = externals
         .iter()
         .map(|e| {
@@ -211,7 +216,7 @@ pub fn server_words(externals: &[ExternalRuntime], stores: &[String]) -> String 
 
 /// Checks every external server before anything runs (ready, and serving the runtime it is listed
 /// under); returns the stores they say they use.
-pub fn check_all(externals: &[ExternalRuntime]) -> anyhow::Result<Vec<String>> {
+pub(crate) fn check_all(externals: &[ExternalRuntime]) -> anyhow::Result<Vec<String>> {
     let mut stores = Vec::new();
     for e in externals {
         stores.extend(e.check()?);

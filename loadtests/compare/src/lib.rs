@@ -6,18 +6,18 @@
 //! renderers below it (`brigade-report`): compare fills the report in, the renderers read it.
 
 pub mod baseline;
-pub mod capacity;
+mod capacity;
 pub mod cli;
-pub mod external;
+mod external;
 pub mod judge;
-pub mod measure;
-pub mod plan;
-pub mod protocols;
-pub mod run;
-pub mod settings;
-pub mod side;
-pub mod state;
-pub mod stores;
+mod measure;
+mod plan;
+mod protocols;
+mod run;
+mod settings;
+mod side;
+mod state;
+mod stores;
 
 pub use judge::{judge, rejudge};
 pub use run::run;

@@ -20,7 +20,7 @@ use brigade_report::{RunRecord, ServerRecord, StateReset};
 
 /// A run's server: its record, and what it said.
 #[derive(Debug)]
-pub struct Served {
+pub(crate) struct Served {
     /// Its record for the report.
     pub record: ServerRecord,
     /// The worker count it said it runs with.
@@ -32,7 +32,7 @@ pub struct Served {
 }
 
 /// What every run of a comparison shares.
-pub struct Bench<'a> {
+pub(crate) struct Bench<'a> {
     /// The comparison's settings.
     pub settings: &'a CompareSettings,
     /// The CPU split.
@@ -50,7 +50,7 @@ pub struct Bench<'a> {
 impl Bench<'_> {
     /// The server command every run and preparation starts from (port, folder, preload and log
     /// are the run's own).
-    pub fn server_template(&self) -> ServerSpec {
+    pub(crate) fn server_template(&self) -> ServerSpec {
         let settings = self.settings;
         ServerSpec {
             launch: settings.launch.clone(),
@@ -76,7 +76,7 @@ impl Bench<'_> {
 
     /// Makes run number `index` as `planned`: returns its record and, if a server was started,
     /// what it was and said.
-    pub fn run(
+    pub(crate) fn run(
         &self,
         index: usize,
         planned: &Planned,

@@ -22,7 +22,7 @@ use brigade_report::{markdown, Report};
 
 /// The protocol every other is measured against, when it was run; else the first one run
 /// (`--protocols h2-tls,h3`: h3 against h2-tls), see [`reference_of`].
-pub const REFERENCE: Protocol = Protocol::H1;
+pub(crate) const REFERENCE: Protocol = Protocol::H1;
 
 /// The protocol the others are set against: [`REFERENCE`] if it was run, else the first run.
 fn reference_of<T>(all: &[(Protocol, T)]) -> Option<Protocol> {
@@ -34,7 +34,7 @@ fn reference_of<T>(all: &[(Protocol, T)]) -> Option<Protocol> {
 
 /// One protocol's comparison, as the protocols report keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProtocolRun {
+pub(crate) struct ProtocolRun {
     /// The protocol.
     pub protocol: Protocol,
     /// The folder holding its whole comparison.
@@ -42,7 +42,7 @@ pub struct ProtocolRun {
 }
 
 /// The folder of protocol `protocol`'s comparison under `out`.
-pub fn folder(out: &Path, protocol: Protocol) -> PathBuf {
+pub(crate) fn folder(out: &Path, protocol: Protocol) -> PathBuf {
     out.join(folder_name(protocol))
 }
 
@@ -80,7 +80,7 @@ fn scenario_label(scenario: &str, preload: u64) -> String {
 
 /// Where `verdict` puts `runtime`: `best`, `behind axum`, `equivalent`, `undecided`, or the
 /// verdict's own label when it ranks nobody.
-pub fn standing(verdict: Option<&Verdict>, runtime: &str) -> String {
+pub(crate) fn standing(verdict: Option<&Verdict>, runtime: &str) -> String {
     let Some(verdict) = verdict else {
         return "not measured".to_owned();
     };
@@ -299,7 +299,7 @@ fn protocol_section(run: &ProtocolRun, report: &Report) -> Section {
 }
 
 /// The protocols report from every protocol's comparison, in the order run.
-pub fn report(
+pub(crate) fn report(
     runs: &[(ProtocolRun, Report)],
     setup: Setup,
     started_at: String,
@@ -352,7 +352,7 @@ pub fn report(
 }
 
 /// The protocol run of `protocol`, its folder named under the report.
-pub fn run_of(protocol: Protocol) -> ProtocolRun {
+pub(crate) fn run_of(protocol: Protocol) -> ProtocolRun {
     ProtocolRun {
         protocol,
         folder: folder_name(protocol),

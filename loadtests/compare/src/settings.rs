@@ -25,98 +25,98 @@ const PRELOAD_PER_S: f64 = 300_000.0;
 #[derive(Debug, Clone)]
 pub struct CompareSettings {
     /// The server binary and how to start it (see [`brigade_meter::servers`] for the contract).
-    pub launch: Launch,
+    pub(crate) launch: Launch,
     /// What the binary said about itself (`runtimes --json`); empty when it was not asked.
-    pub server_info: ServerInfo,
+    pub(crate) server_info: ServerInfo,
     /// The scenarios known by name (the engine's and those the binary registered).
-    pub registry: Registry,
+    pub(crate) registry: Registry,
     /// Runtimes to compare, as the report names them: a runtime named twice is `hyper` and
     /// `hyper#2` (an A/A comparison); [`runtime_of`] gives the runtime a name serves with.
-    pub runtimes: Vec<String>,
+    pub(crate) runtimes: Vec<String>,
     /// The calibration knob per runtime name (`--handicap 'hyper#2=5'`): µs of CPU planted per
     /// request.
-    pub handicaps: std::collections::BTreeMap<String, f64>,
+    pub(crate) handicaps: std::collections::BTreeMap<String, f64>,
     /// Store kind for every service.
-    pub store: String,
+    pub(crate) store: String,
     /// MongoDB URI for `--store mongo`.
-    pub mongodb_uri: Option<String>,
+    pub(crate) mongodb_uri: Option<String>,
     /// Scenarios (registered names or TOML files).
-    pub scenarios: Vec<String>,
+    pub(crate) scenarios: Vec<String>,
     /// Closed-loop user counts.
-    pub users: Vec<u32>,
+    pub(crate) users: Vec<u32>,
     /// Documents per collection preloaded before the fixtures (`[0]`: none).
-    pub preloads: Vec<u64>,
+    pub(crate) preloads: Vec<u64>,
     /// Measured time per run.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// Warm-up per run.
-    pub warmup: Duration,
+    pub(crate) warmup: Duration,
     /// Isolated runs per cell.
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Whether to make the isolated runs (closed loop, one runtime alone on its CPUs).
-    pub isolated: bool,
+    pub(crate) isolated: bool,
     /// The side-by-side efficiency runs.
-    pub side: SideSettings,
+    pub(crate) side: SideSettings,
     /// `--workers` for the servers (default: the number of server CPUs).
-    pub workers: Option<u32>,
+    pub(crate) workers: Option<u32>,
     /// Generator threads (default: the number of generator CPUs).
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// Per-request timeout.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// How verdicts are judged: equivalence margins and confidence.
-    pub rule: brigade_report::verdict::Rule,
+    pub(crate) rule: brigade_report::verdict::Rule,
     /// How to split the CPUs.
-    pub cpus: CpuChoice,
+    pub(crate) cpus: CpuChoice,
     /// Where the reports and logs go.
-    pub out_dir: PathBuf,
+    pub(crate) out_dir: PathBuf,
     /// Whether `--quick` chose the defaults.
-    pub quick: bool,
+    pub(crate) quick: bool,
     /// Whether to show the generator's progress bar.
-    pub progress: bool,
+    pub(crate) progress: bool,
     /// The command line, for the report.
-    pub command_line: String,
+    pub(crate) command_line: String,
     /// Keep connections alive (false: a new connection per request, `--no-keepalive`).
-    pub keepalive: bool,
+    pub(crate) keepalive: bool,
     /// What every server and load speaks (`--protocols`' one protocol, `--streams`).
-    pub wire: brigade_meter::wire::Wire,
+    pub(crate) wire: brigade_meter::wire::Wire,
     /// Open loop: requests per second offered to every runtime (`--rate`); `users` then counts
     /// the connections sending them.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// The generator's seed, the same for every run.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Pass/fail thresholds checked against every run.
-    pub thresholds: Vec<brigade_load::threshold::Threshold>,
+    pub(crate) thresholds: Vec<brigade_load::threshold::Threshold>,
     /// A saved report to set this one against.
-    pub baseline: Option<PathBuf>,
+    pub(crate) baseline: Option<PathBuf>,
     /// Servers compare did not start, by runtime (`--external`); empty: compare starts them.
-    pub external: Vec<brigade_meter::servers::external::ExternalRuntime>,
+    pub(crate) external: Vec<brigade_meter::servers::external::ExternalRuntime>,
     /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
-    pub setup_notes: Vec<(String, String)>,
+    pub(crate) setup_notes: Vec<(String, String)>,
     /// `--slo`: the capacity search (and its flags), when asked for.
-    pub slo: Option<SloPlan>,
+    pub(crate) slo: Option<SloPlan>,
 }
 
 /// Side-by-side windows per level and round by default. Few: a round's windows share one set of
 /// server instances, and the instances' own difference (the larger part of a round's scatter
 /// with seven servers on one CPU) shrinks only with more rounds.
-pub const DEFAULT_WINDOWS: u32 = 2;
+pub(crate) const DEFAULT_WINDOWS: u32 = 2;
 
 /// The fewest rounds worth an interval: three degrees of freedom for a pair.
-pub const MIN_ROUNDS: u32 = 4;
+pub(crate) const MIN_ROUNDS: u32 = 4;
 
 /// The default rounds for `runtimes` runtimes: the fewest that are a multiple of their number and
 /// at least [`MIN_ROUNDS`], so that the rotation gives every runtime every place in the order
 /// equally often (the analysis then removes the places' own cost; `brigade_stats::all_pairs`).
-pub fn balanced_rounds(runtimes: usize) -> u32 {
+pub(crate) fn balanced_rounds(runtimes: usize) -> u32 {
     let k = runtimes.max(1) as u32;
     MIN_ROUNDS.div_ceil(k) * k
 }
 
 /// Seconds counted by `perf stat` after each level's windows by default.
-pub const DEFAULT_COUNT_S: u32 = 1;
+pub(crate) const DEFAULT_COUNT_S: u32 = 1;
 
 /// The side-by-side settings of a comparison.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SideSettings {
+pub(crate) struct SideSettings {
     /// Whether to run side by side at all.
     pub enabled: bool,
     /// Load levels as shares of the server CPUs in total (0.4, 0.8), when rates are not given.
@@ -158,7 +158,7 @@ impl Default for SideSettings {
 
 /// What `compare --slo` searches with.
 #[derive(Debug, Clone)]
-pub struct SloPlan {
+pub(crate) struct SloPlan {
     /// The SLOs, every one to hold.
     pub slos: Vec<brigade_load::threshold::Threshold>,
     /// The search's flags (start, precision, sub-windows, searches, probe, target rate).
@@ -175,7 +175,7 @@ const SLO_STEPS: f64 = 26.0;
 
 /// Names every runtime in `runtimes` once: the second `hyper` becomes `hyper#2`, the third
 /// `hyper#3` (an A/A comparison keeps its copies apart).
-pub fn label_runtimes(runtimes: &[String]) -> Vec<String> {
+pub(crate) fn label_runtimes(runtimes: &[String]) -> Vec<String> {
     let mut seen: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
     runtimes
         .iter()

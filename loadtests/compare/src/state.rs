@@ -30,13 +30,13 @@ use brigade_meter::servers::READY_TIMEOUT;
 const READY_PER_DOCUMENT: Duration = Duration::from_micros(600);
 
 /// How long a server preloading `preload` documents per collection may take to be ready.
-pub fn ready_timeout(preload: u64) -> Duration {
+pub(crate) fn ready_timeout(preload: u64) -> Duration {
     READY_TIMEOUT + READY_PER_DOCUMENT * u32::try_from(preload).unwrap_or(u32::MAX)
 }
 
 /// The state one run starts from, made for it alone.
 #[derive(Debug)]
-pub struct RunState {
+pub(crate) struct RunState {
     /// The data folder handed to the server (removed when dropped).
     pub data: tempfile::TempDir,
     /// `--preload` for the server (0 when the data is already there or there is none).
@@ -54,7 +54,7 @@ pub struct RunState {
 
 /// Makes every run's fresh state, and keeps the prepared folders it copies from.
 #[derive(Debug)]
-pub struct FreshState {
+pub(crate) struct FreshState {
     store: String,
     prefix_base: String,
     prepared: BTreeMap<u64, (tempfile::TempDir, BTreeMap<String, u64>)>,
@@ -64,7 +64,7 @@ pub struct FreshState {
 
 impl FreshState {
     /// No prepared folders yet; database prefixes are unique to this process.
-    pub fn new(store: &str) -> FreshState {
+    pub(crate) fn new(store: &str) -> FreshState {
         FreshState {
             store: store.to_owned(),
             prefix_base: format!("cmp{}r", std::process::id()),
@@ -74,7 +74,7 @@ impl FreshState {
     }
 
     /// A sentence for the report: how each run's state was made.
-    pub fn describe(store: &str, preloads: &[u64]) -> String {
+    pub(crate) fn describe(store: &str, preloads: &[u64]) -> String {
         let preloading = preloads.iter().any(|&n| n > 0);
         let state = match store {
             "embedded" if preloading => {
@@ -105,7 +105,7 @@ impl FreshState {
 
     /// For the embedded store, fills a data folder once for every non-zero preload, with a server
     /// started from `template` (its port, folder, preload and log replaced); others need nothing.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &mut self,
         template: &ServerSpec,
         preloads: &[u64],
@@ -165,7 +165,12 @@ impl FreshState {
     }
 
     /// The fresh state for run number `index` (`runtime` names its folder) with `preload`.
-    pub fn for_run(&self, index: usize, runtime: &str, preload: u64) -> anyhow::Result<RunState> {
+    pub(crate) fn for_run(
+        &self,
+        index: usize,
+        runtime: &str,
+        preload: u64,
+    ) -> anyhow::Result<RunState> {
         let data = tempfile::Builder::new()
             .prefix(&format!("brigade-compare-{runtime}-"))
             .tempdir()
@@ -229,7 +234,7 @@ impl FreshState {
     }
 
     /// The report's record of how state was made.
-    pub fn setup(&self, preloads: &[u64]) -> StateSetup {
+    pub(crate) fn setup(&self, preloads: &[u64]) -> StateSetup {
         StateSetup {
             how: FreshState::describe(&self.store, preloads),
             prepared: self.records.clone(),

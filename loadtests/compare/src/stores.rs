@@ -20,11 +20,11 @@ use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
 use brigade_report::{markdown, Report, Row};
 
 /// The store every other is measured against.
-pub const REFERENCE: &str = "memory";
+pub(crate) const REFERENCE: &str = "memory";
 
 /// One store's comparison, as the stores report keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoreRun {
+pub(crate) struct StoreRun {
     /// The store (`memory`, `embedded`, `mongo`).
     pub store: String,
     /// What serves it, in words (for mongo: the server its `buildInfo` names).
@@ -62,7 +62,7 @@ fn figures(rows: &[Row]) -> BTreeMap<(String, String, u32), Figures> {
 
 /// How many times slower `store`'s services are than in memory, median over every runtime,
 /// scenario and user count both measured, with the range: `(median, low, high, cells)`.
-pub fn slowdown(memory: &[Row], store: &[Row]) -> Option<(f64, f64, f64, usize)> {
+pub(crate) fn slowdown(memory: &[Row], store: &[Row]) -> Option<(f64, f64, f64, usize)> {
     let base = figures(memory);
     let mut ratios: Vec<f64> = figures(store)
         .iter()
@@ -154,7 +154,7 @@ fn store_table(runs: &[(StoreRun, &[Row])]) -> Table {
 }
 
 /// The stores report from every store's comparison, in the order run.
-pub fn report(
+pub(crate) fn report(
     runs: &[(StoreRun, Report)],
     setup: Setup,
     started_at: String,
@@ -228,7 +228,7 @@ pub fn report(
 }
 
 /// The folder of store `store`'s comparison under `out`.
-pub fn folder(out: &Path, store: &str) -> std::path::PathBuf {
+pub(crate) fn folder(out: &Path, store: &str) -> std::path::PathBuf {
     out.join(format!("store-{store}"))
 }
 

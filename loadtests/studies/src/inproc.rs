@@ -189,7 +189,7 @@ struct Compared {
 }
 
 /// Runs `brigade study inproc`: the study, the three reports, and the report on the terminal.
-pub fn run_inproc(args: &InprocArgs, registry: &Registry) -> Result<()> {
+pub(crate) fn run_inproc(args: &InprocArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings()?;
     let report = run(&settings, registry)?;
     super::show(&report, &settings.lab.out_dir);
@@ -197,7 +197,7 @@ pub fn run_inproc(args: &InprocArgs, registry: &Registry) -> Result<()> {
 }
 
 /// Runs the study and writes its reports; returns the report.
-pub fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport> {
+pub(crate) fn run(settings: &InprocSettings, registry: &Registry) -> Result<StudyReport> {
     let began = Instant::now();
     let started_at = brigade_meter::clock::now_rfc3339();
     let lab = &settings.lab;

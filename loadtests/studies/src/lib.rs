@@ -15,11 +15,33 @@
 //! [`Registry`], which the `brigade` binary fills.
 
 pub mod faults;
-pub mod inproc;
-pub mod lab;
-pub mod rpc;
-pub mod storage;
-pub mod sweep;
+mod inproc;
+mod lab;
+mod rpc;
+mod storage;
+mod sweep;
+
+pub use inproc::InprocArgs;
+pub use rpc::RpcArgs;
+pub use storage::cli::StorageArgs;
+pub use sweep::SweepArgs;
+
+/// The titles of the study reports' tables, as a reader of their `report.json` finds them.
+pub mod tables {
+    pub use crate::inproc::{
+        ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, RUNS_TABLE as INPROC_RUNS_TABLE,
+    };
+    pub use crate::rpc::{OPERATIONS_TABLE, RUNS_TABLE as RPC_RUNS_TABLE};
+    pub use crate::storage::report::{BANDS_TABLE, FIXED_TABLE, GROUPS_TABLE, PHASES_TABLE};
+    pub use crate::sweep::handshakes::HANDSHAKES_TABLE;
+    pub use crate::sweep::report::{
+        BAD_URL_TABLE, CLIENTS_TABLE, MEMORY_TABLE, PEAKS_TABLE, RUNS_TABLE as SWEEP_RUNS_TABLE,
+        SIZES_TABLE,
+    };
+}
+
+/// What `study storage` does, by size (`--quick` is [`StorageCounts::QUICK`]).
+pub use storage::plan::Counts as StorageCounts;
 
 use std::sync::Arc;
 

@@ -117,7 +117,7 @@ impl RpcArgs {
 }
 
 /// Runs `brigade study rpc`: the study, the three reports, and the report on the terminal.
-pub fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
+pub(crate) fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings()?;
     let report = run(&settings, registry)?;
     super::show(&report, &settings.lab.out_dir);
@@ -125,7 +125,7 @@ pub fn run_rpc(args: &RpcArgs, registry: &Registry) -> Result<()> {
 }
 
 /// Runs the study and writes its reports; returns the report.
-pub fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
+pub(crate) fn run(settings: &RpcSettings, registry: &Registry) -> Result<StudyReport> {
     let began = std::time::Instant::now();
     let started_at = brigade_meter::clock::now_rfc3339();
     let lab = &settings.lab;

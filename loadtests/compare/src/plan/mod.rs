@@ -27,7 +27,7 @@ const INTERLEAVING: &str =
     cell and on into the next repeat";
 
 /// One comparison's checked plan.
-pub struct Plan<'s> {
+pub(crate) struct Plan<'s> {
     /// The settings, with scenario files renamed to the names they declare.
     pub settings: Cow<'s, CompareSettings>,
     /// The scenarios, loaded, in the order of `settings.scenarios`.
@@ -50,7 +50,7 @@ pub struct Plan<'s> {
 
 /// One side-by-side cell: indices into the plan's scenarios, with its preload and users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SideCellPlan {
+pub(crate) struct SideCellPlan {
     /// Index into the scenarios.
     pub scenario: usize,
     /// Documents per collection preloaded.
@@ -62,7 +62,7 @@ pub struct SideCellPlan {
 impl<'s> Plan<'s> {
     /// Checks `settings` and makes the plan: everything a typo or a missing server would fail is
     /// failed here, before the first server starts.
-    pub fn check(settings: &'s CompareSettings) -> anyhow::Result<Self> {
+    pub(crate) fn check(settings: &'s CompareSettings) -> anyhow::Result<Self> {
         check_counts(settings)?;
         let scenarios = load_scenarios(&settings.scenarios, &settings.registry)?;
         // A scenario given as a file is reported under the name its file gives it, not its path.
@@ -120,7 +120,7 @@ impl<'s> Plan<'s> {
     }
 
     /// The CPU split as the verdicts see it.
-    pub fn shape(&self) -> CpuShape {
+    pub(crate) fn shape(&self) -> CpuShape {
         CpuShape {
             generator_cpus: self.cpus.generator.len(),
             server_cpus: self.cpus.server.len(),
@@ -130,7 +130,7 @@ impl<'s> Plan<'s> {
 
     /// The side-by-side cells, in the order they run: scenario, preload, users (none when side by
     /// side is off).
-    pub fn side_cells(&self) -> Vec<SideCellPlan> {
+    pub(crate) fn side_cells(&self) -> Vec<SideCellPlan> {
         let settings = &self.settings;
         if !settings.side.enabled {
             return Vec::new();
@@ -152,23 +152,23 @@ impl<'s> Plan<'s> {
 
     /// Whether to count instructions per request under callgrind (`--instructions`, servers
     /// compare starts).
-    pub fn counts_instructions(&self) -> bool {
+    pub(crate) fn counts_instructions(&self) -> bool {
         self.settings.side.instructions && self.settings.external.is_empty()
     }
 
     /// `--slo`: the SLOs to search capacity under, if asked.
-    pub fn slo(&self) -> Option<&crate::settings::SloPlan> {
+    pub(crate) fn slo(&self) -> Option<&crate::settings::SloPlan> {
         self.settings.slo.as_ref()
     }
 
     /// Refuses the comparison when a scenario talks to a service the first server announced it
     /// does not serve.
-    pub fn check_services(&self, services: &[String]) -> anyhow::Result<()> {
+    pub(crate) fn check_services(&self, services: &[String]) -> anyhow::Result<()> {
         check_scenarios(&self.scenarios, services)
     }
 
     /// How threads are set up, before any server said what it started with.
-    pub fn thread_setup(&self) -> brigade_report::ThreadSetup {
+    pub(crate) fn thread_setup(&self) -> brigade_report::ThreadSetup {
         brigade_report::ThreadSetup {
             cpus: self.cpus.clone(),
             server_workers: self.workers,
@@ -179,7 +179,10 @@ impl<'s> Plan<'s> {
     }
 
     /// The report's settings section, with the services the servers announced (or were known to).
-    pub fn report_settings(&self, services: Option<Vec<String>>) -> brigade_report::Settings {
+    pub(crate) fn report_settings(
+        &self,
+        services: Option<Vec<String>>,
+    ) -> brigade_report::Settings {
         let settings = &self.settings;
         let external = !settings.external.is_empty();
         brigade_report::Settings {
@@ -266,7 +269,7 @@ impl<'s> Plan<'s> {
     }
 
     /// Says on the terminal what is about to run, and for about how long.
-    pub fn announce(&self) {
+    pub(crate) fn announce(&self) {
         let settings = &self.settings;
         if settings.external.iter().any(|e| e.cgroups.is_empty()) {
             println!(
@@ -325,7 +328,7 @@ impl<'s> Plan<'s> {
 
     /// The plan as `compare --plan` prints it: the report's settings, the threads, every
     /// isolated run and side-by-side cell by name, and the time it expects.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let settings = &self.settings;
         let label = |i: usize| settings.scenarios[i].clone();
         let runs: Vec<serde_json::Value> = self

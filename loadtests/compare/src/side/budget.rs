@@ -21,7 +21,7 @@ use brigade_report::ServerRecord;
 
 /// What a level still open would need: None when decided (or not judged); else the rounds in all
 /// that would likely decide it, or why none within the given most would.
-pub type Need<'a> = dyn Fn(&SideCell, u32) -> Option<Result<u32, String>> + 'a;
+pub(crate) type Need<'a> = dyn Fn(&SideCell, u32) -> Option<Result<u32, String>> + 'a;
 
 /// One cell's levels to extend, and by how many rounds.
 struct Extension {
@@ -36,7 +36,7 @@ struct Extension {
 /// Spends `bench.settings.side.budget` on more rounds of the open levels of `ran` (each cell's
 /// plan, with its levels' range in `cells`), nearest to deciding first. Returns the servers'
 /// records.
-pub fn spend(
+pub(crate) fn spend(
     bench: &Bench<'_>,
     ran: &[(CellPlan<'_>, Range<usize>)],
     cells: &mut [SideCell],

@@ -17,14 +17,14 @@ use crate::measure::Bench;
 use brigade_meter::servers::{self, CommandTemplate, Launch, ServerSpec};
 
 /// Requests in the first counted pass (the second and third answer twice and three times as many).
-pub const REQUESTS: u64 = 1_000;
+pub(crate) const REQUESTS: u64 = 1_000;
 
 /// How long a server under callgrind (tens of times slower) may take to be ready.
 const READY_UNDER_CALLGRIND: Duration = Duration::from_secs(120);
 
 /// Instructions per request of one runtime on one scenario, and the spread of its two samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Counted {
+pub(crate) struct Counted {
     /// The mean of the two samples.
     pub per_request: f64,
     /// Their difference, percent of the mean.
@@ -156,7 +156,7 @@ fn pass(
 }
 
 /// Instructions per request of `label` on `scenario` with `users` users.
-pub fn count(
+pub(crate) fn count(
     bench: &Bench<'_>,
     scenario: &Scenario,
     label: &str,

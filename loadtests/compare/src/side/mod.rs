@@ -36,8 +36,8 @@
 //! Latency measured here includes the other servers' work on the same CPU: it is recorded and
 //! labelled so, and never judged (the isolated runs judge latency).
 
-pub mod budget;
-pub mod instructions;
+pub(crate) mod budget;
+pub(crate) mod instructions;
 
 use brigade_meter::window::{WindowPlan, WindowServer};
 
@@ -55,14 +55,18 @@ use brigade_meter::servers::announce::Announced;
 use brigade_meter::servers::{self, ServerProcess, ServerSpec};
 use brigade_report::ServerRecord;
 
-pub use crate::settings::{SideSettings, DEFAULT_COUNT_S, DEFAULT_WINDOWS};
+pub(crate) use crate::settings::{SideSettings, DEFAULT_COUNT_S, DEFAULT_WINDOWS};
 
 /// The rates of the load levels for a cell from what its isolated runs measured: each runtime's
 /// CPU µs per request and successful hits/s. A level `f` offers every runtime
 /// `f × min(server CPUs × 10⁶ / Σ cost, min hits/s)`: the first term puts the servers' CPUs in
 /// total at the share `f`, the second keeps a runtime whose closed-loop rate is bounded by waiting
 /// (durable writes) below what it could deliver alone.
-pub fn level_rates(levels: &[f64], server_cpus: usize, isolated: &[(f64, f64)]) -> Vec<Level> {
+pub(crate) fn level_rates(
+    levels: &[f64],
+    server_cpus: usize,
+    isolated: &[(f64, f64)],
+) -> Vec<Level> {
     let costs: f64 = isolated.iter().map(|(cost, _)| cost).sum();
     let slowest = isolated
         .iter()
@@ -105,7 +109,7 @@ const PROBE_WINDOWS: u32 = 1;
 /// The rate that puts the servers' CPUs at `share`, from a rate and the share it measured: CPU per
 /// request grows as the rate falls (fewer requests share each wake-up), so a rate scaled down
 /// lands at or above its share, and one scaled up at or below it; never above the level's cap.
-pub fn corrected_rate(level: &Level, measured_rate: f64, measured_share: f64) -> f64 {
+pub(crate) fn corrected_rate(level: &Level, measured_rate: f64, measured_share: f64) -> f64 {
     match level.share {
         Some(share) if measured_share > 0.0 && measured_rate > 0.0 => (measured_rate * share
             / measured_share)
@@ -118,7 +122,7 @@ pub fn corrected_rate(level: &Level, measured_rate: f64, measured_share: f64) ->
 
 /// A side-by-side cell to run.
 #[derive(Debug, Clone)]
-pub struct CellPlan<'a> {
+pub(crate) struct CellPlan<'a> {
     /// The scenario to send.
     pub scenario: &'a Scenario,
     /// Its name in the report.
@@ -151,13 +155,16 @@ struct Started {
 
 /// The most rounds one cell may run (first look and budget together); it spaces the rounds'
 /// folder numbers and seeds.
-pub const MAX_ROUNDS: u32 = 64;
+pub(crate) const MAX_ROUNDS: u32 = 64;
 
 /// Runs a cell's first look: `--rounds` rounds, each on fresh servers of every runtime, every
 /// level measured in each. Returns every level (its windows round after round), the servers'
 /// records, and `plan.levels` set to the rates the first round settled on (what later rounds,
 /// and [`more_rounds`], run at).
-pub fn run_cell(bench: &Bench<'_>, plan: &mut CellPlan<'_>) -> (Vec<SideCell>, Vec<ServerRecord>) {
+pub(crate) fn run_cell(
+    bench: &Bench<'_>,
+    plan: &mut CellPlan<'_>,
+) -> (Vec<SideCell>, Vec<ServerRecord>) {
     let side = &bench.settings.side;
     let mut cells: Vec<SideCell> = Vec::new();
     let mut records = Vec::new();
@@ -196,7 +203,7 @@ pub fn run_cell(bench: &Bench<'_>, plan: &mut CellPlan<'_>) -> (Vec<SideCell>, V
 /// `rounds` more rounds of the levels `which` of a cell whose first look left them open (the
 /// budget's): fresh servers of every runtime each round, the levels at the rates the first round
 /// settled on. Records the second look on each level extended.
-pub fn more_rounds(
+pub(crate) fn more_rounds(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
     cells: &mut [SideCell],
@@ -296,7 +303,7 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
 }
 
 /// How far (points of busy share) a level may land from the share its name asks for.
-pub const LEVEL_TOLERANCE_PCT: f64 = 10.0;
+pub(crate) const LEVEL_TOLERANCE_PCT: f64 = 10.0;
 
 /// `level` set again from what `cell` measured at it, when its busy share missed the level's
 /// share by more than [`LEVEL_TOLERANCE_PCT`] (a cell short of its rate counts as saturated);

@@ -12,7 +12,7 @@ use brigade_load::result::{Errors, LoadResult, LoadSettings, RouteResult};
 
 /// What one client measured.
 #[derive(Debug, Default)]
-pub struct ClientTally {
+pub(crate) struct ClientTally {
     /// Latencies of the measured calls.
     pub histogram: LatencyHistogram,
     /// Body bytes sent by the measured calls.
@@ -23,7 +23,7 @@ pub struct ClientTally {
 
 impl ClientTally {
     /// Records one measured call.
-    pub fn record(&mut self, elapsed: Duration, sent: u64, received: u64) {
+    pub(crate) fn record(&mut self, elapsed: Duration, sent: u64, received: u64) {
         self.histogram.record(elapsed);
         self.bytes_sent += sent;
         self.bytes_received += received;
@@ -32,7 +32,7 @@ impl ClientTally {
 
 /// How a set of timed calls was made, for the result's settings.
 #[derive(Debug, Clone)]
-pub struct CallsMade {
+pub(crate) struct CallsMade {
     /// Where they went (`in process`, a URL).
     pub target: String,
     /// What was called.
@@ -47,7 +47,7 @@ pub struct CallsMade {
 
 /// The clients' tallies as one result over `elapsed` (the measured calls' wall-clock time, from
 /// the first measured call started to the last one answered).
-pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> LoadResult {
+pub(crate) fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> LoadResult {
     let mut histogram = LatencyHistogram::new();
     let (mut sent, mut received) = (0, 0);
     for tally in tallies {
@@ -118,7 +118,7 @@ pub fn result(made: &CallsMade, tallies: &[ClientTally], elapsed: Duration) -> L
 /// The window of measured calls: from the first client's first measured call to the last
 /// client's last answer.
 #[derive(Debug, Clone, Copy)]
-pub struct Span {
+pub(crate) struct Span {
     /// When the first measured call started.
     pub first: Instant,
     /// When the last measured call ended.
@@ -127,7 +127,7 @@ pub struct Span {
 
 impl Span {
     /// The span covering all of `spans` (`None` if there are none).
-    pub fn cover(spans: impl IntoIterator<Item = Span>) -> Option<Span> {
+    pub(crate) fn cover(spans: impl IntoIterator<Item = Span>) -> Option<Span> {
         spans.into_iter().reduce(|a, b| Span {
             first: a.first.min(b.first),
             last: a.last.max(b.last),
@@ -135,7 +135,7 @@ impl Span {
     }
 
     /// Its length.
-    pub fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         self.last.saturating_duration_since(self.first)
     }
 }

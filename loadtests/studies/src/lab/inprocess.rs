@@ -23,17 +23,17 @@ use super::calls::{self, CallsMade, ClientTally, Span};
 use brigade_meter::pin;
 
 /// One call of an operation in process; answers the body bytes it sent and received.
-pub type InprocOp = Arc<
+pub(crate) type InprocOp = Arc<
     dyn Fn(InProcess) -> Pin<Box<dyn Future<Output = Result<(u64, u64)>> + Send>> + Send + Sync,
 >;
 
 /// The runtime name the in-process application reports in `/health`.
-pub const INPROC: &str = "inproc";
+pub(crate) const INPROC: &str = "inproc";
 
 use brigade_runtimes::inprocess::InProcess;
 
 /// Builds `service` on a memory store with no peers, as a server would build it.
-pub async fn build(service: &dyn Service) -> Result<InProcess> {
+pub(crate) async fn build(service: &dyn Service) -> Result<InProcess> {
     let config = ServiceConfig {
         runtime: INPROC.to_owned(),
         store: StoreKind::Memory,
@@ -54,7 +54,7 @@ pub async fn build(service: &dyn Service) -> Result<InProcess> {
 /// Calls `op` from `made.clients` concurrent clients (tasks on a runtime of `workers` threads,
 /// pinned to `cpus`: where a server would run the handler), each `iterations` measured calls
 /// after `made.warmup` of unmeasured ones; the latencies as one result.
-pub fn run_clients(
+pub(crate) fn run_clients(
     app: &InProcess,
     op: &InprocOp,
     made: &CallsMade,

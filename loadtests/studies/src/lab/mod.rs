@@ -12,9 +12,9 @@
 //! is about one server's life. The idle servers share the server CPUs but use none of them; the
 //! contention check would see it if they did.
 
-pub mod calls;
-pub mod inprocess;
-pub mod shapes;
+pub(crate) mod calls;
+pub(crate) mod inprocess;
+pub(crate) mod shapes;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -47,7 +47,8 @@ use brigade_meter::servers::READY_TIMEOUT;
 use brigade_meter::servers::STOP_GRACE;
 
 /// How runs are ordered, in words, for the report.
-pub const INTERLEAVING: &str = "one server per runtime, up for the whole study (memory store); \
+pub(crate) const INTERLEAVING: &str =
+    "one server per runtime, up for the whole study (memory store); \
     the runs of each cell made back to back, one per runtime, the runtime order rotating by one \
     from cell to cell and on into the next repeat (compare's order)";
 
@@ -340,7 +341,7 @@ pub struct CellRun {
 }
 
 /// The metric columns of a run's row, in [`run_values`]' order.
-pub fn run_metrics() -> Vec<Metric> {
+pub(crate) fn run_metrics() -> Vec<Metric> {
     vec![
         Metric::new("requests", "", Better::Neither, 0),
         Metric::new("seconds", "s", Better::Neither, 3),
@@ -357,7 +358,7 @@ pub fn run_metrics() -> Vec<Metric> {
 }
 
 /// A run's values for [`run_metrics`] (all missing if it failed).
-pub fn run_values(run: &StepRun) -> Vec<Option<f64>> {
+pub(crate) fn run_values(run: &StepRun) -> Vec<Option<f64>> {
     let Some(result) = &run.result else {
         return vec![None; run_metrics().len()];
     };
@@ -378,7 +379,7 @@ pub fn run_values(run: &StepRun) -> Vec<Option<f64>> {
 }
 
 /// `1, 5, 10`.
-pub fn counts_text(values: &[u32]) -> String {
+pub(crate) fn counts_text(values: &[u32]) -> String {
     values
         .iter()
         .map(u32::to_string)
@@ -662,7 +663,7 @@ impl Lab {
 }
 
 /// Stops every server; returns how each ended, by runtime.
-pub fn stop_servers(servers: Vec<Served>) -> Vec<(String, StopOutcome)> {
+pub(crate) fn stop_servers(servers: Vec<Served>) -> Vec<(String, StopOutcome)> {
     servers
         .into_iter()
         .map(|served| {
@@ -675,7 +676,7 @@ pub fn stop_servers(servers: Vec<Served>) -> Vec<(String, StopOutcome)> {
 
 /// A server's line for the setup section: how it was started, its workers and limits, how it
 /// ended.
-pub fn server_text(served: &Served, cpus: &CpuPlan) -> String {
+pub(crate) fn server_text(served: &Served, cpus: &CpuPlan) -> String {
     format!(
         "`{}` on CPUs {} (said --workers {}{})",
         served.command,
@@ -692,7 +693,7 @@ pub fn server_text(served: &Served, cpus: &CpuPlan) -> String {
 }
 
 /// Notes for every flagged or failed run: `what` names the run's cell.
-pub fn flag_notes<'a>(runs: impl Iterator<Item = (String, &'a StepRun)>) -> Vec<String> {
+pub(crate) fn flag_notes<'a>(runs: impl Iterator<Item = (String, &'a StepRun)>) -> Vec<String> {
     runs.filter_map(|(what, run)| {
         run.reason().map(|reason| {
             format!(

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use brigade_load::scenario::Scenario;
 
 /// The path the bad-URL step asks for: no service has a route there.
-pub const UNKNOWN_PATH: &str = "/bench/no-such-route";
+pub(crate) const UNKNOWN_PATH: &str = "/bench/no-such-route";
 
 /// One request to the bench endpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,13 +148,13 @@ impl Shape {
 }
 
 /// `["s000000000","s000000001",...]`: `count` strings of ten characters.
-pub fn strings_json(count: usize) -> String {
+pub(crate) fn strings_json(count: usize) -> String {
     let strings: Vec<String> = (0..count).map(|i| format!("s{i:09}")).collect();
     serde_json::to_string(&strings).unwrap_or_default()
 }
 
 /// `256 B`, `2 KiB`, `512 KiB`.
-pub fn size_text(bytes: usize) -> String {
+pub(crate) fn size_text(bytes: usize) -> String {
     if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {

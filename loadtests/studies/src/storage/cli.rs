@@ -15,7 +15,7 @@ use crate::Registry;
 use brigade_meter::servers::Launch;
 
 /// The cache cap by default, MiB: the original study's machine had 64 MB of RAM.
-pub const DEFAULT_CACHE_MIB: u64 = 64;
+pub(crate) const DEFAULT_CACHE_MIB: u64 = 64;
 
 /// Arguments of `brigade study storage`.
 #[derive(Debug, Clone, Args)]
@@ -199,7 +199,7 @@ impl StorageArgs {
 }
 
 /// Runs `brigade study storage`: the study, the three reports, and the report on the terminal.
-pub fn run_storage(args: &StorageArgs, registry: &Registry) -> Result<()> {
+pub(crate) fn run_storage(args: &StorageArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings(registry)?;
     let report = super::run(&settings)?;
     println!("\n{}", brigade_report::study::markdown::render(&report));

@@ -108,7 +108,7 @@ async fn open(
 
 /// What the database server behind `store` is, in words, where there is one (mongo): its
 /// `buildInfo` names, and for FerretDB what its figures stand for.
-pub async fn server(store: StoreKind, settings: &StorageSettings) -> Option<String> {
+pub(crate) async fn server(store: StoreKind, settings: &StorageSettings) -> Option<String> {
     #[cfg(feature = "mongo")]
     if store == StoreKind::Mongo {
         let uri = settings.mongodb_uri.as_deref()?;
@@ -215,7 +215,7 @@ async fn disk(store: &dyn Store) -> Result<Option<u64>> {
 }
 
 /// The growing phase on a fresh `kind` store.
-pub async fn growing(
+pub(crate) async fn growing(
     kind: StoreKind,
     settings: &StorageSettings,
     plan: &GrowthPlan,
@@ -317,7 +317,7 @@ pub(super) fn mib_text(bytes: Option<u64>) -> String {
 }
 
 /// The fixed-size phase on a fresh `kind` store.
-pub async fn fixed(
+pub(crate) async fn fixed(
     kind: StoreKind,
     settings: &StorageSettings,
     label: &str,

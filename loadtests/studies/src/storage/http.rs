@@ -29,7 +29,7 @@ use brigade_load::histogram::LatencyHistogram;
 use brigade_load::scenario::{Pools, RequestSpec, Scenario};
 
 /// The pool the study puts the chosen document's id into.
-pub const DOC_POOL: &str = "doc";
+pub(crate) const DOC_POOL: &str = "doc";
 
 /// How an application's documents are created, grown and read over HTTP.
 #[derive(Debug, Clone)]
@@ -172,7 +172,7 @@ async fn send_for(
 /// Runs the growing phase against services at `targets` (service → base URL); `on_disk` says
 /// the server's store's bytes on disk (`None` where it cannot be told).
 #[allow(clippy::too_many_arguments)]
-pub fn growing(
+pub(crate) fn growing(
     description: &GrowthDescription,
     targets: &BTreeMap<String, String>,
     docs: u64,

@@ -13,7 +13,7 @@ use brigade_load::histogram::LatencyHistogram;
 
 /// Latency figures of a set of operations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Figures {
+pub(crate) struct Figures {
     /// Operations measured.
     pub ops: u64,
     /// Mean, ms.
@@ -28,7 +28,7 @@ pub struct Figures {
 
 impl Figures {
     /// The figures of `histogram`, over `seconds`.
-    pub fn of(histogram: &LatencyHistogram, seconds: f64) -> Figures {
+    pub(crate) fn of(histogram: &LatencyHistogram, seconds: f64) -> Figures {
         let latency = histogram.latency();
         Figures {
             ops: histogram.len(),
@@ -42,7 +42,7 @@ impl Figures {
 
 /// One phase (create, read, rewrite, ...) of one store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseResult {
+pub(crate) struct PhaseResult {
     /// The phase's name.
     pub phase: String,
     /// Its operations' latencies.
@@ -53,7 +53,7 @@ pub struct PhaseResult {
 
 /// One group of growth operations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupResult {
+pub(crate) struct GroupResult {
     /// The first operation of the group (1-based).
     pub first_op: u64,
     /// The last operation of the group.
@@ -74,7 +74,7 @@ pub struct GroupResult {
 
 /// The growth operations on documents of one size band.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BandResult {
+pub(crate) struct BandResult {
     /// The band's number (0 for the smallest documents).
     pub band: usize,
     /// Its label (`5–10 KiB`).
@@ -87,7 +87,7 @@ pub struct BandResult {
 
 /// The growing-documents phase of one store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GrowingResult {
+pub(crate) struct GrowingResult {
     /// Creating the documents.
     pub create: PhaseResult,
     /// All read + grow operations together.
@@ -102,7 +102,7 @@ pub struct GrowingResult {
 
 /// The fixed-size phase of one store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FixedResult {
+pub(crate) struct FixedResult {
     /// Create, read, rewrite (read + same-size rewrite pairs).
     pub phases: Vec<PhaseResult>,
     /// Documents read back and found with the size written.
@@ -126,7 +126,7 @@ struct Band {
 
 /// Collects the growth operations into groups and size bands as they happen.
 #[derive(Debug)]
-pub struct GrowthRecorder {
+pub(crate) struct GrowthRecorder {
     bands: Bands,
     group_ops: u64,
     done: u64,
@@ -140,7 +140,7 @@ pub struct GrowthRecorder {
 
 impl GrowthRecorder {
     /// A recorder reporting every `group_ops` operations and by `bands`.
-    pub fn new(bands: Bands, group_ops: u64) -> GrowthRecorder {
+    pub(crate) fn new(bands: Bands, group_ops: u64) -> GrowthRecorder {
         GrowthRecorder {
             bands,
             group_ops: group_ops.max(1),
@@ -155,13 +155,13 @@ impl GrowthRecorder {
     }
 
     /// Counts documents found with the size written.
-    pub fn checked(&mut self, documents: u64) {
+    pub(crate) fn checked(&mut self, documents: u64) {
         self.checked += documents;
     }
 
     /// Records one operation on a document of `doc_kib` KiB (as read): its read and its growth,
     /// and the wall-clock time the whole step took.
-    pub fn record(&mut self, doc_kib: f64, read: Duration, grow: Duration, wall: Duration) {
+    pub(crate) fn record(&mut self, doc_kib: f64, read: Duration, grow: Duration, wall: Duration) {
         let both = read + grow;
         self.done += 1;
         self.group.both.record(both);
@@ -177,17 +177,12 @@ impl GrowthRecorder {
     }
 
     /// Whether the current group is complete (the caller then measures the disk and closes it).
-    pub fn group_full(&self) -> bool {
+    pub(crate) fn group_full(&self) -> bool {
         self.group.both.len() >= self.group_ops
     }
 
-    /// Operations recorded so far.
-    pub fn done(&self) -> u64 {
-        self.done
-    }
-
     /// Closes the current group (if it holds anything) with the store's state at its end.
-    pub fn close_group(
+    pub(crate) fn close_group(
         &mut self,
         data_mib: Option<f64>,
         on_disk_bytes: Option<u64>,
@@ -212,7 +207,7 @@ impl GrowthRecorder {
 
     /// The growing phase's result, with `create` as its first phase; closes a last partial group
     /// with `on_disk_bytes`.
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         create: PhaseResult,
         data_mib: Option<f64>,

@@ -17,12 +17,12 @@
 //!    writer: tables of store × phase, × group and × size band; charts of ms per operation against
 //!    document size and of bytes on disk against operations.
 
-pub mod cli;
-pub mod direct;
-pub mod http;
-pub mod measure;
-pub mod plan;
-pub mod report;
+pub(crate) mod cli;
+pub(crate) mod direct;
+pub(crate) mod http;
+pub(crate) mod measure;
+pub(crate) mod plan;
+pub(crate) mod report;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -115,7 +115,7 @@ pub struct StorageSettings {
 
 /// What one store, one way in, measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SubjectResult {
+pub(crate) struct SubjectResult {
     /// The store.
     pub store: String,
     /// The way in.
@@ -133,7 +133,7 @@ pub struct SubjectResult {
 
 impl SubjectResult {
     /// Its name in tables and legends: `embedded`, `embedded via HTTP (axum)`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match (&self.via, &self.runtime) {
             (Via::Http, Some(runtime)) => format!("{} via HTTP ({runtime})", self.store),
             (Via::Http, None) => format!("{} via HTTP", self.store),
@@ -142,7 +142,7 @@ impl SubjectResult {
     }
 
     /// Its way in, as the `via` column shows it.
-    pub fn via_text(&self) -> String {
+    pub(crate) fn via_text(&self) -> String {
         match (&self.via, &self.runtime) {
             (Via::Http, Some(runtime)) => format!("HTTP ({runtime})"),
             (Via::Http, None) => "HTTP".to_owned(),
@@ -152,7 +152,7 @@ impl SubjectResult {
 }
 
 /// Runs the study and writes its reports into the settings' folder; returns the report.
-pub fn run(settings: &StorageSettings) -> Result<StudyReport> {
+pub(crate) fn run(settings: &StorageSettings) -> Result<StudyReport> {
     let began = Instant::now();
     let started_at = brigade_meter::clock::now_rfc3339();
     if settings.stores.is_empty() || settings.via.is_empty() || settings.parts.is_empty() {

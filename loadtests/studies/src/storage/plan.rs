@@ -74,11 +74,11 @@ impl Counts {
 }
 
 /// The seed every store's sequence of documents is drawn from unless told otherwise.
-pub const DEFAULT_SEED: u64 = 7_340_033;
+pub(crate) const DEFAULT_SEED: u64 = 7_340_033;
 
 /// The documents the growing phase reads and grows, in order: the same for every store.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GrowthPlan {
+pub(crate) struct GrowthPlan {
     /// The document (index into the created ones) of each operation.
     pub picks: Vec<u32>,
     /// The largest number of units any document reaches.
@@ -87,7 +87,7 @@ pub struct GrowthPlan {
 
 impl GrowthPlan {
     /// Draws `counts.growth_ops` documents among `counts.growing_docs` from `seed`.
-    pub fn new(counts: &Counts, seed: u64) -> GrowthPlan {
+    pub(crate) fn new(counts: &Counts, seed: u64) -> GrowthPlan {
         let mut rng = fastrand::Rng::with_seed(seed);
         let docs = counts.growing_docs.max(1) as u32;
         let mut units = vec![1u64; docs as usize];
@@ -107,14 +107,14 @@ impl GrowthPlan {
 
 /// Document-size bands of equal width, in KiB: about ten between zero and the largest document.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bands {
+pub(crate) struct Bands {
     /// Each band's width, KiB.
     pub width_kib: f64,
 }
 
 impl Bands {
     /// Bands for documents of at most `max_kib` KiB.
-    pub fn new(max_kib: f64) -> Bands {
+    pub(crate) fn new(max_kib: f64) -> Bands {
         Bands {
             width_kib: (max_kib / 10.0).ceil().max(1.0),
         }
@@ -122,12 +122,12 @@ impl Bands {
 
     /// The band of a document of `kib` KiB (band `n` holds sizes above `n × width` up to
     /// `(n + 1) × width`).
-    pub fn of(&self, kib: f64) -> usize {
+    pub(crate) fn of(&self, kib: f64) -> usize {
         ((kib / self.width_kib).ceil() as usize).saturating_sub(1)
     }
 
     /// The band's label: `4–8 KiB`.
-    pub fn label(&self, band: usize) -> String {
+    pub(crate) fn label(&self, band: usize) -> String {
         let lo = band as f64 * self.width_kib;
         format!("{}–{} KiB", lo, lo + self.width_kib)
     }
@@ -135,7 +135,7 @@ impl Bands {
 
 /// A deterministic payload of `len` ASCII letters and digits (JSON needs no escaping, and the
 /// content does not compress to nothing, so bytes on disk are bytes written).
-pub fn payload(rng: &mut fastrand::Rng, len: u64) -> String {
+pub(crate) fn payload(rng: &mut fastrand::Rng, len: u64) -> String {
     (0..len).map(|_| rng.alphanumeric()).collect()
 }
 

@@ -54,7 +54,7 @@ fn phase_row(table: &mut Table, subject: &SubjectResult, study: &str, phase: &Ph
 }
 
 /// Builds the report from the subjects' results (its wall time is left for the caller).
-pub fn build(
+pub(crate) fn build(
     settings: &StorageSettings,
     results: &[SubjectResult],
     started_at: String,

@@ -26,7 +26,7 @@ use brigade_report::study::{Better, Metric, Section, Table};
 pub const HANDSHAKES_TABLE: &str = "TLS handshakes";
 
 /// The protocols the handshake steps speak, in order: TLS on TCP, then QUIC.
-pub const PROTOCOLS: [Protocol; 2] = [Protocol::H1Tls, Protocol::H3];
+pub(crate) const PROTOCOLS: [Protocol; 2] = [Protocol::H1Tls, Protocol::H3];
 
 /// One handshake step: a new connection per request over h1-tls or h3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +51,7 @@ impl HandshakeStep {
 }
 
 /// The steps at `clients` clients for each of `protocols`: every handshake full, then resumed.
-pub fn steps(clients: u32, protocols: &[Protocol]) -> Vec<HandshakeStep> {
+pub(crate) fn steps(clients: u32, protocols: &[Protocol]) -> Vec<HandshakeStep> {
     protocols
         .iter()
         .flat_map(|&protocol| {
@@ -66,7 +66,7 @@ pub fn steps(clients: u32, protocols: &[Protocol]) -> Vec<HandshakeStep> {
 
 /// One handshake step's run on one runtime.
 #[derive(Debug, Clone)]
-pub struct HandshakeRun {
+pub(crate) struct HandshakeRun {
     /// Index into the handshake steps.
     pub step: usize,
     /// The generator's run (its result's `tls` holds the handshakes).
@@ -76,7 +76,7 @@ pub struct HandshakeRun {
 impl HandshakeRun {
     /// The server's CPU per request of the run, µs: per handshake, since every request opened a
     /// connection of its own.
-    pub fn cpu_us_per_handshake(&self) -> Option<f64> {
+    pub(crate) fn cpu_us_per_handshake(&self) -> Option<f64> {
         let result = self.run.result.as_ref()?;
         let requests = result.total.requests;
         (requests > 0)
@@ -87,7 +87,7 @@ impl HandshakeRun {
 /// Makes the handshake steps on TLS servers of their own (after the plaintext sweep, whose
 /// servers are stopped), one set of servers per protocol (h3's on the runtimes that offer it),
 /// adding the runs to `results` and the servers' lines to `servers`.
-pub fn run(
+pub(crate) fn run(
     settings: &SweepSettings,
     mut results: SweepResults,
     mut servers: ServerLines,
@@ -295,7 +295,7 @@ fn sentence(all: &[(String, HandshakeStep, Figures)]) -> String {
 }
 
 /// The sweep report's TLS handshakes section (`None` without handshake steps).
-pub fn section(settings: &SweepSettings, results: &SweepResults) -> Option<Section> {
+pub(crate) fn section(settings: &SweepSettings, results: &SweepResults) -> Option<Section> {
     if settings.handshakes.is_empty() {
         return None;
     }

@@ -22,9 +22,9 @@
 //! back to back on every runtime, the first runtime rotating), each measured by the generator
 //! with `/proc` sampled and generator-bound or contended steps flagged.
 
-pub mod handshakes;
-pub mod probe;
-pub mod report;
+pub(crate) mod handshakes;
+pub(crate) mod probe;
+pub(crate) mod report;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -44,13 +44,13 @@ use brigade_report::study::StudyReport;
 use probe::{Probe, ProbeResult};
 
 /// The original's client counts (a log scale from 1 to 316).
-pub const DEFAULT_CLIENTS: &[u32] = &[1, 3, 5, 10, 17, 31, 56, 100, 177, 316];
+pub(crate) const DEFAULT_CLIENTS: &[u32] = &[1, 3, 5, 10, 17, 31, 56, 100, 177, 316];
 /// `--quick`'s client counts.
-pub const QUICK_CLIENTS: &[u32] = &[1, 10, 56];
+pub(crate) const QUICK_CLIENTS: &[u32] = &[1, 10, 56];
 /// The original's body sizes, bytes.
-pub const DEFAULT_SIZES: &[usize] = &[256, 2048, 4096, 65_536, 524_288];
+pub(crate) const DEFAULT_SIZES: &[usize] = &[256, 2048, 4096, 65_536, 524_288];
 /// `--quick`'s body sizes.
-pub const QUICK_SIZES: &[usize] = &[256, 65_536];
+pub(crate) const QUICK_SIZES: &[usize] = &[256, 65_536];
 
 /// Arguments of `brigade study sweep`.
 #[derive(Debug, Clone, Args)]
@@ -307,7 +307,7 @@ impl SweepSettings {
 
 /// One step's run on one runtime.
 #[derive(Debug, Clone)]
-pub struct SweepRun {
+pub(crate) struct SweepRun {
     /// Index into the steps.
     pub step: usize,
     /// The generator's run.
@@ -318,7 +318,7 @@ pub struct SweepRun {
 
 /// How the bad URL was answered by one runtime.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BadUrlAnswer {
+pub(crate) struct BadUrlAnswer {
     /// The runtime.
     pub runtime: String,
     /// The status.
@@ -331,7 +331,7 @@ pub struct BadUrlAnswer {
 
 /// One server's memory over the sweep.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Memory {
+pub(crate) struct Memory {
     /// The runtime.
     pub runtime: String,
     /// RSS once ready, before any load, MiB.
@@ -345,17 +345,17 @@ pub struct Memory {
 }
 
 /// Growth under this many MiB is never flagged (allocator noise, thread stacks).
-pub const KEPT_FLOOR_MIB: f64 = 4.0;
+pub(crate) const KEPT_FLOOR_MIB: f64 = 4.0;
 
 impl Memory {
     /// What the sweep added and the server still holds after settling, MiB.
-    pub fn kept_mib(&self) -> f64 {
+    pub(crate) fn kept_mib(&self) -> f64 {
         self.after_mib - self.before_mib
     }
 
     /// Whether growth did not come back: it still holds at least half of what it grew by at
     /// its peak, and at least [`KEPT_FLOOR_MIB`].
-    pub fn kept(&self) -> bool {
+    pub(crate) fn kept(&self) -> bool {
         let grown = self.peak_mib - self.before_mib;
         self.kept_mib() >= KEPT_FLOOR_MIB && self.kept_mib() >= 0.5 * grown
     }
@@ -363,7 +363,7 @@ impl Memory {
 
 /// Everything the sweep measured.
 #[derive(Debug, Clone)]
-pub struct SweepResults {
+pub(crate) struct SweepResults {
     /// Every step's run on every runtime, in the order made.
     pub runs: Vec<SweepRun>,
     /// The bad URL's answers.
@@ -375,7 +375,7 @@ pub struct SweepResults {
 }
 
 /// Runs `brigade study sweep`: the sweep, the three reports, and the report on the terminal.
-pub fn run_sweep(args: &SweepArgs) -> Result<()> {
+pub(crate) fn run_sweep(args: &SweepArgs) -> Result<()> {
     let settings = args.settings()?;
     let report = run(&settings)?;
     super::show(&report, &settings.lab.out_dir);
@@ -383,7 +383,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
 }
 
 /// Runs the sweep and writes its reports; returns the report.
-pub fn run(settings: &SweepSettings) -> Result<StudyReport> {
+pub(crate) fn run(settings: &SweepSettings) -> Result<StudyReport> {
     let began = std::time::Instant::now();
     let started_at = brigade_meter::clock::now_rfc3339();
     let lab = &settings.lab;

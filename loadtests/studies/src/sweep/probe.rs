@@ -17,11 +17,11 @@ use crate::lab::shapes::Shape;
 use brigade_meter::pin;
 
 /// How often the probe asks.
-pub const PROBE_EVERY: Duration = Duration::from_millis(100);
+pub(crate) const PROBE_EVERY: Duration = Duration::from_millis(100);
 
 /// What the probe saw over a step's measured window.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProbeResult {
+pub(crate) struct ProbeResult {
     /// Probes answered 200.
     pub answered: u64,
     /// Probes that failed (no answer within the timeout, another status, a reset).
@@ -36,7 +36,7 @@ pub struct ProbeResult {
 
 /// A probe running on its own thread until [`Probe::finish`].
 #[derive(Debug)]
-pub struct Probe {
+pub(crate) struct Probe {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<Result<ProbeResult>>,
 }
@@ -44,7 +44,7 @@ pub struct Probe {
 impl Probe {
     /// Starts probing `url` every [`PROBE_EVERY`], counting the probes started after `skip` (the
     /// step's warm-up); each may take `timeout`; pinned to `cpus` when given.
-    pub fn start(
+    pub(crate) fn start(
         url: &str,
         skip: Duration,
         timeout: Duration,
@@ -66,7 +66,7 @@ impl Probe {
     }
 
     /// Stops probing and returns what it saw.
-    pub fn finish(self) -> Result<ProbeResult> {
+    pub(crate) fn finish(self) -> Result<ProbeResult> {
         self.stop.store(true, Ordering::Release);
         self.handle
             .join()

@@ -69,7 +69,7 @@ fn cell(runs: &[&SweepRun]) -> Option<Cell> {
 }
 
 /// Builds the report.
-pub fn build(
+pub(crate) fn build(
     settings: &SweepSettings,
     results: &SweepResults,
     servers: &[(String, String)],
