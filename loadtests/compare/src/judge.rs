@@ -745,7 +745,7 @@ fn throughput_unjudged(runs: &[&RunRecord]) -> Option<String> {
 /// with each other one. A search that found no capacity is a result, not dropped: its runtime
 /// cannot be ranked and its comparison says which search and why.
 fn judge_capacity_cell(
-    searches: &[&brigade_load::slo::SloSearch],
+    searches: &[&brigade_slo::SloSearch],
     key: &Key<'_>,
     rule: &Rule,
 ) -> (Vec<Comparison>, Verdict) {
@@ -814,7 +814,7 @@ type ByRound<'a> = (&'a str, Vec<f64>);
 /// Every runtime's capacities by round (search n of each is round n), and the runtimes that miss
 /// one, with which search and why.
 fn capacities_by_round<'a>(
-    searches: &[&'a brigade_load::slo::SloSearch],
+    searches: &[&'a brigade_slo::SloSearch],
 ) -> (Vec<ByRound<'a>>, Vec<(&'a str, String)>) {
     let mut runtimes: Vec<&str> = Vec::new();
     for s in searches {
@@ -867,7 +867,7 @@ fn highest_capacity(ranked: &[ByRound<'_>]) -> usize {
 
 /// A cell no search found a capacity in: generator-bound when a search says so, else no data,
 /// with each search's reason.
-fn no_capacity_found(searches: &[&brigade_load::slo::SloSearch]) -> (Vec<Comparison>, Verdict) {
+fn no_capacity_found(searches: &[&brigade_slo::SloSearch]) -> (Vec<Comparison>, Verdict) {
     let missing: Vec<String> = searches
         .iter()
         .filter(|s| s.outcome.capacity_per_s.is_none())
@@ -919,7 +919,7 @@ pub fn judge_capacity(report: &mut Report, rule: &Rule) {
         let mut judged = Vec::new();
         // The cells `judge` made, one per users × preload, in its order.
         for cell in cells.iter_mut().filter(|c| &c.scenario == scenario) {
-            let mine: Vec<&brigade_load::slo::SloSearch> = slo_searches
+            let mine: Vec<&brigade_slo::SloSearch> = slo_searches
                 .iter()
                 .filter(|s| {
                     &s.scenario == scenario && s.users == cell.users && s.preload == cell.preload
@@ -1587,16 +1587,16 @@ mod tests {
         runtime: &str,
         capacities: &[Option<f64>],
         reason: &str,
-    ) -> Vec<brigade_load::slo::SloSearch> {
+    ) -> Vec<brigade_slo::SloSearch> {
         capacities
             .iter()
             .enumerate()
-            .map(|(n, c)| brigade_load::slo::SloSearch {
+            .map(|(n, c)| brigade_slo::SloSearch {
                 runtime: runtime.to_owned(),
                 scenario: "s".to_owned(),
                 users: 20,
                 search: n as u32,
-                outcome: brigade_load::slo::SearchOutcome {
+                outcome: brigade_slo::SearchOutcome {
                     slo: vec!["p99<10ms".to_owned()],
                     capacity_per_s: *c,
                     reason: c.is_none().then(|| reason.to_owned()),
@@ -1611,9 +1611,8 @@ mod tests {
         Key::cell("s", 20, 0, "memory")
     }
 
-    fn judge_cell(runtimes: &[&Vec<brigade_load::slo::SloSearch>]) -> (Vec<Comparison>, Verdict) {
-        let all: Vec<&brigade_load::slo::SloSearch> =
-            runtimes.iter().flat_map(|r| r.iter()).collect();
+    fn judge_cell(runtimes: &[&Vec<brigade_slo::SloSearch>]) -> (Vec<Comparison>, Verdict) {
+        let all: Vec<&brigade_slo::SloSearch> = runtimes.iter().flat_map(|r| r.iter()).collect();
         judge_capacity_cell(&all, &capacity_key(), &Rule::default())
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::procstat::CpuBusy;
 
 /// The generator counts as saturated at this share of its CPUs.
-pub use brigade_load::slo::GENERATOR_SATURATED;
+use brigade_load::result::GENERATOR_SATURATED;
 
 /// The server has headroom below this share of its CPUs (said in a generator-bound run's reason).
 pub const SERVER_HEADROOM: f64 = 0.90;

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::counters::{self, CpuClock, EventCounts, Ticks};
 use crate::pin::CpuPlan;
 use crate::procstat::{read_cpus, CpuSample, CpuSeries};
-use crate::runcpu::GENERATOR_SATURATED;
+use brigade_load::result::GENERATOR_SATURATED;
 
 /// A running server to measure.
 #[derive(Debug, Clone)]

@@ -92,7 +92,7 @@ pub struct Report {
     /// Every `--slo` search: per runtime, scenario, user count and preload, the capacity, its
     /// bracket, its stall probe and the latency–rate curve (several independent searches each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub slo_searches: Vec<brigade_load::slo::SloSearch>,
+    pub slo_searches: Vec<brigade_slo::SloSearch>,
 }
 
 /// Versions of what was measured.
@@ -182,7 +182,7 @@ pub struct Settings {
     pub keepalive: bool,
     /// The protocol every server and load spoke (`h1` in reports made before protocols).
     #[serde(default)]
-    pub protocol: brigade_load::engine::Protocol,
+    pub protocol: brigade_clients::Protocol,
     /// HTTP/2 requests in flight per connection (1 over HTTP/1.1 and in older reports).
     #[serde(default = "one_stream")]
     pub streams: u32,
@@ -1007,7 +1007,7 @@ fn one_stream() -> u32 {
 /// (`, over h2-tls, 4 stream(s) per connection`).
 pub fn load_words(s: &Settings) -> String {
     let wire = brigade_meter::wire::Wire::new(s.protocol, s.streams);
-    let over = if s.protocol == brigade_load::engine::Protocol::H1 {
+    let over = if s.protocol == brigade_clients::Protocol::H1 {
         String::new()
     } else {
         format!(", over {}", wire.describe())

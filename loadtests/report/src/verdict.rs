@@ -74,7 +74,7 @@ impl Rule {
 }
 
 pub use brigade_meter::runcpu::{
-    contended, generator_bound, CpuShape, RunCpu, CONTENTION, GENERATOR_SATURATED, SERVER_HEADROOM,
+    contended, generator_bound, CpuShape, RunCpu, CONTENTION, SERVER_HEADROOM,
 };
 
 /// What a verdict compares.

@@ -4,7 +4,7 @@
 //! connection per service); then `threads` generator threads, each a single-threaded tokio runtime
 //! (optionally pinned to a CPU), start together; each runs its share of the closed-loop users or
 //! open-loop paced connections, every one of them with its own HTTP/1.1 connection per service
-//! (the generator's own lean client, [`conn`]: requests encoded once, answers parsed with
+//! (the generator's own lean client, `brigade_clients::http1`: requests encoded once, answers parsed with
 //! `httparse`; no pool, no retries). Each thread counts into its own per-route
 //! HdrHistograms and counters; they are merged once at the end, so memory stays constant however
 //! long the run is and threads never contend.
@@ -17,7 +17,7 @@
 //!   wrk2 does it).
 //! - Protocols ([`Protocol`]): plaintext HTTP/1.1 (`h1`, the default), HTTP/1.1 over TLS
 //!   (`h1-tls`) on the same connection code, and HTTP/2 plaintext or over TLS (`h2c`, `h2-tls`)
-//!   through the generator's own client (`conn::http2`). With HTTP/2 each closed-loop user is one
+//!   through the generator's own client (`brigade_clients::http2`). With HTTP/2 each closed-loop user is one
 //!   connection with `streams` request loops on it (users × streams requests in flight), and the
 //!   open-loop schedule is spread over connections × streams paced senders, `streams` of them on
 //!   each connection.
@@ -28,16 +28,12 @@
 //!   loop: was due) inside the measured window; one still in flight when the window closes is waited
 //!   for (at most the timeout) and counted.
 
-mod conn;
-pub mod fetch;
 mod seconds;
-
-pub use crate::protocol::{Protocol, TlsClient};
-pub use conn::read_answer;
 pub mod session;
 mod stats;
+mod targets;
 mod worker;
-pub(crate) use worker::pin_current_thread;
+pub use worker::pin_current_thread;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -50,7 +46,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::result::{LoadResult, LoadSettings, Window};
 use crate::scenario::{Pools, Scenario};
 use crate::shard::{Fixtures, Shard, ShardPlan};
-use conn::Target;
+use brigade_clients::{http1, http2, http3, tls, Dialer, Protocol, Target, TlsClient};
 use stats::RouteStats;
 use worker::{Pace, Progress, Share, Shared};
 
@@ -178,11 +174,11 @@ pub fn run_shard(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> 
 /// Sends the scenario's setup steps once, as a run would, and returns the fixtures they made, for
 /// the shards of a run to share (`brigade load --setup-only --fixtures FILE`).
 pub fn make_fixtures(config: &LoadConfig, scenario: &Scenario) -> Result<Fixtures> {
-    let (targets, _) = conn::resolve_targets(scenario, &config.targets, config.protocol)?;
+    let (targets, _) = targets::resolve_targets(scenario, &config.targets, config.protocol)?;
     let tls = check_tls(config, &targets)?;
     let seq = AtomicU64::new(0);
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
-    let dialer = conn::Dialer::new(config.protocol, tls.as_deref(), config.tls.resumption);
+    let dialer = Dialer::new(config.protocol, tls.as_deref(), config.tls.resumption);
     let pools = send_setup(scenario, targets, &dialer, config.timeout, &seq, seed)
         .context("scenario setup (fixtures) failed")?;
     Ok(Fixtures::from_pools(
@@ -204,7 +200,7 @@ fn run_planned(
     check_config(config)?;
     let layout = Layout::new(config, scenario, plan)?;
     let (targets, target_names) =
-        conn::resolve_targets(scenario, &config.targets, config.protocol)?;
+        targets::resolve_targets(scenario, &config.targets, config.protocol)?;
     let tls = check_tls(config, &targets)?;
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
     let (encoded, prebuilt) = prepare_requests(config, scenario, &targets);
@@ -705,7 +701,7 @@ fn prepare_requests(
     targets: &[Target],
 ) -> (
     Vec<Option<Vec<u8>>>,
-    Vec<Option<(conn::http2::Http2Request, bytes::Bytes)>>,
+    Vec<Option<(http2::Http2Request, bytes::Bytes)>>,
 ) {
     let literal = scenario
         .requests()
@@ -715,7 +711,7 @@ fn prepare_requests(
         let built = literal
             .map(|(spec, req)| {
                 let req = req?;
-                let built = conn::http2::build(&targets[spec.service], &req, config.protocol.tls());
+                let built = http2::build(&targets[spec.service], &req, config.protocol.tls());
                 built.ok().map(|b| (b, req.body))
             })
             .collect();
@@ -725,7 +721,7 @@ fn prepare_requests(
             .map(|(spec, req)| {
                 req.map(|req| {
                     let mut bytes = Vec::new();
-                    conn::encode(&mut bytes, &targets[spec.service], &req, config.keepalive);
+                    http1::encode(&mut bytes, &targets[spec.service], &req, config.keepalive);
                     bytes
                 })
             })
@@ -740,19 +736,19 @@ fn check_tls(config: &LoadConfig, targets: &[Target]) -> Result<Option<Arc<rustl
     if !config.protocol.tls() {
         return Ok(None);
     }
-    let tls = conn::tls::client_config(config.protocol, &config.tls)?;
+    let tls = tls::client_config(config.protocol, &config.tls)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("Failed to build the TLS check's runtime")?;
     for target in targets {
         if target.server_name.is_none() {
-            conn::tls::server_name(target)?;
+            tls::server_name(target)?;
         }
         if config.protocol.quic() {
-            runtime.block_on(conn::http3::probe(&tls, target))?;
+            runtime.block_on(http3::probe(&tls, target))?;
         } else {
-            runtime.block_on(conn::tls::probe(&tls, config.protocol, target))?;
+            runtime.block_on(tls::probe(&tls, config.protocol, target))?;
         }
     }
     Ok(Some(tls))
@@ -774,7 +770,7 @@ fn run_setup(shared: &Shared) -> Result<Pools> {
 fn send_setup(
     scenario: &Scenario,
     targets: Vec<Target>,
-    dialer: &conn::Dialer,
+    dialer: &Dialer,
     timeout: Duration,
     seq: &AtomicU64,
     seed: u64,

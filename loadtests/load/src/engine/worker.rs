@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::conn::http2::{self, Http2Stream, SharedConnection};
-use super::conn::{
-    abandon, encode, exchange, Connection, Dialer, Exchange, Failure, Target, WireCount,
-};
+use brigade_clients::http1::{abandon, encode, exchange, Connection};
+use brigade_clients::http2::{self, Http2Stream, SharedConnection};
+use brigade_clients::{Dialer, Exchange, Failure, Protocol, Target, WireCount};
+
 use super::seconds::SecondSeries;
 use super::stats::{HandshakeStats, RouteStats};
-use crate::protocol::Protocol;
 use crate::scenario::{Pools, RenderContext, Scenario};
 
 /// How late a paced send may leave without being charged to the server: the timer's granularity.
@@ -286,7 +285,7 @@ fn spawn_share(local: &Rc<Local>, share: Share) -> Vec<tokio::task::JoinHandle<(
 }
 
 /// Pins the calling thread to one CPU.
-pub(crate) fn pin_current_thread(cpu: usize) -> Result<()> {
+pub fn pin_current_thread(cpu: usize) -> Result<()> {
     let mut set = nix::sched::CpuSet::new();
     set.set(cpu)
         .with_context(|| format!("CPU {cpu} is out of range"))?;
@@ -412,11 +411,7 @@ impl Local {
     }
 
     /// Renders request `i` when it was not prepared once for the run (None if it cannot be).
-    fn render(
-        &self,
-        rng: &mut fastrand::Rng,
-        i: usize,
-    ) -> Option<crate::scenario::RenderedRequest> {
+    fn render(&self, rng: &mut fastrand::Rng, i: usize) -> Option<brigade_clients::Request> {
         let shared = &self.shared;
         shared.scenario.requests()[i]
             .render(&mut RenderContext {

@@ -11,8 +11,8 @@
 //! the handshake complete, full and resumed apart (`result::TlsResult`).
 
 use anyhow::Result;
+use brigade_clients::Protocol;
 use brigade_compare::settings::runtime_of;
-use brigade_load::engine::Protocol;
 use brigade_load::result::HandshakeResult;
 
 use super::{SweepResults, SweepSettings};

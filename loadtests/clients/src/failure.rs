@@ -5,7 +5,7 @@ use std::io;
 
 /// Why a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// The TCP connection could not be made.
     Connect,
     /// No full answer within the timeout.
@@ -17,7 +17,7 @@ pub(crate) enum Failure {
 }
 
 /// Sorts an I/O error into a failure kind.
-pub(crate) fn classify_io(e: &io::Error) -> Failure {
+pub fn classify_io(e: &io::Error) -> Failure {
     use io::ErrorKind::*;
     match e.kind() {
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | NotConnected => {

@@ -35,16 +35,16 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use super::failure::{classify_io, Failure};
-use super::target::Target;
+use crate::failure::{classify_io, Failure};
 use crate::protocol::{Protocol, TlsClient};
+use crate::target::Target;
 
 /// Sessions one generator thread's client cache keeps for resumption.
 const SESSION_CACHE: usize = 1024;
 
 /// The bytes a wrapped socket has carried and no request has taken yet.
 #[derive(Debug, Default)]
-pub(crate) struct WireCounter {
+pub struct WireCounter {
     sent: AtomicU64,
     received: AtomicU64,
 }
@@ -52,7 +52,7 @@ pub(crate) struct WireCounter {
 impl WireCounter {
     /// Hands over what was carried since the last take, from running totals kept elsewhere
     /// (a QUIC connection's): `(sent, received)`; the counter keeps the totals it last saw.
-    pub(crate) fn take_totals(&self, sent: u64, received: u64) -> (u64, u64) {
+    pub fn take_totals(&self, sent: u64, received: u64) -> (u64, u64) {
         (
             sent.saturating_sub(self.sent.swap(sent, Ordering::Relaxed)),
             received.saturating_sub(self.received.swap(received, Ordering::Relaxed)),
@@ -60,7 +60,7 @@ impl WireCounter {
     }
 
     /// Hands over what was counted since the last take: `(sent, received)`.
-    pub(crate) fn take(&self) -> (u64, u64) {
+    pub fn take(&self) -> (u64, u64) {
         (
             self.sent.swap(0, Ordering::Relaxed),
             self.received.swap(0, Ordering::Relaxed),
@@ -70,19 +70,19 @@ impl WireCounter {
 
 /// A socket whose bytes are counted into a shared [`WireCounter`].
 #[derive(Debug)]
-pub(crate) struct Counted<S> {
+pub struct Counted<S> {
     inner: S,
     counter: Arc<WireCounter>,
 }
 
 impl<S> Counted<S> {
     /// Wraps `inner`, counting into `counter`.
-    pub(crate) fn new(inner: S, counter: Arc<WireCounter>) -> Counted<S> {
+    pub fn new(inner: S, counter: Arc<WireCounter>) -> Counted<S> {
         Counted { inner, counter }
     }
 
     /// The counter it counts into.
-    pub(crate) fn counter(&self) -> &WireCounter {
+    pub fn counter(&self) -> &WireCounter {
         &self.counter
     }
 }
@@ -140,11 +140,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
 }
 
 /// A TLS connection over a counted TCP socket.
-pub(crate) type TlsWire = TlsStream<Counted<TcpStream>>;
+pub type TlsWire = TlsStream<Counted<TcpStream>>;
 
 /// Full or resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HandshakeKind {
+pub enum HandshakeKind {
     /// A full handshake (certificate sent and checked), with or without a HelloRetryRequest.
     Full,
     /// A resumed session.
@@ -153,17 +153,17 @@ pub(crate) enum HandshakeKind {
 
 /// One completed TLS handshake.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Handshake {
+pub struct Handshake {
     /// Full or resumed.
-    pub(crate) kind: HandshakeKind,
+    pub kind: HandshakeKind,
     /// From the TCP connection made to the handshake complete.
-    pub(crate) took: Duration,
+    pub took: Duration,
     /// The ALPN protocol the server chose.
-    pub(crate) alpn: Option<&'static str>,
+    pub alpn: Option<&'static str>,
 }
 
 /// The TLS client settings of a run, checked once: the config every thread clones.
-pub(crate) fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<Arc<ClientConfig>> {
+pub fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<Arc<ClientConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -198,12 +198,12 @@ pub(crate) fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<
 }
 
 /// A connector for one generator thread: `base` with a session cache of its own.
-pub(crate) fn thread_connector(base: &ClientConfig, resume: bool) -> TlsConnector {
+pub fn thread_connector(base: &ClientConfig, resume: bool) -> TlsConnector {
     TlsConnector::from(thread_config(base, resume))
 }
 
 /// `base` with a session cache of its own (one generator thread's).
-pub(crate) fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
+pub fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
     let mut config = base.clone();
     config.resumption = resumption(resume);
     Arc::new(config)
@@ -213,14 +213,14 @@ pub(crate) fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConf
 /// when it offers to resume a session, in the call that starts its handshake (for QUIC, quinn's
 /// `connect`), so a count read before and after that call says whether that connection offered.
 #[derive(Debug)]
-pub(crate) struct Offers {
+pub struct Offers {
     inner: ClientSessionMemoryCache,
     taken: AtomicU64,
 }
 
 impl Offers {
     /// Tickets taken so far.
-    pub(crate) fn taken(&self) -> u64 {
+    pub fn taken(&self) -> u64 {
         self.taken.load(Ordering::Relaxed)
     }
 }
@@ -275,7 +275,7 @@ impl ClientSessionStore for Offers {
 
 /// `base` with a session cache of its own (one generator thread's) that counts the tickets taken
 /// from it, when `resume` (`None`: no resumption).
-pub(crate) fn offering_config(
+pub fn offering_config(
     base: &ClientConfig,
     resume: bool,
 ) -> (Arc<ClientConfig>, Option<Arc<Offers>>) {
@@ -318,7 +318,7 @@ fn trusted_roots(settings: &TlsClient) -> Result<RootCertStore> {
 }
 
 /// The server name (SNI, and the name the certificate must carry) of `target`: its URL's host.
-pub(crate) fn server_name(target: &Target) -> Result<ServerName<'static>> {
+pub fn server_name(target: &Target) -> Result<ServerName<'static>> {
     ServerName::try_from(target.hostname.clone()).map_err(|_| {
         anyhow!(
             "{}: {:?} is not a TLS server name",
@@ -329,7 +329,7 @@ pub(crate) fn server_name(target: &Target) -> Result<ServerName<'static>> {
 }
 
 /// Makes a TLS connection over `tcp`, checks the ALPN choice against `protocol`, and times it.
-pub(crate) async fn handshake(
+pub async fn handshake(
     connector: &TlsConnector,
     protocol: Protocol,
     target: &Target,
@@ -391,7 +391,7 @@ impl std::error::Error for AlpnMismatch {}
 
 /// Sorts a failed TLS connection: every TLS failure (a certificate refused, an alert, a wrong
 /// ALPN choice) counts as a connect error; a reset or timeout as such.
-pub(crate) fn classify_handshake(e: &io::Error) -> Failure {
+pub fn classify_handshake(e: &io::Error) -> Failure {
     match classify_io(e) {
         Failure::Reset | Failure::Timeout => classify_io(e),
         _ => Failure::Connect,
@@ -402,11 +402,7 @@ pub(crate) fn classify_handshake(e: &io::Error) -> Failure {
 /// connection fail (a certificate not trusted, no protocol in common) stops the run at once
 /// with the reason instead of filling it with connect errors. A target that does not accept TCP
 /// connections is left to the run (it counts connect errors, as for plaintext).
-pub(crate) async fn probe(
-    config: &ClientConfig,
-    protocol: Protocol,
-    target: &Target,
-) -> Result<()> {
+pub async fn probe(config: &ClientConfig, protocol: Protocol, target: &Target) -> Result<()> {
     let Ok(tcp) = TcpStream::connect(target.addr).await else {
         return Ok(());
     };

@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::frame::{self, Head};
 use super::hpack;
 use super::{CONNECTION_WINDOW, STREAM_WINDOW};
-use crate::engine::conn::{classify_io, Failure};
+use crate::failure::{classify_io, Failure};
 
 /// The read buffer starts this small (zeroed memory is paid per connection, and a connection per
 /// request is a run's hardest path) ...
