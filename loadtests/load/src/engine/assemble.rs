@@ -19,7 +19,11 @@ pub(super) struct MeasuredWindow {
 
 impl MeasuredWindow {
     /// The window from `measure_start` to the end `watched` saw, no longer than the duration.
-    pub(super) fn new(config: &LoadConfig, measure_start: Instant, watched: &Watched) -> MeasuredWindow {
+    pub(super) fn new(
+        config: &LoadConfig,
+        measure_start: Instant,
+        watched: &Watched,
+    ) -> MeasuredWindow {
         let finished = watched.finished;
         let measured_wall = finished
             .saturating_duration_since(measure_start)

@@ -30,7 +30,11 @@ pub(super) struct Layout {
 
 impl Layout {
     /// The layout `config` and `plan` ask for, or why there is none.
-    pub(super) fn new(config: &LoadConfig, scenario: &Scenario, plan: &ShardPlan) -> Result<Layout> {
+    pub(super) fn new(
+        config: &LoadConfig,
+        scenario: &Scenario,
+        plan: &ShardPlan,
+    ) -> Result<Layout> {
         let open = match config.rate {
             Some(r) if !(r.is_finite() && r > 0.0) => {
                 bail!("the rate must be a positive number of requests per second")

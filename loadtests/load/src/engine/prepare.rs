@@ -54,7 +54,10 @@ pub(super) fn prepare_requests(
 
 /// For a TLS protocol: the run's checked TLS client config, after one handshake with each
 /// target succeeded (or found it not listening). `None` for plaintext.
-pub(super) fn check_tls(config: &LoadConfig, targets: &[Target]) -> Result<Option<Arc<rustls::ClientConfig>>> {
+pub(super) fn check_tls(
+    config: &LoadConfig,
+    targets: &[Target],
+) -> Result<Option<Arc<rustls::ClientConfig>>> {
     if !config.protocol.tls() {
         return Ok(None);
     }

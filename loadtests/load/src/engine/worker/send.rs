@@ -117,7 +117,11 @@ impl Local {
     }
 
     /// Renders request `i` when it was not prepared once for the run (None if it cannot be).
-    pub(super) fn render(&self, rng: &mut fastrand::Rng, i: usize) -> Option<brigade_clients::Request> {
+    pub(super) fn render(
+        &self,
+        rng: &mut fastrand::Rng,
+        i: usize,
+    ) -> Option<brigade_clients::Request> {
         let shared = &self.shared;
         shared.scenario.requests()[i]
             .render(&mut RenderContext {
