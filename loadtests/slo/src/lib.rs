@@ -48,7 +48,6 @@
 
 pub mod args;
 pub mod cli;
-mod command;
 pub mod evidence;
 pub mod outcome;
 pub mod record;

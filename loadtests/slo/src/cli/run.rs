@@ -14,7 +14,7 @@ use brigade_load::result::{LoadResult, GENERATOR_SATURATED};
 use brigade_load::scenario::Scenario;
 use brigade_load::threshold::Threshold;
 
-use crate::cli::LoadCommand;
+use super::LoadCommand;
 use crate::outcome::{CurvePoint, SearchOutcome};
 use crate::record::{CapacitySummary, SloSearch};
 use crate::search::Search;
@@ -27,7 +27,7 @@ const SUB_WINDOW: Duration = Duration::from_secs(1);
 
 /// What a step's run measured, as the search reads it: generator-bound when its threads were
 /// saturated (the server's side is not sampled here).
-pub(crate) fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
+fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
     let threads = result.settings.threads.max(1);
     let busy = result.generator_cpu_percent / (100.0 * f64::from(threads));
     Measured {
@@ -42,7 +42,7 @@ pub(crate) fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
 }
 
 /// Runs the searches `args` asks for and prints each capacity, their summary and the curves.
-pub(crate) fn run(args: &LoadCommand, registry: &Registry, scenario: &Scenario) -> Result<()> {
+pub(super) fn run(args: &LoadCommand, registry: &Registry, scenario: &Scenario) -> Result<()> {
     refuse_flags(args)?;
     let slo = args.slo.slos()?;
     let mut closed = args.load.config(registry)?;

@@ -1,7 +1,9 @@
 //! `brigade load` with the SLO search: the generator's flags ([`LoadArgs`]) and the search's
 //! ([`SloArgs`]) as one subcommand. A binary mounts [`LoadCommand`] and hands [`run_load`] its
-//! [`Registry`]: with `--slo` the search runs (`command`), without it the generator's own
+//! [`Registry`]: with `--slo` the search runs (`run`), without it the generator's own
 //! `brigade load` does.
+
+mod run;
 
 use anyhow::Result;
 use brigade_load::cli::LoadArgs;
@@ -31,5 +33,5 @@ pub fn run_load(args: LoadCommand, registry: &Registry) -> Result<()> {
     }
     threshold::parse_all(&args.load.thresholds)?;
     let scenario = registry.load(&args.load.scenario)?;
-    crate::command::run(&args, registry, &scenario)
+    run::run(&args, registry, &scenario)
 }
