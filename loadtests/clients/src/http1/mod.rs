@@ -7,17 +7,17 @@
 //! hands over. Every byte written and read is counted, so bandwidth is what crossed the wire:
 //! request and status lines, headers and bodies.
 //!
-//! The same connection runs over TLS ([`tls`]) for `h1-tls`: the stream is an enum of a plain
+//! The same connection runs over TLS ([`crate::tls`]) for `h1-tls`: the stream is an enum of a plain
 //! socket and a TLS one, so the plaintext path pays one match per read and write and nothing
 //! else; under TLS the bytes are counted below rustls, on the socket, so TLS records count.
-//! HTTP/2 (`h2c`, `h2-tls`) is in [`http2`], HTTP/3 (`h3`, over QUIC) in [`http3`], on the same
-//! shared-connection machinery.
+//! HTTP/2 (`h2c`, `h2-tls`) is in [`crate::http2`], HTTP/3 (`h3`, over QUIC) in [`crate::http3`],
+//! on the same shared-connection machinery.
 //!
 //! Hyper's client did the same work with more machinery (a request and a response object per
 //! exchange, a dispatcher between them, header maps): on `GET /bench/hello` that cost about a
 //! quarter more generator CPU per request than wrk (`scripts/bench-generator.sh`), so every light
 //! route became generator-bound sooner. The answers' semantics it handled are kept and tested
-//! (`tests/suite/generator.rs`): content-length, chunked and close-delimited bodies, interim 1xx
+//! (`loadtests/load/tests/suite/generator.rs`): content-length, chunked and close-delimited bodies, interim 1xx
 //! answers, `connection: close` from either side, HTTP/1.0 answers, timeouts and resets.
 
 mod chunked;
