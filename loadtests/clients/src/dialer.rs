@@ -20,10 +20,10 @@ pub struct Dialer {
     /// The run's protocol.
     pub protocol: Protocol,
     /// TLS over TCP: the thread's connector.
-    pub tls: Option<TlsConnector>,
+    pub(crate) tls: Option<TlsConnector>,
     /// `h3`: the thread's QUIC client (None for the TCP protocols, or when the run's TLS client
     /// cannot speak QUIC, which the run's start reports).
-    pub quic: Option<http3::QuicDialer>,
+    pub(crate) quic: Option<http3::QuicDialer>,
 }
 
 impl std::fmt::Debug for Dialer {

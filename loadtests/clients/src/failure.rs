@@ -17,7 +17,7 @@ pub enum Failure {
 }
 
 /// Sorts an I/O error into a failure kind.
-pub fn classify_io(e: &io::Error) -> Failure {
+pub(crate) fn classify_io(e: &io::Error) -> Failure {
     use io::ErrorKind::*;
     match e.kind() {
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | NotConnected => {

@@ -29,20 +29,20 @@ use crate::tls::{Handshake, HandshakeKind, Offers};
 
 /// The window each stream advertises: 1 MiB, as HTTP/2's (`http2::STREAM_WINDOW`, a test holds them
 /// equal; `http2` imports this module, so it is not imported back).
-pub const STREAM_WINDOW: u32 = 1 << 20;
+pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 /// The window the whole connection advertises: 4 MiB, as HTTP/2's.
-pub const CONNECTION_WINDOW: u32 = 4 << 20;
+pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
 
 /// The size asked of a generator thread's UDP socket buffers: a burst of answers from many
 /// connections must not overflow the receive queue between two reads.
-pub const UDP_BUFFER: usize = 4 << 20;
+pub(crate) const UDP_BUFFER: usize = 4 << 20;
 
 /// The request handle of one HTTP/3 connection.
 pub type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// How a generator thread opens QUIC connections: the client configuration and its socket.
 #[derive(Clone)]
-pub struct QuicDialer {
+pub(crate) struct QuicDialer {
     config: quinn::ClientConfig,
     /// The thread's session cache, counting its tickets taken (`None`: no resumption).
     offers: Option<Arc<Offers>>,
@@ -53,7 +53,7 @@ pub struct QuicDialer {
 impl QuicDialer {
     /// A dialer on `base` (the run's checked config, ALPN `h3`) with a session cache of its own
     /// when `resume`, or why QUIC cannot use it.
-    pub fn new(base: &rustls::ClientConfig, resume: bool) -> Result<QuicDialer> {
+    pub(crate) fn new(base: &rustls::ClientConfig, resume: bool) -> Result<QuicDialer> {
         let (tls, offers) = crate::tls::offering_config(base, resume);
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| anyhow::anyhow!("the TLS client cannot speak QUIC: {e}"))?;
@@ -90,7 +90,7 @@ impl QuicDialer {
     /// Closes every connection of this dialer's endpoints (`H3_NO_ERROR`) and waits, briefly,
     /// for the closes to go out: a QUIC server learns of a client gone only this way (no FIN), so
     /// a run that ends without it leaves the server's connections open until they idle out.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         for endpoint in self.endpoints.iter().filter_map(OnceLock::get) {
             endpoint.close(0x100u32.into(), b"");
             let wait = std::time::Duration::from_secs(1);
@@ -123,7 +123,7 @@ fn client_endpoint(to: SocketAddr) -> std::io::Result<quinn::Endpoint> {
 
 /// Opens a QUIC connection to `target` and HTTP/3 over it (its driver spawned on the thread's
 /// runtime): the request handle, the connection (for its byte counts and state) and the handshake.
-pub async fn open(
+pub(crate) async fn open(
     dialer: &QuicDialer,
     target: &Target,
 ) -> Result<(SendRequest, quinn::Connection, Handshake), Failure> {
@@ -156,7 +156,7 @@ pub async fn open(
 }
 
 /// One request and its whole answer on an open connection: the status and, when asked, the body.
-pub async fn round_trip(
+pub(crate) async fn round_trip(
     send: &mut SendRequest,
     request: &http::Request<()>,
     body: &Bytes,
@@ -195,7 +195,7 @@ pub async fn round_trip(
 /// Sorts a failed HTTP/3 exchange: a lost connection (closed, idled out, or going away) or a
 /// reset stream is a reset, anything else (a protocol error, a head too big) other. (h3's error
 /// variants are non-exhaustive: matched by kind, their contents unread.)
-pub fn classify(e: &h3::error::StreamError) -> Failure {
+pub(crate) fn classify(e: &h3::error::StreamError) -> Failure {
     use h3::error::StreamError;
     match e {
         StreamError::ConnectionError { .. }
@@ -206,7 +206,7 @@ pub fn classify(e: &h3::error::StreamError) -> Failure {
 }
 
 /// Whether the connection is still usable after `e` (only its stream failed).
-pub fn keeps_connection(e: &h3::error::StreamError) -> bool {
+pub(crate) fn keeps_connection(e: &h3::error::StreamError) -> bool {
     !matches!(
         e,
         h3::error::StreamError::ConnectionError { .. }

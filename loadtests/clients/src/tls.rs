@@ -44,7 +44,7 @@ const SESSION_CACHE: usize = 1024;
 
 /// The bytes a wrapped socket has carried and no request has taken yet.
 #[derive(Debug, Default)]
-pub struct WireCounter {
+pub(crate) struct WireCounter {
     sent: AtomicU64,
     received: AtomicU64,
 }
@@ -52,7 +52,7 @@ pub struct WireCounter {
 impl WireCounter {
     /// Hands over what was carried since the last take, from running totals kept elsewhere
     /// (a QUIC connection's): `(sent, received)`; the counter keeps the totals it last saw.
-    pub fn take_totals(&self, sent: u64, received: u64) -> (u64, u64) {
+    pub(crate) fn take_totals(&self, sent: u64, received: u64) -> (u64, u64) {
         (
             sent.saturating_sub(self.sent.swap(sent, Ordering::Relaxed)),
             received.saturating_sub(self.received.swap(received, Ordering::Relaxed)),
@@ -60,7 +60,7 @@ impl WireCounter {
     }
 
     /// Hands over what was counted since the last take: `(sent, received)`.
-    pub fn take(&self) -> (u64, u64) {
+    pub(crate) fn take(&self) -> (u64, u64) {
         (
             self.sent.swap(0, Ordering::Relaxed),
             self.received.swap(0, Ordering::Relaxed),
@@ -70,19 +70,19 @@ impl WireCounter {
 
 /// A socket whose bytes are counted into a shared [`WireCounter`].
 #[derive(Debug)]
-pub struct Counted<S> {
+pub(crate) struct Counted<S> {
     inner: S,
     counter: Arc<WireCounter>,
 }
 
 impl<S> Counted<S> {
     /// Wraps `inner`, counting into `counter`.
-    pub fn new(inner: S, counter: Arc<WireCounter>) -> Counted<S> {
+    pub(crate) fn new(inner: S, counter: Arc<WireCounter>) -> Counted<S> {
         Counted { inner, counter }
     }
 
     /// The counter it counts into.
-    pub fn counter(&self) -> &WireCounter {
+    pub(crate) fn counter(&self) -> &WireCounter {
         &self.counter
     }
 }
@@ -140,7 +140,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
 }
 
 /// A TLS connection over a counted TCP socket.
-pub type TlsWire = TlsStream<Counted<TcpStream>>;
+pub(crate) type TlsWire = TlsStream<Counted<TcpStream>>;
 
 /// Full or resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,12 +198,12 @@ pub fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<Arc<Cli
 }
 
 /// A connector for one generator thread: `base` with a session cache of its own.
-pub fn thread_connector(base: &ClientConfig, resume: bool) -> TlsConnector {
+pub(crate) fn thread_connector(base: &ClientConfig, resume: bool) -> TlsConnector {
     TlsConnector::from(thread_config(base, resume))
 }
 
 /// `base` with a session cache of its own (one generator thread's).
-pub fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
+pub(crate) fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
     let mut config = base.clone();
     config.resumption = resumption(resume);
     Arc::new(config)
@@ -213,14 +213,14 @@ pub fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
 /// when it offers to resume a session, in the call that starts its handshake (for QUIC, quinn's
 /// `connect`), so a count read before and after that call says whether that connection offered.
 #[derive(Debug)]
-pub struct Offers {
+pub(crate) struct Offers {
     inner: ClientSessionMemoryCache,
     taken: AtomicU64,
 }
 
 impl Offers {
     /// Tickets taken so far.
-    pub fn taken(&self) -> u64 {
+    pub(crate) fn taken(&self) -> u64 {
         self.taken.load(Ordering::Relaxed)
     }
 }
@@ -275,7 +275,7 @@ impl ClientSessionStore for Offers {
 
 /// `base` with a session cache of its own (one generator thread's) that counts the tickets taken
 /// from it, when `resume` (`None`: no resumption).
-pub fn offering_config(
+pub(crate) fn offering_config(
     base: &ClientConfig,
     resume: bool,
 ) -> (Arc<ClientConfig>, Option<Arc<Offers>>) {
@@ -329,7 +329,7 @@ pub fn server_name(target: &Target) -> Result<ServerName<'static>> {
 }
 
 /// Makes a TLS connection over `tcp`, checks the ALPN choice against `protocol`, and times it.
-pub async fn handshake(
+pub(crate) async fn handshake(
     connector: &TlsConnector,
     protocol: Protocol,
     target: &Target,
@@ -391,7 +391,7 @@ impl std::error::Error for AlpnMismatch {}
 
 /// Sorts a failed TLS connection: every TLS failure (a certificate refused, an alert, a wrong
 /// ALPN choice) counts as a connect error; a reset or timeout as such.
-pub fn classify_handshake(e: &io::Error) -> Failure {
+pub(crate) fn classify_handshake(e: &io::Error) -> Failure {
     match classify_io(e) {
         Failure::Reset | Failure::Timeout => classify_io(e),
         _ => Failure::Connect,

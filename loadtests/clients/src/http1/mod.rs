@@ -78,7 +78,7 @@ impl Connection {
 
     /// Adds the bytes a TLS connection's socket carried since the last call to `count` (a plain
     /// connection counts as it goes).
-    pub fn take_count(&self, count: &mut WireCount) {
+    pub(crate) fn take_count(&self, count: &mut WireCount) {
         if let Stream::Tls(tls) = &self.stream {
             let (sent, received) = tls.get_ref().0.counter().take();
             count.sent += sent;

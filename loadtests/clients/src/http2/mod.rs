@@ -66,9 +66,9 @@ use crate::tls::{self, Counted, Handshake, WireCounter};
 use conn::StreamError;
 
 /// The window each stream advertises: 1 MiB.
-pub const STREAM_WINDOW: u32 = 1 << 20;
+pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 /// The window the whole connection advertises: 4 MiB.
-pub const CONNECTION_WINDOW: u32 = 4 << 20;
+pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
 
 /// An open HTTP/2 connection (or HTTP/3, [`crate::http3`]): a handle to send on and the counter
 /// of its socket.
