@@ -60,7 +60,7 @@ impl Dialer {
     }
 
     /// Ends what the dialer opened that outlives its tasks: its QUIC connections (see
-    /// [`http3::QuicDialer::close`]); nothing for TCP, whose sockets close when dropped.
+    /// `http3::QuicDialer::close`); nothing for TCP, whose sockets close when dropped.
     pub async fn close(&self) {
         if let Some(quic) = &self.quic {
             quic.close().await;

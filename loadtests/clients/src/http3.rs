@@ -4,7 +4,7 @@
 //! a stream, and a broken connection is replaced by the first loop that notices.
 //!
 //! - Sockets: one UDP socket per generator thread (and address family), its buffers asked at
-//!   [`UDP_BUFFER`], every QUIC connection of the thread on it (quinn tells them apart by
+//!   `UDP_BUFFER`, every QUIC connection of the thread on it (quinn tells them apart by
 //!   connection id), made on the first dial, inside the thread's runtime; quinn's segmentation
 //!   offload where the kernel has it.
 //! - Bytes: what crossed the UDP socket for the connection (quinn's per-connection counts of UDP
@@ -12,7 +12,7 @@
 //! - Handshakes: timed from the first packet to the handshake's end, full or resumed (TLS 1.3
 //!   session tickets from the thread's cache; 0-RTT off). quinn does not say whether the server
 //!   took a ticket, so a handshake counts as resumed when the client offered one (taken from the
-//!   cache in quinn's `connect`, see [`crate::tls::Offers`]); a server refuses one only when it no
+//!   cache in quinn's `connect`, see `crate::tls::Offers`); a server refuses one only when it no
 //!   longer knows the key that made it (a restart), and the server's CPU per handshake shows which.
 //! - Windows: 1 MiB a stream, 4 MiB a connection, as the HTTP/2 client advertises.
 

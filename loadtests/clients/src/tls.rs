@@ -2,8 +2,8 @@
 //! (never a process-wide default), and the two things a TLS run measures besides requests: the
 //! bytes on the TCP socket and the handshakes.
 //!
-//! - Bytes: a TLS connection's socket is wrapped in [`Counted`], which counts every byte the
-//!   socket takes and gives (TLS records, handshakes and alerts included) into a [`WireCounter`]
+//! - Bytes: a TLS connection's socket is wrapped in `Counted`, which counts every byte the
+//!   socket takes and gives (TLS records, handshakes and alerts included) into a `WireCounter`
 //!   the connection keeps. Each request takes what was counted since the last request took, so
 //!   the run's byte totals are what crossed the socket, as for plaintext HTTP/1.1. Plaintext
 //!   HTTP/1.1 has no wrapper: it counts its own reads and writes, as before.

@@ -1,8 +1,8 @@
 //! One HTTP/1.1 client connection per task, written for the generator's hot path: a request goes
 //! out as bytes encoded once (a request with no template holes is encoded once per run, see
 //! [`encode`]) in one write on tokio's `TcpStream`, and the answer is read into a buffer the
-//! connection keeps, its head parsed with `httparse` ([`head`]) and its body framed by its length,
-//! its chunks ([`chunked`]) or the connection's end. Nothing is allocated per request unless the
+//! connection keeps, its head parsed with `httparse` (`head`) and its body framed by its length,
+//! its chunks (`chunked`) or the connection's end. Nothing is allocated per request unless the
 //! caller keeps the body (to capture values from it), and nothing is copied but what the socket
 //! hands over. Every byte written and read is counted, so bandwidth is what crossed the wire:
 //! request and status lines, headers and bodies.

@@ -1,5 +1,5 @@
 //! HTTP/2 for `h2c` (plaintext, by prior knowledge) and `h2-tls` (ALPN `h2`), by a client of the
-//! generator's own ([`conn`], [`frame`], [`hpack`]) that does what the generator needs and no
+//! generator's own (`conn`, `frame`, `hpack`) that does what the generator needs and no
 //! more: open streams, send a request (its header block encoded once per request template), read
 //! each answer whole, keep to the server's limits and windows, and say how a stream failed.
 //!
@@ -18,9 +18,9 @@
 //! less the same run for 2 s, over the requests between them.
 //!
 //! - A connection is a driver task (spawned on the generator thread's current-thread runtime)
-//!   that owns the socket and handles ([`conn::Connection`]) the stream loops hold; the driver
+//!   that owns the socket and handles (`conn::Connection`) the stream loops hold; the driver
 //!   ends when the last handle is dropped and no stream is open, or when the server closes. Its
-//!   socket is wrapped in [`Counted`], so bytes are what crossed the TCP socket (frames, HPACK,
+//!   socket is wrapped in `Counted`, so bytes are what crossed the TCP socket (frames, HPACK,
 //!   TLS records); each request takes what was counted since the last one took, so the totals
 //!   are exact although frames of concurrent streams interleave.
 //! - Streams: the handles a user's (or a paced connection's) stream loops hold ([`Http2Stream`])
@@ -43,7 +43,7 @@
 //! - Errors: a RST_STREAM (REFUSED_STREAM included) is a reset and keeps the connection; a GOAWAY
 //!   is a reset for the streams it left out; an I/O error as for HTTP/1.1; a protocol error
 //!   (a malformed frame or header block) other, and the connection is closed.
-//! - HTTP/3 ([`crate::http3`]) shares the connection sharing above through [`Sender`].
+//! - HTTP/3 ([`crate::http3`]) shares the connection sharing above through `Sender`.
 
 mod conn;
 mod frame;
