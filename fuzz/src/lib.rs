@@ -105,7 +105,7 @@ pub fn request_path(runtime: &str, data: &[u8]) {
         // An answer to a HEAD has a length and no body; the framing that lands on the next
         // answer (or the end) is the one the server meant.
         let next = [false, true].into_iter().find_map(|head| {
-            let (status, _, used) = brigade_load::engine::read_answer(rest, head)?;
+            let (status, _, used) = brigade_clients::http1::read_answer(rest, head)?;
             let after = &rest[used..];
             (after.is_empty() || after.starts_with(b"HTTP/1.")).then_some((status, used))
         });
@@ -209,7 +209,7 @@ pub fn report_json(data: &[u8]) {
 /// panic, and never more bytes used than given.
 pub fn response_parser(data: &[u8]) {
     for head_request in [false, true] {
-        if let Some((_, body, used)) = brigade_load::engine::read_answer(data, head_request) {
+        if let Some((_, body, used)) = brigade_clients::http1::read_answer(data, head_request) {
             assert!(used <= data.len() && body <= used);
         }
     }

@@ -10,7 +10,9 @@ const FOLDERS: &[&str] = &[
     "runtimes",
     "services/kit",
     "launch",
+    "loadtests/clients",
     "loadtests/load",
+    "loadtests/slo",
     "loadtests/compare",
     "loadtests/studies",
 ];

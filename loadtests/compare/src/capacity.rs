@@ -1,12 +1,12 @@
 //! `brigade compare --slo`: every runtime's capacity at the SLOs — the highest open-loop rate at
-//! which every SLO holds over a measured window — found by the search of [`brigade_load::slo`],
+//! which every SLO holds over a measured window — found by the search of [`brigade_slo`],
 //! per scenario, user count (the connections sending the schedule) and preload.
 //!
 //! Every step is a run as the isolated runs make them: a fresh server on the run's fresh state,
 //! alone on the server CPUs, loaded for `--warmup` and then measured for `--duration` while
 //! `/proc` is sampled ([`crate::measure`]). So a step never finds what an earlier one wrote, and
 //! the data a step grows is the same for every runtime at that rate. The runtimes' searches go
-//! step by step in rounds, the order rotating by one each round ([`brigade_load::slo::interleave`]),
+//! step by step in rounds, the order rotating by one each round ([`brigade_slo::interleave`]),
 //! so that drift on a shared machine lands on all of them alike. Against `--external` servers the
 //! steps load the same servers, as the isolated runs do.
 
@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use brigade_load::scenario::Scenario;
-use brigade_load::slo::{self, Measured, Search, SloSearch};
+use brigade_slo::{self as slo, Measured, Search, SloSearch};
 
 use crate::measure::{Bench, Served};
 use crate::settings::SloPlan;

@@ -81,7 +81,7 @@ struct Measured {
     /// The side-by-side cells, with instruction counts where asked for.
     side_cells: Vec<SideCell>,
     /// `--slo`'s searches.
-    slo_searches: Vec<brigade_load::slo::SloSearch>,
+    slo_searches: Vec<brigade_slo::SloSearch>,
     /// Every server started, with what it said.
     servers: Vec<ServerRecord>,
     /// The worker count each runtime said it started with.

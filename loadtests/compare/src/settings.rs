@@ -162,9 +162,9 @@ pub(crate) struct SloPlan {
     /// The SLOs, every one to hold.
     pub slos: Vec<brigade_load::threshold::Threshold>,
     /// The search's flags (start, precision, sub-windows, searches, probe, target rate).
-    pub args: brigade_load::slo::SloArgs,
+    pub args: brigade_slo::SloArgs,
     /// The search's settings from those flags, checked; each search takes its own start rate.
-    pub search: brigade_load::slo::SearchSettings,
+    pub search: brigade_slo::SearchSettings,
 }
 
 /// Steps a search takes about, for the estimate: a ramp, a bisection, the rechecks of its ends

@@ -1,6 +1,7 @@
 //! `brigade load` on its own, for working on the generator without building the runtimes:
 //! `cargo run --release -p brigade-load --example load -- --target http://127.0.0.1:8081 --users 50`.
-//! It knows the engine's own scenarios (`hello`) and any scenario file.
+//! It knows the engine's own scenarios (`hello`) and any scenario file; the SLO search (`--slo`) is
+//! `brigade-slo`'s, in the `brigade` binary.
 
 use clap::Parser;
 

@@ -1,6 +1,6 @@
 //! The clap arguments of `brigade load` and `brigade merge` and the engine configuration they
-//! describe. The SLO search's runner reads [`LoadArgs`] too, so they live apart from `cli`, which
-//! runs the commands: `cli` → `slo` → `args` → `parse`, never back.
+//! describe; `cli` runs the commands (`cli` → `args` → `parse`, never back). The SLO search's
+//! flags join these in `brigade-slo`, which mounts [`LoadArgs`] beside its own.
 //!
 //! Protocols: `--protocol h1|h2c|h1-tls|h2-tls|h3` (default `h1`); without `--protocol`, a run whose
 //! targets include an `https://` URL speaks `h1-tls` (HTTP/1.1 over TLS, the protocol every
@@ -120,7 +120,7 @@ pub struct LoadArgs {
     /// h1-tls or h2-tls (over TLS, ALPN offering only http/1.1 resp. h2), h3 (HTTP/3 over QUIC on
     /// the https:// target's port, UDP) [default: h1, or h1-tls when a target is https://]
     #[arg(long, value_name = "h1|h2c|h1-tls|h2-tls|h3")]
-    pub protocol: Option<engine::Protocol>,
+    pub protocol: Option<brigade_clients::Protocol>,
     /// HTTP/2 and HTTP/3: requests in flight per connection (closed loop: per user; open loop: the schedule
     /// is spread over connections × streams senders)
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -140,10 +140,6 @@ pub struct LoadArgs {
     /// TLS: the client certificate's private key (PEM)
     #[arg(long, value_name = "PEM", requires = "tls_client_cert")]
     pub tls_client_key: Option<PathBuf>,
-    /// Capacity at an SLO: with `--slo`, the rates are the search's own (`--rate` is refused);
-    /// each step is a `--warmup` and a `--duration` window (default 2s) on `--connections`
-    #[command(flatten)]
-    pub slo: crate::slo::SloArgs,
 }
 
 /// `brigade merge`: one result from the results of generators that ran at the same time.
@@ -177,9 +173,9 @@ impl LoadArgs {
             parse_targets(&self.targets)?
         };
         let protocol = self.protocol.unwrap_or(if targets_https(&targets) {
-            engine::Protocol::H1Tls
+            brigade_clients::Protocol::H1Tls
         } else {
-            engine::Protocol::H1
+            brigade_clients::Protocol::H1
         });
         let connections = self.connections.or(if self.rate.is_some() {
             self.users
@@ -211,7 +207,7 @@ impl LoadArgs {
             seed: self.seed,
             protocol,
             streams: self.streams,
-            tls: engine::TlsClient {
+            tls: brigade_clients::TlsClient {
                 insecure: self.tls_insecure,
                 resumption: !self.no_tls_resumption,
                 ca: self.tls_ca.clone(),
@@ -270,11 +266,14 @@ mod tests {
             args.config(&Registry::new()).unwrap()
         };
         let plain = config(&["--target", "http://h:1"]);
-        assert_eq!((plain.protocol, plain.streams), (engine::Protocol::H1, 1));
-        assert_eq!(plain.tls, engine::TlsClient::default());
+        assert_eq!(
+            (plain.protocol, plain.streams),
+            (brigade_clients::Protocol::H1, 1)
+        );
+        assert_eq!(plain.tls, brigade_clients::TlsClient::default());
         assert_eq!(
             config(&["--target", "https://h:1"]).protocol,
-            engine::Protocol::H1Tls
+            brigade_clients::Protocol::H1Tls
         );
         let h2 = config(&[
             "--target",
@@ -288,7 +287,10 @@ mod tests {
             "--tls-ca",
             "ca.pem",
         ]);
-        assert_eq!((h2.protocol, h2.streams), (engine::Protocol::H2Tls, 8));
+        assert_eq!(
+            (h2.protocol, h2.streams),
+            (brigade_clients::Protocol::H2Tls, 8)
+        );
         assert!(h2.tls.insecure && !h2.tls.resumption);
         assert_eq!(h2.tls.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
         let h3 = config(&[
@@ -299,7 +301,10 @@ mod tests {
             "--streams",
             "4",
         ]);
-        assert_eq!((h3.protocol, h3.streams), (engine::Protocol::H3, 4));
+        assert_eq!(
+            (h3.protocol, h3.streams),
+            (brigade_clients::Protocol::H3, 4)
+        );
         let refused = Cli::try_parse_from(["load", "--protocol", "h4"]);
         assert!(refused.is_err());
         let half = Cli::try_parse_from(["load", "--tls-client-cert", "c.pem"]);

@@ -2,7 +2,8 @@
 //! print or write their results. A binary mounts [`LoadArgs`] and [`MergeArgs`] as subcommands and
 //! hands `run_load` the [`Registry`] of the scenarios and default targets it knows. The argument
 //! structs live in `args` and the value parsers in `parse` (re-exported here, where users find
-//! them), so the SLO search, which this module starts, never imports it back.
+//! them). `brigade load --slo` is `brigade-slo`'s, which mounts [`LoadArgs`] with its own flags
+//! and hands a run without `--slo` back to [`run_load`].
 
 use anyhow::{bail, Context, Result};
 
@@ -34,9 +35,6 @@ pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
     }
     let thresholds = threshold::parse_all(&args.thresholds)?;
     let scenario = registry.load(&args.scenario)?;
-    if !args.slo.slo.is_empty() {
-        return crate::slo::load::run(&args, registry, &scenario);
-    }
     let config = args.config(registry)?;
     if args.setup_only {
         let path = args.fixtures.as_ref().expect("clap requires --fixtures");

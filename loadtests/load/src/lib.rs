@@ -3,10 +3,28 @@
 //! A scenario is data (a TOML file); it runs closed or open loop and reports hits/s, bytes/s,
 //! latency percentiles from HdrHistograms and errors by kind, per route and in total. It knows no
 //! application: scenarios name services, targets are URLs, and an application registers its own
-//! scenarios and default targets in a [`registry::Registry`].
+//! scenarios and default targets in a [`Registry`].
 //!
-//! A user's crate can depend on it alone; the comparison of runtimes and its reports live in
-//! `brigade-compare`, the studies in `brigade-studies`, both built on it.
+//! As a library: [`run`] a [`Scenario`] under a [`LoadConfig`] and read the [`LoadResult`].
+//!
+//! Its jobs, one a module:
+//! - [`scenario`]: scenarios as data — parsing, templates, pools of captured values, rehearsal;
+//!   [`registry`]: the scenarios and default targets an application knows by name;
+//! - [`engine`]: the run — generator threads on their own runtimes, closed and open loop, setup
+//!   steps, per-thread statistics merged at the end; `engine::session` sends one request at a time;
+//! - [`histogram`] and [`result`]: latency histograms and the result every run writes (the JSON
+//!   contract), with [`table`] printing it and [`machine`] describing where it ran;
+//! - [`shard`]: one run split over many generators (fixtures made once, a shard of the users each)
+//!   and the merge of their results;
+//! - [`threshold`]: pass/fail thresholds and the SLO expressions (`p99<10ms`) on a result's totals;
+//! - [`abuse`]: abusive clients (slowloris heads, idle keep-alives, unfinished bodies, connection
+//!   floods) that check a server's limits close what they should;
+//! - [`cli`], [`args`] and [`parse`]: `brigade load` and `brigade merge`; [`files`]: bounded reads.
+//!
+//! What it does not hold: the protocol clients (HTTP/1.1, TLS, HTTP/2, HTTP/3) are
+//! `brigade-clients`, which knows no scenario; the capacity search at an SLO is `brigade-slo`,
+//! built on this crate. The comparison of runtimes and its reports live in `brigade-compare`, the
+//! studies in `brigade-studies`.
 
 pub mod abuse;
 pub mod args;
@@ -16,13 +34,14 @@ pub mod files;
 pub mod histogram;
 pub mod machine;
 pub mod parse;
-pub mod protocol;
 pub mod registry;
 pub mod result;
 pub mod scenario;
 pub mod shard;
-pub mod slo;
 pub mod table;
 pub mod threshold;
 
+pub use engine::{run, LoadConfig};
 pub use registry::Registry;
+pub use result::LoadResult;
+pub use scenario::Scenario;

@@ -51,7 +51,7 @@ pub struct LoadSettings {
     pub shard: Option<crate::shard::Shard>,
     /// The wire protocol (`h1` in results written before there was a choice).
     #[serde(default)]
-    pub protocol: crate::protocol::Protocol,
+    pub protocol: brigade_clients::Protocol,
     /// HTTP/2 requests in flight per connection (1 for HTTP/1.1).
     #[serde(default = "one_stream")]
     pub streams: u32,
@@ -144,6 +144,10 @@ pub struct Machine {
     /// rustc version Brigade was built with, if known.
     pub rustc: String,
 }
+
+/// The generator counts as saturated at this share of its threads' CPU (as compare judges its
+/// CPUs): a run whose `generator_cpu_percent` reaches it measured the generator, not the server.
+pub const GENERATOR_SATURATED: f64 = 0.90;
 
 /// One whole load run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

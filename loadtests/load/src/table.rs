@@ -22,7 +22,7 @@ pub fn grouped(n: u64) -> String {
 /// handshakes.
 fn write_protocol(out: &mut String, result: &LoadResult) {
     let s = &result.settings;
-    if s.protocol != crate::protocol::Protocol::H1 {
+    if s.protocol != brigade_clients::Protocol::H1 {
         let streams = if s.protocol.multiplexed() {
             format!(", {} stream(s) per connection", s.streams)
         } else {

@@ -340,7 +340,7 @@ pub fn check_all(thresholds: &[Threshold], figures: &Figures) -> Vec<Check> {
 }
 
 /// `6.2`, `0.05`, `1250`: a figure without trailing zeros.
-pub(crate) fn short(v: f64) -> String {
+pub fn short(v: f64) -> String {
     let text = if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
@@ -350,7 +350,7 @@ pub(crate) fn short(v: f64) -> String {
 }
 
 /// `6.200` → `6.2`, `5.000` → `5`: a decimal figure without trailing zeros.
-pub(crate) fn trim_zeros(text: String) -> String {
+pub fn trim_zeros(text: String) -> String {
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_owned()
     } else {

@@ -16,7 +16,7 @@ use brigade_load::shard::ShardPlan;
 
 use crate::counters::{self, CpuClock, EventCounts, Ticks};
 use crate::procstat::{read_cpus, CpuSample, CpuSeries};
-use brigade_load::slo::GENERATOR_SATURATED;
+use brigade_load::result::GENERATOR_SATURATED;
 use brigade_records::cpus::CpuPlan;
 use brigade_records::side::{Level, Looks, SideCell, SideRuntime, ACHIEVED_SHARE, MAX_ERROR_SHARE};
 

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use brigade_load::slo::{rate_words, CurvePoint, SloSearch};
+use brigade_slo::{rate_words, CurvePoint, SloSearch};
 use plotters::prelude::*;
 
 use super::render::{colour, esc, plot_err, significant};
@@ -103,7 +103,7 @@ pub fn row(search: &SloSearch) -> Vec<String> {
 }
 
 /// The probe's pauses in a table cell: `server 0.5/s ≤ 27 ms; generator 0/s`.
-fn pauses(probe: &brigade_load::slo::stalls::StallProbe) -> String {
+fn pauses(probe: &brigade_slo::stalls::StallProbe) -> String {
     probe
         .sides
         .iter()
@@ -133,7 +133,7 @@ fn summaries(searches: &[&SloSearch]) -> Vec<String> {
                 .copied()
                 .filter(|s| s.runtime == r)
                 .collect();
-            brigade_load::slo::CapacitySummary::of(&mine).sentence()
+            brigade_slo::CapacitySummary::of(&mine).sentence()
         })
         .collect()
 }

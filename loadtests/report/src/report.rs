@@ -65,7 +65,7 @@ pub struct Report {
     /// Every `--slo` search: per runtime, scenario, user count and preload, the capacity, its
     /// bracket, its stall probe and the latency–rate curve (several independent searches each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub slo_searches: Vec<brigade_load::slo::SloSearch>,
+    pub slo_searches: Vec<brigade_slo::SloSearch>,
 }
 
 /// What a comparison measured, and how: every part of its report but the judged ones.
@@ -92,7 +92,7 @@ pub struct Measurements {
     /// Every side-by-side level of every cell.
     pub side_by_side: Vec<brigade_records::side::SideCell>,
     /// Every `--slo` search.
-    pub slo_searches: Vec<brigade_load::slo::SloSearch>,
+    pub slo_searches: Vec<brigade_slo::SloSearch>,
 }
 
 /// What judging a comparison's measurements gave: the parts of its report the judge derives.

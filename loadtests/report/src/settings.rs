@@ -59,7 +59,7 @@ pub struct Settings {
     pub keepalive: bool,
     /// The protocol every server and load spoke (`h1` in reports made before protocols).
     #[serde(default)]
-    pub protocol: brigade_load::engine::Protocol,
+    pub protocol: brigade_clients::Protocol,
     /// HTTP/2 requests in flight per connection (1 over HTTP/1.1 and in older reports).
     #[serde(default = "one_stream")]
     pub streams: u32,
@@ -219,7 +219,7 @@ fn one_stream() -> u32 {
 /// (`, over h2-tls, 4 stream(s) per connection`).
 pub fn load_words(s: &Settings) -> String {
     let wire = brigade_meter::wire::Wire::new(s.protocol, s.streams);
-    let over = if s.protocol == brigade_load::engine::Protocol::H1 {
+    let over = if s.protocol == brigade_clients::Protocol::H1 {
         String::new()
     } else {
         format!(", over {}", wire.describe())

@@ -1,7 +1,7 @@
 //! The comparisons of several stores (`--stores`) or protocols (`--protocols`): one whole
 //! comparison per store or protocol and a report across them; `--plan`'s plans.
 
-use brigade_load::engine::Protocol;
+use brigade_clients::Protocol;
 use brigade_load::Registry;
 use brigade_meter::wire::Wire;
 

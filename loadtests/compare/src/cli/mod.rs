@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use brigade_load::engine::Protocol;
+use brigade_clients::Protocol;
 use brigade_load::Registry;
 use clap::Args;
 
@@ -235,7 +235,7 @@ pub struct CompareArgs {
     /// a `--duration` window on a fresh server) and judges the capacities; the isolated runs and
     /// side-by-side levels are skipped unless `--slo-also-compare`
     #[command(flatten)]
-    pub slo: brigade_load::slo::SloArgs,
+    pub slo: brigade_slo::SloArgs,
     /// With --slo: also make the isolated runs and side-by-side levels (their verdicts beside the
     /// capacity's; the search then starts from the isolated runs' rates)
     #[arg(long, requires = "slo")]

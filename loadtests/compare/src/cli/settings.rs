@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use brigade_load::engine::Protocol;
+use brigade_clients::Protocol;
 use brigade_load::Registry;
 use brigade_meter::servers::external::ExternalSpec;
 use brigade_meter::servers::{Launch, ServerInfo};

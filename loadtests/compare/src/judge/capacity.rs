@@ -2,9 +2,9 @@
 //! n of every runtime ran in one round, interleaved step by step, so a round is a block and the
 //! intervals are simultaneous over the cell.
 
-use brigade_load::slo::SloSearch;
 use brigade_report::comparison::Comparison;
 use brigade_report::verdict::{CellAt, Measure, Outcome, Rule, Verdict};
+use brigade_slo::SloSearch;
 
 use super::scenario::judge_scenario_at;
 use super::words::{cell_verdict, judged, not_judged, Basis, Key};
@@ -225,7 +225,7 @@ mod tests {
                 scenario: "s".to_owned(),
                 users: 20,
                 search: n as u32,
-                outcome: brigade_load::slo::SearchOutcome {
+                outcome: brigade_slo::SearchOutcome {
                     slo: vec!["p99<10ms".to_owned()],
                     capacity_per_s: *c,
                     reason: c.is_none().then(|| reason.to_owned()),

@@ -14,13 +14,13 @@ mod words;
 
 use std::path::Path;
 
-use brigade_load::slo::SloSearch;
 use brigade_meter::runcpu::{contended, generator_bound, CpuShape};
 use brigade_records::side::SideCell;
 use brigade_report::comparison::Comparison;
 use brigade_report::thresholds::RunCheck;
 use brigade_report::verdict::{CellAt, Outcome, Rule, Verdict};
 use brigade_report::{CellVerdict, LevelVerdict, Report, Row, RunRecord, ScenarioVerdict};
+use brigade_slo::SloSearch;
 
 pub(crate) use efficiency::rounds_to_decide;
 pub use scenario::{judge_scenario, judge_scenario_at};

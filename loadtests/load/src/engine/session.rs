@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 
-use super::conn::http2::{self, Http2Stream};
-use super::conn::{
-    abandon, encode, exchange, Connection, Dialer, Exchange, Failure, Target, WireCount,
-};
+use brigade_clients::http1::{abandon, encode, exchange, Connection};
+use brigade_clients::http2::{self, Http2Stream};
+use brigade_clients::{Dialer, Exchange, Failure, Target, WireCount};
+
 use crate::scenario::{Pools, RenderContext, RequestSpec, Scenario};
 
 /// A sequential client for one scenario's services.
@@ -74,7 +74,7 @@ impl<'a> Session<'a> {
         seq: &'a AtomicU64,
     ) -> Result<Session<'a>> {
         let (targets, _) =
-            super::conn::resolve_targets(scenario, targets, Dialer::plain().protocol)?;
+            super::targets::resolve_targets(scenario, targets, Dialer::plain().protocol)?;
         Ok(Session::with_targets(scenario, targets, timeout, seq, None))
     }
 
@@ -183,11 +183,7 @@ impl<'a> Session<'a> {
     }
 
     /// `req` to service `service` over HTTP/1.1, within the timeout.
-    async fn exchange_http1(
-        &mut self,
-        service: usize,
-        req: &crate::scenario::RenderedRequest,
-    ) -> Exchange {
+    async fn exchange_http1(&mut self, service: usize, req: &brigade_clients::Request) -> Exchange {
         let target = &self.targets[service];
         let slot = &mut self.conns[service];
         encode(&mut self.scratch, target, req, true);
@@ -217,7 +213,7 @@ impl<'a> Session<'a> {
     async fn exchange_http2(
         &mut self,
         service: usize,
-        req: &crate::scenario::RenderedRequest,
+        req: &brigade_clients::Request,
     ) -> Result<Exchange> {
         let target = &self.targets[service];
         let request = http2::build(target, req, self.dialer.protocol.tls())?;

@@ -21,8 +21,7 @@ mod template;
 
 use std::collections::VecDeque;
 
-use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
+use http::header::HeaderName;
 
 pub use template::{RenderContext, SeqSpacing, Template};
 
@@ -99,21 +98,6 @@ pub struct Capture {
     pub pool: usize,
     /// JSON pointer (RFC 6901), e.g. `/id` or `/items/0/id`.
     pub pointer: String,
-}
-
-/// A request ready to go on the wire.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RenderedRequest {
-    /// The method.
-    pub method: http::Method,
-    /// Path and query, relative to the service's base URL.
-    pub path: String,
-    /// Headers from the scenario (the engine adds `host`, `content-type` and `content-length`).
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body (empty when the request has none).
-    pub body: Bytes,
-    /// Whether the request has a body.
-    pub has_body: bool,
 }
 
 /// The pools of captured values one generator thread works with.

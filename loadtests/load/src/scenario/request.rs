@@ -6,7 +6,9 @@ use bytes::Bytes;
 use http::header::HeaderValue;
 
 use super::template::{Part, RenderContext};
-use super::{Pools, RenderedRequest, RequestSpec, Scenario, SetupStep};
+use brigade_clients::Request;
+
+use super::{Pools, RequestSpec, Scenario, SetupStep};
 
 impl RequestSpec {
     pub(super) fn all_parts(&self) -> impl Iterator<Item = &Part> {
@@ -37,7 +39,7 @@ impl RequestSpec {
 
     /// The request as it is every time, when its templates have no holes (then it can be encoded
     /// once for a whole run).
-    pub fn literal(&self) -> Option<RenderedRequest> {
+    pub fn literal(&self) -> Option<Request> {
         if !self.all_parts().all(|p| matches!(p, Part::Text(_))) {
             return None;
         }
@@ -52,7 +54,7 @@ impl RequestSpec {
     }
 
     /// Renders the request with `ctx`.
-    pub fn render(&self, ctx: &mut RenderContext<'_>) -> Result<RenderedRequest> {
+    pub fn render(&self, ctx: &mut RenderContext<'_>) -> Result<Request> {
         let mut path = String::with_capacity(64);
         self.path.render(ctx, &mut path);
         let mut headers = Vec::with_capacity(self.headers.len());
@@ -72,7 +74,7 @@ impl RequestSpec {
             }
             None => (Bytes::new(), false),
         };
-        Ok(RenderedRequest {
+        Ok(Request {
             method: self.method.clone(),
             path,
             headers,

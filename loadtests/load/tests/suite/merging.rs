@@ -281,7 +281,7 @@ fn a_result_from_before_protocols_reads_as_plaintext_http1() {
     settings.remove("streams");
     json.as_object_mut().unwrap().remove("tls");
     let old: LoadResult = serde_json::from_value(json).unwrap();
-    assert_eq!(old.settings.protocol, brigade_load::engine::Protocol::H1);
+    assert_eq!(old.settings.protocol, brigade_clients::Protocol::H1);
     assert_eq!((old.settings.streams, old.tls), (1, None));
 }
 

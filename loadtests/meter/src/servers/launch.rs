@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use brigade_load::engine::Protocol;
+use brigade_clients::Protocol;
 
 use super::info::ServerInfo;
 

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use brigade_load::engine::{Protocol, TlsClient};
+use brigade_clients::{Protocol, TlsClient};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -340,7 +340,7 @@ pub fn wait_ready(url: &str, protocol: Protocol, timeout: Duration) -> anyhow::R
 
 /// A minimal blocking `GET` that returns the status code (for readiness, not for load): over
 /// plaintext HTTP/1.1 the hand-written [`http_get`]; over h2c or TLS the generator's own client
-/// ([`brigade_load::engine::fetch`]; an h2c-only server answers no HTTP/1.1), trusting the
+/// ([`brigade_clients::fetch`]; an h2c-only server answers no HTTP/1.1), trusting the
 /// self-signed certificate compare's servers make for themselves.
 fn get_status(base: &str, path: &str, protocol: Protocol) -> anyhow::Result<u16> {
     if protocol == Protocol::H1 {
@@ -350,7 +350,7 @@ fn get_status(base: &str, path: &str, protocol: Protocol) -> anyhow::Result<u16>
         insecure: true,
         ..TlsClient::default()
     };
-    Ok(brigade_load::engine::fetch::get(base, path, protocol, &tls, HTTP_GET_DEADLINE)?.0)
+    Ok(brigade_clients::fetch::get(base, path, protocol, &tls, HTTP_GET_DEADLINE)?.0)
 }
 
 /// The whole of one [`http_get`], connection to last byte: a server that trickles its answer is cut

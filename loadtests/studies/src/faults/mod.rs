@@ -233,7 +233,7 @@ fn start(settings: &FaultsSettings, runtime: &str, store: &str, tag: &str) -> Re
             .join(format!("{runtime}-{store}-{tag}.log")),
         cpus: None,
         handicap_us: 0.0,
-        protocol: brigade_load::engine::Protocol::H1,
+        protocol: brigade_clients::Protocol::H1,
     };
     let process = start_on_free_ports(&spec, &[], Duration::from_secs(60))?;
     Ok(Server { spec, process })

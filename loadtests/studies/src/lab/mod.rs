@@ -21,7 +21,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_load::engine::{LoadConfig, Protocol};
+use brigade_clients::Protocol;
+use brigade_load::engine::LoadConfig;
 use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use brigade_meter::wire::Wire;

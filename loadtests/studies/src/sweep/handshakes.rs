@@ -11,7 +11,7 @@
 //! the handshake complete, full and resumed apart (`result::TlsResult`).
 
 use anyhow::Result;
-use brigade_load::engine::Protocol;
+use brigade_clients::Protocol;
 use brigade_load::result::HandshakeResult;
 use brigade_meter::servers::runtime_of;
 

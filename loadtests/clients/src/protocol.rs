@@ -1,9 +1,8 @@
-//! What the generator speaks to a target: the [`Protocol`] (HTTP/1.1 or HTTP/2, plaintext or over
-//! TLS, or HTTP/3 over QUIC) and the [`TlsClient`] settings of the TLS ones (which certificates to trust, a client
-//! certificate for mutual TLS, session resumption). Both travel in [`crate::engine::LoadConfig`] and
-//! the protocol in every result; the connections themselves are built in `engine::conn` (HTTP/1.1,
-//! TLS), `engine::conn::http2` and `engine::conn::http3`. Its own module, below the engine and the result, so the JSON
-//! contract names the protocol without importing the engine.
+//! What a client speaks to a target: the [`Protocol`] (HTTP/1.1 or HTTP/2, plaintext or over
+//! TLS, or HTTP/3 over QUIC) and the [`TlsClient`] settings of the TLS ones (which certificates to
+//! trust, a client certificate for mutual TLS, session resumption). The generator's run
+//! configuration carries both and every result names the protocol; the connections themselves are
+//! built in `http1` (and TLS, `tls`), `http2` and `http3`.
 
 use std::fmt;
 use std::path::PathBuf;

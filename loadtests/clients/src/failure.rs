@@ -5,7 +5,7 @@ use std::io;
 
 /// Why a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// The TCP connection could not be made.
     Connect,
     /// No full answer within the timeout.

@@ -1,4 +1,4 @@
-//! `brigade load --slo`: the SLO search against any running server (one compare did not start,
+//! `brigade load --slo`'s run: the SLO search against any running server (one compare did not start,
 //! a container, a service not on the kit). Every step loads the same server in turn: it is not
 //! restarted, so a scenario that writes finds the data earlier steps left. `--slo-searches`
 //! searches run one after another, each from the same start, after a probe of the machine's own
@@ -8,19 +8,26 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::{stalls, CapacitySummary, Measured, Search, SloSearch, Stage, GENERATOR_SATURATED};
-use crate::args::LoadArgs;
-use crate::engine::{self, LoadConfig};
-use crate::registry::Registry;
-use crate::result::LoadResult;
-use crate::scenario::Scenario;
+use brigade_load::engine::{self, LoadConfig};
+use brigade_load::registry::Registry;
+use brigade_load::result::{LoadResult, GENERATOR_SATURATED};
+use brigade_load::scenario::Scenario;
+use brigade_load::threshold::Threshold;
+
+use super::LoadCommand;
+use crate::outcome::{CurvePoint, SearchOutcome};
+use crate::record::{CapacitySummary, SloSearch};
+use crate::search::Search;
+use crate::stalls;
+use crate::step::{Measured, Stage};
+use crate::words::rate_words;
 
 /// Each sub-window's length unless `--duration` says.
 const SUB_WINDOW: Duration = Duration::from_secs(1);
 
 /// What a step's run measured, as the search reads it: generator-bound when its threads were
 /// saturated (the server's side is not sampled here).
-pub fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
+fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
     let threads = result.settings.threads.max(1);
     let busy = result.generator_cpu_percent / (100.0 * f64::from(threads));
     Measured {
@@ -35,17 +42,18 @@ pub fn measured(offered_per_s: f64, result: &LoadResult) -> Measured {
 }
 
 /// Runs the searches `args` asks for and prints each capacity, their summary and the curves.
-pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<()> {
+pub(super) fn run(args: &LoadCommand, registry: &Registry, scenario: &Scenario) -> Result<()> {
     refuse_flags(args)?;
     let slo = args.slo.slos()?;
-    let mut closed = args.config(registry)?;
-    let sub_window = args.duration.unwrap_or(SUB_WINDOW);
+    let mut closed = args.load.config(registry)?;
+    let sub_window = args.load.duration.unwrap_or(SUB_WINDOW);
     closed.progress = false;
     // The same seed for every step, so every step sends the same request stream.
-    closed.seed = Some(args.seed.unwrap_or_else(|| fastrand::u64(..)));
+    closed.seed = Some(args.load.seed.unwrap_or_else(|| fastrand::u64(..)));
     let connections = args
+        .load
         .connections
-        .or(args.users)
+        .or(args.load.users)
         .unwrap_or(closed.connections);
     closed.duration = Some(sub_window);
     let (start, start_from) = start_rate(args, &closed, connections, scenario)?;
@@ -57,7 +65,7 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
          sub-windows of {} s, a rate pooled up to {} sub-windows, bracket to {}%",
         args.slo.slo.join(", "),
         args.slo.slo_searches,
-        super::rate_words(start),
+        rate_words(start),
         settings.windows,
         sub_window.as_secs_f64(),
         settings.max_windows,
@@ -70,7 +78,7 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
     for n in 0..args.slo.slo_searches {
         let began = Instant::now();
         let outcome = match &probe.refused {
-            Some(why) => super::SearchOutcome::refused(&slo, start, why),
+            Some(why) => SearchOutcome::refused(&slo, start, why),
             None => {
                 let mut search = Search::new(slo.clone(), settings.clone());
                 while let Some((rate, stage)) = search.next_step() {
@@ -102,7 +110,7 @@ pub fn run(args: &LoadArgs, registry: &Registry, scenario: &Scenario) -> Result<
     }
     let summary = CapacitySummary::of(&records.iter().collect::<Vec<_>>());
     println!("capacity over the searches: {}", summary.sentence());
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.load.json {
         write_json(path, last.as_ref(), &records, &summary)?;
     }
     if let Some(err) = error {
@@ -141,11 +149,7 @@ fn step(
 
 /// The machine's own stalls before the searches: the generator's CPUs when pinned, else every
 /// CPU (the server's are not known to `brigade load`).
-fn probe_machine(
-    args: &LoadArgs,
-    closed: &LoadConfig,
-    slo: &[crate::threshold::Threshold],
-) -> stalls::StallProbe {
+fn probe_machine(args: &LoadCommand, closed: &LoadConfig, slo: &[Threshold]) -> stalls::StallProbe {
     let sides = match &closed.cpus {
         Some(cpus) => vec![("generator".to_owned(), cpus.clone())],
         None => vec![stalls::whole_machine()],
@@ -158,14 +162,14 @@ fn probe_machine(
 }
 
 /// Refuses the flags a search sets itself or cannot honour.
-fn refuse_flags(args: &LoadArgs) -> Result<()> {
-    if args.rate.is_some() {
+fn refuse_flags(args: &LoadCommand) -> Result<()> {
+    if args.load.rate.is_some() {
         bail!("--slo sets the rates itself: drop --rate (the search starts from --slo-start)");
     }
-    if args.shard.is_some() || args.setup_only || args.start_at.is_some() {
+    if args.load.shard.is_some() || args.load.setup_only || args.load.start_at.is_some() {
         bail!("--slo runs the whole search from this generator: drop --shard, --start-at and --setup-only");
     }
-    if args.requests.is_some() {
+    if args.load.requests.is_some() {
         bail!("--slo measures every step for --duration: drop --requests");
     }
     Ok(())
@@ -174,7 +178,7 @@ fn refuse_flags(args: &LoadArgs) -> Result<()> {
 /// The search's first rate and where it came from: `--slo-start`, or half of what a closed-loop
 /// probe on `connections` completed.
 fn start_rate(
-    args: &LoadArgs,
+    args: &LoadCommand,
     closed: &LoadConfig,
     connections: u32,
     scenario: &Scenario,
@@ -219,13 +223,13 @@ fn write_json(
 }
 
 /// One line per step: what it measured, and the rate's answer on everything pooled at it.
-fn print_step(stage: Stage, m: &Measured, point: &super::CurvePoint) {
+fn print_step(stage: Stage, m: &Measured, point: &CurvePoint) {
     let l = &m.figures.latency;
     println!(
         "  {:<8} {:>12} offered, {:>10.0}/s done, p99 {:.2} ms (pooled over {} sub-windows: {:.2} \
          ms), {} errors: {}{}{}",
         stage.as_str(),
-        super::rate_words(m.offered_per_s),
+        rate_words(m.offered_per_s),
         m.achieved_per_s,
         l.p99_ms,
         point.windows,

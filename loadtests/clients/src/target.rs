@@ -1,38 +1,34 @@
 //! Where the generator sends: each service's target URL parsed and resolved once, before a run,
 //! into the address, `host` header, path prefix and TLS server name every connection to it uses.
 
-use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use anyhow::{anyhow, bail, Context, Result};
 use http::header::HeaderValue;
 use rustls::pki_types::ServerName;
 
-use crate::protocol::Protocol;
-use crate::scenario::Scenario;
-
-/// Where one service of a scenario is reached.
+/// Where one service is reached.
 #[derive(Debug, Clone)]
-pub(crate) struct Target {
+pub struct Target {
     /// The URL as given.
-    pub(crate) url: String,
+    pub url: String,
     /// The resolved address (resolved once, before the run).
-    pub(crate) addr: SocketAddr,
+    pub addr: SocketAddr,
     /// The `host` header.
-    pub(crate) host: HeaderValue,
+    pub host: HeaderValue,
     /// A path prefix from the URL (`http://h:1/api` → `/api`), empty for none.
-    pub(crate) prefix: String,
+    pub prefix: String,
     /// Whether the URL is `https://`.
-    pub(crate) https: bool,
+    pub https: bool,
     /// The URL's host, without brackets or port.
-    pub(crate) hostname: String,
+    pub hostname: String,
     /// The host as a TLS server name (SNI), when it is one.
-    pub(crate) server_name: Option<ServerName<'static>>,
+    pub server_name: Option<ServerName<'static>>,
 }
 
 impl Target {
     /// Parses and resolves `http[s]://host:port[/prefix]`.
-    pub(crate) fn parse(url: &str) -> Result<Target> {
+    pub fn parse(url: &str) -> Result<Target> {
         let uri: http::Uri = url
             .parse()
             .with_context(|| format!("{url:?} is not a URL"))?;
@@ -67,35 +63,4 @@ impl Target {
             hostname,
         })
     }
-}
-
-/// Resolves the scenario's services to targets (by service index) and names them `service=url`.
-pub(crate) fn resolve_targets(
-    scenario: &Scenario,
-    given: &BTreeMap<String, String>,
-    protocol: Protocol,
-) -> Result<(Vec<Target>, Vec<String>)> {
-    let mut targets = Vec::new();
-    let mut names = Vec::new();
-    for service in scenario.services() {
-        let url = given
-            .get(&service)
-            .or_else(|| given.get("*"))
-            .ok_or_else(|| {
-                anyhow!(
-                    "scenario {} needs a target for service {service:?} (give --target URL or --target {service}=URL); it uses: {}",
-                    scenario.name(),
-                    scenario.services().join(", ")
-                )
-            })?;
-        let target = Target::parse(url)?;
-        if target.https && !protocol.tls() {
-            bail!(
-                "{url} is https://, but --protocol {protocol} is plaintext: pass --protocol h1-tls or --protocol h2-tls"
-            );
-        }
-        targets.push(target);
-        names.push(format!("{service}={url}"));
-    }
-    Ok((targets, names))
 }

@@ -505,7 +505,7 @@ const CODE: [(u32, u8); 257] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::conn::http2::frame::put_int;
+    use crate::http2::frame::put_int;
 
     /// Huffman-codes `s` (the tests' encoder; the client sends no Huffman strings).
     fn huffman(s: &[u8]) -> Vec<u8> {

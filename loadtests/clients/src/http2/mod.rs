@@ -1,5 +1,5 @@
 //! HTTP/2 for `h2c` (plaintext, by prior knowledge) and `h2-tls` (ALPN `h2`), by a client of the
-//! generator's own ([`conn`], [`frame`], [`hpack`]) that does what the generator needs and no
+//! generator's own (`conn`, `frame`, `hpack`) that does what the generator needs and no
 //! more: open streams, send a request (its header block encoded once per request template), read
 //! each answer whole, keep to the server's limits and windows, and say how a stream failed.
 //!
@@ -18,9 +18,9 @@
 //! less the same run for 2 s, over the requests between them.
 //!
 //! - A connection is a driver task (spawned on the generator thread's current-thread runtime)
-//!   that owns the socket and handles ([`conn::Connection`]) the stream loops hold; the driver
+//!   that owns the socket and handles (`conn::Connection`) the stream loops hold; the driver
 //!   ends when the last handle is dropped and no stream is open, or when the server closes. Its
-//!   socket is wrapped in [`Counted`], so bytes are what crossed the TCP socket (frames, HPACK,
+//!   socket is wrapped in `Counted`, so bytes are what crossed the TCP socket (frames, HPACK,
 //!   TLS records); each request takes what was counted since the last one took, so the totals
 //!   are exact although frames of concurrent streams interleave.
 //! - Streams: the handles a user's (or a paced connection's) stream loops hold ([`Http2Stream`])
@@ -43,7 +43,7 @@
 //! - Errors: a RST_STREAM (REFUSED_STREAM included) is a reset and keeps the connection; a GOAWAY
 //!   is a reset for the streams it left out; an I/O error as for HTTP/1.1; a protocol error
 //!   (a malformed frame or header block) other, and the connection is closed.
-//! - HTTP/3 ([`super::http3`]) shares the connection sharing above through [`Sender`].
+//! - HTTP/3 ([`crate::http3`]) shares the connection sharing above through `Sender`.
 
 mod conn;
 mod frame;
@@ -56,9 +56,13 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 
-use super::tls::{self, Counted, Handshake, WireCounter};
-use super::{Dialer, Exchange, Failure, Target, WireCount};
-use crate::scenario::RenderedRequest;
+use crate::dialer::Dialer;
+use crate::exchange::{Exchange, WireCount};
+use crate::failure::Failure;
+use crate::http3;
+use crate::request::{Implied, Request};
+use crate::target::Target;
+use crate::tls::{self, Counted, Handshake, WireCounter};
 use conn::StreamError;
 
 /// The window each stream advertises: 1 MiB.
@@ -66,7 +70,7 @@ pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 /// The window the whole connection advertises: 4 MiB.
 pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
 
-/// An open HTTP/2 connection (or HTTP/3, [`super::http3`]): a handle to send on and the counter
+/// An open HTTP/2 connection (or HTTP/3, [`crate::http3`]): a handle to send on and the counter
 /// of its socket.
 #[derive(Clone)]
 struct Http2Conn {
@@ -82,7 +86,7 @@ enum Sender {
     /// HTTP/2: a handle on the connection's driver ([`conn`]).
     Http2(conn::Connection),
     /// HTTP/3: the `h3` crate's handle and the QUIC connection under it.
-    Http3(super::http3::SendRequest, quinn::Connection),
+    Http3(http3::SendRequest, quinn::Connection),
 }
 
 impl Http2Conn {
@@ -109,7 +113,7 @@ impl MuxError {
     fn failure(&self) -> Failure {
         match self {
             MuxError::Http2(e) => e.failure,
-            MuxError::Http3(e) => super::http3::classify(e),
+            MuxError::Http3(e) => http3::classify(e),
         }
     }
 
@@ -117,7 +121,7 @@ impl MuxError {
     fn keeps_connection(&self) -> bool {
         match self {
             MuxError::Http2(e) => e.keeps_connection,
-            MuxError::Http3(e) => super::http3::keeps_connection(e),
+            MuxError::Http3(e) => http3::keeps_connection(e),
         }
     }
 }
@@ -132,20 +136,20 @@ enum Attempt {
 
 /// The HTTP/2 connection the streams of one user (or paced connection) share for one service.
 #[derive(Default)]
-pub(crate) struct SharedConnection {
+pub struct SharedConnection {
     current: tokio::sync::Mutex<Option<Http2Conn>>,
     generations: AtomicU64,
 }
 
 /// One stream loop's handle on its [`SharedConnection`].
-pub(crate) struct Http2Stream {
+pub struct Http2Stream {
     shared: Arc<SharedConnection>,
     cached: Option<Http2Conn>,
 }
 
 impl Http2Stream {
     /// A handle on `shared` (nothing is connected until the first request).
-    pub(crate) fn new(shared: Arc<SharedConnection>) -> Http2Stream {
+    pub fn new(shared: Arc<SharedConnection>) -> Http2Stream {
         Http2Stream {
             shared,
             cached: None,
@@ -206,7 +210,7 @@ impl Http2Stream {
 
     /// Empties the handle after a cancelled exchange (a timeout), its bytes added to `count`;
     /// the connection stays shared (h2 resets the cancelled stream).
-    pub(crate) fn abandon(&mut self, count: &mut WireCount) {
+    pub fn abandon(&mut self, count: &mut WireCount) {
         self.take_count(count);
         self.cached = None;
     }
@@ -222,7 +226,7 @@ async fn open(
     let counter = Arc::new(WireCounter::default());
     if dialer.protocol.quic() {
         let quic = dialer.quic.as_ref().ok_or(Failure::Connect)?;
-        let (send, conn, handshake) = super::http3::open(quic, target).await?;
+        let (send, conn, handshake) = http3::open(quic, target).await?;
         let conn = Http2Conn {
             generation,
             send: Sender::Http3(send, conn),
@@ -255,7 +259,7 @@ async fn open(
 /// the body is kept when `want_body`. Bytes are added to `count`. Cancelling the future (a
 /// timeout) resets the stream; the caller must then [`Http2Stream::abandon`] the handle.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn exchange(
+pub async fn exchange(
     stream: &mut Http2Stream,
     dialer: &Dialer,
     target: &Target,
@@ -282,7 +286,7 @@ pub(crate) async fn exchange(
             },
             // Nothing sent yet: a connection already closed is not ready.
             Sender::Http3(send, quic) => match quic.close_reason() {
-                None => super::http3::round_trip(send, &request.request, body, want_body)
+                None => http3::round_trip(send, &request.request, body, want_body)
                     .await
                     .map_err(|e| Attempt::Failed(MuxError::Http3(e))),
                 Some(_) => Err(Attempt::NotSent(Failure::Reset)),
@@ -336,7 +340,7 @@ fn connection_specific(name: &HeaderName, value: &HeaderValue) -> bool {
 /// Builds the HTTP/2 request for `req` to `target` (`https` scheme when `tls`): the URL's
 /// prefix and the path, `:authority` from a `host` header or the URL, the other headers but the
 /// connection-specific ones, and the body's type and length as HTTP/1.1 sends them.
-pub(crate) fn build(target: &Target, req: &RenderedRequest, tls: bool) -> Result<Http2Request> {
+pub fn build(target: &Target, req: &Request, tls: bool) -> Result<Http2Request> {
     let authority = req
         .headers
         .iter()
@@ -358,7 +362,7 @@ pub(crate) fn build(target: &Target, req: &RenderedRequest, tls: bool) -> Result
         has_content_type |= name == header::CONTENT_TYPE;
         builder = builder.header(name, value);
     }
-    let implied = super::encode::Implied::of(req, has_content_type);
+    let implied = Implied::of(req, has_content_type);
     if let Some(content_type) = implied.content_type {
         builder = builder.header(header::CONTENT_TYPE, content_type);
     }
@@ -374,7 +378,7 @@ pub(crate) fn build(target: &Target, req: &RenderedRequest, tls: bool) -> Result
 
 /// A request ready to send: as `http` has it (for HTTP/3) and as an HPACK header block (HTTP/2).
 #[derive(Debug, Clone)]
-pub(crate) struct Http2Request {
+pub struct Http2Request {
     request: http::Request<()>,
     block: Vec<u8>,
 }
@@ -408,14 +412,14 @@ mod tests {
 
     #[test]
     fn http3_advertises_the_windows_http2_does() {
-        assert_eq!(super::super::http3::STREAM_WINDOW, STREAM_WINDOW);
-        assert_eq!(super::super::http3::CONNECTION_WINDOW, CONNECTION_WINDOW);
+        assert_eq!(super::http3::STREAM_WINDOW, STREAM_WINDOW);
+        assert_eq!(super::http3::CONNECTION_WINDOW, CONNECTION_WINDOW);
     }
 
     #[test]
     fn an_http2_request_takes_its_authority_from_host_and_drops_connection_headers() {
         let target = Target::parse("http://127.0.0.1:9/api").unwrap();
-        let req = RenderedRequest {
+        let req = Request {
             method: Method::POST,
             path: "/p?q=1".into(),
             headers: vec![

@@ -1,149 +1,48 @@
 //! One HTTP/1.1 client connection per task, written for the generator's hot path: a request goes
 //! out as bytes encoded once (a request with no template holes is encoded once per run, see
 //! [`encode`]) in one write on tokio's `TcpStream`, and the answer is read into a buffer the
-//! connection keeps, its head parsed with `httparse` ([`head`]) and its body framed by its length,
-//! its chunks ([`chunked`]) or the connection's end. Nothing is allocated per request unless the
+//! connection keeps, its head parsed with `httparse` (`head`) and its body framed by its length,
+//! its chunks (`chunked`) or the connection's end. Nothing is allocated per request unless the
 //! caller keeps the body (to capture values from it), and nothing is copied but what the socket
 //! hands over. Every byte written and read is counted, so bandwidth is what crossed the wire:
 //! request and status lines, headers and bodies.
 //!
-//! The same connection runs over TLS ([`tls`]) for `h1-tls`: the stream is an enum of a plain
+//! The same connection runs over TLS ([`crate::tls`]) for `h1-tls`: the stream is an enum of a plain
 //! socket and a TLS one, so the plaintext path pays one match per read and write and nothing
 //! else; under TLS the bytes are counted below rustls, on the socket, so TLS records count.
-//! HTTP/2 (`h2c`, `h2-tls`) is in [`http2`], HTTP/3 (`h3`, over QUIC) in [`http3`], on the same
-//! shared-connection machinery.
+//! HTTP/2 (`h2c`, `h2-tls`) is in [`crate::http2`], HTTP/3 (`h3`, over QUIC) in [`crate::http3`],
+//! on the same shared-connection machinery.
 //!
 //! Hyper's client did the same work with more machinery (a request and a response object per
 //! exchange, a dispatcher between them, header maps): on `GET /bench/hello` that cost about a
 //! quarter more generator CPU per request than wrk (`scripts/bench-generator.sh`), so every light
 //! route became generator-bound sooner. The answers' semantics it handled are kept and tested
-//! (`tests/suite/generator.rs`): content-length, chunked and close-delimited bodies, interim 1xx
+//! (`loadtests/load/tests/suite/generator.rs`): content-length, chunked and close-delimited bodies, interim 1xx
 //! answers, `connection: close` from either side, HTTP/1.0 answers, timeouts and resets.
 
 mod chunked;
 mod encode;
-mod failure;
 mod head;
-pub(crate) mod http2;
-pub(crate) mod http3;
-mod target;
-pub(crate) mod tls;
 
 use std::io;
 
-use anyhow::Result;
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
-use crate::protocol::Protocol;
-use tls::{Handshake, TlsWire};
-
+use crate::dialer::{Dialer, Stream};
+use crate::exchange::{Exchange, WireCount};
+use crate::failure::{classify_io, Failure};
+use crate::target::Target;
+use crate::tls::Handshake;
 use chunked::Chunked;
-pub(crate) use encode::encode;
-pub(crate) use failure::{classify_io, Failure};
-use head::Framing;
-pub(crate) use target::{resolve_targets, Target};
+pub use encode::encode;
+use head::{Framing, Head};
 
 /// Bytes a connection's read buffer grows by when it runs short; one read takes at most this.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// How a generator thread opens connections: the protocol, and for TLS the thread's connector
-/// (its own session cache).
-#[derive(Clone)]
-pub(crate) struct Dialer {
-    /// The run's protocol.
-    pub(crate) protocol: Protocol,
-    pub(crate) tls: Option<TlsConnector>,
-    /// `h3`: the thread's QUIC client (None for the TCP protocols, or when the run's TLS client
-    /// cannot speak QUIC, which the run's start reports).
-    pub(crate) quic: Option<http3::QuicDialer>,
-}
-
-impl std::fmt::Debug for Dialer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dialer")
-            .field("protocol", &self.protocol)
-            .finish()
-    }
-}
-
-impl Dialer {
-    /// Plaintext HTTP/1.1.
-    pub(crate) fn plain() -> Dialer {
-        Dialer {
-            protocol: Protocol::H1,
-            tls: None,
-            quic: None,
-        }
-    }
-
-    /// A dialer for `protocol`; `tls` (the run's checked config, needed by TLS protocols) is
-    /// cloned with a session cache of this dialer's own when `resume`.
-    pub(crate) fn new(
-        protocol: Protocol,
-        tls: Option<&rustls::ClientConfig>,
-        resume: bool,
-    ) -> Dialer {
-        let quic = tls
-            .filter(|_| protocol.quic())
-            .and_then(|c| http3::QuicDialer::new(c, resume).ok());
-        Dialer {
-            protocol,
-            tls: tls
-                .filter(|_| protocol.tls() && !protocol.quic())
-                .map(|c| tls::thread_connector(c, resume)),
-            quic,
-        }
-    }
-
-    /// Ends what the dialer opened that outlives its tasks: its QUIC connections (see
-    /// [`http3::QuicDialer::close`]); nothing for TCP, whose sockets close when dropped.
-    pub(crate) async fn close(&self) {
-        if let Some(quic) = &self.quic {
-            quic.close().await;
-        }
-    }
-
-    /// Opens a TCP connection, no delay.
-    pub(crate) async fn tcp(&self, target: &Target) -> Result<TcpStream, Failure> {
-        let stream = TcpStream::connect(target.addr)
-            .await
-            .map_err(|_| Failure::Connect)?;
-        let _ = stream.set_nodelay(true);
-        Ok(stream)
-    }
-
-    /// Opens a TCP connection and, for a TLS protocol, makes the TLS handshake over it (its bytes
-    /// counted on the socket): the stream and the handshake.
-    async fn wire(&self, target: &Target) -> Result<(Stream, Option<Handshake>), Failure> {
-        let tcp = self.tcp(target).await?;
-        match &self.tls {
-            // Nothing more on plaintext: a connection per request (`--no-keepalive`) is the
-            // generator's hardest path, every allocation here is paid per request.
-            None => Ok((Stream::Plain(tcp), None)),
-            Some(connector) => {
-                let tcp = tls::Counted::new(tcp, std::sync::Arc::default());
-                let (wire, handshake) = tls::handshake(connector, self.protocol, target, tcp)
-                    .await
-                    .map_err(|e| tls::classify_handshake(&e))?;
-                Ok((Stream::Tls(Box::new(wire)), Some(handshake)))
-            }
-        }
-    }
-}
-
-/// A connection's byte stream: a plain socket, or TLS over a counted one.
-pub(crate) enum Stream {
-    /// Plaintext: reads and writes counted by the connection.
-    Plain(TcpStream),
-    /// TLS: bytes counted on the socket, below rustls.
-    Tls(Box<TlsWire>),
-}
-
 /// One open connection and its read buffer.
-pub(crate) struct Connection {
+pub struct Connection {
     stream: Stream,
     /// What the last read brought; emptied before each answer is read.
     buf: Vec<u8>,
@@ -215,10 +114,9 @@ impl Connection {
         }
     }
 
-    /// Writes `request` and reads its whole answer.
-    // Why longer than a screen: this is every HTTP/1.1 request's path (write, read the head, read
-    // the body by its framing); each part split into an async helper would add an await per
-    // request, and the framings read best side by side.
+    /// Writes `request` and reads its whole answer: the head, then the body by its framing.
+    // Every HTTP/1.1 request takes this path; the helpers it awaits are inlined into its future,
+    // so the split costs no allocation per request.
     async fn round_trip(
         &mut self,
         request: &[u8],
@@ -226,6 +124,34 @@ impl Connection {
         want_body: bool,
         count: &mut WireCount,
     ) -> Result<Answered, Failure> {
+        self.send(request, count).await?;
+        self.buf.clear();
+        let head = self.read_head(head_request, count).await?;
+        let mut body = want_body.then(Vec::new);
+        let mut reusable = head.reusable && head.status != 101;
+        match head.framing {
+            Framing::Empty => reusable &= self.buf.len() == head.len,
+            Framing::Length(n) => {
+                reusable &= self.read_length(head.len, n, body.as_mut(), count).await?;
+            }
+            Framing::Chunked => {
+                reusable &= self.read_chunked(head.len, body.as_mut(), count).await?;
+            }
+            Framing::UntilClose => {
+                self.read_until_close(head.len, body.as_mut(), count)
+                    .await?;
+                reusable = false;
+            }
+        }
+        Ok(Answered {
+            status: head.status,
+            body: body.map(Bytes::from),
+            reusable,
+        })
+    }
+
+    /// Writes all of `request`.
+    async fn send(&mut self, request: &[u8], count: &mut WireCount) -> Result<(), Failure> {
         match &mut self.stream {
             Stream::Plain(tcp) => {
                 let mut written = 0;
@@ -246,108 +172,104 @@ impl Connection {
                 tls.flush().await.map_err(|e| classify_io(&e))?;
             }
         }
+        Ok(())
+    }
 
-        self.buf.clear();
-        let head = loop {
+    /// Reads up to the end of the answer's head (into the buffer, from its start), passing over
+    /// interim answers.
+    async fn read_head(
+        &mut self,
+        head_request: bool,
+        count: &mut WireCount,
+    ) -> Result<Head, Failure> {
+        loop {
             match head::parse(&self.buf, head_request) {
                 Err(_) => return Err(Failure::Other),
                 // An interim answer (100 Continue, 103 Early Hints): the real one follows.
                 Ok(Some(h)) if (100..200).contains(&h.status) && h.status != 101 => {
                     self.buf.drain(..h.len);
                 }
-                Ok(Some(h)) => break h,
+                Ok(Some(h)) => return Ok(h),
                 Ok(None) => {
                     self.fill(count).await?;
                 }
             }
-        };
-        let mut body = want_body.then(Vec::new);
-        let mut reusable = head.reusable && head.status != 101;
-        let after_head = self.buf.len() - head.len;
-        match head.framing {
-            Framing::Empty => reusable &= after_head == 0,
-            Framing::Length(n) => {
-                let first = after_head.min(usize::try_from(n).unwrap_or(usize::MAX));
-                if let Some(body) = body.as_mut() {
-                    body.extend_from_slice(&self.buf[head.len..head.len + first]);
-                }
-                let mut have = after_head as u64;
-                while have < n {
-                    self.buf.clear();
-                    let got = self.fill(count).await?;
-                    let keep = got.min(usize::try_from(n - have).unwrap_or(usize::MAX));
-                    if let Some(body) = body.as_mut() {
-                        body.extend_from_slice(&self.buf[..keep]);
-                    }
-                    have += got as u64;
-                }
-                // More than the answer: the connection is out of step, do not reuse it.
-                reusable &= have == n;
-            }
-            Framing::Chunked => {
-                let mut decoder = Chunked::new();
-                let mut start = head.len;
-                loop {
-                    let used = decoder
-                        .feed(&self.buf[start..], body.as_mut())
-                        .map_err(|_| Failure::Other)?;
-                    if decoder.done() {
-                        reusable &= start + used == self.buf.len();
-                        break;
-                    }
-                    self.buf.clear();
-                    start = 0;
-                    self.fill(count).await?;
-                }
-            }
-            Framing::UntilClose => {
-                if let Some(body) = body.as_mut() {
-                    body.extend_from_slice(&self.buf[head.len..]);
-                }
-                loop {
-                    self.buf.clear();
-                    if self.read_some(count).await? == 0 {
-                        break;
-                    }
-                    if let Some(body) = body.as_mut() {
-                        body.extend_from_slice(&self.buf);
-                    }
-                }
-                reusable = false;
-            }
         }
-        Ok(Answered {
-            status: head.status,
-            body: body.map(Bytes::from),
-            reusable,
-        })
     }
-}
 
-/// What one request/answer exchange gave.
-#[derive(Debug)]
-pub(crate) struct Exchange {
-    /// The status, or why there is none.
-    pub(crate) result: Result<u16, Failure>,
-    /// The body, when asked for and answered.
-    pub(crate) body: Option<Bytes>,
-    /// The TLS handshake this exchange made, when it opened a TLS connection.
-    pub(crate) handshake: Option<Handshake>,
-}
+    /// Reads a body of `n` bytes that starts at `start` in the buffer: whether the answer ended
+    /// where the connection's bytes did (more means it is out of step, not to be reused).
+    async fn read_length(
+        &mut self,
+        start: usize,
+        n: u64,
+        mut body: Option<&mut Vec<u8>>,
+        count: &mut WireCount,
+    ) -> Result<bool, Failure> {
+        let after_head = self.buf.len() - start;
+        let first = after_head.min(usize::try_from(n).unwrap_or(usize::MAX));
+        if let Some(body) = body.as_mut() {
+            body.extend_from_slice(&self.buf[start..start + first]);
+        }
+        let mut have = after_head as u64;
+        while have < n {
+            self.buf.clear();
+            let got = self.fill(count).await?;
+            let keep = got.min(usize::try_from(n - have).unwrap_or(usize::MAX));
+            if let Some(body) = body.as_mut() {
+                body.extend_from_slice(&self.buf[..keep]);
+            }
+            have += got as u64;
+        }
+        Ok(have == n)
+    }
 
-impl Exchange {
-    /// An exchange that failed, with the handshake it made, if any.
-    pub(crate) fn failed(failure: Failure, handshake: Option<Handshake>) -> Exchange {
-        Exchange {
-            result: Err(failure),
-            body: None,
-            handshake,
+    /// Reads a chunked body that starts at `start` in the buffer: whether the answer ended where
+    /// the connection's bytes did.
+    async fn read_chunked(
+        &mut self,
+        mut start: usize,
+        mut body: Option<&mut Vec<u8>>,
+        count: &mut WireCount,
+    ) -> Result<bool, Failure> {
+        let mut decoder = Chunked::new();
+        loop {
+            let used = decoder
+                .feed(&self.buf[start..], body.as_deref_mut())
+                .map_err(|_| Failure::Other)?;
+            if decoder.done() {
+                return Ok(start + used == self.buf.len());
+            }
+            self.buf.clear();
+            start = 0;
+            self.fill(count).await?;
+        }
+    }
+
+    /// Reads a body that ends with the connection, starting at `start` in the buffer.
+    async fn read_until_close(
+        &mut self,
+        start: usize,
+        mut body: Option<&mut Vec<u8>>,
+        count: &mut WireCount,
+    ) -> Result<(), Failure> {
+        if let Some(body) = body.as_mut() {
+            body.extend_from_slice(&self.buf[start..]);
+        }
+        loop {
+            self.buf.clear();
+            if self.read_some(count).await? == 0 {
+                return Ok(());
+            }
+            if let Some(body) = body.as_mut() {
+                body.extend_from_slice(&self.buf);
+            }
         }
     }
 }
 
 /// Opens a connection (HTTP/1.1, plain or TLS as `dialer` says) and the handshake it made.
-pub(crate) async fn connect(
+pub async fn connect(
     dialer: &Dialer,
     target: &Target,
 ) -> Result<(Connection, Option<Handshake>), Failure> {
@@ -363,19 +285,10 @@ pub(crate) async fn connect(
 
 /// Empties a slot whose connection is in an unknown state (a timeout cancelled its exchange),
 /// first adding the bytes its TLS socket carried to `count`.
-pub(crate) fn abandon(slot: &mut Option<Connection>, count: &mut WireCount) {
+pub fn abandon(slot: &mut Option<Connection>, count: &mut WireCount) {
     if let Some(conn) = slot.take() {
         conn.take_count(count);
     }
-}
-
-/// The bytes counted on a connection slot so far; a counter pair survives reconnects via `carry`.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct WireCount {
-    /// Bytes written.
-    pub(crate) sent: u64,
-    /// Bytes read.
-    pub(crate) received: u64,
 }
 
 /// Sends `request` (the bytes [`encode`] made) on the connection in `slot` (opening one if there is
@@ -386,7 +299,7 @@ pub(crate) struct WireCount {
 /// off. Cancelling the future (a timeout) leaves the slot holding a connection in an unknown state:
 /// the caller must empty it.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn exchange(
+pub async fn exchange(
     slot: &mut Option<Connection>,
     dialer: &Dialer,
     target: &Target,

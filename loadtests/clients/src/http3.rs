@@ -1,10 +1,10 @@
 //! HTTP/3 for `h3`: QUIC through quinn (rustls on ring, the run's TLS client with ALPN `h3`, no
 //! 0-RTT) and the `h3` crate over it (`h3-quinn`). A connection is used exactly as an HTTP/2 one
-//! ([`super::http2`]): the stream loops of a user (or paced connection) share it, each request is
+//! ([`crate::http2`]): the stream loops of a user (or paced connection) share it, each request is
 //! a stream, and a broken connection is replaced by the first loop that notices.
 //!
 //! - Sockets: one UDP socket per generator thread (and address family), its buffers asked at
-//!   [`UDP_BUFFER`], every QUIC connection of the thread on it (quinn tells them apart by
+//!   `UDP_BUFFER`, every QUIC connection of the thread on it (quinn tells them apart by
 //!   connection id), made on the first dial, inside the thread's runtime; quinn's segmentation
 //!   offload where the kernel has it.
 //! - Bytes: what crossed the UDP socket for the connection (quinn's per-connection counts of UDP
@@ -12,7 +12,7 @@
 //! - Handshakes: timed from the first packet to the handshake's end, full or resumed (TLS 1.3
 //!   session tickets from the thread's cache; 0-RTT off). quinn does not say whether the server
 //!   took a ticket, so a handshake counts as resumed when the client offered one (taken from the
-//!   cache in quinn's `connect`, see [`super::tls::Offers`]); a server refuses one only when it no
+//!   cache in quinn's `connect`, see `crate::tls::Offers`); a server refuses one only when it no
 //!   longer knows the key that made it (a restart), and the server's CPU per handshake shows which.
 //! - Windows: 1 MiB a stream, 4 MiB a connection, as the HTTP/2 client advertises.
 
@@ -23,8 +23,9 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use bytes::{Buf, Bytes};
 
-use super::tls::{Handshake, HandshakeKind, Offers};
-use super::{Failure, Target};
+use crate::failure::{classify_io, Failure};
+use crate::target::Target;
+use crate::tls::{Handshake, HandshakeKind, Offers};
 
 /// The window each stream advertises: 1 MiB, as HTTP/2's (`http2::STREAM_WINDOW`, a test holds them
 /// equal; `http2` imports this module, so it is not imported back).
@@ -37,7 +38,7 @@ pub(crate) const CONNECTION_WINDOW: u32 = 4 << 20;
 pub(crate) const UDP_BUFFER: usize = 4 << 20;
 
 /// The request handle of one HTTP/3 connection.
-pub(crate) type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+pub type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// How a generator thread opens QUIC connections: the client configuration and its socket.
 #[derive(Clone)]
@@ -53,7 +54,7 @@ impl QuicDialer {
     /// A dialer on `base` (the run's checked config, ALPN `h3`) with a session cache of its own
     /// when `resume`, or why QUIC cannot use it.
     pub(crate) fn new(base: &rustls::ClientConfig, resume: bool) -> Result<QuicDialer> {
-        let (tls, offers) = super::tls::offering_config(base, resume);
+        let (tls, offers) = crate::tls::offering_config(base, resume);
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| anyhow::anyhow!("the TLS client cannot speak QUIC: {e}"))?;
         let mut transport = quinn::TransportConfig::default();
@@ -126,9 +127,7 @@ pub(crate) async fn open(
     dialer: &QuicDialer,
     target: &Target,
 ) -> Result<(SendRequest, quinn::Connection, Handshake), Failure> {
-    let endpoint = dialer
-        .endpoint(target.addr)
-        .map_err(|e| super::classify_io(&e))?;
+    let endpoint = dialer.endpoint(target.addr).map_err(|e| classify_io(&e))?;
     let taken = || dialer.offers.as_ref().map_or(0, |o| o.taken());
     let before = taken();
     let start = Instant::now();
@@ -230,7 +229,7 @@ const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Makes one QUIC connection to `target` before a run starts, so that what would make every
 /// connection fail (a certificate not trusted, no `h3` in common, nothing serving QUIC there)
 /// stops the run at once with the reason.
-pub(crate) async fn probe(tls: &rustls::ClientConfig, target: &Target) -> Result<()> {
+pub async fn probe(tls: &rustls::ClientConfig, target: &Target) -> Result<()> {
     let dialer = QuicDialer::new(tls, false)?;
     let endpoint = dialer.endpoint(target.addr)?;
     let connecting = endpoint.connect_with(dialer.config.clone(), target.addr, &target.hostname)?;

@@ -2,8 +2,8 @@
 //! (never a process-wide default), and the two things a TLS run measures besides requests: the
 //! bytes on the TCP socket and the handshakes.
 //!
-//! - Bytes: a TLS connection's socket is wrapped in [`Counted`], which counts every byte the
-//!   socket takes and gives (TLS records, handshakes and alerts included) into a [`WireCounter`]
+//! - Bytes: a TLS connection's socket is wrapped in `Counted`, which counts every byte the
+//!   socket takes and gives (TLS records, handshakes and alerts included) into a `WireCounter`
 //!   the connection keeps. Each request takes what was counted since the last request took, so
 //!   the run's byte totals are what crossed the socket, as for plaintext HTTP/1.1. Plaintext
 //!   HTTP/1.1 has no wrapper: it counts its own reads and writes, as before.
@@ -35,9 +35,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use super::failure::{classify_io, Failure};
-use super::target::Target;
+use crate::failure::{classify_io, Failure};
 use crate::protocol::{Protocol, TlsClient};
+use crate::target::Target;
 
 /// Sessions one generator thread's client cache keeps for resumption.
 const SESSION_CACHE: usize = 1024;
@@ -144,7 +144,7 @@ pub(crate) type TlsWire = TlsStream<Counted<TcpStream>>;
 
 /// Full or resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HandshakeKind {
+pub enum HandshakeKind {
     /// A full handshake (certificate sent and checked), with or without a HelloRetryRequest.
     Full,
     /// A resumed session.
@@ -153,17 +153,17 @@ pub(crate) enum HandshakeKind {
 
 /// One completed TLS handshake.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Handshake {
+pub struct Handshake {
     /// Full or resumed.
-    pub(crate) kind: HandshakeKind,
+    pub kind: HandshakeKind,
     /// From the TCP connection made to the handshake complete.
-    pub(crate) took: Duration,
+    pub took: Duration,
     /// The ALPN protocol the server chose.
-    pub(crate) alpn: Option<&'static str>,
+    pub alpn: Option<&'static str>,
 }
 
 /// The TLS client settings of a run, checked once: the config every thread clones.
-pub(crate) fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<Arc<ClientConfig>> {
+pub fn client_config(protocol: Protocol, settings: &TlsClient) -> Result<Arc<ClientConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -318,7 +318,7 @@ fn trusted_roots(settings: &TlsClient) -> Result<RootCertStore> {
 }
 
 /// The server name (SNI, and the name the certificate must carry) of `target`: its URL's host.
-pub(crate) fn server_name(target: &Target) -> Result<ServerName<'static>> {
+pub fn server_name(target: &Target) -> Result<ServerName<'static>> {
     ServerName::try_from(target.hostname.clone()).map_err(|_| {
         anyhow!(
             "{}: {:?} is not a TLS server name",
@@ -402,11 +402,7 @@ pub(crate) fn classify_handshake(e: &io::Error) -> Failure {
 /// connection fail (a certificate not trusted, no protocol in common) stops the run at once
 /// with the reason instead of filling it with connect errors. A target that does not accept TCP
 /// connections is left to the run (it counts connect errors, as for plaintext).
-pub(crate) async fn probe(
-    config: &ClientConfig,
-    protocol: Protocol,
-    target: &Target,
-) -> Result<()> {
+pub async fn probe(config: &ClientConfig, protocol: Protocol, target: &Target) -> Result<()> {
     let Ok(tcp) = TcpStream::connect(target.addr).await else {
         return Ok(());
     };

@@ -1,35 +1,14 @@
-//! A request as the bytes that go on the wire: request line, `host`, the scenario's headers, the
+//! A request as the bytes that go on the wire: request line, `host`, the caller's headers, the
 //! body's `content-type` and `content-length`, `connection: close` when connections are not kept,
 //! and the body. A request whose templates have no holes is encoded once per run and sent as is.
 
 use http::header::CONTENT_TYPE;
-use http::Method;
 
-use super::Target;
-use crate::scenario::RenderedRequest;
-
-/// The headers a request carries that its scenario does not write, on either HTTP version.
-pub(crate) struct Implied {
-    /// JSON, for a body whose scenario names no type.
-    pub(crate) content_type: Option<&'static str>,
-    /// The body's length always; an empty one where the method carries a body (some servers
-    /// answer a POST without a length with 411).
-    pub(crate) length: Option<usize>,
-}
-
-impl Implied {
-    /// What `req` implies, `has_content_type` telling whether its headers name a type.
-    pub(crate) fn of(req: &RenderedRequest, has_content_type: bool) -> Implied {
-        let carries_body = [Method::POST, Method::PUT, Method::PATCH].contains(&req.method);
-        Implied {
-            content_type: (req.has_body && !has_content_type).then_some("application/json"),
-            length: (req.has_body || carries_body).then_some(req.body.len()),
-        }
-    }
-}
+use crate::request::{Implied, Request};
+use crate::target::Target;
 
 /// Encodes `req` for `target` into `out` (cleared first).
-pub(crate) fn encode(out: &mut Vec<u8>, target: &Target, req: &RenderedRequest, keepalive: bool) {
+pub fn encode(out: &mut Vec<u8>, target: &Target, req: &Request, keepalive: bool) {
     out.clear();
     out.reserve(128 + req.body.len());
     out.extend_from_slice(req.method.as_str().as_bytes());
@@ -70,11 +49,12 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use http::header::{HeaderName, HeaderValue};
+    use http::Method;
 
     #[test]
     fn a_request_is_written_as_http_1_1_with_its_length_and_type() {
         let target = Target::parse("http://127.0.0.1:9/api/").unwrap();
-        let get = RenderedRequest {
+        let get = Request {
             method: Method::GET,
             path: "/x?y=1".into(),
             headers: vec![(
@@ -90,7 +70,7 @@ mod tests {
             out,
             b"GET /api/x?y=1 HTTP/1.1\r\nhost: 127.0.0.1:9\r\nx-a: 1\r\n\r\n"
         );
-        let post = RenderedRequest {
+        let post = Request {
             method: Method::POST,
             path: "/p".into(),
             headers: Vec::new(),
@@ -103,7 +83,7 @@ mod tests {
             &b"POST /api/p HTTP/1.1\r\nhost: 127.0.0.1:9\r\ncontent-type: application/json\r\n\
                content-length: 3\r\nconnection: close\r\n\r\n[1]"[..]
         );
-        let empty = RenderedRequest {
+        let empty = Request {
             body: Bytes::new(),
             has_body: false,
             ..post

@@ -11,9 +11,11 @@
 use std::time::Duration;
 
 use super::*;
-use crate::histogram::LatencyHistogram;
-use crate::result::Latency;
-use crate::threshold::parse_slo;
+use crate::settings::*;
+use brigade_load::histogram::LatencyHistogram;
+use brigade_load::result::Latency;
+use brigade_load::threshold::parse_slo;
+use brigade_load::threshold::Figures;
 
 /// Pauses that do not depend on the rate.
 #[derive(Debug, Clone, Copy)]

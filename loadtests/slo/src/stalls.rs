@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::threshold::{SloBound, Threshold};
+use brigade_load::threshold::{SloBound, Threshold};
 
 /// How long each timer sleep asks for.
 pub const TICK: Duration = Duration::from_millis(1);
@@ -164,7 +164,7 @@ impl Lateness {
 pub fn whole_machine() -> (String, Vec<usize>) {
     (
         "machine".to_owned(),
-        (0..crate::engine::usable_cpus()).collect(),
+        (0..brigade_load::engine::usable_cpus()).collect(),
     )
 }
 
@@ -172,7 +172,7 @@ pub fn whole_machine() -> (String, Vec<usize>) {
 fn time_one(cpu: Option<usize>, length: Duration) -> Lateness {
     if let Some(cpu) = cpu {
         // An unpinned timer still measures the machine; a CPU that cannot be pinned is probed so.
-        let _ = crate::engine::pin_current_thread(cpu);
+        let _ = brigade_load::engine::pin_current_thread(cpu);
     }
     let began = Instant::now();
     let mut late_ms = Vec::with_capacity((length.as_millis() as usize).max(1));
@@ -289,7 +289,7 @@ fn refusal(sides: &[CpuStalls]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::threshold::parse_slo;
+    use brigade_load::threshold::parse_slo;
 
     fn lateness(pauses_ms: &[f64], seconds: f64) -> Lateness {
         // A quiet timer (0.1 ms late) at every tick, and the pauses among them.

@@ -1,6 +1,6 @@
-//! One `GET` over any of the generator's protocols, for a caller that is not load: readiness and
+//! One `GET` over any of the generator's protocols, for a caller that is not a load run: readiness and
 //! `/health` probes of a server that speaks HTTP/2 only (h2c answers no HTTP/1.1) or TLS. It uses
-//! the generator's own connection code, so a probe and a load run speak exactly the same protocol
+//! the same connection code as a load run, so a probe and a load run speak exactly the same protocol
 //! to a server: a probe that passes means the run can connect.
 
 use std::time::Duration;
@@ -8,10 +8,15 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 
-use super::conn::http2::{self, Http2Stream};
-use super::conn::{encode, exchange, tls, Dialer, Exchange, Failure, Target, WireCount};
+use crate::dialer::Dialer;
+use crate::exchange::{Exchange, WireCount};
+use crate::failure::Failure;
+use crate::http1::{encode, exchange};
+use crate::http2::{self, Http2Stream};
 use crate::protocol::{Protocol, TlsClient};
-use crate::scenario::RenderedRequest;
+use crate::request::Request;
+use crate::target::Target;
+use crate::tls;
 
 /// `GET {base}{path}` over `protocol` (its TLS client as `tls` says; a new connection, closed
 /// after): the status and the body, within `timeout` all told. Blocking: it builds a
@@ -35,7 +40,7 @@ pub fn get(
         .then(|| tls::client_config(protocol, tls))
         .transpose()?;
     let dialer = Dialer::new(protocol, config.as_deref(), false);
-    let req = RenderedRequest {
+    let req = Request {
         method: http::Method::GET,
         path: path.to_owned(),
         headers: Vec::new(),
@@ -71,7 +76,7 @@ fn scheme(protocol: Protocol) -> &'static str {
 }
 
 /// `req` on a fresh connection, not kept alive.
-async fn one_exchange(dialer: &Dialer, target: &Target, req: &RenderedRequest) -> Result<Exchange> {
+async fn one_exchange(dialer: &Dialer, target: &Target, req: &Request) -> Result<Exchange> {
     let mut count = WireCount::default();
     if dialer.protocol.multiplexed() {
         let request = http2::build(target, req, dialer.protocol.tls())?;
