@@ -87,7 +87,7 @@ fn the_architecture_doc_states_every_crates_workspace_dependencies() {
 fn the_report_crate_depends_on_no_crate_that_measures_or_judges() {
     let workspace = packages();
     let deps = workspace_dependencies(&workspace["brigade-report"], &workspace);
-    for measures in ["brigade-compare", "brigade-studies"] {
+    for measures in ["brigade-meter", "brigade-compare", "brigade-studies"] {
         assert!(
             !deps.contains(measures),
             "brigade-report depends on {measures}"

@@ -72,6 +72,29 @@ impl Protocol {
         }
     }
 
+    /// The requests in flight per connection a load of this protocol runs with: `streams` when
+    /// multiplexed (HTTP/2, HTTP/3), 1 over HTTP/1.1.
+    pub fn effective_streams(self, streams: u32) -> u32 {
+        if self.multiplexed() {
+            streams.max(1)
+        } else {
+            1
+        }
+    }
+
+    /// In words for a report: `h2-tls, 4 stream(s) per connection`, `h1`.
+    pub fn describe(self, streams: u32) -> String {
+        if self.multiplexed() {
+            format!(
+                "{}, {} stream(s) per connection",
+                self.name(),
+                self.effective_streams(streams)
+            )
+        } else {
+            self.name().to_owned()
+        }
+    }
+
     /// The one ALPN protocol a TLS protocol offers (`None` for plaintext).
     pub fn alpn(self) -> Option<&'static [u8]> {
         match self {

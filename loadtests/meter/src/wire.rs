@@ -34,11 +34,7 @@ impl Wire {
 
     /// The streams a load of this protocol runs with: `streams` over HTTP/2, 1 over HTTP/1.1.
     pub fn effective_streams(&self) -> u32 {
-        if self.protocol.multiplexed() {
-            self.streams.max(1)
-        } else {
-            1
-        }
+        self.protocol.effective_streams(self.streams)
     }
 
     /// `config` speaking this protocol: its protocol and streams set, and over TLS the server's
@@ -58,15 +54,7 @@ impl Wire {
 
     /// In words for a report: `h2-tls, 4 streams per connection`, `h1`.
     pub fn describe(&self) -> String {
-        if self.protocol.multiplexed() {
-            format!(
-                "{}, {} stream(s) per connection",
-                self.protocol,
-                self.effective_streams()
-            )
-        } else {
-            self.protocol.to_string()
-        }
+        self.protocol.describe(self.streams)
     }
 }
 

@@ -218,11 +218,10 @@ fn one_stream() -> u32 {
 /// requests/s, a connection per request`, and the protocol when it is not plaintext HTTP/1.1
 /// (`, over h2-tls, 4 stream(s) per connection`).
 pub fn load_words(s: &Settings) -> String {
-    let wire = brigade_meter::wire::Wire::new(s.protocol, s.streams);
     let over = if s.protocol == brigade_clients::Protocol::H1 {
         String::new()
     } else {
-        format!(", over {}", wire.describe())
+        format!(", over {}", s.protocol.describe(s.streams))
     };
     format!(
         "{}, {}{over}",
