@@ -203,30 +203,9 @@ impl<'s> Plan<'s> {
                 0
             },
             rule: settings.rule,
-            side_by_side: settings.side.enabled.then(|| brigade_report::SideSetup {
-                levels: settings.side.levels.clone(),
-                rates: settings.side.rates.clone(),
-                rounds: settings.side.rounds,
-                windows: settings.side.windows,
-                window_s: settings.side.window_s,
-                warmup_s: settings.side.warmup.as_secs_f64(),
-                count_s: settings.side.count_s,
-                budget_s: settings.side.budget.as_secs_f64(),
-            }),
+            side_by_side: self.side_setup(),
             handicaps: settings.handicaps.clone(),
-            engine_variants: settings
-                .server_info
-                .runtimes
-                .iter()
-                .filter(|r| settings.runtimes.contains(&r.name))
-                .filter_map(|r| {
-                    let sibling = r.variant_of.as_ref()?;
-                    settings
-                        .runtimes
-                        .contains(sibling)
-                        .then(|| (r.name.clone(), sibling.clone()))
-                })
-                .collect(),
+            engine_variants: self.engine_variants(),
             timeout_ms: settings.timeout.as_millis() as u64,
             quick: settings.quick,
             interleaving: if external {
@@ -266,6 +245,40 @@ impl<'s> Plan<'s> {
                 })
                 .collect(),
         }
+    }
+
+    /// The side-by-side settings as the report records them (None when side by side is off).
+    fn side_setup(&self) -> Option<brigade_report::SideSetup> {
+        let side = &self.settings.side;
+        side.enabled.then(|| brigade_report::SideSetup {
+            levels: side.levels.clone(),
+            rates: side.rates.clone(),
+            rounds: side.rounds,
+            windows: side.windows,
+            window_s: side.window_s,
+            warmup_s: side.warmup.as_secs_f64(),
+            count_s: side.count_s,
+            budget_s: side.budget.as_secs_f64(),
+        })
+    }
+
+    /// Every compared runtime that is an I/O-engine variant of another compared one, with that
+    /// sibling (`ntex-uring` → `ntex`).
+    fn engine_variants(&self) -> std::collections::BTreeMap<String, String> {
+        let settings = &self.settings;
+        settings
+            .server_info
+            .runtimes
+            .iter()
+            .filter(|r| settings.runtimes.contains(&r.name))
+            .filter_map(|r| {
+                let sibling = r.variant_of.as_ref()?;
+                settings
+                    .runtimes
+                    .contains(sibling)
+                    .then(|| (r.name.clone(), sibling.clone()))
+            })
+            .collect()
     }
 
     /// Says on the terminal what is about to run, and for about how long.
