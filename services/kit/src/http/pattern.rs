@@ -78,17 +78,27 @@ impl ParamSlots {
         self.slots.is_empty()
     }
 
+    /// Whether `path` (raw, without the query) has the pattern's segments: a router that matched
+    /// it after normalising it (skipping an empty segment, a trailing `/`) matched a path no route
+    /// takes as it came. Counts the path's `/`s, nothing more: literal segments are the router's
+    /// (some decode `%61` to `a` before they compare, as the house rules do for the others).
+    pub fn fits(&self, path: &str) -> bool {
+        let path = path.strip_prefix('/').unwrap_or(path);
+        path.bytes().filter(|&b| b == b'/').count() + 1 == self.segments
+    }
+
     /// The parameters of `path` (raw, as it came, without the query), a path matched to this
     /// pattern: each the segment in its place, percent-decoded once (RFC 3986 §2.1): `%2F` is a
     /// `/` in the value and never a segment break, `+` stays `+`, and an escape that is not two
     /// hex digits stays as it is (as in the WHATWG URL standard).
     pub fn take(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
-        // Two walks over the path and no list of its segments: this runs on every request to a
-        // route with parameters.
-        let path = path.strip_prefix('/').unwrap_or(path);
-        if path.split('/').count() != self.segments {
+        if !self.fits(path) {
             return Err(ParamError::Shape);
         }
+        if self.slots.is_empty() {
+            return Ok(Vec::new());
+        }
+        let path = path.strip_prefix('/').unwrap_or(path);
         let mut slots = self.slots.iter().peekable();
         let mut params = Vec::with_capacity(self.slots.len());
         for (i, segment) in path.split('/').enumerate() {
