@@ -3,7 +3,6 @@
 //! raw request, behind the [`Guard`] that runs the house rules once per request first and answers
 //! what the router does not take with the kit's 404.
 
-
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,7 +21,6 @@ use xitca_web::http::{
 use xitca_web::service::ready::ReadyService;
 use xitca_web::service::Service;
 use xitca_web::{App, WebContext};
-
 
 /// The one place a [`Reply`] becomes a xitca response, in the request's own allocations (xitca-web's
 /// `as_response`: the request is spent). The answer to a `HEAD` carries the length the `GET`'s body

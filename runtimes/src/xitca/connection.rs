@@ -2,7 +2,6 @@
 //! the request's hold on its connection ([`Draining`]), the kit's connection gate ([`Gate`]), and
 //! HTTP/2-only's body type put into the one the application takes ([`Http2Only`]).
 
-
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,5 @@
 //! The request path over in-memory connections (fuzzing), on the same xitca server as a socket.
 
-
 use std::sync::Arc;
 
 use brigade_kit::limits::ServerLimits;
@@ -9,7 +8,6 @@ use xitca_http::HttpServiceBuilder;
 use xitca_io::net::Stream;
 use xitca_server::net::{IntoListener, Listen};
 use xitca_web::service::ServiceExt;
-
 
 /// Socket pairs handed to a memory server's worker, as accepted connections.
 struct Pairs(

@@ -1,11 +1,16 @@
 //! xitca-web: each endpoint becomes a route of xitca-web's own `App` router (xitca-router, the
-//! table's `{name}` patterns as they are), its service one [`EndpointService`] that picks the route
-//! for the request's method (a `HEAD` takes the `GET` route) and reads the body through the kit's
-//! reader under the endpoint's limit (the kit takes the path parameters from the raw path). A [`Guard`]
-//! around the router applies the kit's house rules and head limits first, and turns what the router
-//! refuses into the kit's JSON 404 or 405. xitca-web's `Route` is typed by its method count, fixed
-//! at compile time, so the table's methods are matched in the endpoint's service instead (the same
-//! linear match xitca's `Route` does).
+//! table's `{name}` patterns as they are), its service one endpoint service that picks the route
+//! for the request's method (a `HEAD` takes the `GET` route; the kit's JSON 405 for the others),
+//! reads the body through the kit's reader under the endpoint's limit and hands the kit the route
+//! and the raw request (the kit takes the path parameters from the raw path). A guard around the
+//! router runs the kit's house rules and head limits first, once per request, and turns what the
+//! router does not take into the kit's JSON 404 ([`app`]). xitca-web's `Route` is typed by its
+//! method count, fixed at compile time, so the table's methods are matched in the endpoint's
+//! service instead (the same linear match xitca's `Route` does).
+//!
+//! Modules by job: `app` (the application: endpoints, body, guard), `connection` (the drain's
+//! layer, the connection gate, HTTP/2-only's body), `memory` (the in-memory server for fuzzing),
+//! `h3` (HTTP/3 through xitca-http's own dispatcher); this file the configuration and the server.
 //!
 //! xitca has its own HTTP stack (xitca-http: its own HTTP/1.1 parser and HTTP/2 implementation,
 //! rustls through its unbuffered API) and server (xitca-server: `workers` single-threaded tokio
@@ -65,7 +70,6 @@ mod memory;
 pub(crate) use app::app;
 pub(crate) use connection::{Draining, Gate, Http2Only};
 use memory::memory;
-
 
 /// The registry's entry.
 pub(crate) const RUNTIME: Runtime = Runtime {
