@@ -72,6 +72,7 @@ macro_rules! house_rules {
 /// character has its target rewritten unescaped, so that the runtime's router matches what every
 /// runtime matches (`/he%61lth` is `/health`).
 #[cfg(any(feature = "hyper-loop", feature = "xitca"))]
+#[inline] // as the rules were, written out in each guard: the rules inline into it
 pub(crate) fn admit<B>(
     limits: &ServerLimits,
     req: &mut http::Request<B>,

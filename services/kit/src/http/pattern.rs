@@ -35,6 +35,8 @@ pub fn pattern_segments(path: &str) -> Vec<Segment<'_>> {
 /// whatever its router decodes (docs/reliability.md, "One answer on every runtime").
 #[derive(Debug, Clone, Default)]
 pub struct ParamSlots {
+    /// The pattern.
+    pattern: &'static str,
     /// How many segments the pattern has.
     segments: usize,
     /// Each parameter's segment index and name, in order.
@@ -68,6 +70,7 @@ impl ParamSlots {
             })
             .collect();
         ParamSlots {
+            pattern,
             segments: segments.len(),
             slots,
         }
@@ -83,6 +86,9 @@ impl ParamSlots {
     /// takes as it came. Counts the path's `/`s, nothing more: literal segments are the router's
     /// (some decode `%61` to `a` before they compare, as the house rules do for the others).
     pub fn fits(&self, path: &str) -> bool {
+        if path == self.pattern {
+            return true; // a pattern without parameters, as it is (the common case: no count)
+        }
         let path = path.strip_prefix('/').unwrap_or(path);
         path.bytes().filter(|&b| b == b'/').count() + 1 == self.segments
     }
