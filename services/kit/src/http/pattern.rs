@@ -97,7 +97,16 @@ impl ParamSlots {
     /// pattern: each the segment in its place, percent-decoded once (RFC 3986 §2.1): `%2F` is a
     /// `/` in the value and never a segment break, `+` stays `+`, and an escape that is not two
     /// hex digits stays as it is (as in the WHATWG URL standard).
+    #[inline]
     pub fn take(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
+        if self.slots.is_empty() && path == self.pattern {
+            return Ok(Vec::new()); // the common case, inlined into every request's call
+        }
+        self.take_from(path)
+    }
+
+    /// [`ParamSlots::take`] past its common case.
+    fn take_from(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
         if !self.fits(path) {
             return Err(ParamError::Shape);
         }
