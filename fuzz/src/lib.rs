@@ -12,7 +12,7 @@ use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::http::{pattern_segments, Segment};
-use brigade_kit::{AppHandle, Request};
+use brigade_kit::{AppHandle, RawRequest};
 use brigade_runtimes::{MemoryServer, ServerLimits};
 use brigade_restaurant::ServiceName;
 
@@ -144,7 +144,8 @@ pub fn kit_dispatch(data: &[u8]) {
         let _ = brigade_kit::rules::admit(&limits(), method, path, version, list);
         let _ = brigade_kit::rules::normalize_path(path);
         let app = &apps()[usize::from(head.first().copied().unwrap_or(0)) % 3];
-        let _ = app.unmatched(method, path);
+        let matched = app.matcher().at(path).ok().map(|m| *m.value);
+        let _ = app.unmatched(method, path, matched);
     }
     let selector = data.first().copied().unwrap_or(0);
     let app = &apps()[usize::from(selector) % 3];
@@ -163,9 +164,8 @@ pub fn kit_dispatch(data: &[u8]) {
     let query = text(parts.next());
     let content_type = text(parts.next());
     let body = parts.next().unwrap_or_default().to_vec();
-    let request = Request {
+    let request = RawRequest {
         path,
-        params: Vec::new(),
         query,
         content_type,
         body: body.into(),

@@ -28,7 +28,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use brigade_kit::http::Endpoint;
 use brigade_kit::limits::{read_body, ConnectionGate, ServeProtocol, ServerLimits};
 use brigade_kit::rules::{self, Admitted, Refused};
-use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use brigade_kit::{ApiError, AppHandle, Method, RawRequest, Reply};
 
 use crate::hello::HELLO_TYPE;
 use crate::idle::{Conn, Held};
@@ -79,6 +79,14 @@ house_rules!(
     actix_web::http::Version::HTTP_2
 );
 
+/// A header's value as text, if present and ASCII.
+fn text(req: &HttpRequest, name: header::HeaderName) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 /// The body of `req` through the kit's reader, `limit` bytes at most.
 async fn body(
     req: &HttpRequest,
@@ -101,12 +109,15 @@ async fn body(
     read_body(payload, length, limit, limits.body_read_timeout).await
 }
 
+/// Endpoint `endpoint` as an actix `Resource` at `path` (within its scope): one route per method,
+/// each running the house rules once, then the body and the kit's call; the JSON 405 for the rest.
 fn resource(
     app: &Arc<dyn AppHandle>,
-    e: &Endpoint,
+    endpoint: usize,
     path: &str,
     limits: ServerLimits,
 ) -> actix_web::Resource {
+    let e = &app.endpoints()[endpoint];
     let mut res = web::resource(path);
     let limit = limits.body_limit(e.limit);
     for &(m, route) in &e.methods {
@@ -122,26 +133,13 @@ fn resource(
                     Ok(b) => b,
                     Err(e) => return answer(app.refused(route, e), admitted),
                 };
-                let request = Request {
+                let request = RawRequest {
                     path: req.uri().path().to_string(),
-                    params: Vec::new(),
                     query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
-                    content_type: req
-                        .headers()
-                        .get(header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string),
+                    content_type: text(&req, header::CONTENT_TYPE),
                     body,
-                    traceparent: req
-                        .headers()
-                        .get(TRACEPARENT)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string),
-                    budget: req
-                        .headers()
-                        .get(BUDGET)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string),
+                    traceparent: text(&req, TRACEPARENT),
+                    budget: text(&req, BUDGET),
                 };
                 answer(app.call(route, request).await, admitted)
             }
@@ -154,12 +152,12 @@ fn resource(
     }
     let app = app.clone();
     res.default_service(web::to(move |req: HttpRequest| {
-        let response = unmatched(&app, &req, &limits);
+        let response = unmatched(&app, &req, &limits, Some(endpoint));
         async move { response }
     }))
 }
 
-/// The JSON 404 (or 405) of a request no resource takes, after the kit's head limits.
+/// The JSON 404 of a request no resource takes, after the kit's head limits.
 fn not_found(
     app: &Arc<dyn AppHandle>,
 ) -> impl Fn(HttpRequest) -> std::future::Ready<HttpResponse> + Clone + 'static {
@@ -168,7 +166,7 @@ fn not_found(
         let limits = req
             .app_data::<web::Data<ServerLimits>>()
             .map_or_else(ServerLimits::default, |l| *l.get_ref());
-        std::future::ready(unmatched(&app, &req, &limits))
+        std::future::ready(unmatched(&app, &req, &limits, None))
     }
 }
 
@@ -182,8 +180,8 @@ pub(crate) fn configure(
     let limits = *limits;
     move |cfg: &mut web::ServiceConfig| {
         cfg.app_data(web::Data::new(limits));
-        let mut scopes: Vec<(&str, Vec<&Endpoint>)> = Vec::new();
-        for e in app.endpoints() {
+        let mut scopes: Vec<(&str, Vec<(usize, &Endpoint)>)> = Vec::new();
+        for (i, e) in app.endpoints().iter().enumerate() {
             let first = e
                 .path
                 .trim_start_matches('/')
@@ -191,21 +189,21 @@ pub(crate) fn configure(
                 .next()
                 .unwrap_or("");
             match scopes.iter_mut().find(|(f, _)| *f == first) {
-                Some((_, group)) => group.push(e),
-                None => scopes.push((first, vec![e])),
+                Some((_, group)) => group.push((i, e)),
+                None => scopes.push((first, vec![(i, e)])),
             }
         }
         for (first, group) in scopes {
             let prefix = format!("/{first}");
             if first.starts_with('{') {
-                for e in group {
-                    cfg.service(resource(&app, e, e.path, limits));
+                for (i, e) in group {
+                    cfg.service(resource(&app, i, e.path, limits));
                 }
                 continue;
             }
             let mut scope = web::scope(&prefix).default_service(web::to(not_found(&app)));
-            for e in group {
-                scope = scope.service(resource(&app, e, &e.path[prefix.len()..], limits));
+            for (i, e) in group {
+                scope = scope.service(resource(&app, i, &e.path[prefix.len()..], limits));
             }
             cfg.service(scope);
         }

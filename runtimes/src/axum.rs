@@ -11,7 +11,6 @@ use axum::http::{header, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
-use brigade_kit::http::Endpoint;
 use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{AppHandle, Method, Reply};
 use hyper_util::service::TowerToHyperService;
@@ -39,7 +38,7 @@ fn respond(reply: Reply) -> Response {
         status,
         [(
             header::CONTENT_TYPE,
-            crate::content_type_value(reply.content_type),
+            crate::head::content_type_value(reply.content_type),
         )],
         reply.body,
     )
@@ -56,7 +55,9 @@ fn filter(m: Method) -> MethodFilter {
     }
 }
 
-fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits) -> MethodRouter {
+/// Endpoint `endpoint`'s routes, one per method, and its JSON 405 for the others.
+fn endpoint_router(app: &Arc<dyn AppHandle>, endpoint: usize, limits: &ServerLimits) -> MethodRouter {
+    let e = &app.endpoints()[endpoint];
     let mut router = MethodRouter::new();
     for &(method, route) in &e.methods {
         let (app, limit, timeout) = (
@@ -77,28 +78,27 @@ fn endpoint_router(app: &Arc<dyn AppHandle>, e: &Endpoint, limits: &ServerLimits
                 }
             };
             let request =
-                crate::request_from(parts.uri.path(), parts.uri.query(), &parts.headers, body);
+                crate::head::raw_request(parts.uri.path(), parts.uri.query(), &parts.headers, body);
             respond(app.call(route, request).await)
         };
         router = router.on(filter(method), handler);
     }
-    router
+    let app = app.clone();
+    router.fallback(move |method: HttpMethod, uri: Uri| async move {
+        respond(app.unmatched(method.as_str(), uri.path(), Some(endpoint)))
+    })
 }
 
-/// The axum `Router` for `app` under `limits`: its endpoints, JSON 404 and 405 fallbacks.
+/// The axum `Router` for `app` under `limits`: its endpoints, each with its JSON 405, and the
+/// JSON 404.
 pub(crate) fn router(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Router {
     let mut router = Router::new();
-    for e in app.endpoints() {
-        router = router.route(e.path, endpoint_router(&app, e, limits));
+    for (endpoint, e) in app.endpoints().iter().enumerate() {
+        router = router.route(e.path, endpoint_router(&app, endpoint, limits));
     }
-    let (for_405, for_404) = (app.clone(), app);
-    router
-        .method_not_allowed_fallback(move |method: HttpMethod, uri: Uri| async move {
-            respond(for_405.unmatched(method.as_str(), uri.path()))
-        })
-        .fallback(move |req: AxumRequest<Body>| async move {
-            respond(for_404.unmatched(req.method().as_str(), req.uri().path()))
-        })
+    router.fallback(move |req: AxumRequest<Body>| async move {
+        respond(app.unmatched(req.method().as_str(), req.uri().path(), None))
+    })
 }
 
 pub(crate) fn serve(

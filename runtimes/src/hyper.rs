@@ -37,7 +37,7 @@ fn respond(reply: Reply) -> Response<Full<Bytes>> {
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        crate::content_type_value(reply.content_type),
+        crate::head::content_type_value(reply.content_type),
     );
     resp
 }
@@ -65,7 +65,7 @@ async fn handle(
             Err(e) => return Ok(respond(app.refused(route, e))),
         }
     };
-    let request = crate::request_from(parts.uri.path(), parts.uri.query(), &parts.headers, body);
+    let request = crate::head::raw_request(parts.uri.path(), parts.uri.query(), &parts.headers, body);
     Ok(respond(app.call(route, request).await))
 }
 

@@ -28,7 +28,7 @@ use std::task::{Context, Poll};
 use brigade_kit::limits::{
     ConnectionGate, ConnectionPermit, ServerLimits, RUNTIME_MAX_HEADER_BYTES,
 };
-use brigade_kit::rules::{self, Admitted, Refused};
+use brigade_kit::rules::{Admitted, Refused};
 use bytes::Bytes;
 use futures::future::{Either as EitherFuture, Ready};
 use http::{header, HeaderValue, Method, Request, Response, StatusCode, Version};
@@ -50,7 +50,7 @@ mod quic;
 
 /// The HTTP/3 stack of every runtime on this loop ([`crate::Runtime::h3_stack`]): `h3` over
 /// `h3-quinn` on quinn ([`quic`]), every limit set.
-pub(crate) const H3_STACK: crate::H3Stack = crate::H3Stack {
+pub(crate) const H3_STACK: crate::runtime::H3Stack = crate::runtime::H3Stack {
     crates: &["h3", "h3-quinn", "quinn"],
     unset: &[],
 };
@@ -150,7 +150,7 @@ fn error_response<B>(refused: Refused) -> Guarded<B> {
     *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::BAD_REQUEST);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        crate::content_type_value(reply.content_type),
+        crate::head::content_type_value(reply.content_type),
     );
     if refused.close {
         resp.headers_mut()
@@ -222,21 +222,8 @@ where
     type Future = EitherFuture<Ready<Result<Guarded<B>, S::Error>>, Answer<S::Future>>;
 
     fn call(&self, mut req: Request<In>) -> Self::Future {
-        let target = req.uri().path_and_query().map_or("", |p| p.as_str());
-        let headers = || {
-            req.headers()
-                .iter()
-                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
-        };
         let http2 = req.version() >= Version::HTTP_2;
-        let version = rules::Version::of(req.version() <= Version::HTTP_10, http2);
-        let admitted = match rules::admit(
-            &self.limits,
-            req.method().as_str(),
-            target,
-            version,
-            headers,
-        ) {
+        let admitted = match crate::house::admit(&self.limits, &mut req) {
             // (An HTTP/2 connection is drained by its GOAWAY, which the graceful shutdown sends.)
             Ok(a) if !http2 && self.draining.load(Ordering::Relaxed) => {
                 Admitted { close: true, ..a }
@@ -246,15 +233,6 @@ where
                 return EitherFuture::Left(futures::future::ready(Ok(error_response(refused))))
             }
         };
-        if let Some(target) = admitted
-            .path_escaped
-            .then(|| rules::normalized_target(req.uri().path(), req.uri().query()))
-            .flatten()
-        {
-            if let Ok(uri) = target.parse() {
-                *req.uri_mut() = uri;
-            }
-        }
         let head = req.method() == Method::HEAD;
         if head {
             // RFC 9110: HEAD is answered for every GET route; over HTTP/1.1 hyper leaves the body

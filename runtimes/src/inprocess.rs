@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use brigade_kit::limits::ServerLimits;
-use brigade_kit::{ApiError, AppHandle, Reply, Request};
+use brigade_kit::{ApiError, AppHandle, RawRequest, Reply};
 use bytes::Bytes;
 
 /// An application called in this process through its route table.
@@ -58,9 +58,8 @@ impl InProcess {
         if body.len() > limit {
             return self.app.refused(routed.route, ApiError::too_large(limit));
         }
-        let request = Request {
+        let request = RawRequest {
             path: path.to_owned(),
-            params: Vec::new(),
             query,
             content_type: content_type.map(str::to_owned),
             body,
@@ -74,7 +73,7 @@ impl InProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brigade_kit::{App, Method, Route, RouteTable};
+    use brigade_kit::{App, Method, Request, Route, RouteTable};
 
     fn app() -> InProcess {
         let table = RouteTable::new()

@@ -26,7 +26,7 @@ use brigade_kit::limits::{
     RUNTIME_MAX_HEADER_BYTES,
 };
 use brigade_kit::rules::{self, Admitted, Refused};
-use brigade_kit::{ApiError, AppHandle, Method, Reply, Request};
+use brigade_kit::{ApiError, AppHandle, Method, RawRequest, Reply};
 use futures::StreamExt;
 use ntex::http::h2::Http2ServiceConfig;
 use ntex::http::header::{self, HeaderValue};
@@ -112,7 +112,7 @@ async fn body(
     read_body_draining_here(chunks, length, limit, limits.body_read_timeout).await
 }
 
-/// Runs route `route` on `req`: the kit's head limits, the body under `limit`, the call.
+/// Runs route `route` on `req`, which the house rules admitted: the body under `limit`, the call.
 async fn call_route(
     app: &Arc<dyn AppHandle>,
     route: usize,
@@ -120,18 +120,14 @@ async fn call_route(
     req: &HttpRequest,
     payload: web::types::Payload,
     limits: &ServerLimits,
+    admitted: Admitted,
 ) -> HttpResponse {
-    let admitted = match admit(req, limits) {
-        Ok(a) => a,
-        Err(r) => return closing(respond(app.refused(route, r.error)), r.close),
-    };
     let body = match body(req, payload, limit, limits).await {
         Ok(b) => b,
         Err(e) => return answer(app.refused(route, e), admitted),
     };
-    let request = Request {
+    let request = RawRequest {
         path: req.uri().path().to_string(),
-        params: Vec::new(),
         query: Some(req.query_string().to_string()).filter(|q| !q.is_empty()),
         content_type: text(req, header::CONTENT_TYPE),
         traceparent: text(req, TRACEPARENT),
@@ -141,6 +137,8 @@ async fn call_route(
     answer(app.call(route, request).await, admitted)
 }
 
+/// Endpoint `endpoint` as an ntex resource: one route per method, each running the house rules
+/// once, then [`call_route`]; the JSON 405 for the rest.
 fn resource(
     app: &Arc<dyn AppHandle>,
     endpoint: usize,
@@ -153,7 +151,12 @@ fn resource(
         let app = app.clone();
         let handler = move |req: HttpRequest, payload: web::types::Payload| {
             let app = app.clone();
-            async move { call_route(&app, route, limit, &req, payload, &limits).await }
+            async move {
+                match admit(&req, &limits) {
+                    Ok(a) => call_route(&app, route, limit, &req, payload, &limits, a).await,
+                    Err(r) => closing(respond(app.refused(route, r.error)), r.close),
+                }
+            }
         };
         if m == Method::Get {
             // RFC 9110: HEAD for every GET route; ntex sends the head without the body.
@@ -163,7 +166,7 @@ fn resource(
     }
     let app = app.clone();
     res.default_service(web::to(move |req: HttpRequest| {
-        let response = unmatched(&app, &req, &limits);
+        let response = unmatched(&app, &req, &limits, Some(endpoint));
         async move { response }
     }))
 }
@@ -205,7 +208,7 @@ pub(crate) fn serve_on(
     // What no resource took: ntex's router matches no path segment holding a decoded line break
     // (`%0A`), which the table's own matcher does, so the request goes through the dispatch hyper
     // uses ([`crate::dispatch`]) and gets the answer every other runtime gives; the rest is the
-    // kit's JSON 404 or 405.
+    // kit's JSON 404 or 405. The house rules run here once, as in a resource's handler.
     let not_found = move |req: HttpRequest, payload: web::types::Payload| {
         let app = app.clone();
         async move {
@@ -216,7 +219,7 @@ pub(crate) fn serve_on(
             match crate::dispatch::route(&*app, req.method().as_str(), req.path()) {
                 Ok(r) => {
                     let limit = copied.body_limit(r.endpoint.limit);
-                    call_route(&app, r.route, limit, &req, payload, &copied).await
+                    call_route(&app, r.route, limit, &req, payload, &copied, admitted).await
                 }
                 Err(reply) => answer(reply, admitted),
             }

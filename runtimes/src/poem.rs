@@ -1,8 +1,8 @@
-//! poem: each endpoint becomes a `RouteMethod` at its path on poem's `Route` (the pattern in poem's
-//! own `:name` syntax), one [`Endpoint`] per method that reads the body through the kit's reader
-//! under the endpoint's limit (the kit takes the path parameters from the raw path). What the
-//! `Route` refuses (poem's `NotFoundError` or `MethodNotAllowedError`) becomes the kit's JSON 404 or
-//! 405. The route is served as poem's server serves it, a hyper `service_fn` per request, by the
+//! poem: each endpoint becomes an [`EndpointMethods`] at its path on poem's `Route` (the pattern in
+//! poem's own `:name` syntax): it picks the route for the method (the kit's JSON 405 naming the
+//! endpoint's methods when none is the request's) and runs its [`RouteEndpoint`], which reads the
+//! body through the kit's reader under the endpoint's limit (the kit takes the path parameters
+//! from the raw path). What the `Route` refuses (poem's `NotFoundError`) becomes the kit's JSON 404. The route is served as poem's server serves it, a hyper `service_fn` per request, by the
 //! shared loop ([`crate::hyper_loop`]) with the kit's limits set on hyper's builder.
 
 use std::convert::Infallible;
@@ -14,7 +14,7 @@ use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use poem::http::{header, StatusCode};
-use poem::{Addr, Endpoint, IntoEndpoint, Response, Route, RouteMethod};
+use poem::{Addr, Endpoint, IntoEndpoint, Response, Route};
 
 use crate::{Mount, Runtime, Shutdown};
 
@@ -62,7 +62,7 @@ fn respond(reply: Reply) -> Response {
         .status(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(
             header::CONTENT_TYPE,
-            crate::content_type_value(reply.content_type),
+            crate::head::content_type_value(reply.content_type),
         )
         .body(reply.body)
 }
@@ -84,7 +84,7 @@ impl Endpoint for RouteEndpoint {
         let body = if body.is_empty() {
             Bytes::new() // no body (a GET): nothing to read
         } else {
-            let length = crate::content_length(req.headers());
+            let length = crate::head::content_length(req.headers());
             let data = body.into_bytes_stream();
             match read_body_draining(data, length, self.limit, self.limits.body_read_timeout).await
             {
@@ -92,8 +92,31 @@ impl Endpoint for RouteEndpoint {
                 Err(e) => return Ok(respond(app.refused(route, e))),
             }
         };
-        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
+        let request = crate::head::raw_request(req.uri().path(), req.uri().query(), req.headers(), body);
         Ok(respond(app.call(route, request).await))
+    }
+}
+
+/// One endpoint of the table at its path on poem's `Route`: its routes, one per method. (poem's
+/// own `RouteMethod` answers the methods it lacks with an error that does not say which endpoint
+/// refused them.)
+struct EndpointMethods {
+    app: Arc<dyn AppHandle>,
+    endpoint: usize,
+    routes: Vec<(poem::http::Method, RouteEndpoint)>,
+}
+
+impl Endpoint for EndpointMethods {
+    type Output = Response;
+
+    async fn call(&self, req: poem::Request) -> poem::Result<Response> {
+        match self.routes.iter().find(|(m, _)| m == req.method()) {
+            Some((_, route)) => route.call(req).await,
+            None => {
+                let (method, path) = (req.method().as_str(), req.uri().path());
+                Ok(respond(self.app.unmatched(method, path, Some(self.endpoint))))
+            }
+        }
     }
 }
 
@@ -129,16 +152,16 @@ impl Endpoint for App {
         let (method, path) = (req.method().clone(), req.uri().path().to_owned());
         match self.route.call(req).await {
             Ok(resp) => Ok(resp),
-            // The route's own refusals (no path, no method): the kit's JSON 404 or 405.
-            Err(_) => Ok(respond(self.app.unmatched(method.as_str(), &path))),
+            // The route's own refusal (no path; the endpoints answer their 405s): the kit's 404.
+            Err(_) => Ok(respond(self.app.unmatched(method.as_str(), &path, None))),
         }
     }
 }
 
 fn app(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> App {
     let mut route = Route::new();
-    for e in app.endpoints() {
-        let mut methods = RouteMethod::new();
+    for (endpoint, e) in app.endpoints().iter().enumerate() {
+        let mut routes = Vec::with_capacity(e.methods.len());
         for &(method, r) in &e.methods {
             let ep = RouteEndpoint {
                 app: app.clone(),
@@ -153,8 +176,13 @@ fn app(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> App {
                 Method::Patch => poem::http::Method::PATCH,
                 Method::Delete => poem::http::Method::DELETE,
             };
-            methods = methods.method(m, ep);
+            routes.push((m, ep));
         }
+        let methods = EndpointMethods {
+            app: app.clone(),
+            endpoint,
+            routes,
+        };
         route = route.at(poem_path(e.path), methods);
     }
     App { route, app }

@@ -1,7 +1,8 @@
 //! salvo: each endpoint becomes a salvo `Router` (`Router::with_path(..)` in salvo's own `{name}`
-//! syntax) with one method child per route, its goal a [`Handler`] that reads the path parameters
-//! from salvo's `PathParams` and the body through the kit's reader under the endpoint's limit; a
-//! last `{**rest}` router answers the JSON 404 or 405 of whatever the endpoints did not take. The
+//! syntax) with one method child per route, its goal a [`Handler`] that reads the body through the
+//! kit's reader under the endpoint's limit and hands the kit the route and the raw path (the kit
+//! takes the path parameters from it); the endpoint's own goal answers the JSON 405 of a method it
+//! does not take, a last `{**rest}` router the JSON 404 of what no endpoint took. The
 //! `Service` is served as hyper service by the shared loop ([`crate::hyper_loop`]), as salvo's
 //! own `Server` serves it, with the kit's limits set on hyper's builder. Over HTTP/3 the loop's
 //! QUIC half serves it too: salvo's own `quinn` feature is `salvo-http3`, which re-exports the same
@@ -74,15 +75,16 @@ fn respond(reply: Reply, res: &mut SalvoResponse) {
     );
     res.headers_mut().insert(
         header::CONTENT_TYPE,
-        crate::content_type_value(reply.content_type),
+        crate::head::content_type_value(reply.content_type),
     );
     res.body(reply.body);
 }
 
-/// One route of the table, as a salvo goal.
+/// One route of the table, as a salvo goal. salvo's router skips empty segments (`/waiters/`,
+/// `//health` reach `/waiters` and `/health`): the kit, which takes the path as it came, answers
+/// those 404 as every other runtime does.
 struct RouteGoal {
     app: Arc<dyn AppHandle>,
-    endpoint: usize,
     route: usize,
     limit: usize,
     limits: ServerLimits,
@@ -98,11 +100,6 @@ impl Handler for RouteGoal {
         _ctrl: &mut FlowCtrl,
     ) {
         let (app, route) = (&self.app, self.route);
-        // salvo's router skips empty segments (`/waiters/`, `//health` reach `/waiters` and
-        // `/health`); the table's own matcher, as on every other runtime, does not.
-        if app.matcher().at(req.uri().path()).map(|m| *m.value).ok() != Some(self.endpoint) {
-            return respond(app.unmatched(req.method().as_str(), req.uri().path()), res);
-        }
         let body = req.take_body();
         let body = if body.is_end_stream() {
             Bytes::new() // no body (a GET): nothing to read
@@ -116,13 +113,14 @@ impl Handler for RouteGoal {
                 Err(e) => return respond(app.refused(route, e), res),
             }
         };
-        let request = crate::request_from(req.uri().path(), req.uri().query(), req.headers(), body);
+        let request = crate::head::raw_request(req.uri().path(), req.uri().query(), req.headers(), body);
         respond(app.call(route, request).await, res);
     }
 }
 
-/// What no endpoint took: the kit's JSON 404, or 405 when the path is known.
-struct Unmatched(Arc<dyn AppHandle>);
+/// What no route took: the kit's JSON 405 naming the methods of the endpoint the path matched
+/// (the endpoint's own goal, reached when none of its methods is the request's), else its 404.
+struct Unmatched(Arc<dyn AppHandle>, Option<usize>);
 
 #[salvo_core::async_trait]
 impl Handler for Unmatched {
@@ -134,7 +132,7 @@ impl Handler for Unmatched {
         _ctrl: &mut FlowCtrl,
     ) {
         respond(
-            self.0.unmatched(req.method().as_str(), req.uri().path()),
+            self.0.unmatched(req.method().as_str(), req.uri().path(), self.1),
             res,
         );
     }
@@ -148,7 +146,6 @@ fn service(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Service {
         for &(method, route) in &e.methods {
             let goal = RouteGoal {
                 app: app.clone(),
-                endpoint,
                 route,
                 limit: limits.body_limit(e.limit),
                 limits: *limits,
@@ -161,11 +158,11 @@ fn service(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Service {
                 Method::Delete => router.delete(goal),
             };
         }
-        root = root.push(router);
+        root = root.push(router.goal(Unmatched(app.clone(), Some(endpoint))));
     }
     root = root
-        .push(Router::with_path("{**rest}").goal(Unmatched(app.clone())))
-        .goal(Unmatched(app));
+        .push(Router::with_path("{**rest}").goal(Unmatched(app.clone(), None)))
+        .goal(Unmatched(app, None));
     Service::new(root)
 }
 

@@ -51,7 +51,7 @@ fn respond(reply: Reply) -> Reply_ {
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        crate::content_type_value(reply.content_type),
+        crate::head::content_type_value(reply.content_type),
     );
     resp
 }
@@ -85,7 +85,7 @@ fn filter(
                         Err(reply) => return respond(reply),
                     };
                     let route = routed.route;
-                    let length = crate::content_length(&headers);
+                    let length = crate::head::content_length(&headers);
                     // RFC 9112: a request with neither a length nor a transfer coding has no body.
                     let bodiless = length == Some(0)
                         || (length.is_none() && !headers.contains_key(header::TRANSFER_ENCODING));
@@ -101,7 +101,7 @@ fn filter(
                         }
                     };
                     let request =
-                        crate::request_from(path.as_str(), query.as_deref(), &headers, body);
+                        crate::head::raw_request(path.as_str(), query.as_deref(), &headers, body);
                     respond(app.call(route, request).await)
                 }
             },

@@ -155,7 +155,13 @@ fn no_file_outside_the_registry_lists_runtimes_by_hand() {
     let names = brigade_runtimes::KNOWN;
     let modules: Vec<PathBuf> = names
         .iter()
-        .map(|n| root().join(format!("runtimes/src/{n}.rs")))
+        .flat_map(|n| {
+            let n = n.replace('-', "_");
+            [
+                root().join(format!("runtimes/src/{n}.rs")),
+                root().join(format!("runtimes/src/{n}")),
+            ]
+        })
         .collect();
     let lists = hand_lists(names, &modules);
     assert!(

@@ -48,7 +48,7 @@ use crate::{Shutdown, TlsConfig};
 
 /// xitca-web's HTTP/3 stack ([`crate::Runtime::h3_stack`]): xitca-http's dispatcher, `h3` over
 /// `h3-quinn`, on quinn; what the dispatcher cannot be told (the module's doc).
-pub(crate) const H3_STACK: crate::H3Stack = crate::H3Stack {
+pub(crate) const H3_STACK: crate::runtime::H3Stack = crate::runtime::H3Stack {
     crates: &["xitca-http", "h3", "h3-quinn", "quinn"],
     unset: &[
         "the header section's size (the guard's 431 still holds)",

@@ -46,7 +46,8 @@ pub mod store;
 pub mod tls;
 
 pub use http::{
-    ApiError, App, AppHandle, ErrorCode, Method, Reply, Request, Route, RouteSpec, RouteTable,
+    ApiError, App, AppHandle, ErrorCode, Method, RawRequest, Reply, Request, Route, RouteSpec,
+    RouteTable,
 };
 pub use schemars;
 pub use service::Service;

@@ -238,7 +238,11 @@ mod tests {
             .iter()
             .position(|r| r.path == "/peers")
             .unwrap();
-        let reply = built.app.call(route, Default::default()).await;
+        let request = crate::RawRequest {
+            path: "/peers".into(),
+            ..Default::default()
+        };
+        let reply = built.app.call(route, request).await;
         let peers: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
         assert_eq!(peers, serde_json::json!(["http://127.0.0.1:1", null]));
         assert!(Notes.preload().is_none());

@@ -1,7 +1,9 @@
 //! A route table bound to its state ([`App`]), type-erased as the [`AppHandle`] an adapter mounts:
 //! its endpoints (one per path pattern, with the methods it answers), a matcher for runtimes without
-//! a router, and the call that applies the body rules every runtime shares, then runs the handler
-//! inside the request's [`Call`]: its trace context, its metrics and its log line.
+//! a router, the call that takes a matched route and its raw request, applies the path and body
+//! rules every runtime shares and runs the handler inside the request's [`Call`] (its trace context,
+//! its metrics and its log line), and the one place a request no route takes gets its 404 or 405
+//! ([`AppHandle::unmatched`]).
 //!
 //! Every app also answers two routes of its own after the table's: `GET /metrics` (its
 //! [`Metrics`], once the service is built with metrics on) and `GET /openapi.json` (the document
@@ -18,8 +20,8 @@ use tracing::Instrument;
 
 use super::pattern::{pattern_params, ParamError, ParamSlots};
 use super::{
-    content_type, ApiError, BodyKind, BoxFuture, Method, Reply, Request, Route, RouteSpec,
-    RouteTable,
+    content_type, ApiError, BodyKind, BoxFuture, Method, RawRequest, Reply, Request, Route,
+    RouteSpec, RouteTable,
 };
 use crate::observe::trace::TraceContext;
 use crate::observe::Metrics;
@@ -52,6 +54,16 @@ impl Endpoint {
             .map(|(_, i)| *i)
     }
 
+    /// Whether `path` (raw, without the query) has this endpoint's segments, as
+    /// [`ParamSlots::fits`] says of a route's.
+    pub fn fits(&self, path: &str) -> bool {
+        let slashes = |p: &str| {
+            let p = p.strip_prefix('/').unwrap_or(p);
+            p.bytes().filter(|&b| b == b'/').count()
+        };
+        slashes(path) == slashes(self.path)
+    }
+
     /// The 405 error naming the methods this endpoint does answer.
     pub fn method_not_allowed(&self, method: &str) -> ApiError {
         let allowed: Vec<&str> = self.methods.iter().map(|(m, _)| m.as_str()).collect();
@@ -69,24 +81,24 @@ pub trait AppHandle: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The path patterns to mount, each with its methods.
     fn endpoints(&self) -> &[Endpoint];
-    /// Runs route `route` on `request`, its path parameters taken from `request.path` and
-    /// percent-decoded once ([`ParamSlots::take`]; a path of another shape is the 404 or 405 of
-    /// [`AppHandle::unmatched`], a parameter that is not UTF-8 a 400). Never fails: errors (and
-    /// panics) become error replies.
-    fn call(&self, route: usize, request: Request) -> BoxFuture<Reply>;
-    /// A matcher over the endpoints for runtimes that bring no router of their own (hyper).
+    /// Runs route `route`, the one the runtime's router matched, on `request`: the kit takes its
+    /// path parameters from `request.path` by position in the route's pattern, percent-decoded
+    /// once ([`ParamSlots::take`]; a path of another shape, which a router matched only after
+    /// normalising it, is [`AppHandle::unmatched`]'s 404, a parameter that is not UTF-8 a 400).
+    /// Never fails: errors (and panics) become error replies.
+    fn call(&self, route: usize, request: RawRequest) -> BoxFuture<Reply>;
+    /// A matcher over the endpoints for runtimes that bring no router of their own (hyper): it is
+    /// their router, asked once per request.
     fn matcher(&self) -> &matchit::Router<usize>;
     /// Every route without its handler, in the table's order (route `i` is `routes()[i]`).
     fn routes(&self) -> &[RouteSpec];
-    /// The answer to a request no route takes: 405 naming the allowed methods when `path` is
-    /// known, else 404; counted under the one unmatched label.
-    fn unmatched(&self, method: &str, path: &str) -> Reply {
-        match self.matcher().at(path) {
-            Ok(m) => self.endpoints()[*m.value]
-                .method_not_allowed(method)
-                .to_reply(),
-            Err(_) => ApiError::no_route(method, path).to_reply(),
-        }
+    /// The answer to a request no route takes, the one place 404 and 405 come from: 405 naming
+    /// the methods of `endpoint` when the runtime's router matched the path to that endpoint but
+    /// no route of it takes `method` (and the path as it came has the endpoint's segments,
+    /// [`Endpoint::fits`]), else 404; counted under the one unmatched label. Matches nothing
+    /// itself.
+    fn unmatched(&self, method: &str, path: &str, endpoint: Option<usize>) -> Reply {
+        unmatched_reply(self.endpoints(), method, path, endpoint)
     }
     /// The answer to a request for route `route` the adapter refused before calling it (a body
     /// over the limit, a body or path that could not be read), counted under its route.
@@ -114,6 +126,22 @@ pub(super) struct Call {
     path: &'static str,
     metrics: Option<(Arc<Metrics>, usize)>,
     started: Option<Stopwatch>,
+}
+
+/// The 404 or 405 of [`AppHandle::unmatched`].
+fn unmatched_reply(
+    endpoints: &[Endpoint],
+    method: &str,
+    path: &str,
+    endpoint: Option<usize>,
+) -> Reply {
+    match endpoint
+        .and_then(|e| endpoints.get(e))
+        .filter(|e| e.fits(path))
+    {
+        Some(e) => e.method_not_allowed(method).to_reply(),
+        None => ApiError::no_route(method, path).to_reply(),
+    }
 }
 
 impl Call {
@@ -324,33 +352,35 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
         &self.specs
     }
 
-    fn call(&self, route: usize, mut request: Request) -> BoxFuture<Reply> {
+    fn call(&self, route: usize, raw: RawRequest) -> BoxFuture<Reply> {
         let metrics = self.metrics.get();
         let started =
             (metrics.is_some() || tracing::enabled!(tracing::Level::DEBUG)).then(Stopwatch::start);
+        let Some(spec) = self.specs.get(route) else {
+            let reply = ApiError::internal("route index out of range").to_reply();
+            return Box::pin(async move { reply });
+        };
+        let params = match self.slots[route].take(&raw.path) {
+            Ok(params) => params,
+            Err(ParamError::Shape) => {
+                let reply = self.unmatched(spec.method.as_str(), &raw.path, None);
+                return Box::pin(async move { reply });
+            }
+            Err(ParamError::NotUtf8(name)) => {
+                let reply = ApiError::bad_request(format!(
+                    "path parameter {name} is not UTF-8 once percent-decoded"
+                ))
+                .to_reply();
+                self.record(route, reply.status, started);
+                return Box::pin(async move { reply });
+            }
+        };
         let Some(r) = self.table.routes().get(route) else {
             let reply = self.builtin(route - self.table.routes().len());
             self.record(route, reply.status, started);
             return Box::pin(async move { reply });
         };
-        let slots = &self.slots[route];
-        if !slots.is_empty() {
-            match slots.take(&request.path) {
-                Ok(params) => request.params = params,
-                Err(ParamError::Shape) => {
-                    let reply = self.unmatched(r.method.as_str(), &request.path);
-                    return Box::pin(async move { reply });
-                }
-                Err(ParamError::NotUtf8(name)) => {
-                    let reply = ApiError::bad_request(format!(
-                        "path parameter {name} is not UTF-8 once percent-decoded"
-                    ))
-                    .to_reply();
-                    self.record(route, reply.status, started);
-                    return Box::pin(async move { reply });
-                }
-            }
-        }
+        let request = Request::from_raw(raw, params);
         if let Err(e) = check_body(r, &request) {
             let reply = e.to_reply();
             self.record(route, reply.status, started);
@@ -372,14 +402,9 @@ impl<S: Send + Sync + 'static> AppHandle for App<S> {
         (r.handler)(self.state.clone(), request, call)
     }
 
-    fn unmatched(&self, method: &str, path: &str) -> Reply {
+    fn unmatched(&self, method: &str, path: &str, endpoint: Option<usize>) -> Reply {
         let started = self.metrics.get().map(|_| Stopwatch::start());
-        let reply = match self.matcher().at(path) {
-            Ok(m) => self.endpoints()[*m.value]
-                .method_not_allowed(method)
-                .to_reply(),
-            Err(_) => ApiError::no_route(method, path).to_reply(),
-        };
+        let reply = unmatched_reply(&self.endpoints, method, path, endpoint);
         if let (Some(m), Some(started)) = (self.metrics.get(), started) {
             m.unmatched(method).record(reply.status, started.nanos());
         }

@@ -35,6 +35,8 @@ pub fn pattern_segments(path: &str) -> Vec<Segment<'_>> {
 /// whatever its router decodes (docs/reliability.md, "One answer on every runtime").
 #[derive(Debug, Clone, Default)]
 pub struct ParamSlots {
+    /// The pattern.
+    pattern: &'static str,
     /// How many segments the pattern has.
     segments: usize,
     /// Each parameter's segment index and name, in order.
@@ -68,6 +70,7 @@ impl ParamSlots {
             })
             .collect();
         ParamSlots {
+            pattern,
             segments: segments.len(),
             slots,
         }
@@ -78,17 +81,39 @@ impl ParamSlots {
         self.slots.is_empty()
     }
 
+    /// Whether `path` (raw, without the query) has the pattern's segments: a router that matched
+    /// it after normalising it (skipping an empty segment, a trailing `/`) matched a path no route
+    /// takes as it came. Counts the path's `/`s, nothing more: literal segments are the router's
+    /// (some decode `%61` to `a` before they compare, as the house rules do for the others).
+    pub fn fits(&self, path: &str) -> bool {
+        if path == self.pattern {
+            return true; // a pattern without parameters, as it is (the common case: no count)
+        }
+        let path = path.strip_prefix('/').unwrap_or(path);
+        path.bytes().filter(|&b| b == b'/').count() + 1 == self.segments
+    }
+
     /// The parameters of `path` (raw, as it came, without the query), a path matched to this
     /// pattern: each the segment in its place, percent-decoded once (RFC 3986 §2.1): `%2F` is a
     /// `/` in the value and never a segment break, `+` stays `+`, and an escape that is not two
     /// hex digits stays as it is (as in the WHATWG URL standard).
+    #[inline]
     pub fn take(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
-        // Two walks over the path and no list of its segments: this runs on every request to a
-        // route with parameters.
-        let path = path.strip_prefix('/').unwrap_or(path);
-        if path.split('/').count() != self.segments {
+        if self.slots.is_empty() && path == self.pattern {
+            return Ok(Vec::new()); // the common case, inlined into every request's call
+        }
+        self.take_from(path)
+    }
+
+    /// [`ParamSlots::take`] past its common case.
+    fn take_from(&self, path: &str) -> Result<Vec<(String, String)>, ParamError> {
+        if !self.fits(path) {
             return Err(ParamError::Shape);
         }
+        if self.slots.is_empty() {
+            return Ok(Vec::new());
+        }
+        let path = path.strip_prefix('/').unwrap_or(path);
         let mut slots = self.slots.iter().peekable();
         let mut params = Vec::with_capacity(self.slots.len());
         for (i, segment) in path.split('/').enumerate() {

@@ -9,12 +9,12 @@ use super::ApiError;
 /// A request as a handler sees it, whatever runtime parsed it.
 #[derive(Debug, Default)]
 pub struct Request {
-    /// The request's path as it came, percent-escapes and all, without the query: the kit takes
+    /// The request's path as it came, percent-escapes and all, without the query: the kit took
     /// the path parameters from it ([`AppHandle::call`](super::AppHandle::call)), so every runtime
     /// delivers the same values whatever its router decodes.
     pub path: String,
-    /// Path parameters by name, each percent-decoded once: filled from [`Request::path`] by
-    /// [`AppHandle::call`](super::AppHandle::call) on a route with parameters.
+    /// Path parameters by name, each percent-decoded once: taken from [`Request::path`] by
+    /// [`AppHandle::call`](super::AppHandle::call), by position in the matched route's pattern.
     pub params: Vec<(String, String)>,
     /// The raw query string, without `?`.
     pub query: Option<String>,
@@ -30,7 +30,39 @@ pub struct Request {
     pub budget: Option<String>,
 }
 
+/// A request as an adapter hands it to the kit ([`AppHandle::call`](super::AppHandle::call)), its
+/// route already matched by the runtime's router: what the runtime parsed, before the kit takes
+/// the path parameters and makes it the [`Request`] the handler sees.
+#[derive(Debug, Default)]
+pub struct RawRequest {
+    /// The path as it came, percent-escapes and all, without the query.
+    pub path: String,
+    /// The raw query string, without `?`.
+    pub query: Option<String>,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The whole body, already limited by the adapter.
+    pub body: Bytes,
+    /// The W3C `traceparent` header, if any.
+    pub traceparent: Option<String>,
+    /// The `x-brigade-budget-ms` header, if any.
+    pub budget: Option<String>,
+}
+
 impl Request {
+    /// The handler's request: `raw` with its path parameters.
+    pub(super) fn from_raw(raw: RawRequest, params: Vec<(String, String)>) -> Request {
+        Request {
+            path: raw.path,
+            params,
+            query: raw.query,
+            content_type: raw.content_type,
+            body: raw.body,
+            traceparent: raw.traceparent,
+            budget: raw.budget,
+        }
+    }
+
     /// A path parameter by name (empty if the pattern has none of that name).
     pub fn param(&self, name: &str) -> &str {
         self.params

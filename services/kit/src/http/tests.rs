@@ -17,7 +17,7 @@ fn table() -> RouteTable<()> {
         .get("/boom", |_, _| async { panic!("kaboom") })
 }
 
-fn call(app: &App<()>, route: usize, req: Request) -> Reply {
+fn call(app: &App<()>, route: usize, req: RawRequest) -> Reply {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
@@ -59,13 +59,13 @@ fn matcher_finds_endpoints_and_params() {
 #[test]
 fn json_route_refuses_other_content_types() {
     let app = App::new("t", table(), Arc::new(()));
-    let req = Request {
+    let req = RawRequest {
         content_type: Some("text/plain".into()),
         body: "{}".into(),
         ..Default::default()
     };
     assert_eq!(call(&app, 1, req).status, 415);
-    let req = Request {
+    let req = RawRequest {
         content_type: Some("application/json; charset=utf-8".into()),
         body: "{\"a\":1}".into(),
         ..Default::default()
@@ -92,7 +92,7 @@ fn malformed_json_is_400_and_wrong_types_are_422_naming_the_field() {
 #[test]
 fn a_panicking_handler_answers_500_with_a_json_body() {
     let app = App::new("t", table(), Arc::new(()));
-    let reply = call(&app, 3, Request::default());
+    let reply = call(&app, 3, RawRequest::default());
     assert_eq!(reply.status, 500);
     let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
     assert_eq!(v["error"]["code"], "internal");
@@ -165,26 +165,28 @@ fn an_app_lists_its_routes_without_handlers_in_table_order() {
 #[test]
 fn the_kits_own_routes_answer_metrics_once_observed_and_the_document_always() {
     let app = App::new("t", table(), Arc::new(()));
-    let reply = call(&app, 4, Request::default());
+    let reply = call(&app, 4, RawRequest::default());
     assert_eq!(reply.status, 404, "no metrics before the app is observed");
-    let doc = call(&app, 5, Request::default());
+    let doc = call(&app, 5, RawRequest::default());
     assert_eq!(doc.status, 200);
     let v: serde_json::Value = serde_json::from_slice(&doc.body).unwrap();
     assert!(v["paths"]["/items/{id}"]["get"].is_object());
     assert!(v["paths"]["/openapi.json"]["get"].is_object());
     app.observe(Arc::new(crate::observe::Metrics::new(&[], &[])));
-    assert_eq!(call(&app, 0, Request::default()).status, 200);
-    assert_eq!(app.unmatched("GET", "/nothing").status, 404);
-    assert_eq!(app.unmatched("DELETE", "/items").status, 405);
+    assert_eq!(call(&app, 0, RawRequest::default()).status, 200);
+    assert_eq!(app.unmatched("GET", "/nothing", None).status, 404);
+    assert_eq!(app.unmatched("DELETE", "/items", Some(0)).status, 405);
+    // A router that matched `/items/` to `/items` (skipping the empty segment) is not a 405.
+    assert_eq!(app.unmatched("DELETE", "/items/", Some(0)).status, 404);
     assert_eq!(app.refused(1, ApiError::too_large(1)).status, 413);
-    let m = call(&app, 4, Request::default());
+    let m = call(&app, 4, RawRequest::default());
     assert_eq!(m.status, 200);
     let text = String::from_utf8_lossy(&m.body);
     for line in [
         "brigade_http_requests_total{method=\"GET\",route=\"/items\",status=\"2xx\"} 1",
         "brigade_http_requests_total{method=\"POST\",route=\"/items\",status=\"4xx\"} 1",
         "brigade_http_requests_total{method=\"GET\",route=\"(unmatched)\",status=\"4xx\"} 1",
-        "brigade_http_requests_total{method=\"DELETE\",route=\"(unmatched)\",status=\"4xx\"} 1",
+        "brigade_http_requests_total{method=\"DELETE\",route=\"(unmatched)\",status=\"4xx\"} 2",
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
@@ -197,7 +199,7 @@ fn a_traceparent_is_the_handlers_current_trace() {
         Ok(Reply::text(t.to_string()))
     });
     let app = App::new("t", t, Arc::new(()));
-    let req = Request {
+    let req = RawRequest {
         traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
         ..Default::default()
     };
@@ -205,7 +207,7 @@ fn a_traceparent_is_the_handlers_current_trace() {
         &call(&app, 0, req).body[..],
         b"4bf92f3577b34da6a3ce929d0e0e4736"
     );
-    let fresh = call(&app, 0, Request::default());
+    let fresh = call(&app, 0, RawRequest::default());
     assert_eq!(fresh.body.len(), 32);
 }
 
@@ -216,7 +218,7 @@ fn a_callers_budget_is_the_handlers_deadline_and_a_bad_one_is_ignored() {
         Ok(Reply::text(format!("{left:?}")))
     });
     let app = App::new("t", t, Arc::new(()));
-    let with = |budget: &str| Request {
+    let with = |budget: &str| RawRequest {
         budget: Some(budget.into()),
         ..Default::default()
     };
@@ -229,7 +231,7 @@ fn a_callers_budget_is_the_handlers_deadline_and_a_bad_one_is_ignored() {
         .unwrap_or_else(|_| panic!("{text}"));
     assert!(left <= 750, "{text}");
     for ignored in [None, Some("soon")] {
-        let req = Request {
+        let req = RawRequest {
             budget: ignored.map(str::to_string),
             ..Default::default()
         };
@@ -259,13 +261,19 @@ fn path_parameters_are_taken_from_the_raw_path_and_decoded_once() {
         assert_eq!(take(shape), Err(ParamError::Shape), "{shape}");
     }
     assert!(ParamSlots::of("/items").is_empty());
+    // A pattern without parameters has a shape too (a router that skips empty segments matched).
+    let items = ParamSlots::of("/items");
+    assert_eq!(items.take("/items"), Ok(vec![]));
+    for shape in ["/items/", "//items", "/items//"] {
+        assert_eq!(items.take(shape), Err(ParamError::Shape), "{shape}");
+    }
 }
 
 #[test]
 fn the_app_answers_with_decoded_parameters_and_refuses_a_path_of_another_shape() {
     let app = App::new("t", table(), Arc::new(()));
     let get = |path: &str| {
-        let req = Request {
+        let req = RawRequest {
             path: path.to_string(),
             ..Default::default()
         };
@@ -275,4 +283,15 @@ fn the_app_answers_with_decoded_parameters_and_refuses_a_path_of_another_shape()
     assert_eq!((ok.status, &ok.body[..]), (200, &b"AC/DC"[..]));
     assert_eq!(get("/items/%C3").status, 400);
     assert_eq!(get("/items/a/b").status, 404);
+    let list = |path: &str| {
+        let req = RawRequest {
+            path: path.to_string(),
+            ..Default::default()
+        };
+        call(&app, 0, req).status
+    };
+    assert_eq!(
+        (list("/items"), list("/items/"), list("//items")),
+        (200, 404, 404)
+    );
 }

@@ -18,7 +18,7 @@ use brigade_kit::http::{pattern_segments, BodyKind, Segment};
 use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
-use brigade_kit::{AppHandle, Request};
+use brigade_kit::{AppHandle, RawRequest};
 use brigade_restaurant::ServiceName;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -228,9 +228,8 @@ fn fuzz(store: StoreKind, mongodb_uri: Option<String>) {
             .fold(String::new(), |path, segment| path + "/" + &segment);
         let content_type =
             (c.json_type || spec.body == BodyKind::Json).then(|| "application/json".to_owned());
-        let request = Request {
+        let request = RawRequest {
             path,
-            params: Vec::new(),
             query: c.query.clone(),
             content_type,
             body: c.body.clone().into(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
-use brigade_kit::{AppHandle, Method, Reply, Request};
+use brigade_kit::{AppHandle, Method, RawRequest, Reply};
 use brigade_restaurant::ServiceName;
 use serde_json::{json, Value};
 
@@ -57,7 +57,7 @@ async fn call(app: &Arc<dyn AppHandle>, method: Method, path: &str, body: Value)
     let found = app.matcher().at(path).unwrap();
     let endpoint = &app.endpoints()[*found.value];
     let route = endpoint.route_for(method).unwrap();
-    let request = Request {
+    let request = RawRequest {
         path: path.to_string(),
         content_type: Some("application/json".into()),
         body: body.to_string().into(),
@@ -185,7 +185,7 @@ async fn a_seat_tells_the_waiter_service_at_most_what_its_own_caller_left_it() {
         let route = app.endpoints()[*found.value]
             .route_for(Method::Post)
             .unwrap();
-        let request = Request {
+        let request = RawRequest {
             path: format!("/tables/{table}/seat"),
             content_type: Some("application/json".into()),
             body: json!({"party_size": 2, "waiter_id": "w1"})
