@@ -181,7 +181,7 @@ fn serve_hello(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> any
         runtime: runtime.name.to_string(),
         store: "none".to_string(),
         workers,
-        limits: Some(brigade_runtimes::ServerLimits::default().to_string()),
+        limits: Some(brigade_kit::limits::ServerLimits::default().to_string()),
     }))?;
     let (trigger, shutdown) = brigade_runtimes::shutdown_channel();
     std::thread::spawn(move || {

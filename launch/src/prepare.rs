@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use brigade_kit::http::RouteSpec;
+use brigade_kit::limits::ServerLimits;
 use brigade_kit::preload::{self, Filled};
 use brigade_kit::service::{self, ServiceConfig};
 use brigade_kit::store::Store;
 use brigade_kit::Service;
-use brigade_runtimes::{Mount, Runtime, ServerLimits, Shutdown};
+use brigade_runtimes::{Mount, Runtime, Shutdown};
 
 use crate::Services;
 

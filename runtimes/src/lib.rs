@@ -57,7 +57,6 @@ mod quic;
 mod runtime;
 mod server;
 
-pub use brigade_kit::limits::ServerLimits;
 pub use memory::MemoryServer;
 pub use runtime::{Runtime, H3_NOT_OFFERED, TOKIO_EPOLL};
 #[cfg(feature = "hyper-loop")]

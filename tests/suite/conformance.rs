@@ -39,12 +39,12 @@ mod limits {
     use std::net::SocketAddr;
     use std::time::Duration;
 
+    use brigade_kit::limits::ServerLimits;
     use brigade_launch::testing::{Deployment, StoreKind, Target};
     use brigade_launch::Services;
     use brigade_load::abuse::{self, Abuse, AbuseConfig, AbuseOutcome};
     use brigade_load::engine::{self, LoadConfig};
     use brigade_load::result::LoadResult;
-    use brigade_runtimes::ServerLimits;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// One service that carries the bench routes.

@@ -17,10 +17,11 @@ use std::time::Duration;
 use anyhow::Context;
 use brigade_kit::http::RouteSpec;
 use brigade_kit::limits::ServeProtocol;
+use brigade_kit::limits::ServerLimits;
 use brigade_kit::peer::{PeerTimeouts, PeerTransport};
 use brigade_kit::service::ServiceConfig;
 use brigade_kit::store::StoreConfig;
-use brigade_runtimes::{Runtime, ServerLimits, ShutdownTrigger};
+use brigade_runtimes::{Runtime, ShutdownTrigger};
 
 pub use brigade_kit::conformance::{
     exactly_one_wins, run_standard_checks, Answer, Deployment as Target, TestClient, Wire,

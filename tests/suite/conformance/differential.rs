@@ -11,9 +11,9 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use brigade_kit::limits::ServerLimits;
 use brigade_launch::testing::{Deployment, StoreKind, Target};
 use brigade_launch::Services;
-use brigade_runtimes::ServerLimits;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use brigade_clients::{Protocol, TlsClient};
 use brigade_kit::conformance::Wire;
+use brigade_kit::limits::ServerLimits;
 use brigade_launch::testing::{Deployment, StoreKind, Target};
 use brigade_load::abuse::{self, Abuse, AbuseConfig};
 use brigade_load::engine::{self, LoadConfig};
-use brigade_runtimes::ServerLimits;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 
