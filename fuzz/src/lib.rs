@@ -13,7 +13,8 @@ use brigade_kit::service::{build, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::http::{pattern_segments, Segment};
 use brigade_kit::{AppHandle, RawRequest};
-use brigade_runtimes::{MemoryServer, ServerLimits};
+use brigade_kit::limits::ServerLimits;
+use brigade_runtimes::MemoryServer;
 use brigade_restaurant::ServiceName;
 
 /// The limits the request-path targets serve under: the defaults with short timers (a case that
@@ -202,7 +203,7 @@ pub fn report_json(data: &[u8]) {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     let dir = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"));
     std::fs::write(dir.path().join("report.json"), data).expect("writing the report");
-    let _ = brigade_compare::rejudge(dir.path(), &brigade_compare::verdict::Rule::default());
+    let _ = brigade_compare::rejudge(dir.path(), &brigade_report::verdict::Rule::default());
 }
 
 /// The generator's answer parser on any bytes, for a GET and a HEAD: an answer or none, never a
