@@ -2,9 +2,9 @@
 //! `doc_counts` holds the counts: every crate's workspace dependencies as the architecture's table
 //! states them (so "the report depends on nothing that measures" is read from the manifests, not
 //! believed), the pipeline's direction inside `brigade-compare` (measuring never calls the judge,
-//! the judge reaches back into no earlier phase), `run`'s length as stated, and one import path
-//! per item: no crate `pub use`s another workspace crate's items but the facades embedding.md
-//! declares.
+//! the judge reaches back into no earlier phase), `run`'s length as stated, where the house rules
+//! run and where a 404 or 405 comes from on the request path, and one import path per item: no
+//! crate `pub use`s another workspace crate's items but the facades embedding.md declares.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -278,4 +278,74 @@ fn the_re_export_finder_sees_a_re_export() {
             .any(|(name, _, _)| facades.contains(name)),
         "no re-export found even in the declared facades {facades:?}"
     );
+}
+
+/// The files of `runtimes/src` whose code (comments left out) contains `needle`, relative to it.
+fn runtime_files_with(needle: &str) -> BTreeSet<String> {
+    let src = root().join("runtimes/src");
+    sources(&src)
+        .into_iter()
+        .filter(|(_, code)| code.contains(needle))
+        .map(|(path, _)| path.strip_prefix(&src).unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn the_house_rules_run_where_the_architecture_doc_says() {
+    let set = |files: &[&str]| {
+        files
+            .iter()
+            .map(|f| (*f).to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    // The kit's rules are called from one module of the runtimes: house.rs, its function for the
+    // `http` 1 runtimes and its macro for actix-web's and ntex's own types.
+    assert_eq!(runtime_files_with("rules::admit("), set(&["house.rs"]));
+    // The function: the hyper-based runtimes' shared guard and xitca-web's guard.
+    assert_eq!(
+        runtime_files_with("house::admit("),
+        set(&["hyper_loop.rs", "xitca/app.rs"])
+    );
+    // The macro: actix-web and ntex.
+    let mut macro_users = runtime_files_with("house_rules!(");
+    macro_users.remove("house.rs");
+    assert_eq!(macro_users, set(&["actix.rs", "ntex.rs"]));
+    let doc = read("docs/architecture.md");
+    for named in [
+        "`runtimes/src/house.rs`, `admit`",
+        "`hyper_loop.rs`",
+        "`xitca/app.rs`",
+        "the `house_rules!` macro",
+    ] {
+        assert!(
+            doc.contains(named),
+            "docs/architecture.md no longer says {named}"
+        );
+    }
+}
+
+#[test]
+fn a_404_or_405_comes_from_one_place_in_the_kit() {
+    // Every adapter's 404 and 405 hooks call the kit's `unmatched`; no adapter writes its own.
+    let src = root().join("runtimes/src");
+    let own_codes: Vec<String> = sources(&src)
+        .into_iter()
+        .filter(|(_, code)| {
+            [
+                "ErrorCode::NotFound",
+                "ErrorCode::MethodNotAllowed",
+                "ApiError::not_found(",
+                "ApiError::method_not_allowed(",
+            ]
+            .iter()
+            .any(|own| code.contains(own))
+        })
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert!(
+        own_codes.is_empty(),
+        "adapters answering 404/405 themselves: {own_codes:?}"
+    );
+    assert!(!runtime_files_with("unmatched(").is_empty());
+    assert!(read("docs/architecture.md").contains("**the one place a 404 or 405 comes from**"));
 }
