@@ -269,21 +269,7 @@ pub(crate) fn run_config(
         .client_request_timeout(limits.header_read_timeout)
         // actix-web's own cap is per worker: the kit's gate below is the real limit.
         .max_connections(limits.max_connections)
-        .on_connect(move |conn, extensions| match gate.try_enter() {
-            // The permit lives as long as the connection's data.
-            Some(permit) => {
-                extensions.insert(permit);
-                if let Some(c) = tcp_of(conn).and_then(|tcp| held.track(tcp.as_fd())) {
-                    extensions.insert(c);
-                }
-            }
-            None => {
-                // Past the connection limit: shut at once, before any byte is read.
-                if let Some(tcp) = tcp_of(conn) {
-                    let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
-                }
-            }
-        })
+        .on_connect(move |conn, extensions| on_connect(&gate, &held, conn, extensions))
         .h2_initial_window_size(limits.http2.initial_stream_window)
         .h2_initial_connection_window_size(limits.http2.initial_connection_window)
         .tls_handshake_timeout(limits.header_read_timeout)
@@ -310,6 +296,30 @@ pub(crate) fn run_config(
         server.await?;
         Ok(())
     })
+}
+
+/// A new connection, at `on_connect`: admitted by the kit's gate (its permit and its tracking kept
+/// in the connection's data, living as long as it), or, past the connection limit, shut at once
+/// before any byte is read.
+fn on_connect(
+    gate: &ConnectionGate,
+    held: &Held,
+    conn: &dyn std::any::Any,
+    extensions: &mut actix_web::dev::Extensions,
+) {
+    match gate.try_enter() {
+        Some(permit) => {
+            extensions.insert(permit);
+            if let Some(c) = tcp_of(conn).and_then(|tcp| held.track(tcp.as_fd())) {
+                extensions.insert(c);
+            }
+        }
+        None => {
+            if let Some(tcp) = tcp_of(conn) {
+                let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
 }
 
 /// The TCP socket under a connection actix-web hands `on_connect`: plaintext or TLS.
