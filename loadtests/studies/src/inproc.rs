@@ -49,22 +49,22 @@ brigade study inproc --runtimes axum,hyper --calls 20000 --strings 1000")]
 pub struct InprocArgs {
     /// Servers, CPUs, repeats (default 3, --quick 1) and where to write.
     #[command(flatten)]
-    pub lab: LabArgs,
+    pub(crate) lab: LabArgs,
     /// Concurrent clients, comma-separated [default: 1,2 (the original's)]
     #[arg(long, value_delimiter = ',')]
-    pub clients: Vec<u32>,
+    pub(crate) clients: Vec<u32>,
     /// Measured calls per client [default: 2000; --quick: 200]
     #[arg(long)]
-    pub calls: Option<u64>,
+    pub(crate) calls: Option<u64>,
     /// Strings in the typed operation's request object (answered reversed)
     #[arg(long, default_value_t = 100)]
-    pub strings: usize,
+    pub(crate) strings: usize,
     /// Warm-up calls' time per client before the measured ones [default: 200ms; --quick: 50ms]
     #[arg(long, value_parser = humantime::parse_duration)]
-    pub warmup: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// A CI-sized run (200 calls per client, one repeat): seconds
     #[arg(long)]
-    pub quick: bool,
+    pub(crate) quick: bool,
 }
 
 /// The operations compared.

@@ -37,25 +37,25 @@ brigade study rpc --runtimes axum,actix --clients 1,5,10,20 --iterations 100")]
 pub struct RpcArgs {
     /// Servers, CPUs, repeats (default 3, --quick 1) and where to write.
     #[command(flatten)]
-    pub lab: LabArgs,
+    pub(crate) lab: LabArgs,
     /// Client threads, comma-separated [default: 1,5,10,20 (the original's); --quick: 1,5]
     #[arg(long, value_delimiter = ',')]
-    pub clients: Vec<u32>,
+    pub(crate) clients: Vec<u32>,
     /// Calls per client thread [default: 10 (the original's)]
     #[arg(long)]
-    pub iterations: Option<u64>,
+    pub(crate) iterations: Option<u64>,
     /// Bytes sent and got by the byte operations
     #[arg(long, default_value_t = 100_000)]
-    pub bytes: usize,
+    pub(crate) bytes: usize,
     /// Strings sent (and got back reversed) by the string operations
     #[arg(long, default_value_t = 5_000)]
-    pub strings: usize,
+    pub(crate) strings: usize,
     /// Warm-up before each run's measured calls [default: 300ms; --quick: 100ms]
     #[arg(long, value_parser = humantime::parse_duration)]
-    pub warmup: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// A CI-sized run (1 and 5 client threads, one repeat): well under a minute
     #[arg(long)]
-    pub quick: bool,
+    pub(crate) quick: bool,
 }
 
 /// The RPC study's settings.

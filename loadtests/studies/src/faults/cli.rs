@@ -22,73 +22,73 @@ brigade study faults --stores embedded,mongo --mongodb-uri mongodb://127.0.0.1:2
 pub struct FaultsArgs {
     /// Runtimes, comma-separated [default: every runtime the binary has]
     #[arg(long, value_delimiter = ',')]
-    pub runtimes: Vec<String>,
+    pub(crate) runtimes: Vec<String>,
     /// Stores, comma-separated [default: embedded, and mongo when --mongodb-uri or MONGODB_URI is
     /// set]
     #[arg(long, value_delimiter = ',')]
-    pub stores: Vec<String>,
+    pub(crate) stores: Vec<String>,
     /// MongoDB URI for mongo (each run makes and drops its own databases)
     #[arg(long, env = "MONGODB_URI")]
-    pub mongodb_uri: Option<String>,
+    pub(crate) mongodb_uri: Option<String>,
     /// Faults, comma-separated [default: all; outage only on mongo with the two commands below]
     #[arg(long, value_delimiter = ',', value_enum)]
-    pub faults: Vec<Fault>,
+    pub(crate) faults: Vec<Fault>,
     /// The load under which faults are injected: a registered scenario or a file
     /// [default: the application's own, else hello]
     #[arg(long)]
-    pub scenario: Option<String>,
+    pub(crate) scenario: Option<String>,
     /// The soak's mix, which must create and delete as much as it adds [default: the
     /// application's own, else the load's scenario]
     #[arg(long)]
-    pub soak_scenario: Option<String>,
+    pub(crate) soak_scenario: Option<String>,
     /// Closed-loop users of the load (the soak's connections)
     #[arg(long, default_value_t = 316)]
-    pub users: u32,
+    pub(crate) users: u32,
     /// Length of each loaded run around a fault
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// Length of each of the two soaks
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
-    pub soak: Duration,
+    pub(crate) soak: Duration,
     /// abuse: slowloris connections (a head a byte at a time)
     #[arg(long, default_value_t = 1000)]
-    pub slowloris: usize,
+    pub(crate) slowloris: usize,
     /// abuse: idle keep-alive connections
     #[arg(long, default_value_t = 10_000)]
-    pub idle: usize,
+    pub(crate) idle: usize,
     /// abuse: bodies that never finish
     #[arg(long, default_value_t = 100)]
-    pub unfinished: usize,
+    pub(crate) unfinished: usize,
     /// abuse: connections past the server's limit (start it with --max-connections below the
     /// abuse to see them closed; with the default limit they are admitted and closed by timeouts)
     #[arg(long, default_value_t = 0)]
-    pub flood: usize,
+    pub(crate) flood: usize,
     /// outage: how long the database stays down
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
-    pub outage: Duration,
+    pub(crate) outage: Duration,
     /// outage: a shell command that stops the database (SIGKILL, as a crash would)
     #[arg(long)]
-    pub db_stop_command: Option<String>,
+    pub(crate) db_stop_command: Option<String>,
     /// outage: a shell command that starts it again on the same data and port
     #[arg(long)]
-    pub db_start_command: Option<String>,
+    pub(crate) db_start_command: Option<String>,
     /// Worker threads per server
     #[arg(long, default_value_t = 2)]
-    pub workers: u32,
+    pub(crate) workers: u32,
     /// A CI-sized run: 20 users, 6 s runs, 2 × 5 s soaks, 50 slowloris, 200 idle, 20 unfinished
     #[arg(long)]
-    pub quick: bool,
+    pub(crate) quick: bool,
     /// The server binary, started as `compare` starts one [default: this executable]
     #[arg(long)]
-    pub binary: Option<PathBuf>,
+    pub(crate) binary: Option<PathBuf>,
     /// Start the server with this command template instead of the standard flags (placeholders
     /// as for `compare --server-command`)
     #[arg(long, value_name = "TEMPLATE")]
-    pub server_command: Option<String>,
+    pub(crate) server_command: Option<String>,
     /// Where to write report.json, report.md, report.html and the server logs
     /// [default: results/study-faults-<UTC timestamp>]
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 impl FaultsArgs {

@@ -55,37 +55,37 @@ pub(crate) const INTERLEAVING: &str =
 
 /// The flags every HTTP study shares (the servers, the CPUs, the repeats, where to write).
 #[derive(Debug, Clone, Args)]
-pub struct LabArgs {
+pub(crate) struct LabArgs {
     /// Runtimes, comma-separated [default: every runtime the binary has]
     #[arg(long, value_delimiter = ',')]
-    pub runtimes: Vec<String>,
+    pub(crate) runtimes: Vec<String>,
     /// Runs per cell and runtime [default: the study's]
     #[arg(long)]
-    pub repeat: Option<u32>,
+    pub(crate) repeat: Option<u32>,
     /// Worker threads for every runtime [default: the number of server CPUs]
     #[arg(long)]
-    pub workers: Option<u32>,
+    pub(crate) workers: Option<u32>,
     /// Generator threads [default: the number of generator CPUs]
     #[arg(long)]
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// Per-request timeout
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Where to write report.json, report.md, report.html and the server logs
     /// [default: results/study-<study>-<UTC timestamp>]
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// The server binary, started as `compare` starts one (docs/embedding.md)
     /// [default: this executable]
     #[arg(long)]
-    pub binary: Option<PathBuf>,
+    pub(crate) binary: Option<PathBuf>,
     /// Start each server with this command instead of the standard flags (placeholders as for
     /// `compare --server-command`)
     #[arg(long, value_name = "TEMPLATE")]
-    pub server_command: Option<String>,
+    pub(crate) server_command: Option<String>,
     /// Where servers and generator run.
     #[command(flatten)]
-    pub cpus: CpuArgs,
+    pub(crate) cpus: CpuArgs,
 }
 
 /// A study's servers, CPUs and settings, resolved from [`LabArgs`].
@@ -123,7 +123,7 @@ pub struct Lab {
 
 impl LabArgs {
     /// Resolves the flags for `study`; `default_repeat` applies when `--repeat` is not given.
-    pub fn lab(&self, study: &'static str, quick: bool, default_repeat: u32) -> Result<Lab> {
+    pub(crate) fn lab(&self, study: &'static str, quick: bool, default_repeat: u32) -> Result<Lab> {
         let (launch, info, runtimes) = Launch::resolve_runtimes(
             self.binary.as_deref(),
             self.server_command.as_deref(),

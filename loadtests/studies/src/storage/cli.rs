@@ -26,58 +26,58 @@ pub struct StorageArgs {
     /// Stores to study, comma-separated: memory, embedded, mongo
     /// [default: memory and embedded, and mongo when --mongodb-uri or MONGODB_URI is set]
     #[arg(long, value_delimiter = ',')]
-    pub stores: Vec<StoreKind>,
+    pub(crate) stores: Vec<StoreKind>,
     /// MongoDB URI for mongo (without a database: the study makes and drops its own)
     #[arg(long, env = "MONGODB_URI")]
-    pub mongodb_uri: Option<String>,
+    pub(crate) mongodb_uri: Option<String>,
     /// How to reach the store, comma-separated: store (the Store trait, in this process), http
     /// (the application's routes on a server started as `compare` starts one; the growing
     /// part only)
     #[arg(long, value_delimiter = ',', value_enum, default_value = "store")]
-    pub via: Vec<Via>,
+    pub(crate) via: Vec<Via>,
     /// Parts to run, comma-separated: growing, fixed [default: both]
     #[arg(long, value_delimiter = ',', value_enum)]
-    pub parts: Vec<Part>,
+    pub(crate) parts: Vec<Part>,
     /// Multiplies every document and operation count (not the sizes, not the group length);
     /// more than 0, at most 1000
     #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
+    pub(crate) scale: f64,
     /// A CI-sized run (50 growing documents grown 500 times, 100 fixed ones read and rewritten
     /// 200 times): seconds per store
     #[arg(long)]
-    pub quick: bool,
+    pub(crate) quick: bool,
     /// Cap on the store's cache, MiB (embedded: redb's cache), so the data outgrows the cache,
     /// not the machine
     #[arg(long, default_value_t = DEFAULT_CACHE_MIB)]
-    pub cache_mib: u64,
+    pub(crate) cache_mib: u64,
     /// Seed of the documents' sequence and payloads (the same for every store)
     #[arg(long, default_value_t = DEFAULT_SEED)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Timeout of one store operation (mongo) or HTTP request
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Where the embedded stores' folders are made, each removed after its phase
     /// [default: the system's temporary folder]
     #[arg(long)]
-    pub data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// Where to write report.json, report.md, report.html (and server logs)
     /// [default: results/study-storage-<UTC timestamp>]
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// --via http: the growth description (TOML) [default: the one this binary registers]
     #[arg(long, value_name = "FILE")]
-    pub growth: Option<PathBuf>,
+    pub(crate) growth: Option<PathBuf>,
     /// --via http: the runtime to serve with [default: the first this binary has]
     #[arg(long)]
-    pub runtime: Option<String>,
+    pub(crate) runtime: Option<String>,
     /// --via http: the server binary, started as `compare` starts one (docs/embedding.md)
     /// [default: this executable]
     #[arg(long)]
-    pub binary: Option<PathBuf>,
+    pub(crate) binary: Option<PathBuf>,
     /// --via http: start the server with this command template instead of the standard flags
     /// (placeholders as for `compare --server-command`)
     #[arg(long, value_name = "TEMPLATE")]
-    pub server_command: Option<String>,
+    pub(crate) server_command: Option<String>,
 }
 
 /// The largest `--scale`: a thousand times the seed's counts (5 million growing documents).

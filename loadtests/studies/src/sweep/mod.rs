@@ -59,41 +59,41 @@ brigade study sweep --runtimes axum,hyper --duration 5s --settle 30s")]
 pub struct SweepArgs {
     /// Servers, CPUs, repeats (default 1) and where to write.
     #[command(flatten)]
-    pub lab: LabArgs,
+    pub(crate) lab: LabArgs,
     /// Client counts, comma-separated, each run with and without keep-alive
     /// [default: 1,3,5,10,17,31,56,100,177,316; --quick: 1,10,56]
     #[arg(long, value_delimiter = ',')]
-    pub clients: Vec<u32>,
+    pub(crate) clients: Vec<u32>,
     /// The body the client counts ask for, bytes (`GET /bench/static/{size}`)
     #[arg(long, default_value_t = 2048)]
-    pub client_body: usize,
+    pub(crate) client_body: usize,
     /// Body sizes, bytes, comma-separated [default: 256,2048,4096,65536,524288; --quick:
     /// 256,65536]
     #[arg(long, value_delimiter = ',')]
-    pub sizes: Vec<usize>,
+    pub(crate) sizes: Vec<usize>,
     /// Clients of the body-size and bad-URL steps (keep-alive on)
     #[arg(long, default_value_t = 10)]
-    pub size_clients: u32,
+    pub(crate) size_clients: u32,
     /// Measured time per step [default: 2s; --quick: 500ms]
     #[arg(long, value_parser = humantime::parse_duration)]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Warm-up per step, not counted [default: 300ms; --quick: 100ms]
     #[arg(long, value_parser = humantime::parse_duration)]
-    pub warmup: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// How long after the sweep the servers' memory is read again [default: 10s; --quick: 2s]
     #[arg(long, value_parser = humantime::parse_duration)]
-    pub settle: Option<Duration>,
+    pub(crate) settle: Option<Duration>,
     /// Clients of the TLS handshake steps (a new connection per request over h1-tls, and over
     /// h3 where a runtime of the sweep offers it)
     /// [default: 10; --quick: 2]
     #[arg(long)]
-    pub handshake_clients: Option<u32>,
+    pub(crate) handshake_clients: Option<u32>,
     /// No TLS handshake steps (and no TLS servers)
     #[arg(long)]
-    pub no_handshakes: bool,
+    pub(crate) no_handshakes: bool,
     /// A CI-sized sweep (3 client counts, 2 sizes, short steps): under a minute
     #[arg(long)]
-    pub quick: bool,
+    pub(crate) quick: bool,
 }
 
 /// The sweep's settings.
