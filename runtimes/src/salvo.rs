@@ -81,10 +81,11 @@ fn respond(reply: Reply, res: &mut SalvoResponse) {
 }
 
 /// One route of the table, as a salvo goal. salvo's router skips empty segments (`/waiters/`,
-/// `//health` reach `/waiters` and `/health`): the kit, which takes the path as it came, answers
-/// those 404 as every other runtime does.
+/// `//health` reach `/waiters` and `/health`): such a path does not fit its endpoint, and gets the
+/// kit's 404 before any body is read, as on every other runtime (whose routers never take it).
 struct RouteGoal {
     app: Arc<dyn AppHandle>,
+    endpoint: usize,
     route: usize,
     limit: usize,
     limits: ServerLimits,
@@ -100,6 +101,9 @@ impl Handler for RouteGoal {
         _ctrl: &mut FlowCtrl,
     ) {
         let (app, route) = (&self.app, self.route);
+        if !app.endpoints()[self.endpoint].fits(req.uri().path()) {
+            return respond(app.unmatched(req.method().as_str(), req.uri().path(), None), res);
+        }
         let body = req.take_body();
         let body = if body.is_end_stream() {
             Bytes::new() // no body (a GET): nothing to read
@@ -146,6 +150,7 @@ fn service(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> Service {
         for &(method, route) in &e.methods {
             let goal = RouteGoal {
                 app: app.clone(),
+                endpoint,
                 route,
                 limit: limits.body_limit(e.limit),
                 limits: *limits,
