@@ -93,7 +93,7 @@ fn study_registry() -> brigade_studies::Registry {
         load: load_registry(),
         fault_scenario: Some("all"),
         soak_scenario: Some("waiter"),
-        write_probe: Some(brigade_studies::faults::WriteProbe {
+        write_probe: Some(brigade_studies::WriteProbe {
             service: "waiter",
             create: "/waiters",
             body: r#"{"name": "Fault waiter {n}", "shift": "night"}"#,

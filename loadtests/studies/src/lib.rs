@@ -14,13 +14,14 @@
 //! growth description, the application `inproc` calls in process) the application registers in a
 //! [`Registry`], which the `brigade` binary fills.
 
-pub mod faults;
+mod faults;
 mod inproc;
 mod lab;
 mod rpc;
 mod storage;
 mod sweep;
 
+pub use faults::WriteProbe;
 pub use inproc::InprocArgs;
 pub use rpc::RpcArgs;
 pub use storage::cli::StorageArgs;

@@ -210,7 +210,7 @@ impl FaultsArgs {
 }
 
 /// Runs `brigade study faults`: the study, the three reports, and the report on the terminal.
-pub fn run_faults(args: &FaultsArgs, registry: &Registry) -> Result<()> {
+pub(crate) fn run_faults(args: &FaultsArgs, registry: &Registry) -> Result<()> {
     let settings = args.settings(registry)?;
     let report = super::run(&settings)?;
     println!("\n{}", brigade_report::study::markdown::render(&report));

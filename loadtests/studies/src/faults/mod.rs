@@ -19,7 +19,7 @@
 //! Parts: `cli` (arguments, settings), `writes` (the write log of `crash`), `report` (the tables
 //! and charts). The short forms of these checks are in the test suite (`docs/reliability.md`).
 
-pub mod cli;
+pub(crate) mod cli;
 mod report;
 mod writes;
 
@@ -134,7 +134,7 @@ pub struct FaultsSettings {
 
 /// One fault on one runtime and store: the table's row and the series to draw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FaultResult {
+pub(crate) struct FaultResult {
     /// The runtime.
     pub runtime: String,
     /// The store.
@@ -170,7 +170,7 @@ pub struct FaultResult {
 }
 
 /// Runs the study and writes its reports.
-pub fn run(settings: &FaultsSettings) -> Result<brigade_report::study::StudyReport> {
+pub(crate) fn run(settings: &FaultsSettings) -> Result<brigade_report::study::StudyReport> {
     let started_at = brigade_meter::clock::now_rfc3339();
     let began = Instant::now();
     std::fs::create_dir_all(settings.out_dir.join("logs"))?;
