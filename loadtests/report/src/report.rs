@@ -143,19 +143,19 @@ impl Report {
     }
 
     /// What this report measured, without what was judged of it (for `--rejudge`).
-    pub fn measurements(&self) -> Measurements {
+    pub fn into_measurements(self) -> Measurements {
         Measurements {
-            started_at: self.started_at.clone(),
+            started_at: self.started_at,
             wall_s: self.wall_s,
-            machine: self.machine.clone(),
-            versions: self.versions.clone(),
-            threads: self.threads.clone(),
-            settings: self.settings.clone(),
-            state: self.state.clone(),
-            servers: self.servers.clone(),
-            runs: self.runs.clone(),
-            side_by_side: self.side_by_side.clone(),
-            slo_searches: self.slo_searches.clone(),
+            machine: self.machine,
+            versions: self.versions,
+            threads: self.threads,
+            settings: self.settings,
+            state: self.state,
+            servers: self.servers,
+            runs: self.runs,
+            side_by_side: self.side_by_side,
+            slo_searches: self.slo_searches,
         }
     }
 

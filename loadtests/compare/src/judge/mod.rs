@@ -198,8 +198,9 @@ pub fn rejudge(dir: &Path, rule: &Rule) -> anyhow::Result<Report> {
         report.settings.preloads = vec![0];
     }
     let judgement = judge(&Evidence::of(&report), rule)?;
-    let report = Report::new(report.measurements(), judgement.into_parts())
-        .with_baseline(report.baseline.clone());
+    let baseline = report.baseline.take();
+    let report =
+        Report::new(report.into_measurements(), judgement.into_parts()).with_baseline(baseline);
     brigade_report::write_all(&report, dir)?;
     Ok(report)
 }

@@ -251,8 +251,9 @@ fn synthetic() -> Report {
 /// Derives the report's rows, verdicts, checks and notes from its runs and windows again.
 fn rejudge_in_memory(report: &mut Report) {
     let judged = compare::judge(&Evidence::of(report), &report.settings.rule).expect("judged");
-    *report = Report::new(report.measurements(), judged.into_parts())
-        .with_baseline(report.baseline.clone());
+    let baseline = report.baseline.clone();
+    *report = Report::new(report.clone().into_measurements(), judged.into_parts())
+        .with_baseline(baseline);
 }
 
 /// One side-by-side level: every runtime's CPU per window under the same machine noise.
