@@ -56,7 +56,11 @@ fn filter(m: Method) -> MethodFilter {
 }
 
 /// Endpoint `endpoint`'s routes, one per method, and its JSON 405 for the others.
-fn endpoint_router(app: &Arc<dyn AppHandle>, endpoint: usize, limits: &ServerLimits) -> MethodRouter {
+fn endpoint_router(
+    app: &Arc<dyn AppHandle>,
+    endpoint: usize,
+    limits: &ServerLimits,
+) -> MethodRouter {
     let e = &app.endpoints()[endpoint];
     let mut router = MethodRouter::new();
     for &(method, route) in &e.methods {

@@ -65,7 +65,8 @@ async fn handle(
             Err(e) => return Ok(respond(app.refused(route, e))),
         }
     };
-    let request = crate::head::raw_request(parts.uri.path(), parts.uri.query(), &parts.headers, body);
+    let request =
+        crate::head::raw_request(parts.uri.path(), parts.uri.query(), &parts.headers, body);
     Ok(respond(app.call(route, request).await))
 }
 

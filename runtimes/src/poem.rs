@@ -92,7 +92,8 @@ impl Endpoint for RouteEndpoint {
                 Err(e) => return Ok(respond(app.refused(route, e))),
             }
         };
-        let request = crate::head::raw_request(req.uri().path(), req.uri().query(), req.headers(), body);
+        let request =
+            crate::head::raw_request(req.uri().path(), req.uri().query(), req.headers(), body);
         Ok(respond(app.call(route, request).await))
     }
 }
@@ -114,7 +115,11 @@ impl Endpoint for EndpointMethods {
             Some((_, route)) => route.call(req).await,
             None => {
                 let (method, path) = (req.method().as_str(), req.uri().path());
-                Ok(respond(self.app.unmatched(method, path, Some(self.endpoint))))
+                Ok(respond(self.app.unmatched(
+                    method,
+                    path,
+                    Some(self.endpoint),
+                )))
             }
         }
     }

@@ -102,7 +102,10 @@ impl Handler for RouteGoal {
     ) {
         let (app, route) = (&self.app, self.route);
         if !app.endpoints()[self.endpoint].fits(req.uri().path()) {
-            return respond(app.unmatched(req.method().as_str(), req.uri().path(), None), res);
+            return respond(
+                app.unmatched(req.method().as_str(), req.uri().path(), None),
+                res,
+            );
         }
         let body = req.take_body();
         let body = if body.is_end_stream() {
@@ -117,7 +120,8 @@ impl Handler for RouteGoal {
                 Err(e) => return respond(app.refused(route, e), res),
             }
         };
-        let request = crate::head::raw_request(req.uri().path(), req.uri().query(), req.headers(), body);
+        let request =
+            crate::head::raw_request(req.uri().path(), req.uri().query(), req.headers(), body);
         respond(app.call(route, request).await, res);
     }
 }
@@ -136,7 +140,8 @@ impl Handler for Unmatched {
         _ctrl: &mut FlowCtrl,
     ) {
         respond(
-            self.0.unmatched(req.method().as_str(), req.uri().path(), self.1),
+            self.0
+                .unmatched(req.method().as_str(), req.uri().path(), self.1),
             res,
         );
     }
