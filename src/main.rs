@@ -50,7 +50,7 @@ enum Command {
         workers: Option<usize>,
     },
     /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
-    Load(brigade_slo::cli::LoadCommand),
+    Load(brigade_load::cli::LoadCommand),
     /// Merge the results of generators that ran together (`load --shard I/N`) into one exact result.
     Merge(brigade_load::cli::MergeArgs),
     /// What the servers counted around a run (their /metrics, read before and after) against what
@@ -148,7 +148,7 @@ fn main() {
         }
         Command::Load(args) => {
             brigade_launch::init_tracing();
-            brigade_slo::cli::run_load(args, &load_registry())
+            brigade_load::cli::run_load(args, &load_registry())
         }
         Command::Merge(args) => brigade_load::cli::run_merge(args),
         Command::Tally(args) => brigade_meter::tally::run(&args, &load_registry()),

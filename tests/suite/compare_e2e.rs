@@ -12,10 +12,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use brigade_kit::conformance::TestClient;
-use brigade_load::result::LoadResult;
 use brigade_meter::pin::{available_cpus, spawn_pinned};
 use brigade_meter::servers::{Listening, Preloaded};
 use brigade_records::cpus::CpuPlan;
+use brigade_records::result::LoadResult;
 use brigade_report::verdict::Outcome;
 use brigade_report::{json, Report, RunRecord};
 

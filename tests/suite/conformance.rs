@@ -44,7 +44,7 @@ mod limits {
     use brigade_launch::Services;
     use brigade_load::abuse::{self, Abuse, AbuseConfig, AbuseOutcome};
     use brigade_load::engine::{self, LoadConfig};
-    use brigade_load::result::LoadResult;
+    use brigade_records::result::LoadResult;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// One service that carries the bench routes.

@@ -777,12 +777,12 @@ fn brigade(args: &[&str]) -> String {
     stdout
 }
 
-fn load_result(path: &std::path::Path) -> brigade_load::result::LoadResult {
+fn load_result(path: &std::path::Path) -> brigade_records::result::LoadResult {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// The (value, count) pairs a histogram recorded, in order.
-fn recorded(h: &brigade_load::histogram::LatencyHistogram) -> Vec<(u64, u64)> {
+fn recorded(h: &brigade_records::histogram::LatencyHistogram) -> Vec<(u64, u64)> {
     h.as_hdr()
         .iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
@@ -791,7 +791,7 @@ fn recorded(h: &brigade_load::histogram::LatencyHistogram) -> Vec<(u64, u64)> {
 
 #[test]
 fn three_generator_processes_merge_into_one_exact_result() {
-    use brigade_load::histogram::LatencyHistogram;
+    use brigade_records::histogram::LatencyHistogram;
 
     const SHARDS: usize = 3;
     const REQUESTS: u64 = 300;
@@ -882,7 +882,7 @@ fn three_generator_processes_merge_into_one_exact_result() {
         assert_eq!(p.total.requests, REQUESTS / SHARDS as u64);
     }
     // Counts: the sum of the shards', in total and per route.
-    let sum = |f: fn(&brigade_load::result::RouteResult) -> u64| -> u64 {
+    let sum = |f: fn(&brigade_records::result::RouteResult) -> u64| -> u64 {
         parts.iter().map(|p| f(&p.total)).sum()
     };
     assert_eq!(merged.total.requests, REQUESTS);

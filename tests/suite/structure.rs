@@ -83,16 +83,43 @@ fn the_architecture_doc_states_every_crates_workspace_dependencies() {
     );
 }
 
+/// Every workspace crate `name` reaches through its normal dependencies, itself left out.
+fn reached(name: &str, workspace: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut next = vec![name.to_owned()];
+    while let Some(crate_name) = next.pop() {
+        for dep in workspace_dependencies(&workspace[&crate_name], workspace) {
+            if seen.insert(dep.clone()) {
+                next.push(dep);
+            }
+        }
+    }
+    seen
+}
+
 #[test]
-fn the_report_crate_depends_on_no_crate_that_measures_or_judges() {
+fn the_report_crate_reaches_no_crate_that_measures_or_judges() {
     let workspace = packages();
-    let deps = workspace_dependencies(&workspace["brigade-report"], &workspace);
-    for measures in ["brigade-meter", "brigade-compare", "brigade-studies"] {
+    let reached = reached("brigade-report", &workspace);
+    // The generator and its clients, the meter, the comparison (which judges) and the studies:
+    // not even through another crate. What the report renders comes from the plain records, the
+    // pure statistics and the SLO search's records (a crate that runs nothing).
+    for measures in [
+        "brigade-load",
+        "brigade-clients",
+        "brigade-meter",
+        "brigade-compare",
+        "brigade-studies",
+    ] {
         assert!(
-            !deps.contains(measures),
-            "brigade-report depends on {measures}"
+            !reached.contains(measures),
+            "brigade-report reaches {measures} (it reaches {reached:?})"
         );
     }
+    assert!(
+        reached.contains("brigade-records"),
+        "the finder follows the manifests: {reached:?}"
+    );
 }
 
 /// Every `.rs` file under `dir`, with its text less the in-file test module and comments.

@@ -9,9 +9,9 @@ use tokio_rustls::TlsConnector;
 
 use crate::failure::Failure;
 use crate::http3;
-use crate::protocol::Protocol;
 use crate::target::Target;
 use crate::tls::{self, Handshake, TlsWire};
+use brigade_records::protocol::Protocol;
 
 /// How a thread opens connections: the protocol, and for TLS the thread's connector (its own
 /// session cache).

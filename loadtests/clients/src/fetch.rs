@@ -13,10 +13,10 @@ use crate::exchange::{Exchange, WireCount};
 use crate::failure::Failure;
 use crate::http1::{encode, exchange};
 use crate::http2::{self, Http2Stream};
-use crate::protocol::{Protocol, TlsClient};
 use crate::request::Request;
 use crate::target::Target;
 use crate::tls;
+use brigade_records::protocol::{Protocol, TlsClient};
 
 /// `GET {base}{path}` over `protocol` (its TLS client as `tls` says; a new connection, closed
 /// after): the status and the body, within `timeout` all told. Blocking: it builds a

@@ -36,8 +36,8 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use crate::failure::{classify_io, Failure};
-use crate::protocol::{Protocol, TlsClient};
 use crate::target::Target;
+use brigade_records::protocol::{Protocol, TlsClient};
 
 /// Sessions one generator thread's client cache keeps for resumption.
 const SESSION_CACHE: usize = 1024;

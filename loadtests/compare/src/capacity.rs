@@ -228,14 +228,14 @@ fn probe_stalls(bench: &Bench<'_>, plan: &SloPlan) -> slo::stalls::StallProbe {
         return slo::stalls::StallProbe::default();
     }
     let sides = if bench.cpus.server.is_empty() && bench.cpus.generator.is_empty() {
-        vec![slo::stalls::whole_machine()]
+        vec![brigade_load::stalls::whole_machine()]
     } else {
         vec![
             ("server".to_owned(), bench.cpus.server.clone()),
             ("generator".to_owned(), bench.cpus.generator.clone()),
         ]
     };
-    let probe = slo::stalls::probe(&sides, plan.args.slo_probe, &plan.slos);
+    let probe = brigade_load::stalls::probe(&sides, plan.args.slo_probe, &plan.slos);
     println!("[slo] {}", probe.sentence());
     if let Some(why) = &probe.refused {
         println!("[slo] {why}");

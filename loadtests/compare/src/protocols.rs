@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use brigade_clients::Protocol;
+use brigade_records::protocol::Protocol;
 use serde::{Deserialize, Serialize};
 
 use brigade_report::setup::Setup;

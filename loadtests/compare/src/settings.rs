@@ -84,7 +84,7 @@ pub struct CompareSettings {
     /// The generator's seed, the same for every run.
     pub(crate) seed: u64,
     /// Pass/fail thresholds checked against every run.
-    pub(crate) thresholds: Vec<brigade_load::threshold::Threshold>,
+    pub(crate) thresholds: Vec<brigade_records::threshold::Threshold>,
     /// A saved report to set this one against.
     pub(crate) baseline: Option<PathBuf>,
     /// Servers compare did not start, by runtime (`--external`); empty: compare starts them.
@@ -160,9 +160,9 @@ impl Default for SideSettings {
 #[derive(Debug, Clone)]
 pub(crate) struct SloPlan {
     /// The SLOs, every one to hold.
-    pub slos: Vec<brigade_load::threshold::Threshold>,
+    pub slos: Vec<brigade_records::threshold::Threshold>,
     /// The search's flags (start, precision, sub-windows, searches, probe, target rate).
-    pub args: brigade_slo::SloArgs,
+    pub args: brigade_load::args::SloArgs,
     /// The search's settings from those flags, checked; each search takes its own start rate.
     pub search: brigade_slo::SearchSettings,
 }

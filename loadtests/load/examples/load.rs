@@ -1,7 +1,7 @@
 //! `brigade load` on its own, for working on the generator without building the runtimes:
 //! `cargo run --release -p brigade-load --example load -- --target http://127.0.0.1:8081 --users 50`.
-//! It knows the engine's own scenarios (`hello`) and any scenario file; the SLO search (`--slo`) is
-//! `brigade-slo`'s, in the `brigade` binary.
+//! It knows the engine's own scenarios (`hello`) and any scenario file, and searches for the
+//! capacity at an SLO with `--slo` as `brigade load` does.
 
 use clap::Parser;
 
@@ -10,7 +10,7 @@ use clap::Parser;
 #[command(name = "brigade-load")]
 struct Cli {
     #[command(flatten)]
-    load: brigade_load::cli::LoadArgs,
+    load: brigade_load::cli::LoadCommand,
 }
 
 fn main() -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
 //! The clap arguments of `brigade load` and `brigade merge` and the engine configuration they
-//! describe; `cli` runs the commands (`cli` → `args` → `parse`, never back). The SLO search's
-//! flags join these in `brigade-slo`, which mounts [`LoadArgs`] beside its own.
+//! describe, and the SLO search's flags ([`SloArgs`], shared by `brigade load` and `brigade
+//! compare`); `cli` runs the commands (`cli` → `args` → `parse`, never back).
 //!
 //! Protocols: `--protocol h1|h2c|h1-tls|h2-tls|h3` (default `h1`); without `--protocol`, a run whose
 //! targets include an `https://` URL speaks `h1-tls` (HTTP/1.1 over TLS, the protocol every
@@ -11,6 +11,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
+
+use brigade_records::threshold::{self, Threshold};
+use brigade_slo::settings::{
+    SearchSettings, DEFAULT_MAX_WINDOWS, DEFAULT_PRECISION, DEFAULT_SEARCHES, DEFAULT_WINDOWS,
+};
 
 use crate::engine::{self, LoadConfig};
 use crate::parse::{parse_cpu_list, parse_duration, parse_targets};
@@ -99,7 +104,7 @@ pub struct LoadArgs {
     /// --requests; `{{seq}}` numbers and the fixtures a scenario takes are kept apart between
     /// shards. Give every shard the same load flags and --seed; `brigade merge` adds them up
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<brigade_records::shard::Shard>,
     /// Start (the warm-up) at this wall-clock time, an RFC 3339 time or UNIX seconds, so shards on
     /// several machines start together (fails if the time has passed)
     #[arg(long, value_name = "TIME", value_parser = crate::shard::parse_start_at)]
@@ -120,7 +125,7 @@ pub struct LoadArgs {
     /// h1-tls or h2-tls (over TLS, ALPN offering only http/1.1 resp. h2), h3 (HTTP/3 over QUIC on
     /// the https:// target's port, UDP) [default: h1, or h1-tls when a target is https://]
     #[arg(long, value_name = "h1|h2c|h1-tls|h2-tls|h3")]
-    pub protocol: Option<brigade_clients::Protocol>,
+    pub protocol: Option<brigade_records::protocol::Protocol>,
     /// HTTP/2 and HTTP/3: requests in flight per connection (closed loop: per user; open loop: the schedule
     /// is spread over connections × streams senders)
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -173,9 +178,9 @@ impl LoadArgs {
             parse_targets(&self.targets)?
         };
         let protocol = self.protocol.unwrap_or(if targets_https(&targets) {
-            brigade_clients::Protocol::H1Tls
+            brigade_records::protocol::Protocol::H1Tls
         } else {
-            brigade_clients::Protocol::H1
+            brigade_records::protocol::Protocol::H1
         });
         let connections = self.connections.or(if self.rate.is_some() {
             self.users
@@ -207,7 +212,7 @@ impl LoadArgs {
             seed: self.seed,
             protocol,
             streams: self.streams,
-            tls: brigade_clients::TlsClient {
+            tls: brigade_records::protocol::TlsClient {
                 insecure: self.tls_insecure,
                 resumption: !self.no_tls_resumption,
                 ca: self.tls_ca.clone(),
@@ -268,12 +273,12 @@ mod tests {
         let plain = config(&["--target", "http://h:1"]);
         assert_eq!(
             (plain.protocol, plain.streams),
-            (brigade_clients::Protocol::H1, 1)
+            (brigade_records::protocol::Protocol::H1, 1)
         );
-        assert_eq!(plain.tls, brigade_clients::TlsClient::default());
+        assert_eq!(plain.tls, brigade_records::protocol::TlsClient::default());
         assert_eq!(
             config(&["--target", "https://h:1"]).protocol,
-            brigade_clients::Protocol::H1Tls
+            brigade_records::protocol::Protocol::H1Tls
         );
         let h2 = config(&[
             "--target",
@@ -289,7 +294,7 @@ mod tests {
         ]);
         assert_eq!(
             (h2.protocol, h2.streams),
-            (brigade_clients::Protocol::H2Tls, 8)
+            (brigade_records::protocol::Protocol::H2Tls, 8)
         );
         assert!(h2.tls.insecure && !h2.tls.resumption);
         assert_eq!(h2.tls.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
@@ -303,11 +308,72 @@ mod tests {
         ]);
         assert_eq!(
             (h3.protocol, h3.streams),
-            (brigade_clients::Protocol::H3, 4)
+            (brigade_records::protocol::Protocol::H3, 4)
         );
         let refused = Cli::try_parse_from(["load", "--protocol", "h4"]);
         assert!(refused.is_err());
         let half = Cli::try_parse_from(["load", "--tls-client-cert", "c.pem"]);
         assert!(half.is_err(), "a client certificate needs its key");
+    }
+}
+
+/// The SLO search's flags, shared by `brigade load` and `brigade compare`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SloArgs {
+    /// Find the highest open-loop rate at which this SLO holds, e.g. `p99<10ms`, `p99.9<50ms`,
+    /// `errors<0.1%` (repeatable: every one must hold; upper bounds on mean, p50, p90, p99,
+    /// p99.9, max or errors)
+    #[arg(long = "slo", value_name = "EXPR")]
+    pub slo: Vec<String>,
+    /// The SLO search's first rate, requests/s [default: half the rate a closed-loop run at the
+    /// same connections completes]
+    #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
+    pub slo_start: Option<f64>,
+    /// The SLO search's precision, percent: bisect until the bracket's ends are this close
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_PRECISION * 100.0,
+          value_parser = crate::parse::parse_percent)]
+    pub slo_precision: f64,
+    /// Sub-windows (of --duration each) one step measures; a rate is judged on all its steps'
+    /// sub-windows pooled, the sub-window as the unit
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WINDOWS)]
+    pub slo_windows: u32,
+    /// Sub-windows a rate may pool while its answer is not yet known; past them it has failed
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WINDOWS)]
+    pub slo_max_windows: u32,
+    /// Independent searches per runtime (compare: per runtime and cell, each on fresh servers):
+    /// the samples of the capacity's interval
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEARCHES, alias = "slo-repeats")]
+    pub slo_searches: u32,
+    /// Seconds of the stall probe before each round of searches (0: none)
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::parse::parse_duration)]
+    pub slo_probe: std::time::Duration,
+    /// Say how many server CPUs this many requests/s needs at the capacity found
+    #[arg(long, value_name = "PER_S", value_parser = crate::parse::parse_rate)]
+    pub slo_target_rate: Option<f64>,
+}
+
+impl SloArgs {
+    /// The SLOs, parsed and checked; empty when no `--slo` was given.
+    pub fn slos(&self) -> Result<Vec<Threshold>> {
+        self.slo.iter().map(|t| threshold::parse_slo(t)).collect()
+    }
+
+    /// The search's settings from `start_per_s` (the `--slo-start`, or the caller's).
+    pub fn settings(&self, start_per_s: f64) -> Result<SearchSettings> {
+        let settings = SearchSettings {
+            precision: self.slo_precision / 100.0,
+            windows: self.slo_windows,
+            max_windows: self.slo_max_windows,
+            ..SearchSettings::from_start(start_per_s)
+        };
+        settings.check()?;
+        engine::check_rate("--slo-start", settings.start_per_s)?;
+        if self.slo_searches == 0 {
+            anyhow::bail!("--slo-searches must be at least 1");
+        }
+        if let Some(rate) = self.slo_target_rate {
+            engine::check_rate("--slo-target-rate", rate)?;
+        }
+        Ok(settings)
     }
 }

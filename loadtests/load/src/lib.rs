@@ -12,36 +12,34 @@
 //!   [`registry`]: the scenarios and default targets an application knows by name;
 //! - [`engine`]: the run — generator threads on their own runtimes, closed and open loop, setup
 //!   steps, per-thread statistics merged at the end; `engine::session` sends one request at a time;
-//! - [`histogram`] and [`result`]: latency histograms and the result every run writes (the JSON
-//!   contract), with [`table`] printing it and [`machine`] describing where it ran;
-//! - [`shard`]: one run split over many generators (fixtures made once, a shard of the users each)
-//!   and the merge of their results;
-//! - [`threshold`]: pass/fail thresholds and the SLO expressions (`p99<10ms`) on a result's totals;
+//! - [`table`] prints a result and [`machine`] describes where it ran;
+//! - [`shard`]: one run split over many generators (fixtures made once, a shard of the users each);
 //! - [`abuse`]: abusive clients (slowloris heads, idle keep-alives, unfinished bodies, connection
 //!   floods) that check a server's limits close what they should;
-//! - [`cli`], [`args`] and [`parse`]: `brigade load` and `brigade merge`; [`files`]: bounded reads.
+//! - [`stalls`]: the timers that probe the machine's own pauses before a capacity search;
+//! - [`cli`], [`args`] and [`parse`]: `brigade load` (with `--slo`, the capacity search driven step
+//!   by step against one running server) and `brigade merge`.
 //!
-//! What it does not hold: the protocol clients (HTTP/1.1, TLS, HTTP/2, HTTP/3) are
-//! `brigade-clients`, which knows no scenario; the capacity search at an SLO is `brigade-slo`,
-//! built on this crate. The comparison of runtimes and its reports live in `brigade-compare`, the
-//! studies in `brigade-studies`.
+//! What it does not hold: the result every run writes (the JSON contract), its latency histograms,
+//! thresholds and SLO expressions, and the protocols are plain records in `brigade-records`
+//! (`LoadResult` is re-exported here for library users: this crate is a facade for it); the
+//! protocol clients (HTTP/1.1, TLS, HTTP/2, HTTP/3) are `brigade-clients`, which knows no scenario;
+//! the capacity search's state machine is `brigade-slo`, which runs nothing. The comparison of
+//! runtimes and its reports live in `brigade-compare`, the studies in `brigade-studies`.
 
 pub mod abuse;
 pub mod args;
 pub mod cli;
 pub mod engine;
-pub mod files;
-pub mod histogram;
 pub mod machine;
 pub mod parse;
 pub mod registry;
-pub mod result;
 pub mod scenario;
 pub mod shard;
+pub mod stalls;
 pub mod table;
-pub mod threshold;
 
+pub use brigade_records::result::LoadResult;
 pub use engine::{run, LoadConfig};
 pub use registry::Registry;
-pub use result::LoadResult;
 pub use scenario::Scenario;

@@ -1,12 +1,7 @@
 //! The machine a run is made on, read from `/proc` and `uname`: written into every result so a
 //! number is never separated from the hardware that produced it.
 
-use crate::result::Machine;
-
-/// The compiler that built the generator (`rustc -V`, recorded at build time).
-pub fn rustc() -> &'static str {
-    env!("BRIGADE_RUSTC")
-}
+use brigade_records::result::Machine;
 
 /// Describes this machine (fields it cannot read are left empty or zero).
 pub fn describe() -> Machine {
@@ -42,7 +37,7 @@ pub fn describe() -> Machine {
         cores: logical_cores(&cpuinfo),
         memory_mib: mem_total_kib(&read("/proc/meminfo")) / 1024,
         brigade_version: env!("CARGO_PKG_VERSION").to_string(),
-        rustc: rustc().to_string(),
+        rustc: brigade_records::result::rustc().to_string(),
     }
 }
 

@@ -3,26 +3,13 @@
 
 use std::fmt::Write as _;
 
-use crate::result::{Errors, LoadResult, RouteResult};
-
-/// `n` with its thousands separated by commas: `412`, `58,026`, `1,000,000`.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+use brigade_records::result::{Errors, LoadResult, RouteResult};
 
 /// The protocol line (for any protocol but plaintext HTTP/1.1) and, for a TLS run, its
 /// handshakes.
 fn write_protocol(out: &mut String, result: &LoadResult) {
     let s = &result.settings;
-    if s.protocol != brigade_clients::Protocol::H1 {
+    if s.protocol != brigade_records::protocol::Protocol::H1 {
         let streams = if s.protocol.multiplexed() {
             format!(", {} stream(s) per connection", s.streams)
         } else {
@@ -35,10 +22,10 @@ fn write_protocol(out: &mut String, result: &LoadResult) {
         let _ = writeln!(out, "protocol: {}{alpn}{streams}", s.protocol);
     }
     if let Some(tls) = &result.tls {
-        let kind = |name: &str, h: &crate::result::HandshakeResult| {
+        let kind = |name: &str, h: &brigade_records::result::HandshakeResult| {
             format!(
                 "{} {name} (mean {:.2} ms, p50 {:.2}, p99 {:.2}, max {:.2})",
-                grouped(h.count),
+                brigade_records::number::grouped(h.count),
                 h.mean_ms,
                 h.p50_ms,
                 h.p99_ms,

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use brigade_load::engine::{self, LoadConfig};
-use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
+use brigade_records::result::LoadResult;
 
 use crate::procstat::{Sampler, Source};
 use crate::runcpu::{self, CpuShape};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use brigade_records::proc::CpuBusy;
 
 /// The generator counts as saturated at this share of its CPUs.
-use brigade_load::result::GENERATOR_SATURATED;
+use brigade_records::result::GENERATOR_SATURATED;
 use brigade_records::runcpu::{RunCpu, CONTENTION};
 
 /// The server has headroom below this share of its CPUs (said in a generator-bound run's reason).

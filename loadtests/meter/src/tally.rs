@@ -24,8 +24,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
-use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
+use brigade_records::result::LoadResult;
 
 /// One pod's `/metrics` text, by service and pod name.
 pub type Readings = BTreeMap<String, BTreeMap<String, String>>;

@@ -10,14 +10,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use brigade_load::engine::{self, LoadConfig};
-use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use brigade_load::shard::ShardPlan;
+use brigade_records::result::LoadResult;
 
 use crate::counters::{self, CpuClock, EventCounts, Ticks};
 use crate::procstat::{read_cpus, CpuSample, CpuSeries};
-use brigade_load::result::GENERATOR_SATURATED;
 use brigade_records::cpus::CpuPlan;
+use brigade_records::result::GENERATOR_SATURATED;
 use brigade_records::side::{Level, Looks, SideCell, SideRuntime, ACHIEVED_SHARE, MAX_ERROR_SHARE};
 
 /// A running server to measure.

@@ -4,8 +4,8 @@
 //! side-by-side windows and fixtures all take their [`LoadConfig`] through [`Wire::apply`], so a
 //! comparison cannot measure one protocol in one place and another elsewhere.
 
-use brigade_clients::{Protocol, TlsClient};
 use brigade_load::engine::LoadConfig;
+use brigade_records::protocol::{Protocol, TlsClient};
 use serde::{Deserialize, Serialize};
 
 /// What a measurement's loads speak: the protocol, and HTTP/2's (or HTTP/3's) requests in flight per connection.

@@ -315,7 +315,7 @@ pub fn html(report: &Report) -> anyhow::Result<String> {
 fn latency_bounds(slo: &[String]) -> Vec<(String, f64)> {
     slo.iter()
         .filter_map(|text| {
-            let t = brigade_load::threshold::parse_slo(text).ok()?;
+            let t = brigade_records::threshold::parse_slo(text).ok()?;
             t.latency_bound_ms().map(|ms| (text.clone(), ms))
         })
         .collect()

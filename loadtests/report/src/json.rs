@@ -23,8 +23,11 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
 
 /// Reads a report of type `T` (a [`Report`], a [`super::study::StudyReport`]) written by [`write`].
 pub fn read_as<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text =
-        brigade_load::files::read_text(path, brigade_load::files::MAX_REPORT_BYTES, "report")?;
+    let text = brigade_records::files::read_text(
+        path,
+        brigade_records::files::MAX_REPORT_BYTES,
+        "report",
+    )?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a Brigade report of this kind", path.display()))
 }

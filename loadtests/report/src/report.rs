@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use brigade_load::result::Machine;
 use brigade_records::cpus::CpuPlan;
+use brigade_records::result::Machine;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::runs_words;

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use brigade_load::result::LoadResult;
 use brigade_records::proc::{ProcSeries, ProcUsage};
+use brigade_records::result::LoadResult;
 use brigade_records::runcpu::RunCpu;
 use brigade_records::stop::StopOutcome;
 use serde::{Deserialize, Serialize};

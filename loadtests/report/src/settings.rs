@@ -59,7 +59,7 @@ pub struct Settings {
     pub keepalive: bool,
     /// The protocol every server and load spoke (`h1` in reports made before protocols).
     #[serde(default)]
-    pub protocol: brigade_clients::Protocol,
+    pub protocol: brigade_records::protocol::Protocol,
     /// HTTP/2 requests in flight per connection (1 over HTTP/1.1 and in older reports).
     #[serde(default = "one_stream")]
     pub streams: u32,
@@ -218,7 +218,7 @@ fn one_stream() -> u32 {
 /// requests/s, a connection per request`, and the protocol when it is not plaintext HTTP/1.1
 /// (`, over h2-tls, 4 stream(s) per connection`).
 pub fn load_words(s: &Settings) -> String {
-    let over = if s.protocol == brigade_clients::Protocol::H1 {
+    let over = if s.protocol == brigade_records::protocol::Protocol::H1 {
         String::new()
     } else {
         format!(", over {}", s.protocol.describe(s.streams))

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Versions;
-use brigade_load::result::Machine;
+use brigade_records::result::Machine;
 
 /// What ran where, with what: the setup section of a report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -150,7 +150,7 @@ pub fn limits_text(reported: &BTreeMap<String, Option<String>>) -> String {
 pub fn build_versions() -> Versions {
     Versions {
         brigade: env!("CARGO_PKG_VERSION").to_owned(),
-        rustc: brigade_load::machine::rustc().to_owned(),
+        rustc: brigade_records::result::rustc().to_owned(),
         crates: env!("BRIGADE_CRATE_VERSIONS")
             .split(',')
             .filter_map(|pair| pair.split_once('='))

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use brigade_load::threshold::Check;
+use brigade_records::threshold::Check;
 
 /// One threshold checked against one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

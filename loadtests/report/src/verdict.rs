@@ -181,7 +181,7 @@ pub fn figure(value: f64) -> String {
     }
     let magnitude = value.abs();
     if magnitude >= 1000.0 {
-        let grouped = brigade_load::table::grouped(magnitude.round() as u64);
+        let grouped = brigade_records::number::grouped(magnitude.round() as u64);
         if value < 0.0 {
             format!("-{grouped}")
         } else {

@@ -11,8 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use brigade_load::histogram::LatencyHistogram;
-use brigade_load::threshold::{SloBound, Threshold};
+use brigade_records::histogram::LatencyHistogram;
+use brigade_records::threshold::{SloBound, Threshold};
 
 /// The confidence of each bound, one-sided: a held rate's upper bounds and a failed rate's lower
 /// bound each hold at 95%.
@@ -231,7 +231,7 @@ impl Pool {
                 format!(
                     "% of latencies {} {} ms",
                     if inclusive { "above" } else { "at or above" },
-                    brigade_load::threshold::short(ms)
+                    brigade_records::threshold::short(ms)
                 ),
                 share * 100.0,
                 100.0,
@@ -315,13 +315,13 @@ fn significant(v: f64) -> String {
         return format!("{v}");
     }
     let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-    brigade_load::threshold::trim_zeros(format!("{v:.digits$}"))
+    brigade_records::threshold::trim_zeros(format!("{v:.digits$}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brigade_load::threshold::parse_slo;
+    use brigade_records::threshold::parse_slo;
     use std::time::Duration;
 
     /// A sub-window of `n` requests, `over` of them at 20 ms and the rest at 1 ms.

@@ -28,7 +28,7 @@
 //!
 //! The capacity is the low end once both ends have answered twice. A search is one sample of the
 //! capacity: its interval comes from independent searches, each on its own fresh servers
-//! ([`SloArgs::slo_searches`]), never from steps within one.
+//! (`--slo-searches`), never from steps within one.
 //!
 //! A step the generator could not offer (its CPUs saturated, or fewer requests sent than the
 //! schedule asked while every SLO held) ends the search with "generator-bound at R": that rate
@@ -38,16 +38,16 @@
 //! [`step`] (a step's [`Stage`] and what it [`Measured`]), [`evidence`] (the pooled sub-windows
 //! and their bounds), [`settings`] (the defaults and [`SearchSettings`]), [`outcome`] (the curve
 //! and a search's result), [`record`] (a search as the reports keep it, and a runtime's
-//! [`CapacitySummary`]), [`words`] (its sentences), [`stalls`] (the machine's own pauses,
-//! probed before searching), [`args`] (the `--slo` flags) and [`cli`] (`brigade load --slo`, the
-//! search against any running server).
+//! [`CapacitySummary`]), [`words`] (its sentences), [`stalls`] (what the machine's own pauses,
+//! probed before searching, mean for an SLO). The `--slo` flags are the generator's
+//! (`brigade_load::args::SloArgs`), shared by `brigade load` and `brigade compare`.
 //!
-//! It is a crate of its own, above the generator (`brigade-load` runs each step) and the pure
-//! statistics (`brigade-stats` gives the capacity's interval): the engine knows nothing of it, and
-//! both `brigade load` and `brigade compare` drive it.
+//! It is a crate of its own that runs nothing: on the plain records (`brigade-records`: thresholds,
+//! histograms) and the pure statistics (`brigade-stats` gives the capacity's interval). Whoever
+//! drives it runs the steps and the stall probe's timers: `brigade load --slo` (the generator's
+//! `cli`) against one running server, `brigade compare --slo` on fresh servers. So the reports,
+//! which render its records, depend on nothing that measures.
 
-pub mod args;
-pub mod cli;
 pub mod evidence;
 pub mod outcome;
 pub mod record;
@@ -59,7 +59,6 @@ pub mod stalls;
 pub mod step;
 pub mod words;
 
-pub use args::SloArgs;
 pub use evidence::{Answer, Pool, SloEvidence, WindowFigures};
 pub use outcome::{CurvePoint, SearchOutcome};
 pub use record::{CapacitySummary, SloSearch, SUMMARY_CONFIDENCE};

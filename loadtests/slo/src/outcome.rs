@@ -1,7 +1,7 @@
 //! What a search found: its latency–rate curve, one [`CurvePoint`] per step, and the
 //! [`SearchOutcome`] (the capacity or why there is none, and the bracket).
 
-use brigade_load::threshold::Threshold;
+use brigade_records::threshold::Threshold;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::{Answer, SloEvidence};

@@ -2,7 +2,7 @@
 //! is told what the step measured ([`Search::record`]), and reads its next rate from every pool's
 //! answer so far; and [`interleave`], which drives several searches one step each in turn.
 
-use brigade_load::threshold::Threshold;
+use brigade_records::threshold::Threshold;
 
 use crate::evidence::{Answer, Pool, SloEvidence};
 use crate::outcome::{CurvePoint, SearchOutcome};

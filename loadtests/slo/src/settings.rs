@@ -56,7 +56,12 @@ impl SearchSettings {
 
     /// Refuses settings no search can run with.
     pub fn check(&self) -> anyhow::Result<()> {
-        brigade_load::engine::check_rate("--slo-start", self.start_per_s)?;
+        if !(self.start_per_s.is_finite() && self.start_per_s > 0.0) {
+            anyhow::bail!(
+                "--slo-start {}: the first rate must be above 0",
+                self.start_per_s
+            );
+        }
         if !(self.precision > 0.0 && self.precision < 0.5) {
             anyhow::bail!("--slo-precision must be above 0% and below 50%");
         }

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::settings::*;
-use brigade_load::histogram::LatencyHistogram;
-use brigade_load::result::Latency;
-use brigade_load::threshold::parse_slo;
-use brigade_load::threshold::Figures;
+use brigade_records::histogram::LatencyHistogram;
+use brigade_records::result::Latency;
+use brigade_records::threshold::parse_slo;
+use brigade_records::threshold::Figures;
 
 /// Pauses that do not depend on the rate.
 #[derive(Debug, Clone, Copy)]

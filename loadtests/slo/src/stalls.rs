@@ -1,5 +1,6 @@
 //! The machine's own stalls, measured beside a capacity: before a search, a timer thread pinned to
-//! each CPU sleeps a millisecond at a time for a few seconds and records how late it woke. A
+//! each CPU sleeps a millisecond at a time for a few seconds and records how late it woke (the
+//! timers run in `brigade_records::stalls`; their figures are judged here). A
 //! pause of the VM (10–130 ms here, at any load) shows as a late wake-up on the CPU it hit.
 //!
 //! The server CPUs and the generator CPUs are probed apart, since both reach the latency the search
@@ -12,11 +13,11 @@
 //! an SLO on either side, no server can hold it here, and a search would measure the machine: the
 //! capacity is refused with that figure.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use brigade_load::threshold::{SloBound, Threshold};
+use brigade_records::threshold::{SloBound, Threshold};
 
 /// How long each timer sleep asks for.
 pub const TICK: Duration = Duration::from_millis(1);
@@ -160,68 +161,22 @@ impl Lateness {
     }
 }
 
-/// The side to probe when servers and generator are not apart: every CPU this process may use.
-pub fn whole_machine() -> (String, Vec<usize>) {
-    (
-        "machine".to_owned(),
-        (0..brigade_load::engine::usable_cpus()).collect(),
-    )
-}
-
-/// Runs a timer pinned to `cpu` for `length`.
-fn time_one(cpu: Option<usize>, length: Duration) -> Lateness {
-    if let Some(cpu) = cpu {
-        // An unpinned timer still measures the machine; a CPU that cannot be pinned is probed so.
-        let _ = brigade_load::engine::pin_current_thread(cpu);
-    }
-    let began = Instant::now();
-    let mut late_ms = Vec::with_capacity((length.as_millis() as usize).max(1));
-    while began.elapsed() < length {
-        let asked = Instant::now();
-        std::thread::sleep(TICK);
-        let late = asked.elapsed().saturating_sub(TICK);
-        late_ms.push(late.as_secs_f64() * 1000.0);
-    }
-    Lateness {
-        late_ms,
-        seconds: began.elapsed().as_secs_f64(),
-    }
-}
-
-/// Probes every side's CPUs at once for `length` (one timer thread per CPU; a side with no CPUs
-/// listed gets one unpinned timer) and judges the machine's own figures against `slo`.
-pub fn probe(sides: &[(String, Vec<usize>)], length: Duration, slo: &[Threshold]) -> StallProbe {
-    let timed: Vec<Vec<Lateness>> = std::thread::scope(|scope| {
-        let handles: Vec<Vec<_>> = sides
-            .iter()
-            .map(|(_, cpus)| {
-                let cpus: Vec<Option<usize>> = if cpus.is_empty() {
-                    vec![None]
-                } else {
-                    cpus.iter().copied().map(Some).collect()
-                };
-                cpus.into_iter()
-                    .map(|cpu| scope.spawn(move || time_one(cpu, length)))
-                    .collect()
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|side| {
-                side.into_iter()
-                    .map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-            .collect()
-    });
+/// What the probe found: every side's figures from its CPUs' timers (`timed[i]` for `sides[i]`),
+/// judged against `slo`.
+pub fn judge(
+    sides: &[(String, Vec<usize>)],
+    timed: &[Vec<Lateness>],
+    seconds: f64,
+    slo: &[Threshold],
+) -> StallProbe {
     let sides: Vec<CpuStalls> = sides
         .iter()
-        .zip(&timed)
+        .zip(timed)
         .map(|((side, cpus), timers)| summarize(side, cpus, timers, slo))
         .collect();
     let refused = refusal(&sides);
     StallProbe {
-        seconds: length.as_secs_f64(),
+        seconds,
         sides,
         refused,
     }
@@ -289,7 +244,7 @@ fn refusal(sides: &[CpuStalls]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brigade_load::threshold::parse_slo;
+    use brigade_records::threshold::parse_slo;
 
     fn lateness(pauses_ms: &[f64], seconds: f64) -> Lateness {
         // A quiet timer (0.1 ms late) at every tick, and the pauses among them.
@@ -332,25 +287,5 @@ mod tests {
             "{why}"
         );
         assert_eq!(refusal(&[quiet]), None);
-    }
-
-    #[test]
-    fn the_probe_times_every_cpu_of_every_side() {
-        let slo = vec![parse_slo("p99<1s").unwrap()];
-        let sides = vec![
-            ("server".to_owned(), vec![0]),
-            ("generator".to_owned(), Vec::new()),
-        ];
-        let probe = probe(&sides, Duration::from_millis(50), &slo);
-        assert_eq!(probe.sides.len(), 2);
-        assert_eq!(probe.sides[0].cpus, [0]);
-        assert!(probe.sides.iter().all(|s| s.own.len() == 1));
-        // A second-long pause in 50 ms would have ended the test's machine first.
-        assert_eq!(probe.refused, None, "{probe:?}");
-        assert!(
-            probe.sentence().contains("server CPUs 0:"),
-            "{}",
-            probe.sentence()
-        );
     }
 }

@@ -1,7 +1,7 @@
 //! One step of a search, as its driver and the search exchange it: the [`Stage`] that asked for
 //! it, and what it [`Measured`] (its totals and sub-windows, and who set its pace).
 
-use brigade_load::threshold::Figures;
+use brigade_records::threshold::Figures;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::WindowFigures;
@@ -61,7 +61,10 @@ pub struct Measured {
 impl Measured {
     /// What a run at `offered_per_s` measured: its completed rate, totals and sub-windows (who set
     /// the pace, the server's CPU and contention are the driver's to add).
-    pub fn from_result(offered_per_s: f64, result: &brigade_load::result::LoadResult) -> Measured {
+    pub fn from_result(
+        offered_per_s: f64,
+        result: &brigade_records::result::LoadResult,
+    ) -> Measured {
         let windows = if result.sub_windows.is_empty() {
             vec![WindowFigures {
                 requests: result.total.requests,
@@ -75,7 +78,7 @@ impl Measured {
                 .map(|w| WindowFigures {
                     requests: w.requests,
                     errors: w.errors,
-                    latency: brigade_load::histogram::LatencyHistogram::decode(&w.histogram)
+                    latency: brigade_records::histogram::LatencyHistogram::decode(&w.histogram)
                         .unwrap_or_default(),
                 })
                 .collect()

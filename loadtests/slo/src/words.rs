@@ -7,7 +7,10 @@ use crate::record::{CapacitySummary, SloSearch};
 /// `12,345/s`, `15.2/s`: a rate as the search's sentences give it.
 pub fn rate_words(rate: f64) -> String {
     if rate >= 100.0 {
-        format!("{}/s", brigade_load::table::grouped(rate.round() as u64))
+        format!(
+            "{}/s",
+            brigade_records::number::grouped(rate.round() as u64)
+        )
     } else {
         format!("{rate:.1}/s")
     }

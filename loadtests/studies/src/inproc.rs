@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use brigade_load::engine::session::Session;
-use brigade_load::result::{merge, LoadResult};
 use brigade_load::scenario::{Pools, RequestSpec, Template};
+use brigade_records::result::{merge, LoadResult};
 use bytes::Bytes;
 use clap::Args;
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_load::result::{merge, LoadResult};
+use brigade_records::result::{merge, LoadResult};
 use bytes::Bytes;
 use clap::Args;
 

@@ -14,12 +14,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use brigade_clients::{Protocol, TlsClient};
 use brigade_kit::conformance::Wire;
 use brigade_kit::limits::ServerLimits;
 use brigade_launch::testing::{Deployment, StoreKind, Target};
 use brigade_load::abuse::{self, Abuse, AbuseConfig};
 use brigade_load::engine::{self, LoadConfig};
+use brigade_records::protocol::{Protocol, TlsClient};
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 
@@ -58,7 +58,10 @@ fn protocol(wire: Wire) -> Protocol {
 }
 
 /// The engine's `hello` scenario over `wire` for a few seconds, on a thread.
-fn normal_load(url: &str, wire: Wire) -> std::thread::JoinHandle<brigade_load::result::LoadResult> {
+fn normal_load(
+    url: &str,
+    wire: Wire,
+) -> std::thread::JoinHandle<brigade_records::result::LoadResult> {
     let scenario = brigade_load::Registry::new().load("hello").unwrap();
     let config = LoadConfig {
         targets: [("*".to_owned(), url.to_owned())].into(),

@@ -1,9 +1,9 @@
 //! The comparisons of several stores (`--stores`) or protocols (`--protocols`): one whole
 //! comparison per store or protocol and a report across them; `--plan`'s plans.
 
-use brigade_clients::Protocol;
 use brigade_load::Registry;
 use brigade_meter::wire::Wire;
+use brigade_records::protocol::Protocol;
 
 use super::settings::default_out;
 use super::*;

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use brigade_clients::Protocol;
 use brigade_load::Registry;
+use brigade_records::protocol::Protocol;
 use clap::Args;
 
 use brigade_meter::pin::CpuArgs;
@@ -235,7 +235,7 @@ pub struct CompareArgs {
     /// a `--duration` window on a fresh server) and judges the capacities; the isolated runs and
     /// side-by-side levels are skipped unless `--slo-also-compare`
     #[command(flatten)]
-    pub slo: brigade_slo::SloArgs,
+    pub slo: brigade_load::args::SloArgs,
     /// With --slo: also make the isolated runs and side-by-side levels (their verdicts beside the
     /// capacity's; the search then starts from the isolated runs' rates)
     #[arg(long, requires = "slo")]

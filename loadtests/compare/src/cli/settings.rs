@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use brigade_clients::Protocol;
 use brigade_load::Registry;
 use brigade_meter::servers::external::ExternalSpec;
 use brigade_meter::servers::{Launch, ServerInfo};
 use brigade_meter::wire::Wire;
+use brigade_records::protocol::Protocol;
 use brigade_report::verdict;
 
 use super::*;
@@ -144,7 +144,7 @@ impl CompareArgs {
         if let Some(rate) = self.rate {
             brigade_load::engine::check_rate("--rate", rate)?;
         }
-        let thresholds = brigade_load::threshold::parse_all(&self.thresholds)?;
+        let thresholds = brigade_records::threshold::parse_all(&self.thresholds)?;
         let slo = self.slo_plan()?;
         let (isolated, side) = self.what_runs(slo.is_some(), side);
         self.check_baseline()?;

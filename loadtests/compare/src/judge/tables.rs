@@ -2,9 +2,9 @@
 //! with the cost breakdown of the cell's lowest side-by-side level; and every run checked against
 //! every `--threshold`.
 
-use brigade_load::result::LoadResult;
-use brigade_load::threshold::{Check, Figures};
+use brigade_records::result::LoadResult;
 use brigade_records::side::SideCell;
+use brigade_records::threshold::{Check, Figures};
 use brigade_report::thresholds::RunCheck;
 use brigade_report::{Row, RunRecord};
 use brigade_stats::median;
@@ -16,7 +16,7 @@ pub(super) fn check_thresholds(
     runs: &[RunRecord],
     thresholds: &[String],
 ) -> anyhow::Result<Vec<RunCheck>> {
-    let thresholds = brigade_load::threshold::parse_all(thresholds)?;
+    let thresholds = brigade_records::threshold::parse_all(thresholds)?;
     let mut out = Vec::new();
     for run in runs {
         for threshold in &thresholds {

@@ -35,7 +35,7 @@ pub(crate) struct Counted {
 fn under_callgrind(
     launch: &Launch,
     store: &str,
-    protocol: brigade_clients::Protocol,
+    protocol: brigade_records::protocol::Protocol,
     out: &Path,
 ) -> anyhow::Result<Launch> {
     // Everything is collected, start-up included: it is the same in every pass and cancels in
@@ -212,7 +212,7 @@ mod tests {
         let launch = under_callgrind(
             &Launch::Binary("/bin/brigade".into()),
             "embedded",
-            brigade_clients::Protocol::H1,
+            brigade_records::protocol::Protocol::H1,
             Path::new("/tmp/a b.cg"),
         )
         .unwrap();

@@ -459,7 +459,7 @@ fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<
             Ok(probe)
                 if measured.is_none()
                     && halved < MAX_PROBE_HALVINGS
-                    && busy_share(&probe) >= brigade_load::result::GENERATOR_SATURATED =>
+                    && busy_share(&probe) >= brigade_records::result::GENERATOR_SATURATED =>
             {
                 println!(
                     "side by side {} {} users: the probe at {:.0}/s saturated the server CPUs \

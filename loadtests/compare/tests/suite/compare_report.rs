@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use brigade_compare as compare;
 use brigade_compare::judge::Evidence;
-use brigade_load::result::{
-    Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult, Second,
-};
 use brigade_records::cpus::CpuPlan;
 use brigade_records::proc::{ProcSeries, ProcUsage};
+use brigade_records::result::{
+    Errors, Latency, LoadResult, LoadSettings, Machine, RouteResult, Second,
+};
 use brigade_records::runcpu::RunCpu;
 use brigade_records::side::{SideCell, SideRuntime};
 use brigade_report::verdict;

@@ -7,8 +7,8 @@ use super::layout::Layout;
 use super::stats::RouteStats;
 use super::threads::{Joined, Watched};
 use super::LoadConfig;
-use crate::result::{LoadResult, LoadSettings, Window};
 use crate::scenario::Scenario;
+use brigade_records::result::{LoadResult, LoadSettings, Window};
 
 /// The measured window in seconds and on the wall clock, and the generator's CPU use over it.
 pub(super) struct MeasuredWindow {

@@ -6,7 +6,9 @@ use anyhow::{bail, Result};
 use super::worker::{Pace, Share};
 use super::{usable_cpus, LoadConfig};
 use crate::scenario::Scenario;
-use crate::shard::{Shard, ShardPlan};
+use brigade_records::shard::Shard;
+
+use crate::shard::ShardPlan;
 
 /// How one run (or this shard of it) is laid out: the loop, its users or paced connections,
 /// this shard's share of them and of the request budget, and the threads that carry them.

@@ -46,12 +46,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use brigade_clients::{Dialer, Protocol, TlsClient};
+use brigade_clients::Dialer;
+use brigade_records::protocol::{Protocol, TlsClient};
 
-use crate::result::LoadResult;
 use crate::scenario::Scenario;
 use crate::shard::{Fixtures, ShardPlan};
 use assemble::{assemble_result, Assembled, MeasuredWindow};
+use brigade_records::result::LoadResult;
 use layout::Layout;
 use prepare::{check_tls, prepare_requests, run_setup, send_setup};
 use threads::{agreed_start, join_threads, start_threads, watch};
@@ -224,9 +225,10 @@ fn run_planned(
         requests: layout.requests,
         claimed: AtomicU64::new(0),
         seq: AtomicU64::new(0),
-        spacing: plan
-            .shard
-            .spacing(plan.fixtures.as_ref().map_or(0, |f| f.seq_used)),
+        spacing: crate::shard::spacing(
+            plan.shard,
+            plan.fixtures.as_ref().map_or(0, |f| f.seq_used),
+        ),
         seed,
         encoded,
         prebuilt,

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use crate::histogram::LatencyHistogram;
-use crate::result::{Second, SubWindow};
+use brigade_records::histogram::LatencyHistogram;
+use brigade_records::result::{Second, SubWindow};
 
 /// Latency buckets of a second: bucket `i` holds latencies up to `FIRST_US * RATIO^i`
 /// microseconds, from 1 µs to past 100 s, so a quantile is within about 5% of its true value.

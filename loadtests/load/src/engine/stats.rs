@@ -2,9 +2,9 @@
 //! counts become the run's [`RouteResult`]s. A thread owns its counters (no locks, no shared cache
 //! lines); they are merged once, at the end.
 
-use crate::histogram::LatencyHistogram;
-use crate::result::{Errors, HandshakeResult, RouteResult, TlsResult};
 use brigade_clients::tls::{Handshake, HandshakeKind};
+use brigade_records::histogram::LatencyHistogram;
+use brigade_records::result::{Errors, HandshakeResult, RouteResult, TlsResult};
 
 /// The status classes a route's answers are counted by: `none` (nothing answered), then 1xx–5xx.
 const CLASSES: [&str; 6] = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"];

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
-use brigade_clients::{Protocol, Target};
+use brigade_clients::Target;
+use brigade_records::protocol::Protocol;
 
 use crate::scenario::Scenario;
 

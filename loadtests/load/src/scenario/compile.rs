@@ -53,7 +53,11 @@ impl Scenario {
     /// A scenario from a TOML file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario> {
         let path = path.as_ref();
-        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES, "scenario")?;
+        let text = brigade_records::files::read_text(
+            path,
+            brigade_records::files::MAX_INPUT_BYTES,
+            "scenario",
+        )?;
         Scenario::parse(&text, &path.display().to_string())
             .with_context(|| format!("scenario {}", path.display()))
     }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::{self, Answer, Req};
 use brigade_load::engine::{self, LoadConfig};
-use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
+use brigade_records::result::LoadResult;
 
 pub(crate) fn config(url: &str) -> LoadConfig {
     LoadConfig {
@@ -727,7 +727,8 @@ path = "/b/{{random_string 8}}"
 
 #[test]
 fn open_loop_shards_send_the_whole_schedule_between_them_and_no_send_twice() {
-    use brigade_load::shard::{Shard, ShardPlan};
+    use brigade_load::shard::ShardPlan;
+    use brigade_records::shard::Shard;
     // 600 sends/s for 1 s over 7 connections, as 3 shards: each sends its connections' part of
     // the one schedule, so together they send exactly the run's 600, as one generator would.
     let server = support::hello();

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use brigade_load::histogram::LatencyHistogram;
-use brigade_load::result::{self, Errors, LoadResult, LoadSettings, Machine, RouteResult};
+use brigade_records::histogram::LatencyHistogram;
+use brigade_records::result::{self, Errors, LoadResult, LoadSettings, Machine, RouteResult};
 
 fn route(name: &str, latency_ms: u64, n: u64, elapsed_s: f64) -> RouteResult {
     let mut h = LatencyHistogram::new();
@@ -159,7 +159,7 @@ fn shard(
     elapsed_s: f64,
 ) -> LoadResult {
     let mut r = run(latency_ms, n, elapsed_s, None);
-    r.settings.shard = Some(brigade_load::shard::Shard { index, count });
+    r.settings.shard = Some(brigade_records::shard::Shard { index, count });
     r.window = Some(result::Window {
         start_unix_s: start,
         end_unix_s: start + elapsed_s,
@@ -281,7 +281,10 @@ fn a_result_from_before_protocols_reads_as_plaintext_http1() {
     settings.remove("streams");
     json.as_object_mut().unwrap().remove("tls");
     let old: LoadResult = serde_json::from_value(json).unwrap();
-    assert_eq!(old.settings.protocol, brigade_clients::Protocol::H1);
+    assert_eq!(
+        old.settings.protocol,
+        brigade_records::protocol::Protocol::H1
+    );
     assert_eq!((old.settings.streams, old.tls), (1, None));
 }
 

@@ -156,7 +156,7 @@ pub struct Health {
 
 /// Waits for `url`'s `/ready`, then reads its `/health`.
 pub fn health(url: &str) -> anyhow::Result<Health> {
-    wait_ready(url, brigade_clients::Protocol::H1, READY_TIMEOUT)?;
+    wait_ready(url, brigade_records::protocol::Protocol::H1, READY_TIMEOUT)?;
     let (status, body) = http_get(url, "/health")?;
     if status != 200 {
         bail!("{url}/health answered {status}");

@@ -62,7 +62,7 @@ impl RuntimeInfo {
     }
 
     /// [`Self::describe`] for a comparison over `protocol`: over h3, with the stack that served it.
-    pub fn describe_over(&self, protocol: brigade_clients::Protocol) -> String {
+    pub fn describe_over(&self, protocol: brigade_records::protocol::Protocol) -> String {
         match (&self.h3, protocol.quic()) {
             (Some(stack), true) => format!("{}; HTTP/3: {stack}", self.describe()),
             _ => self.describe(),
@@ -73,7 +73,7 @@ impl RuntimeInfo {
 impl ServerInfo {
     /// Whether the runtime named `runtime` serves `protocol`: every protocol but h3, and h3 where
     /// the binary names the stack that serves it.
-    pub fn offers(&self, runtime: &str, protocol: brigade_clients::Protocol) -> bool {
+    pub fn offers(&self, runtime: &str, protocol: brigade_records::protocol::Protocol) -> bool {
         !protocol.quic()
             || self
                 .runtimes

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use brigade_clients::Protocol;
+use brigade_records::protocol::Protocol;
 
 use super::info::ServerInfo;
 

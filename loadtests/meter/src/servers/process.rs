@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use brigade_clients::{Protocol, TlsClient};
+use brigade_records::protocol::{Protocol, TlsClient};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 

@@ -1,5 +1,5 @@
 use super::*;
-use brigade_load::result::{LoadSettings, Machine, RouteResult};
+use brigade_records::result::{LoadSettings, Machine, RouteResult};
 
 /// Two services: `a` takes POSTs, `b` is read by id, and `b` calls `a` (as tables asks the waiter).
 fn scenario() -> Scenario {

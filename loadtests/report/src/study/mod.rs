@@ -290,7 +290,7 @@ impl StudyReport {
 pub(crate) mod tests {
     use super::*;
     use crate::setup::build_versions;
-    use brigade_load::result::Machine;
+    use brigade_records::result::Machine;
 
     /// A small report with two sections, a missing value, a log chart and an empty chart.
     pub(crate) fn sample() -> StudyReport {

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use brigade_load::abuse::{self, Abuse, AbuseConfig, AbuseOutcome};
 use brigade_load::engine::{self, LoadConfig};
-use brigade_load::result::{LoadResult, Second};
 use brigade_load::scenario::Scenario;
+use brigade_records::result::{LoadResult, Second};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
@@ -233,7 +233,7 @@ fn start(settings: &FaultsSettings, runtime: &str, store: &str, tag: &str) -> Re
             .join(format!("{runtime}-{store}-{tag}.log")),
         cpus: None,
         handicap_us: 0.0,
-        protocol: brigade_clients::Protocol::H1,
+        protocol: brigade_records::protocol::Protocol::H1,
     };
     let process = start_on_free_ports(&spec, &[], Duration::from_secs(60))?;
     Ok(Server { spec, process })
@@ -575,7 +575,7 @@ fn soak_fault(settings: &FaultsSettings, server: &Server, r: &mut FaultResult) -
         rss[1],
         rss[1] / rss[0].max(f64::MIN_POSITIVE)
     ));
-    let merged = brigade_load::result::merge(&all)?;
+    let merged = brigade_records::result::merge(&all)?;
     r.seconds = merged.seconds;
     Ok(())
 }

@@ -131,7 +131,7 @@ fn fault_section(fault: &str, rs: &[&FaultResult]) -> Section {
             )
         })
         .collect();
-    let line = |pick: fn(&brigade_load::result::Second) -> f64| {
+    let line = |pick: fn(&brigade_records::result::Second) -> f64| {
         rs.iter()
             .map(|r| Series {
                 name: format!("{} {}", r.runtime, r.store),

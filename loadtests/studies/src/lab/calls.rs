@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use brigade_load::histogram::LatencyHistogram;
-use brigade_load::result::{Errors, LoadResult, LoadSettings, RouteResult};
+use brigade_records::histogram::LatencyHistogram;
+use brigade_records::result::{Errors, LoadResult, LoadSettings, RouteResult};
 
 /// What one client measured.
 #[derive(Debug, Default)]

@@ -17,7 +17,7 @@ use brigade_kit::peer::PeerTimeouts;
 use brigade_kit::service::{self, ServiceConfig};
 use brigade_kit::store::{StoreConfig, StoreKind};
 use brigade_kit::Service;
-use brigade_load::result::LoadResult;
+use brigade_records::result::LoadResult;
 
 use super::calls::{self, CallsMade, ClientTally, Span};
 use brigade_meter::pin;

@@ -21,11 +21,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_clients::Protocol;
 use brigade_load::engine::LoadConfig;
-use brigade_load::result::LoadResult;
 use brigade_load::scenario::Scenario;
 use brigade_meter::wire::Wire;
+use brigade_records::protocol::Protocol;
+use brigade_records::result::LoadResult;
 use clap::Args;
 
 use brigade_meter::isolated::{sampled_run, Sampled};

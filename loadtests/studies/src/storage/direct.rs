@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::measure::{FixedResult, GrowingResult, GrowthRecorder, PhaseResult};
 use super::plan::{payload, Bands, GrowthPlan};
 use super::StorageSettings;
-use brigade_load::histogram::LatencyHistogram;
+use brigade_records::histogram::LatencyHistogram;
 
 /// The growing phase's collection.
 const GROWING: CollectionSpec = CollectionSpec {

@@ -25,8 +25,8 @@ use serde_json::Value;
 use super::measure::{Figures, GrowingResult, GrowthRecorder, PhaseResult};
 use super::plan::{Bands, GrowthPlan};
 use brigade_load::engine::session::{Answer, Session};
-use brigade_load::histogram::LatencyHistogram;
 use brigade_load::scenario::{Pools, RequestSpec, Scenario};
+use brigade_records::histogram::LatencyHistogram;
 
 /// The pool the study puts the chosen document's id into.
 pub(crate) const DOC_POOL: &str = "doc";
@@ -104,9 +104,9 @@ impl GrowthDescription {
 
     /// Reads a description from a file.
     pub fn from_file(path: &Path) -> Result<GrowthDescription> {
-        let text = brigade_load::files::read_text(
+        let text = brigade_records::files::read_text(
             path,
-            brigade_load::files::MAX_INPUT_BYTES,
+            brigade_records::files::MAX_INPUT_BYTES,
             "growth description",
         )?;
         GrowthDescription::parse(&text, &path.display().to_string())

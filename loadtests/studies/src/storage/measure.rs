@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::plan::Bands;
-use brigade_load::histogram::LatencyHistogram;
+use brigade_records::histogram::LatencyHistogram;
 
 /// Latency figures of a set of operations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

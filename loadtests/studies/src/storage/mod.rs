@@ -336,7 +336,7 @@ fn http_server(
         log_path: logs.join(format!("http-{}-{}.log", http.runtime, store.as_str())),
         cpus: cpus.server_mask().map(<[usize]>::to_vec),
         handicap_us: 0.0,
-        protocol: brigade_clients::Protocol::H1,
+        protocol: brigade_records::protocol::Protocol::H1,
     })
 }
 

@@ -11,9 +11,9 @@
 //! the handshake complete, full and resumed apart (`result::TlsResult`).
 
 use anyhow::Result;
-use brigade_clients::Protocol;
-use brigade_load::result::HandshakeResult;
 use brigade_meter::servers::runtime_of;
+use brigade_records::protocol::Protocol;
+use brigade_records::result::HandshakeResult;
 
 use super::{SweepResults, SweepSettings};
 use crate::lab::shapes::Shape;
@@ -169,17 +169,17 @@ struct Figures {
 
 /// The figures of `runs` (one runtime, one step), of the handshakes the step makes.
 fn figures(runs: &[&HandshakeRun], resumption: bool) -> Option<Figures> {
-    let tls: Vec<(&HandshakeRun, &brigade_load::result::TlsResult)> = runs
+    let tls: Vec<(&HandshakeRun, &brigade_records::result::TlsResult)> = runs
         .iter()
         .filter_map(|r| Some((*r, r.run.result.as_ref()?.tls.as_ref()?)))
         .collect();
     if tls.is_empty() {
         return None;
     }
-    let of = |f: &dyn Fn(&brigade_load::result::TlsResult) -> f64| {
+    let of = |f: &dyn Fn(&brigade_records::result::TlsResult) -> f64| {
         median(&tls.iter().map(|(_, t)| f(t)).collect::<Vec<_>>())
     };
-    let kind = |t: &brigade_load::result::TlsResult| -> HandshakeResult {
+    let kind = |t: &brigade_records::result::TlsResult| -> HandshakeResult {
         if resumption {
             t.resumed.clone()
         } else {

@@ -31,8 +31,8 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use brigade_clients::Protocol;
 use brigade_load::engine::session::Session;
+use brigade_records::protocol::Protocol;
 use clap::Args;
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use brigade_load::engine::session::Session;
-use brigade_load::histogram::LatencyHistogram;
+use brigade_records::histogram::LatencyHistogram;
 
 use crate::lab::shapes::Shape;
 use brigade_meter::pin;

@@ -19,7 +19,8 @@ use anyhow::{Context, Result};
 
 use brigade_clients::http1::Connection;
 use brigade_clients::http2::{self, Http2Stream, SharedConnection};
-use brigade_clients::{Dialer, Protocol, Target};
+use brigade_clients::{Dialer, Target};
+use brigade_records::protocol::Protocol;
 
 use super::seconds::SecondSeries;
 use super::stats::{HandshakeStats, RouteStats};

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use brigade_clients::{Protocol, TlsClient};
 use brigade_load::engine::{self, LoadConfig};
+use brigade_records::protocol::{Protocol, TlsClient};
 
 use super::support::{self, Answer, Http2Limits, ServerOptions};
 use super::{captures_feed_later_requests, config, one_route, things_server_with};

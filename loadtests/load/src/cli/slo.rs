@@ -8,19 +8,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use brigade_load::engine::{self, LoadConfig};
-use brigade_load::registry::Registry;
-use brigade_load::result::{LoadResult, GENERATOR_SATURATED};
-use brigade_load::scenario::Scenario;
-use brigade_load::threshold::Threshold;
+use brigade_records::result::{LoadResult, GENERATOR_SATURATED};
+use brigade_records::threshold::Threshold;
+use brigade_slo::stalls::StallProbe;
+use brigade_slo::{
+    rate_words, CapacitySummary, CurvePoint, Measured, Search, SearchOutcome, SloSearch, Stage,
+};
 
 use super::LoadCommand;
-use crate::outcome::{CurvePoint, SearchOutcome};
-use crate::record::{CapacitySummary, SloSearch};
-use crate::search::Search;
+use crate::engine::{self, LoadConfig};
+use crate::registry::Registry;
+use crate::scenario::Scenario;
 use crate::stalls;
-use crate::step::{Measured, Stage};
-use crate::words::rate_words;
 
 /// Each sub-window's length unless `--duration` says.
 const SUB_WINDOW: Duration = Duration::from_secs(1);
@@ -149,7 +148,7 @@ fn step(
 
 /// The machine's own stalls before the searches: the generator's CPUs when pinned, else every
 /// CPU (the server's are not known to `brigade load`).
-fn probe_machine(args: &LoadCommand, closed: &LoadConfig, slo: &[Threshold]) -> stalls::StallProbe {
+fn probe_machine(args: &LoadCommand, closed: &LoadConfig, slo: &[Threshold]) -> StallProbe {
     let sides = match &closed.cpus {
         Some(cpus) => vec![("generator".to_owned(), cpus.clone())],
         None => vec![stalls::whole_machine()],

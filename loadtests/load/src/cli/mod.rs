@@ -1,9 +1,9 @@
 //! The commands `brigade load` and `brigade merge` delegate to: the functions that run them and
-//! print or write their results. A binary mounts [`LoadArgs`] and [`MergeArgs`] as subcommands and
-//! hands `run_load` the [`Registry`] of the scenarios and default targets it knows. The argument
-//! structs live in `args` and the value parsers in `parse` (re-exported here, where users find
-//! them). `brigade load --slo` is `brigade-slo`'s, which mounts [`LoadArgs`] with its own flags
-//! and hands a run without `--slo` back to [`run_load`].
+//! print or write their results. A binary mounts [`LoadCommand`] and [`MergeArgs`] as subcommands
+//! and hands [`run_load`] the [`Registry`] of the scenarios and default targets it knows. The
+//! argument structs live in `args` and the value parsers in `parse` (re-exported here, where users
+//! find them). With `--slo`, `brigade load` drives the capacity search (`brigade-slo`'s state
+//! machine) against one running server, step by step ([`slo`]).
 
 use anyhow::{bail, Context, Result};
 
@@ -12,13 +12,40 @@ pub use crate::parse::{
     parse_cpu_list, parse_duration, parse_percent, parse_rate, parse_targets, MAX_DURATION,
 };
 
+use crate::args::SloArgs;
+use brigade_records::threshold;
+
 use crate::engine;
 use crate::registry::Registry;
-use crate::threshold;
 
-/// Runs `brigade load` with the scenarios and default targets in `registry`: prints the table to
-/// stdout and writes `--json` if asked.
-pub fn run_load(args: LoadArgs, registry: &Registry) -> Result<()> {
+mod slo;
+
+/// `brigade load`: run one scenario against running services and report what it measured, or,
+/// with `--slo`, search for the highest rate at which every SLO holds.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadCommand {
+    /// The generator's flags.
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Capacity at an SLO: with `--slo`, the rates are the search's own (`--rate` is refused);
+    /// each step is a `--warmup` and a `--duration` window (default 2s) on `--connections`
+    #[command(flatten)]
+    pub slo: SloArgs,
+}
+
+/// Runs `brigade load` with the scenarios and default targets in `registry`: the SLO search when
+/// `--slo` is given, else one run.
+pub fn run_load(args: LoadCommand, registry: &Registry) -> Result<()> {
+    if args.slo.slo.is_empty() || args.load.list_scenarios {
+        return run_once(args.load, registry);
+    }
+    threshold::parse_all(&args.load.thresholds)?;
+    let scenario = registry.load(&args.load.scenario)?;
+    slo::run(&args, registry, &scenario)
+}
+
+/// One run: prints the table to stdout and writes `--json` if asked.
+fn run_once(args: LoadArgs, registry: &Registry) -> Result<()> {
     if args.list_scenarios {
         for name in registry.names() {
             let s = registry.get(name)?;
@@ -98,12 +125,16 @@ pub fn run_merge(args: MergeArgs) -> Result<()> {
     let thresholds = threshold::parse_all(&args.thresholds)?;
     let mut results = Vec::new();
     for path in &args.results {
-        let text = crate::files::read_text(path, crate::files::MAX_REPORT_BYTES, "result")?;
-        let result: crate::result::LoadResult = serde_json::from_str(&text)
+        let text = brigade_records::files::read_text(
+            path,
+            brigade_records::files::MAX_REPORT_BYTES,
+            "result",
+        )?;
+        let result: brigade_records::result::LoadResult = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a brigade load result", path.display()))?;
         results.push(result);
     }
-    let merged = crate::result::merge_shards(&results)?;
+    let merged = brigade_records::result::merge_shards(&results)?;
     for part in &merged.shards {
         let shard = part.shard.map_or("whole".to_string(), |s| s.to_string());
         let attempt = match (part.attempt, &part.interrupted) {
@@ -145,7 +176,7 @@ pub fn run_merge(args: MergeArgs) -> Result<()> {
 /// Prints a result's table, writes it as JSON to `json` when asked, and checks `thresholds`
 /// against its totals: an error names the ones that failed.
 fn report(
-    result: &crate::result::LoadResult,
+    result: &brigade_records::result::LoadResult,
     json: Option<&std::path::Path>,
     thresholds: &[threshold::Threshold],
 ) -> Result<()> {

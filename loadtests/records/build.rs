@@ -1,5 +1,5 @@
-//! Records, at build time, the compiler's version (`rustc -V`), so every result can say what built
-//! the generator that measured it.
+//! Records, at build time, the compiler's version (`rustc -V`), so every result and report can say what
+//! built the binary that measured it.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

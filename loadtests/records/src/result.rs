@@ -51,7 +51,7 @@ pub struct LoadSettings {
     pub shard: Option<crate::shard::Shard>,
     /// The wire protocol (`h1` in results written before there was a choice).
     #[serde(default)]
-    pub protocol: brigade_clients::Protocol,
+    pub protocol: crate::protocol::Protocol,
     /// HTTP/2 requests in flight per connection (1 for HTTP/1.1).
     #[serde(default = "one_stream")]
     pub streams: u32,
@@ -143,6 +143,12 @@ pub struct Machine {
     pub brigade_version: String,
     /// rustc version Brigade was built with, if known.
     pub rustc: String,
+}
+
+/// The compiler that built this binary (`rustc -V`, recorded at build time by this crate's
+/// `build.rs`): every result and report names it.
+pub fn rustc() -> &'static str {
+    env!("BRIGADE_RUSTC")
 }
 
 /// The generator counts as saturated at this share of its threads' CPU (as compare judges its
