@@ -376,3 +376,86 @@ fn a_404_or_405_comes_from_one_place_in_the_kit() {
     assert!(!runtime_files_with("unmatched(").is_empty());
     assert!(read("docs/architecture.md").contains("**the one place a 404 or 405 comes from**"));
 }
+
+/// The names `folder`'s sources make public: every `pub` item declared outside a test module
+/// (not `pub(crate)`), and the names a `pub use` brings in (after `as` where renamed).
+fn public_names(folder: &str) -> BTreeSet<String> {
+    const KINDS: [&str; 8] = [
+        "fn", "struct", "enum", "const", "static", "type", "trait", "mod",
+    ];
+    let mut names = BTreeSet::new();
+    for (_, code) in sources(&root().join(folder).join("src")) {
+        let lines: Vec<&str> = code.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(item) = line.strip_prefix("pub ") else {
+                continue;
+            };
+            let item = item.strip_prefix("async ").unwrap_or(item);
+            let (kind, rest) = item.split_once(' ').unwrap_or((item, ""));
+            if KINDS.contains(&kind) {
+                let name = rest
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or_default();
+                names.insert(name.to_owned());
+            } else if kind == "use" {
+                // The use tree to its `;`, over as many lines as it takes.
+                let tree: String = std::iter::once(rest)
+                    .chain(lines[i + 1..].iter().copied())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let tree = &tree[..tree.find(';').unwrap_or(tree.len())];
+                let inner = tree.rsplit('{').next().unwrap_or_default();
+                for leaf in inner.trim_end_matches('}').split(',') {
+                    let leaf = leaf.rsplit(" as ").next().unwrap_or_default();
+                    let leaf = leaf.rsplit("::").next().unwrap_or_default().trim();
+                    if !leaf.is_empty() && leaf != "self" {
+                        names.insert(leaf.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+/// docs/embedding.md's "What is stable" bullet for `package`.
+fn stable_bullet(package: &str) -> String {
+    let doc = read("docs/embedding.md");
+    let start = doc
+        .find(&format!("- `{package}`:"))
+        .unwrap_or_else(|| panic!("docs/embedding.md says what of {package} is stable"));
+    let rest = &doc[start + 2..];
+    let end = rest.find("\n- ").unwrap_or(rest.len());
+    rest[..end].to_owned()
+}
+
+#[test]
+fn compares_and_the_studies_public_items_are_what_the_embedding_doc_calls_stable() {
+    for (package, folder) in [
+        ("brigade-compare", "loadtests/compare"),
+        ("brigade-studies", "loadtests/studies"),
+    ] {
+        let bullet = stable_bullet(package);
+        let words: BTreeSet<&str> = bullet
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let names = public_names(folder);
+        // The tables' titles are one entry in the doc (`tables::*`): a study report's table names.
+        let unlisted: Vec<&String> = names
+            .iter()
+            .filter(|n| !words.contains(n.as_str()))
+            .filter(|n| !(n.ends_with("_TABLE") && bullet.contains("`tables::*`")))
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "{package} makes public what docs/embedding.md does not call stable: {unlisted:?} \
+             (make them pub(crate), or say they are stable)"
+        );
+        assert!(
+            names.contains("run_compare") || names.contains("run_study"),
+            "the finder sees the entry point: {names:?}"
+        );
+    }
+}

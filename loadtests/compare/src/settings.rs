@@ -194,13 +194,13 @@ pub(crate) fn label_runtimes(runtimes: &[String]) -> Vec<String> {
 impl CompareSettings {
     /// The services every run's server will announce, when known before it starts: what the
     /// binary's `runtimes --json` lists, when started with the standard flags (`--service all`).
-    pub fn expected_services(&self) -> Option<Vec<String>> {
+    pub(crate) fn expected_services(&self) -> Option<Vec<String>> {
         (self.launch.serves_all() && !self.server_info.services.is_empty())
             .then(|| self.server_info.services.clone())
     }
 
     /// Number of isolated load runs the settings ask for.
-    pub fn run_count(&self) -> usize {
+    pub(crate) fn run_count(&self) -> usize {
         if !self.isolated {
             return 0;
         }
@@ -212,7 +212,7 @@ impl CompareSettings {
     }
 
     /// A rough wall-clock estimate, seconds.
-    pub fn estimate_s(&self) -> f64 {
+    pub(crate) fn estimate_s(&self) -> f64 {
         let per_run = self.duration.as_secs_f64()
             + self.warmup.as_secs_f64()
             + RUN_OVERHEAD_S

@@ -69,7 +69,7 @@ pub struct InprocArgs {
 
 /// The operations compared.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Operation {
+pub(crate) enum Operation {
     /// `POST /bench/strings/reverse`: encode the strings, decode the reversed answer.
     Typed {
         /// The request object.
@@ -81,7 +81,7 @@ pub enum Operation {
 
 impl Operation {
     /// Its name in tables.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Operation::Typed { strings } => {
                 format!("typed: reverse {} strings", strings.len())
@@ -91,7 +91,7 @@ impl Operation {
     }
 
     /// The request shape it sends.
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         match self {
             Operation::Typed { strings } => Shape::reverse_strings(strings.len()),
             Operation::Hello => Shape::hello(),
@@ -99,7 +99,7 @@ impl Operation {
     }
 
     /// Serialises the request object (`None`: no body).
-    pub fn encode(&self) -> Result<Option<String>> {
+    pub(crate) fn encode(&self) -> Result<Option<String>> {
         match self {
             Operation::Typed { strings } => Ok(Some(
                 serde_json::to_string(strings.as_ref()).context("encoding the request object")?,
@@ -109,7 +109,7 @@ impl Operation {
     }
 
     /// Deserialises the answer and checks it.
-    pub fn decode(&self, body: &[u8]) -> Result<()> {
+    pub(crate) fn decode(&self, body: &[u8]) -> Result<()> {
         match self {
             Operation::Typed { strings } => {
                 let answer: Vec<String> =
@@ -130,7 +130,7 @@ impl Operation {
 
 /// The study's settings.
 #[derive(Debug, Clone)]
-pub struct InprocSettings {
+pub(crate) struct InprocSettings {
     /// Servers, CPUs, repeats.
     pub lab: lab::Lab,
     /// Client counts.
@@ -145,7 +145,7 @@ pub struct InprocSettings {
 
 impl InprocArgs {
     /// Resolves defaults (and `--quick`).
-    pub fn settings(&self) -> Result<InprocSettings> {
+    pub(crate) fn settings(&self) -> Result<InprocSettings> {
         let lab = self
             .lab
             .lab("inproc", self.quick, if self.quick { 1 } else { 3 })?;

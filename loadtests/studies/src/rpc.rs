@@ -60,7 +60,7 @@ pub struct RpcArgs {
 
 /// The RPC study's settings.
 #[derive(Debug, Clone)]
-pub struct RpcSettings {
+pub(crate) struct RpcSettings {
     /// Servers, CPUs, repeats.
     pub lab: lab::Lab,
     /// Client thread counts.
@@ -75,7 +75,7 @@ pub struct RpcSettings {
 
 impl RpcArgs {
     /// Resolves defaults (and `--quick`).
-    pub fn settings(&self) -> Result<RpcSettings> {
+    pub(crate) fn settings(&self) -> Result<RpcSettings> {
         let lab = self
             .lab
             .lab("rpc", self.quick, if self.quick { 1 } else { 3 })?;

@@ -18,26 +18,26 @@ use brigade_report::markdown;
 use brigade_report::verdict;
 
 /// User counts run by default (the study's).
-pub const DEFAULT_USERS: &str = "10,20,30";
+pub(crate) const DEFAULT_USERS: &str = "10,20,30";
 /// Measured time per run by default.
-pub const DEFAULT_DURATION: &str = "1s";
+pub(crate) const DEFAULT_DURATION: &str = "1s";
 /// Warm-up per run by default.
-pub const DEFAULT_WARMUP: &str = "500ms";
+pub(crate) const DEFAULT_WARMUP: &str = "500ms";
 /// Isolated runs per cell by default: one, since efficiency is judged side by side and throughput
 /// from the run's seconds.
-pub const DEFAULT_REPEAT: u32 = 1;
+pub(crate) const DEFAULT_REPEAT: u32 = 1;
 /// Extra time for undecided side-by-side levels by default.
-pub const DEFAULT_BUDGET: &str = "1m";
+pub(crate) const DEFAULT_BUDGET: &str = "1m";
 /// Side-by-side load levels by default, shares of the server CPUs in total.
-pub const DEFAULT_LEVELS: [f64; 2] = [0.4, 0.8];
+pub(crate) const DEFAULT_LEVELS: [f64; 2] = [0.4, 0.8];
 /// `--quick`: one side-by-side load level.
-pub const QUICK_LEVELS: [f64; 1] = [0.6];
+pub(crate) const QUICK_LEVELS: [f64; 1] = [0.6];
 /// `--quick`: user counts.
-pub const QUICK_USERS: &str = "10";
+pub(crate) const QUICK_USERS: &str = "10";
 /// `--quick`: measured time per run.
-pub const QUICK_DURATION: &str = "1s";
+pub(crate) const QUICK_DURATION: &str = "1s";
 /// `--quick`: warm-up per run.
-pub const QUICK_WARMUP: &str = "500ms";
+pub(crate) const QUICK_WARMUP: &str = "500ms";
 
 /// Asks the database server at a URI what it is (name and version, in words).
 pub type DescribeServer = fn(uri: &str) -> anyhow::Result<String>;

@@ -23,7 +23,8 @@ use brigade_report::{CellVerdict, LevelVerdict, Report, Row, RunRecord, Scenario
 use brigade_slo::SloSearch;
 
 pub(crate) use efficiency::rounds_to_decide;
-pub use scenario::{judge_scenario, judge_scenario_at};
+pub use scenario::judge_scenario;
+pub(crate) use scenario::judge_scenario_at;
 use words::Key;
 
 /// What the judge reads: the figures a comparison measured and the settings they were measured

@@ -15,7 +15,7 @@ pub fn judge_scenario(cells: &[(u32, Verdict)]) -> Verdict {
 
 /// Sums up a scenario from its cells, each given with where it lies: a runtime wins when it is the
 /// only one to win any cell and it wins most of the cells that could be judged.
-pub fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
+pub(crate) fn judge_scenario_at(cells: &[(CellAt, Verdict)]) -> Verdict {
     let judged: Vec<&(CellAt, Verdict)> = cells
         .iter()
         .filter(|(_, v)| {

@@ -93,7 +93,7 @@ pub struct FaultsArgs {
 
 impl FaultsArgs {
     /// Resolves defaults (and `--quick`) into settings.
-    pub fn settings(&self, registry: &Registry) -> Result<FaultsSettings> {
+    pub(crate) fn settings(&self, registry: &Registry) -> Result<FaultsSettings> {
         let (launch, _, runtimes) = Launch::resolve_runtimes(
             self.binary.as_deref(),
             self.server_command.as_deref(),

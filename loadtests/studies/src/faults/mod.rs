@@ -43,7 +43,7 @@ use brigade_records::stop::StopOutcome;
 /// The faults the study can inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Slow and abusive clients under a normal load.
     Abuse,
     /// SIGTERM under load.
@@ -58,7 +58,7 @@ pub enum Fault {
 
 impl Fault {
     /// Its name in reports.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Fault::Abuse => "abusive clients",
             Fault::Sigterm => "SIGTERM under load",
@@ -87,7 +87,7 @@ pub struct WriteProbe {
 
 /// Everything one study run needs, resolved from the command line.
 #[derive(Debug, Clone)]
-pub struct FaultsSettings {
+pub(crate) struct FaultsSettings {
     /// The server binary and how to start it.
     pub launch: Launch,
     /// Runtimes, in order.

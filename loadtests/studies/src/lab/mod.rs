@@ -90,7 +90,7 @@ pub(crate) struct LabArgs {
 
 /// A study's servers, CPUs and settings, resolved from [`LabArgs`].
 #[derive(Debug, Clone)]
-pub struct Lab {
+pub(crate) struct Lab {
     /// The study's name (`rpc`).
     pub study: &'static str,
     /// How to start the servers.
@@ -167,7 +167,7 @@ impl LabArgs {
 }
 
 /// One runtime's server, up for the whole study.
-pub struct Served {
+pub(crate) struct Served {
     /// The runtime it serves with.
     pub runtime: String,
     /// The process.
@@ -195,19 +195,19 @@ impl std::fmt::Debug for Served {
 
 impl Served {
     /// The targets of a scenario that names no service: this server's first service.
-    pub fn targets(&self) -> BTreeMap<String, String> {
+    pub(crate) fn targets(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("*".to_owned(), self.url.clone())])
     }
 
     /// Its resident memory now, KiB (0 if it cannot be read).
-    pub fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         procstat::read(self.process.pid()).map_or(0, |r| r.rss_kib)
     }
 }
 
 /// How a measured run is bounded.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Window {
+pub(crate) enum Window {
     /// A fixed time after a warm-up.
     Time {
         /// The measured time.
@@ -226,7 +226,7 @@ pub enum Window {
 
 /// One measured run of a study: the generator's result and what `/proc` said about it.
 #[derive(Debug, Clone)]
-pub struct StepRun {
+pub(crate) struct StepRun {
     /// The runtime loaded.
     pub runtime: String,
     /// Which repeat (0-based).
@@ -243,13 +243,11 @@ pub struct StepRun {
     pub generator_bound: Option<String>,
     /// Why the run counts as contended by other processes, if it does.
     pub contended: Option<String>,
-    /// The server's largest resident memory sampled in the window, MiB.
-    pub peak_rss_mib: f64,
 }
 
 impl StepRun {
     /// The run of `runtime` that `sampled` measured.
-    pub fn from_sampled(runtime: &str, repeat: u32, sampled: Sampled) -> StepRun {
+    pub(crate) fn from_sampled(runtime: &str, repeat: u32, sampled: Sampled) -> StepRun {
         let (result, error) = match sampled.outcome {
             Ok(result) => (Some(result), None),
             Err(err) => (None, Some(format!("{err:#}"))),
@@ -263,13 +261,12 @@ impl StepRun {
             generator_cpu_percent: sampled.generator_cpu_percent,
             generator_bound: sampled.generator_bound,
             contended: sampled.contended,
-            peak_rss_mib: sampled.server.peak_rss_mib,
         }
     }
 
     /// A run of the in-process provider (no server, no generator: no CPU figures and no flag
     /// but failure).
-    pub fn in_process(outcome: Result<LoadResult>, repeat: u32) -> StepRun {
+    pub(crate) fn in_process(outcome: Result<LoadResult>, repeat: u32) -> StepRun {
         let (result, error) = match outcome {
             Ok(result) => (Some(result), None),
             Err(err) => (None, Some(format!("{err:#}"))),
@@ -283,12 +280,11 @@ impl StepRun {
             generator_cpu_percent: 0.0,
             generator_bound: None,
             contended: None,
-            peak_rss_mib: 0.0,
         }
     }
 
     /// Its line on the terminal: `what` names the cell (`hello, 1 client(s)`).
-    pub fn print(&self, progress: &str, what: &str) {
+    pub(crate) fn print(&self, progress: &str, what: &str) {
         match &self.result {
             Some(result) => println!(
                 "{progress} {} {what}: {} calls, mean {:.4} ms, p99 {:.4} ms{}",
@@ -310,7 +306,7 @@ impl StepRun {
     }
     /// The run's flag for tables: `contended`, `generator-bound` or empty (contention first, as
     /// compare says it).
-    pub fn flag(&self) -> String {
+    pub(crate) fn flag(&self) -> String {
         match (&self.contended, &self.generator_bound, &self.error) {
             (_, _, Some(_)) => "failed".to_owned(),
             (Some(_), _, _) => "contended".to_owned(),
@@ -320,7 +316,7 @@ impl StepRun {
     }
 
     /// The reason behind the flag, if any.
-    pub fn reason(&self) -> Option<&str> {
+    pub(crate) fn reason(&self) -> Option<&str> {
         self.error
             .as_deref()
             .or(self.contended.as_deref())
@@ -330,7 +326,7 @@ impl StepRun {
 
 /// One provider's run of one cell (an operation at a client count).
 #[derive(Debug, Clone)]
-pub struct CellRun {
+pub(crate) struct CellRun {
     /// Index into the study's operations.
     pub operation: usize,
     /// Concurrent clients.
@@ -390,7 +386,7 @@ pub(crate) fn counts_text(values: &[u32]) -> String {
 
 impl Lab {
     /// This lab with servers started to speak `protocol` and every load speaking it.
-    pub fn over(&self, protocol: Protocol) -> Lab {
+    pub(crate) fn over(&self, protocol: Protocol) -> Lab {
         Lab {
             wire: Wire::new(protocol, 1),
             ..self.clone()
@@ -398,14 +394,14 @@ impl Lab {
     }
 
     /// The order of every run: `cells` cells × the runtimes × the repeats, compare's order.
-    pub fn order(&self, cells: usize) -> Vec<Planned> {
+    pub(crate) fn order(&self, cells: usize) -> Vec<Planned> {
         order::plan(self.runtimes.len(), cells, &[1], &[0], self.repeat)
     }
 
     /// Makes every run of the cells operation × client count in compare's order: each runtime's
     /// by `socket`, then, after the runtimes' runs of a cell in a repeat, the in-process
     /// provider's by `local` when there is one. `name` names an operation on the terminal.
-    pub fn run_cells(
+    pub(crate) fn run_cells(
         &self,
         servers: &[Served],
         (operations, clients): (usize, &[u32]),
@@ -449,7 +445,7 @@ impl Lab {
 
     /// Starts one server per runtime, each pinned to the server CPUs on free ports, on the memory
     /// store; stops those already started if one fails.
-    pub fn start_servers(&self) -> Result<Vec<Served>> {
+    pub(crate) fn start_servers(&self) -> Result<Vec<Served>> {
         let logs = self.out_dir.join("logs");
         std::fs::create_dir_all(&logs)
             .with_context(|| format!("Failed to create {}", logs.display()))?;
@@ -519,7 +515,7 @@ impl Lab {
     /// Starts the servers, pins this thread to the generator's CPUs (given back after), runs
     /// `study` with them, and stops them whatever it answered. Returns its answer and each
     /// server's line for the setup section (how it was started and how it ended).
-    pub fn with_servers<T>(
+    pub(crate) fn with_servers<T>(
         &self,
         study: impl FnOnce(&[Served]) -> Result<T>,
     ) -> Result<(T, Vec<(String, String)>)> {
@@ -549,7 +545,7 @@ impl Lab {
     }
 
     /// The generator's settings for a closed-loop run of `users` against `served`.
-    pub fn load_config(
+    pub(crate) fn load_config(
         &self,
         served: &Served,
         users: u32,
@@ -589,7 +585,7 @@ impl Lab {
     }
 
     /// One measured run of `scenario` with `config` against `served`, `/proc` sampled around it.
-    pub fn measure(
+    pub(crate) fn measure(
         &self,
         served: &Served,
         scenario: &Scenario,
@@ -608,7 +604,7 @@ impl Lab {
 
     /// The setup section: machine, versions, threads and CPUs in compare's words, the settings
     /// line given, the interleaving and every server's command.
-    pub fn setup(&self, servers: &[(String, String)], settings: String) -> Setup {
+    pub(crate) fn setup(&self, servers: &[(String, String)], settings: String) -> Setup {
         let mut versions = build_versions();
         versions.runtimes = self
             .info
@@ -723,7 +719,6 @@ mod tests {
             generator_cpu_percent: 0.0,
             generator_bound: None,
             contended: Some("others".into()),
-            peak_rss_mib: 0.0,
         };
         assert_eq!(run.flag(), "failed");
         assert_eq!(run.reason(), Some("refused"));

@@ -16,7 +16,7 @@ pub(crate) const UNKNOWN_PATH: &str = "/bench/no-such-route";
 
 /// One request to the bench endpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// Its name in tables (`send 100000 bytes`).
     pub name: String,
     /// `GET` or `POST`.
@@ -55,12 +55,12 @@ impl Shape {
     }
 
     /// `GET /bench/hello`: the smallest request there is.
-    pub fn hello() -> Shape {
+    pub(crate) fn hello() -> Shape {
         Shape::get("sayHello".to_owned(), "/bench/hello".to_owned(), 200)
     }
 
     /// `GET /bench/static/{size}`: a fixed body of `size` bytes.
-    pub fn static_body(size: usize) -> Shape {
+    pub(crate) fn static_body(size: usize) -> Shape {
         Shape::get(
             format!("static {}", size_text(size)),
             format!("/bench/static/{size}"),
@@ -69,12 +69,12 @@ impl Shape {
     }
 
     /// `GET` of a path no service routes: answered 404 with the JSON error body.
-    pub fn unknown_path() -> Shape {
+    pub(crate) fn unknown_path() -> Shape {
         Shape::get("bad URL (404)".to_owned(), UNKNOWN_PATH.to_owned(), 404)
     }
 
     /// `POST /bench/bytes` with `n` bytes (read and discarded; the answer is their count).
-    pub fn send_bytes(n: usize) -> Shape {
+    pub(crate) fn send_bytes(n: usize) -> Shape {
         Shape::post(
             format!("send {n} bytes"),
             "/bench/bytes",
@@ -84,12 +84,12 @@ impl Shape {
     }
 
     /// `GET /bench/bytes/{n}`: `n` pseudo-random bytes.
-    pub fn get_bytes(n: usize) -> Shape {
+    pub(crate) fn get_bytes(n: usize) -> Shape {
         Shape::get(format!("get {n} bytes"), format!("/bench/bytes/{n}"), 200)
     }
 
     /// `POST /bench/strings` with a JSON array of `count` strings (the answer is their count).
-    pub fn send_strings(count: usize) -> Shape {
+    pub(crate) fn send_strings(count: usize) -> Shape {
         Shape::post(
             format!("send {count} strings"),
             "/bench/strings",
@@ -99,7 +99,7 @@ impl Shape {
     }
 
     /// `POST /bench/strings/reverse` with `count` strings (the answer is the array reversed).
-    pub fn reverse_strings(count: usize) -> Shape {
+    pub(crate) fn reverse_strings(count: usize) -> Shape {
         Shape::post(
             format!("send and get {count} strings reversed"),
             "/bench/strings/reverse",
@@ -109,12 +109,12 @@ impl Shape {
     }
 
     /// `GET /health`: the probe's request.
-    pub fn health() -> Shape {
+    pub(crate) fn health() -> Shape {
         Shape::get("GET /health".to_owned(), "/health".to_owned(), 200)
     }
 
     /// The shape as a one-request scenario (its status expected, its body a literal).
-    pub fn scenario_toml(&self) -> String {
+    pub(crate) fn scenario_toml(&self) -> String {
         let mut out = String::new();
         let slug: String = self
             .name
@@ -141,7 +141,7 @@ impl Shape {
     }
 
     /// The shape as a scenario.
-    pub fn scenario(&self) -> Result<Scenario> {
+    pub(crate) fn scenario(&self) -> Result<Scenario> {
         Scenario::parse(&self.scenario_toml(), &self.name)
             .with_context(|| format!("the study's request shape {:?}", self.name))
     }

@@ -86,7 +86,7 @@ const MAX_SCALE: f64 = 1000.0;
 impl StorageArgs {
     /// Resolves defaults (and `--quick`) into settings; `registry` supplies the application's
     /// growth description for `--via http`.
-    pub fn settings(&self, registry: &Registry) -> Result<StorageSettings> {
+    pub(crate) fn settings(&self, registry: &Registry) -> Result<StorageSettings> {
         if !(self.scale > 0.0 && self.scale <= MAX_SCALE) {
             bail!(
                 "--scale must be more than 0 and at most {MAX_SCALE}, not {}",

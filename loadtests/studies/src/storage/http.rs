@@ -33,7 +33,7 @@ pub(crate) const DOC_POOL: &str = "doc";
 
 /// How an application's documents are created, grown and read over HTTP.
 #[derive(Debug, Clone)]
-pub struct GrowthDescription {
+pub(crate) struct GrowthDescription {
     label: String,
     description: String,
     array: String,
@@ -55,7 +55,7 @@ struct RawGrowth {
 
 impl GrowthDescription {
     /// Parses a description; `label` names it in errors and in the report.
-    pub fn parse(text: &str, label: &str) -> Result<GrowthDescription> {
+    pub(crate) fn parse(text: &str, label: &str) -> Result<GrowthDescription> {
         let raw: RawGrowth =
             toml::from_str(text).with_context(|| format!("{label}: not a growth description"))?;
         if !raw.array.starts_with('/') {
@@ -103,7 +103,7 @@ impl GrowthDescription {
     }
 
     /// Reads a description from a file.
-    pub fn from_file(path: &Path) -> Result<GrowthDescription> {
+    pub(crate) fn from_file(path: &Path) -> Result<GrowthDescription> {
         let text = brigade_records::files::read_text(
             path,
             brigade_records::files::MAX_INPUT_BYTES,
@@ -113,17 +113,17 @@ impl GrowthDescription {
     }
 
     /// What it is called (the file, or the name it was registered under).
-    pub fn label(&self) -> &str {
+    pub(crate) fn label(&self) -> &str {
         &self.label
     }
 
     /// Its own words about what it does.
-    pub fn description(&self) -> &str {
+    pub(crate) fn description(&self) -> &str {
         &self.description
     }
 
     /// The services it talks to.
-    pub fn services(&self) -> Vec<String> {
+    pub(crate) fn services(&self) -> Vec<String> {
         self.scenario.services()
     }
 

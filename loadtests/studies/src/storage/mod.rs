@@ -48,7 +48,7 @@ use brigade_meter::servers::STOP_GRACE;
 /// The way into the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
-pub enum Via {
+pub(crate) enum Via {
     /// The `Store` trait, in this process.
     Store,
     /// A running service's routes.
@@ -58,7 +58,7 @@ pub enum Via {
 /// A part of the study.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
-pub enum Part {
+pub(crate) enum Part {
     /// Documents that grow.
     Growing,
     /// Documents of one size, read and rewritten (through the store only).
@@ -67,7 +67,7 @@ pub enum Part {
 
 /// What `--via http` needs.
 #[derive(Debug, Clone)]
-pub struct HttpSettings {
+pub(crate) struct HttpSettings {
     /// The server binary and how to start it (the contract of [`brigade_meter::servers`], as `compare`).
     pub launch: Launch,
     /// The services it will announce, when its `runtimes --json` says before it starts.
@@ -80,7 +80,7 @@ pub struct HttpSettings {
 
 /// Everything the study needs, resolved from the command line.
 #[derive(Debug, Clone)]
-pub struct StorageSettings {
+pub(crate) struct StorageSettings {
     /// The stores, in order.
     pub stores: Vec<StoreKind>,
     /// The ways in, in order.

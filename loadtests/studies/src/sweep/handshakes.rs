@@ -30,7 +30,7 @@ pub(crate) const PROTOCOLS: [Protocol; 2] = [Protocol::H1Tls, Protocol::H3];
 
 /// One handshake step: a new connection per request over h1-tls or h3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HandshakeStep {
+pub(crate) struct HandshakeStep {
     /// `h1-tls` or `h3`.
     pub protocol: Protocol,
     /// Whether the client resumes TLS sessions.
@@ -41,7 +41,7 @@ pub struct HandshakeStep {
 
 impl HandshakeStep {
     /// `full` or `resumed`: the handshakes the step makes.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         if self.resumption {
             "resumed"
         } else {

@@ -98,7 +98,7 @@ pub struct SweepArgs {
 
 /// The sweep's settings.
 #[derive(Debug, Clone)]
-pub struct SweepSettings {
+pub(crate) struct SweepSettings {
     /// Servers, CPUs, repeats.
     pub lab: lab::Lab,
     /// The steps, in order.
@@ -123,7 +123,7 @@ pub struct SweepSettings {
 
 /// Which part of the sweep a step belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// A client count, keep-alive on or off.
     Clients,
     /// A body size (or the bad URL) at one client count.
@@ -132,7 +132,7 @@ pub enum Part {
 
 impl Part {
     /// Its name in tables.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Part::Clients => "clients",
             Part::Sizes => "sizes",
@@ -142,7 +142,7 @@ impl Part {
 
 /// One step of the sweep.
 #[derive(Debug, Clone)]
-pub struct Step {
+pub(crate) struct Step {
     /// Its part.
     pub part: Part,
     /// The request.
@@ -157,12 +157,12 @@ pub struct Step {
 
 impl Step {
     /// Its body's name in tables: `2 KiB`, `bad URL (404)`.
-    pub fn body(&self) -> String {
+    pub(crate) fn body(&self) -> String {
         self.size.map_or_else(|| self.shape.name.clone(), size_text)
     }
 
     /// `on` or `off`.
-    pub fn keepalive_text(&self) -> &'static str {
+    pub(crate) fn keepalive_text(&self) -> &'static str {
         if self.keepalive {
             "on"
         } else {
@@ -173,7 +173,7 @@ impl Step {
 
 impl SweepArgs {
     /// Resolves defaults (and `--quick`).
-    pub fn settings(&self) -> Result<SweepSettings> {
+    pub(crate) fn settings(&self) -> Result<SweepSettings> {
         let quick = self.quick;
         let lab = self.lab.lab("sweep", quick, 1)?;
         let (clients, sizes) = self.clients_and_sizes()?;
@@ -290,7 +290,7 @@ impl SweepArgs {
 
 impl SweepSettings {
     /// A rough wall-clock estimate, seconds.
-    pub fn estimate_s(&self) -> f64 {
+    pub(crate) fn estimate_s(&self) -> f64 {
         let per_step = self.duration.as_secs_f64() + self.warmup.as_secs_f64() + 0.2;
         let steps = self.steps.len() + self.handshakes.len();
         let runs = steps * self.lab.runtimes.len() * self.lab.repeat as usize;
