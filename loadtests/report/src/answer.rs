@@ -1,14 +1,15 @@
-//! The answer a reader came for, before anything else: per scenario, every side-by-side level's
-//! leader in one line (the best runtime, who trails it and how surely), a forest plot of each
-//! runtime's cost over the best with its interval and the margin band shaded (HTML), and one tally
-//! that counts wins beyond the margin apart from orders inside it ("ahead"), equivalences and the
-//! undecided, so nobody mistakes an order for a difference that matters.
+//! The answer a reader came for, before anything else: one line per scenario, its levels pooled
+//! (the best runtime, who trails it and how surely, where the order changes between levels), each
+//! runtime's requests per server CPU-second, a forest plot with one row per runtime per scenario
+//! (HTML); below it, every side-by-side level's leader in one line and its own forest. Each has a
+//! tally that counts wins beyond the margin apart from orders inside it ("ahead"), equivalences
+//! and the undecided, so nobody mistakes an order for a difference that matters.
 
 use std::fmt::Write as _;
 
 use super::comparison::Comparison;
 use super::render::esc;
-use super::{CellVerdict, LevelVerdict, Report};
+use super::{CellVerdict, LevelVerdict, PooledVerdict, Report};
 use crate::verdict::Measure;
 
 /// One judged side-by-side level with its comparisons (the best against each other runtime).
@@ -118,6 +119,139 @@ fn leader_line(report: &Report, a: &LevelAnswer<'_>) -> String {
     format!("{place}: {group} leads, {state} ({trail}){basis}")
 }
 
+/// Every scenario's pooled answer, in the report's order.
+fn pooled(report: &Report) -> Vec<(&str, &PooledVerdict)> {
+    report
+        .scenarios
+        .iter()
+        .filter_map(|s| Some((s.scenario.as_str(), s.pooled.as_ref()?)))
+        .collect()
+}
+
+/// `**hyper** ≈ **xitca-web**`.
+fn group_words(runtimes: &[String]) -> String {
+    runtimes
+        .iter()
+        .map(|r| format!("**{r}**"))
+        .collect::<Vec<_>>()
+        .join(" ≈ ")
+}
+
+/// A scenario's pooled answer in one line of markdown.
+fn scenario_line(scenario: &str, p: &PooledVerdict) -> String {
+    let left = if p.left_out.is_empty() {
+        String::new()
+    } else {
+        format!("; left out: {}", p.left_out.join("; "))
+    };
+    let Some(leader) = &p.leader else {
+        return format!("`{scenario}`: no levels to pool{left}");
+    };
+    let state = if leader.decided { "decided" } else { "open" };
+    let trail = p
+        .comparisons
+        .iter()
+        .map(|c| format!("{} {} {}", c.b, extra(c), word(c.outcome)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let confidence = p.comparisons.first().map_or(0.0, |c| c.confidence_pct);
+    let interaction = p
+        .interaction
+        .map(|f| format!("; the gaps scatter between levels ×{f:.1} what the rounds explain"))
+        .unwrap_or_default();
+    let changes = if p.order_changes.is_empty() {
+        "; the same order at every level".to_owned()
+    } else {
+        format!("; the order changes {}", p.order_changes.join(", "))
+    };
+    format!(
+        "`{scenario}` over {} levels: {} leads, {state} ({trail}) — {confidence:.0}% intervals \
+         simultaneous over every pair{interaction}{changes}{left}",
+        p.levels.len(),
+        group_words(&leader.runtimes)
+    )
+}
+
+/// The tally over every scenario's pooled answer, in one sentence.
+pub fn scenario_tally(report: &Report) -> String {
+    let all = pooled(report);
+    let judged: Vec<&PooledVerdict> = all
+        .iter()
+        .map(|(_, p)| *p)
+        .filter(|p| p.leader.is_some())
+        .collect();
+    let decided = judged
+        .iter()
+        .filter(|p| p.leader.as_ref().is_some_and(|l| l.decided))
+        .count();
+    let comparisons: Vec<&Comparison> = judged.iter().flat_map(|p| &p.comparisons).collect();
+    let count = |o: brigade_stats::Outcome| comparisons.iter().filter(|c| c.outcome == o).count();
+    format!(
+        "Per scenario, its levels pooled: the leader decided in {decided} of {} scenarios; \
+         comparisons with the best: {} wins beyond the margin, {} ahead (an order inside it), {} \
+         equivalent, {} undecided; median half-width {:.2} points.",
+        judged.len(),
+        count(brigade_stats::Outcome::Win),
+        count(brigade_stats::Outcome::Ahead),
+        count(brigade_stats::Outcome::Equivalent),
+        count(brigade_stats::Outcome::Undecided),
+        median_half_width(&comparisons),
+    )
+}
+
+/// The median half-width of `comparisons`' intervals, in points.
+fn median_half_width(comparisons: &[&Comparison]) -> f64 {
+    let halves: Vec<f64> = comparisons
+        .iter()
+        .filter_map(|c| Some((c.ci_high? - c.ci_low?) / 2.0 * 100.0))
+        .collect();
+    brigade_stats::median(&halves)
+}
+
+/// What the capacity-per-core table shows.
+const PER_CORE: &str = "Capacity per core — requests per second of server CPU (10⁶ / CPU µs per \
+     request), the geometric mean over each scenario's pooled levels, their lowest–highest in \
+     brackets. The verdicts above judge their ratios; the isolated runs (one per cell by default) \
+     judge no throughput, so this is the throughput answer per core.";
+
+/// Every runtime's requests per server CPU-second per scenario: the header and one row per
+/// runtime; None without a pooled scenario.
+fn per_core_rows(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let all = pooled(report);
+    let mut runtimes: Vec<&str> = Vec::new();
+    for c in all.iter().flat_map(|(_, p)| &p.per_core) {
+        if !runtimes.contains(&c.runtime.as_str()) {
+            runtimes.push(&c.runtime);
+        }
+    }
+    if runtimes.is_empty() {
+        return None;
+    }
+    let mut header = vec!["runtime".to_owned()];
+    header.extend(all.iter().map(|(s, _)| (*s).to_owned()));
+    let rows = runtimes
+        .into_iter()
+        .map(|runtime| {
+            let mut row = vec![runtime.to_owned()];
+            row.extend(all.iter().map(|(_, p)| {
+                p.per_core
+                    .iter()
+                    .find(|c| c.runtime == runtime)
+                    .map_or("—".to_owned(), |c| {
+                        format!(
+                            "{} ({}–{})",
+                            super::rate_words(c.hits_per_cpu_s),
+                            super::rate_words(c.lowest),
+                            super::rate_words(c.highest)
+                        )
+                    })
+            }));
+            row
+        })
+        .collect();
+    Some((header, rows))
+}
+
 /// The tally over every side-by-side level of the report, in one sentence.
 pub fn tally(report: &Report) -> String {
     let all: Vec<LevelAnswer<'_>> = report
@@ -138,13 +272,11 @@ pub fn tally(report: &Report) -> String {
             .filter(|c| c.outcome == o)
             .count()
     };
-    let mut halves: Vec<f64> = judged
+    let comparisons: Vec<&Comparison> = judged
         .iter()
-        .flat_map(|a| &a.comparisons)
-        .filter_map(|c| Some((c.ci_high? - c.ci_low?) / 2.0 * 100.0))
+        .flat_map(|a| a.comparisons.iter().copied())
         .collect();
-    halves.sort_by(f64::total_cmp);
-    let median = halves.get(halves.len() / 2).copied().unwrap_or(f64::NAN);
+    let median = median_half_width(&comparisons);
     format!(
         "Efficiency: {} of {} levels judged; the leader decided in {decided}; comparisons with \
          the best: {} wins beyond the margin, {} ahead (an order inside it), {} equivalent, {} \
@@ -158,12 +290,30 @@ pub fn tally(report: &Report) -> String {
     )
 }
 
-/// The answer in markdown: the tally, then every level's leader per scenario.
+/// The answer in markdown: every scenario's pooled line and the capacity per core, then every
+/// level's leader per scenario.
 pub fn markdown(report: &Report) -> String {
     if report.side_by_side.is_empty() {
         return String::new();
     }
-    let mut out = format!("## The answer\n\n{}\n\n", tally(report));
+    let mut out = String::from("## The answer\n\n");
+    let scenarios = pooled(report);
+    if !scenarios.is_empty() {
+        let _ = writeln!(out, "{}\n", scenario_tally(report));
+        for (scenario, p) in &scenarios {
+            let _ = writeln!(out, "- {}", scenario_line(scenario, p));
+        }
+        out.push('\n');
+        if let Some((header, rows)) = per_core_rows(report) {
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            let _ = writeln!(
+                out,
+                "{PER_CORE}\n\n{}",
+                super::render::table(&header, &rows)
+            );
+        }
+    }
+    let _ = writeln!(out, "### Level by level\n\n{}\n", tally(report));
     for scenario in &report.settings.scenarios {
         let _ = writeln!(out, "`{scenario}`:\n");
         for a in levels(report, scenario) {
@@ -179,14 +329,40 @@ pub fn html(report: &Report) -> String {
     if report.side_by_side.is_empty() {
         return String::new();
     }
-    let mut out = format!("<h2>The answer</h2>\n<p>{}</p>\n", esc(&tally(report)));
+    let margin = report.settings.rule.margin_pct(Measure::Efficiency);
+    let mut out = String::from("<h2>The answer</h2>\n");
+    let scenarios = pooled(report);
+    if !scenarios.is_empty() {
+        let _ = writeln!(out, "<p>{}</p>\n<ul>", esc(&scenario_tally(report)));
+        for (scenario, p) in &scenarios {
+            let _ = writeln!(out, "<li>{}</li>", bold(&esc(&scenario_line(scenario, p))));
+        }
+        out.push_str("</ul>\n");
+        let groups: Vec<Group<'_>> = scenarios
+            .iter()
+            .filter(|(_, p)| !p.comparisons.is_empty())
+            .map(|(scenario, p)| Group {
+                title: format!("{scenario}: {}", Group::pooled(p).title),
+                ..Group::pooled(p)
+            })
+            .collect();
+        out.push_str(&forest(&groups, margin));
+        if let Some((header, rows)) = per_core_rows(report) {
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            let _ = writeln!(out, "<p>{}</p>", esc(PER_CORE));
+            out.push_str(&super::render::plain_table(&header, &rows));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<h3>Level by level</h3>\n<p>{}</p>",
+        esc(&tally(report))
+    );
     for scenario in &report.settings.scenarios {
         let answers = levels(report, scenario);
-        let _ = writeln!(out, "<h3>{}</h3>", esc(scenario));
-        out.push_str(&forest(
-            &answers,
-            report.settings.rule.margin_pct(Measure::Efficiency),
-        ));
+        let _ = writeln!(out, "<h4>{}</h4>", esc(scenario));
+        let groups: Vec<Group<'_>> = answers.iter().map(Group::level).collect();
+        out.push_str(&forest(&groups, margin));
         out.push_str("<ul>\n");
         for a in &answers {
             let line = esc(&leader_line(report, a));
@@ -233,16 +409,43 @@ fn pct(ratio: Option<f64>) -> Option<f64> {
     ratio.map(|r| (r - 1.0) * 100.0)
 }
 
-/// A forest plot: one row per runtime trailing a level's best, its extra cost over the best as a
-/// dot and its interval as a whisker, the ±margin band shaded, grouped by level.
-fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
-    let rows: usize = answers.iter().map(|a| 1 + a.comparisons.len()).sum();
+/// One group of a forest plot: its title (where, and who is best) and the best's comparisons.
+struct Group<'a> {
+    title: String,
+    comparisons: Vec<&'a Comparison>,
+}
+
+impl<'a> Group<'a> {
+    /// A level's group: `10 users at 40%: hyper (best)`.
+    fn level(a: &LevelAnswer<'a>) -> Group<'a> {
+        let best = a.comparisons.first().map_or("", |c| c.a.as_str());
+        Group {
+            title: format!("{} users at {}: {best} (best)", a.cell.users, a.level.level),
+            comparisons: a.comparisons.clone(),
+        }
+    }
+
+    /// A scenario's pooled group: `all 6 levels: hyper (best)`.
+    fn pooled(p: &'a PooledVerdict) -> Group<'a> {
+        let best = p.comparisons.first().map_or("", |c| c.a.as_str());
+        Group {
+            title: format!("all {} levels: {best} (best)", p.levels.len()),
+            comparisons: p.comparisons.iter().collect(),
+        }
+    }
+}
+
+/// A forest plot: one row per runtime trailing a group's best, its extra cost over the best as a
+/// dot and its interval as a whisker, the ±margin band shaded, grouped by level (or the scenario's
+/// levels pooled).
+fn forest(groups: &[Group<'_>], margin_pct: f64) -> String {
+    let rows: usize = groups.iter().map(|g| 1 + g.comparisons.len()).sum();
     if rows == 0 {
         return String::new();
     }
-    let ends = answers
+    let ends = groups
         .iter()
-        .flat_map(|a| &a.comparisons)
+        .flat_map(|g| g.comparisons.iter().copied())
         .flat_map(|c| [pct(c.ci_low), pct(c.ci_high)])
         .flatten()
         .filter(|v| v.is_finite());
@@ -270,8 +473,8 @@ fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
         height - ROW_H
     );
     let mut y = ROW_H;
-    for a in answers {
-        forest_level(&mut svg, &scale, a, &mut y);
+    for g in groups {
+        forest_group(&mut svg, &scale, g, &mut y);
     }
     for tick in [low, -margin_pct, 0.0, margin_pct, high] {
         let _ = writeln!(
@@ -286,17 +489,14 @@ fn forest(answers: &[LevelAnswer<'_>], margin_pct: f64) -> String {
 }
 
 /// One level's rows of the forest plot, from `y` down: its heading, then each comparison.
-fn forest_level(svg: &mut String, scale: &Scale, a: &LevelAnswer<'_>, y: &mut f64) {
-    let best = a.comparisons.first().map_or("", |c| c.a.as_str());
+fn forest_group(svg: &mut String, scale: &Scale, g: &Group<'_>, y: &mut f64) {
     let _ = writeln!(
         svg,
-        "<text x=\"4\" y=\"{y:.1}\" font-weight=\"bold\">{} at {}: {} (best)</text>",
-        esc(&format!("{} users", a.cell.users)),
-        esc(&a.level.level),
-        esc(best)
+        "<text x=\"4\" y=\"{y:.1}\" font-weight=\"bold\">{}</text>",
+        esc(&g.title)
     );
     *y += ROW_H;
-    for c in &a.comparisons {
+    for c in &g.comparisons {
         let colour = match c.outcome {
             brigade_stats::Outcome::Win => "#b2182b",
             brigade_stats::Outcome::Ahead => "#ef8a62",

@@ -39,7 +39,7 @@ pub mod thresholds;
 pub mod verdict;
 pub mod write;
 
-pub use cells::{CellVerdict, LevelVerdict, ScenarioVerdict};
+pub use cells::{CellVerdict, LevelVerdict, PerCore, PooledVerdict, ScenarioVerdict};
 pub use report::{cell_name, preload_varies, Judged, Measurements, Report, ThreadSetup, Versions};
 pub use runs::{Row, RunRecord, ServerRecord};
 pub use settings::{load_words, rate_words, rule_words, side_words, Settings, SideSetup, SloSetup};

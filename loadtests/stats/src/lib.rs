@@ -9,7 +9,8 @@
 //! prewhitened for the correlation a short block cannot see and widened for the few blocks a short
 //! run has (see `bootstrap.rs` for why each step is there). Across rounds of fresh servers,
 //! [`all_pairs`] gives every pair of runtimes an interval that holds for the whole cell at once
-//! (see `rounds.rs`). [`pooled_share`] bounds a share pooled over sub-windows (an SLO's tail, an
+//! (see `rounds.rs`), and [`over_levels`] pools a scenario's levels into one answer whose
+//! intervals widen where a runtime's gap moves between levels (see `levels.rs`). [`pooled_share`] bounds a share pooled over sub-windows (an SLO's tail, an
 //! error rate) with the sub-window as the unit. [`four_way`] then turns an interval into a verdict with an equivalence
 //! margin — a win, an order inside the margin, a tie within it, or not yet known —
 //! and [`samples_to_decide`] says about how long a run would settle an undecided one. [`rollup()`]
@@ -20,6 +21,7 @@
 mod bootstrap;
 mod distribution;
 mod interval;
+mod levels;
 mod rollup;
 mod rounds;
 mod rule;
@@ -29,6 +31,7 @@ mod summary;
 mod synthetic;
 
 pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
+pub use levels::{mean_noise, over_levels, OverLevels};
 pub use rollup::{cell_decided, leader, rollup, tally, Judged, Leader, Rollup, Tally};
 pub use rounds::{all_pairs, studentized_range_quantile, Simultaneous, MIN_RUNTIMES_FOR_PLACES};
 pub use rule::{four_way, four_way_oriented, samples_to_decide, Outcome};

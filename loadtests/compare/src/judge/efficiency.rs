@@ -34,7 +34,7 @@ pub(crate) fn look_confidence(confidence: f64, looks: &Looks) -> f64 {
 }
 
 /// A runtime's figures are usable when it ran without error and completed requests.
-fn usable_runtime(r: &&SideRuntime) -> bool {
+pub(super) fn usable_runtime(r: &&SideRuntime) -> bool {
     r.error.is_none() && r.requests > 0
 }
 
@@ -42,7 +42,7 @@ fn usable_runtime(r: &&SideRuntime) -> bool {
 /// windows every one of them has a cost in (the same windows for all, so the difference of two is
 /// the mean log of their paired ratios); a round without such a window is left out for all. With
 /// it, each runtime's place in each round kept, when every runtime recorded its places.
-fn round_table(
+pub(super) fn round_table(
     cell: &SideCell,
     runtimes: &[&SideRuntime],
     rounds: usize,
@@ -74,7 +74,7 @@ fn round_table(
 }
 
 /// How many rounds a level's verdict is drawn from: those of its last look (all, before looks).
-fn judged_rounds(cell: &SideCell) -> usize {
+pub(super) fn judged_rounds(cell: &SideCell) -> usize {
     let all = cell.rounds().len();
     cell.looks
         .rounds
@@ -201,7 +201,7 @@ fn level_intervals(
 const SATURATED_BUSY_PCT: f64 = 90.0;
 
 /// Why a level kept the server CPUs too busy to be judged, if it did.
-fn saturated(cell: &SideCell) -> Option<String> {
+pub(super) fn saturated(cell: &SideCell) -> Option<String> {
     (cell.windows > 0 && cell.server_cpus_busy_pct >= SATURATED_BUSY_PCT).then(|| {
         format!(
             "saturated: the server CPUs were {:.0}% busy (≥ {SATURATED_BUSY_PCT:.0}%), so the \

@@ -1,12 +1,13 @@
 //! The judging phase: from what a comparison measured to its verdicts, one measure a file — every
 //! side-by-side level on efficiency ([`efficiency`]), every isolated cell on throughput
 //! ([`throughput`]), every `--slo` cell on capacity ([`capacity`]), each comparison by the
-//! four-way rule and told in words ([`words`]), every scenario from its cells ([`scenario`]); the
+//! four-way rule and told in words ([`words`]), every scenario from its cells ([`scenario`]) and pooled over its levels ([`pooled`]); the
 //! tables' rows and the thresholds' checks ([`tables`]). [`judge`] takes the measured figures and
 //! returns a [`Judgement`]; [`rejudge`] derives one again from a written report.
 
 mod capacity;
 mod efficiency;
+mod pooled;
 mod scenario;
 mod tables;
 mod throughput;
@@ -112,6 +113,7 @@ fn judge_cells(evidence: &Evidence<'_>, scenario: &str, rule: &Rule, out: &mut J
     let several_preloads = settings.preloads.iter().any(|&n| n != 0);
     let mut throughput = Vec::new();
     let mut efficiency = Vec::new();
+    let mut for_pool: Vec<(&SideCell, Vec<Comparison>)> = Vec::new();
     for &preload in &settings.preloads {
         for &users in &settings.users {
             let at = |level: Option<String>| CellAt {
@@ -144,6 +146,7 @@ fn judge_cells(evidence: &Evidence<'_>, scenario: &str, rule: &Rule, out: &mut J
                 .map(|cell| {
                     let (comparisons, level) =
                         efficiency::judge_level_verdict(cell, settings, rule);
+                    for_pool.push((cell, comparisons.clone()));
                     out.comparisons.extend(comparisons);
                     efficiency.push((at(Some(level.level.clone())), level.verdict.clone()));
                     level
@@ -172,6 +175,7 @@ fn judge_cells(evidence: &Evidence<'_>, scenario: &str, rule: &Rule, out: &mut J
         scenario: scenario.to_owned(),
         verdict: judge_scenario_at(&throughput),
         efficiency: (!efficiency.is_empty()).then(|| judge_scenario_at(&efficiency)),
+        pooled: pooled::pool_scenario(scenario, &for_pool, &settings.store, rule),
         capacity: None,
     });
 }
