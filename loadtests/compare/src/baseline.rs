@@ -199,6 +199,54 @@ pub fn compare(now: &Report, before: &Report, path: &Path, rule: &Rule) -> Basel
     }
 }
 
+/// The regressions against the baseline, one sentence each, the runtime named first: every cell
+/// whose change is decided beyond the margin (`Call::Changed`), read as the runtime that fell
+/// behind its partner — the trailing one when the best's lead grew, the best when its lead shrank
+/// or turned. A cell's ratio is relative (both runtimes measured in the same windows), so "fell
+/// behind" means against that partner; a runtime that fell behind in every regressed cell is the
+/// one whose cost rose. Empty when nothing regressed.
+pub fn regressions(baseline: &Baseline) -> Vec<String> {
+    let regressed: Vec<&CellChange> = baseline
+        .cells
+        .iter()
+        .filter(|c| c.call == Call::Changed)
+        .collect();
+    regressed
+        .iter()
+        .map(|c| {
+            // A ratio above 1 means `a` better; its rise means `b` fell further behind.
+            let (worse, partner) = if c.change_pct > 0.0 {
+                (&c.b, &c.a)
+            } else {
+                (&c.a, &c.b)
+            };
+            let everywhere = regressed.iter().all(|o| o.a == *worse || o.b == *worse);
+            let level = c
+                .level
+                .as_deref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default();
+            format!(
+                "{worse} fell behind {partner} on {} in {} at {} users{level}: {} ({}){}",
+                match c.measure {
+                    Measure::Efficiency => "CPU per request",
+                    Measure::Throughput => "throughput",
+                    Measure::Capacity => "capacity",
+                },
+                c.scenario,
+                c.users,
+                c.label(),
+                c.reason,
+                if everywhere && regressed.len() > 1 {
+                    format!(", and {worse} is in every regressed cell")
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect()
+}
+
 /// The settings that differ between the two comparisons, in words.
 fn differences(now: &Report, before: &Report) -> Vec<String> {
     let (a, b) = (&now.settings, &before.settings);

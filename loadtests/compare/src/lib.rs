@@ -11,6 +11,7 @@ pub mod cli;
 mod external;
 pub mod judge;
 mod measure;
+mod phases;
 mod plan;
 mod protocols;
 mod run;

@@ -45,6 +45,8 @@ pub(crate) struct Bench<'a> {
     pub threads: u32,
     /// Fresh state for every run.
     pub state: &'a FreshState,
+    /// Where the time goes, phase by phase.
+    pub phases: &'a crate::phases::Phases,
 }
 
 impl Bench<'_> {

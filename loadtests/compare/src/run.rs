@@ -29,6 +29,7 @@ use brigade_report::{self as report, Report, RunRecord, ServerRecord};
 
 use crate::judge::{judge, Evidence};
 use crate::measure::{Bench, Served};
+use crate::phases::{Phase, Phases};
 use crate::plan::Plan;
 use crate::settings::CompareSettings;
 use crate::side::budget::Need;
@@ -44,8 +45,9 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     // This thread is pinned to the generator's CPUs by `launch`; it gets all of its CPUs back at
     // the end.
     let _unpin = pin::Unpin::remember();
-    let fresh = launch(&plan)?;
-    let bench = bench(&plan, &fresh);
+    let phases = Phases::default();
+    let fresh = launch(&plan, &phases)?;
+    let bench = bench(&plan, &fresh, &phases);
     // What the budget's second look asks of a level still open: the judge's rule, handed down so
     // that measuring never calls into the judging phase itself.
     let rule = plan.settings.rule;
@@ -53,8 +55,12 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
         crate::judge::rounds_to_decide(cell, &plan.settings.store, &rule, max_rounds)
     };
     let measured = measure(&plan, &bench, &need)?;
-    let measurements = assemble(&plan, &fresh, measured, started_at, began);
+    let mut measurements = assemble(&plan, &fresh, measured, started_at, began);
+    let judging = phases.timer(Phase::Judge);
     let judged = judge(&Evidence::measured(&measurements), &plan.settings.rule)?;
+    drop(judging);
+    measurements.phases = phases.report();
+    measurements.wall_s = began.elapsed().as_secs_f64();
     let report = Report::new(measurements, judged.into_parts());
     let report = with_baseline(report, &plan.settings)?;
     report::write_all(&report, &plan.settings.out_dir)?;
@@ -62,7 +68,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
 }
 
 /// What every measured run shares: the plan's settings, CPUs and threads, and the fresh state.
-fn bench<'a>(plan: &'a Plan<'_>, state: &'a FreshState) -> Bench<'a> {
+fn bench<'a>(plan: &'a Plan<'_>, state: &'a FreshState, phases: &'a Phases) -> Bench<'a> {
     Bench {
         settings: &plan.settings,
         cpus: &plan.cpus,
@@ -70,6 +76,7 @@ fn bench<'a>(plan: &'a Plan<'_>, state: &'a FreshState) -> Bench<'a> {
         workers: plan.workers,
         threads: plan.threads,
         state,
+        phases,
     }
 }
 
@@ -119,13 +126,14 @@ impl Measured {
 
 /// The launching phase: the reports' folder, the fresh state every run starts from (an embedded
 /// store's preloaded folders made once), and this thread moved onto the generator's CPUs.
-fn launch(plan: &Plan<'_>) -> anyhow::Result<FreshState> {
+fn launch(plan: &Plan<'_>, phases: &Phases) -> anyhow::Result<FreshState> {
+    let _prepare = phases.timer(Phase::Prepare);
     let settings = &plan.settings;
     let logs = settings.out_dir.join("logs");
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("Failed to create {}", settings.out_dir.display()))?;
     let mut fresh = FreshState::new(&settings.store);
-    let template = bench(plan, &fresh).server_template();
+    let template = bench(plan, &fresh, phases).server_template();
     fresh.prepare(&template, &settings.preloads, &logs)?;
     if let Some(generator) = plan.cpus.generator_mask() {
         // Everything this thread starts from now on (the sampler, the generator's helpers, the
@@ -142,14 +150,19 @@ fn measure(plan: &Plan<'_>, bench: &Bench<'_>, need: &Need<'_>) -> anyhow::Resul
         services: plan.services.clone(),
         ..Measured::default()
     };
-    measure_isolated(plan, bench, &mut measured)?;
+    {
+        let _isolated = bench.phases.timer(Phase::Isolated);
+        measure_isolated(plan, bench, &mut measured)?;
+    }
     let (cells, records) = side_by_side(plan, bench, &measured.runs, need);
     measured.side_cells = cells;
     measured.servers.extend(records);
     if plan.counts_instructions() {
+        let _instructions = bench.phases.timer(Phase::Instructions);
         count_instructions(plan, bench, &mut measured.side_cells);
     }
     if let Some(slo) = plan.slo() {
+        let _capacity = bench.phases.timer(Phase::Capacity);
         let first = measured.runs.len();
         let searched =
             crate::capacity::search_all(bench, slo, &plan.scenarios, &measured.runs, first);
@@ -219,6 +232,7 @@ fn assemble(
         runs: measured.runs,
         side_by_side: measured.side_cells,
         slo_searches: measured.slo_searches,
+        phases: Vec::new(),
     }
 }
 

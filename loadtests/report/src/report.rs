@@ -66,6 +66,9 @@ pub struct Report {
     /// bracket, its stall probe and the latency–rate curve (several independent searches each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo_searches: Vec<brigade_slo::SloSearch>,
+    /// Where the comparison's time went, phase by phase (reports written before it have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<setup::PhaseTime>,
 }
 
 /// What a comparison measured, and how: every part of its report but the judged ones.
@@ -93,6 +96,8 @@ pub struct Measurements {
     pub side_by_side: Vec<brigade_records::side::SideCell>,
     /// Every `--slo` search.
     pub slo_searches: Vec<brigade_slo::SloSearch>,
+    /// Where the comparison's time went, phase by phase.
+    pub phases: Vec<setup::PhaseTime>,
 }
 
 /// What judging a comparison's measurements gave: the parts of its report the judge derives.
@@ -135,6 +140,7 @@ impl Report {
             threshold_checks: judged.threshold_checks,
             baseline: None,
             slo_searches: measured.slo_searches,
+            phases: measured.phases,
         };
         Report {
             notes: notes::of(&report),
@@ -156,6 +162,7 @@ impl Report {
             runs: self.runs,
             side_by_side: self.side_by_side,
             slo_searches: self.slo_searches,
+            phases: self.phases,
         }
     }
 
@@ -351,6 +358,12 @@ impl Report {
     /// The setup's lines recorded along the run: fresh state, the user's notes, where figures
     /// came from, the prepared data folders.
     fn recorded_lines(&self, out: &mut setup::Setup) {
+        if !self.phases.is_empty() {
+            out.line(
+                "Where the time went",
+                setup::phases_words(&self.phases, self.wall_s),
+            );
+        }
         if !self.state.how.is_empty() {
             out.line("Fresh state", self.state.how.clone());
         }

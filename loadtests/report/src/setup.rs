@@ -25,6 +25,53 @@ pub struct Setup {
     pub command_line: String,
 }
 
+/// One phase of a comparison and the time it took (`server starts`: 412 s over 96 starts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTime {
+    /// The phase, in words.
+    pub phase: String,
+    /// Seconds it took in all.
+    pub seconds: f64,
+    /// How many times it ran.
+    pub count: u32,
+}
+
+/// `server starts 6 min 52 s (96×, 30%), …; the rest 12 s` of a run of `wall_s` seconds.
+pub fn phases_words(phases: &[PhaseTime], wall_s: f64) -> String {
+    let share = |s: f64| {
+        if wall_s > 0.0 {
+            format!(", {:.0}%", 100.0 * s / wall_s)
+        } else {
+            String::new()
+        }
+    };
+    let mut words: Vec<String> = phases
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} ({}×{})",
+                p.phase,
+                crate::render::duration_words(p.seconds),
+                p.count,
+                share(p.seconds)
+            )
+        })
+        .collect();
+    // The budget's rounds are counted in the side-by-side phases too: not in the sum.
+    let counted: f64 = phases
+        .iter()
+        .filter(|p| !p.phase.starts_with("of these"))
+        .map(|p| p.seconds)
+        .sum();
+    if wall_s > counted {
+        words.push(format!(
+            "the rest (reports, between phases) {}",
+            crate::render::duration_words(wall_s - counted)
+        ));
+    }
+    words.join("; ")
+}
+
 /// One labelled line of the setup section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetupLine {

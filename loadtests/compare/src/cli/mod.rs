@@ -195,6 +195,11 @@ pub struct CompareArgs {
     /// change against it, changed or within noise by the verdicts' paired rule
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// With --baseline: exit non-zero when a runtime's cost rose against the baseline beyond the
+    /// margin by the verdicts' rule (a decided change; naming the runtime, scenario and figure) —
+    /// a regression gate for CI
+    #[arg(long, requires = "baseline")]
+    pub fail_on_regression: bool,
     /// A server compare did not start, as RUNTIME:SERVICE=URL (repeatable: one URL per service per
     /// runtime), for servers on other machines or in containers: compare checks its /ready and
     /// that /health names RUNTIME, loads it as it finds it (no fresh state, no --preload) and reads
@@ -290,6 +295,21 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()
     );
+    if args.fail_on_regression {
+        let regressions = report
+            .baseline
+            .as_ref()
+            .map(crate::baseline::regressions)
+            .unwrap_or_default();
+        if !regressions.is_empty() {
+            bail!(
+                "{} regression(s) against the baseline: {}",
+                regressions.len(),
+                regressions.join("; ")
+            );
+        }
+        println!("No regression against the baseline (--fail-on-regression).");
+    }
     let failed = brigade_report::thresholds::failures(&report.threshold_checks);
     if !failed.is_empty() {
         bail!(

@@ -43,12 +43,13 @@ use brigade_meter::window::{WindowPlan, WindowServer};
 
 use brigade_records::side::{extend, Level, Looks, SideCell};
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use brigade_load::scenario::Scenario;
 
 use crate::measure::Bench;
+use crate::phases::Phase;
 use crate::state;
 use brigade_meter::counters::CpuClock;
 use brigade_meter::servers::announce::Announced;
@@ -187,6 +188,7 @@ pub(crate) fn run_cell(
             let all: Vec<usize> = (0..plan.levels.len()).collect();
             later_round(bench, plan, &servers, &mut cells, &all, round);
         }
+        let _stops = bench.phases.timer(Phase::Stops);
         records.extend(servers.into_iter().filter_map(stop));
     }
     let planned = if side.budget.is_zero() { 1 } else { 2 };
@@ -210,6 +212,7 @@ pub(crate) fn more_rounds(
     which: &[usize],
     rounds: u32,
 ) -> Vec<ServerRecord> {
+    let _budget = bench.phases.timer(Phase::Budget);
     let mut records = Vec::new();
     let first = cells
         .iter()
@@ -225,6 +228,7 @@ pub(crate) fn more_rounds(
             }
         };
         later_round(bench, plan, &servers, cells, which, round);
+        let _stops = bench.phases.timer(Phase::Stops);
         records.extend(servers.into_iter().filter_map(stop));
     }
     for &i in which {
@@ -270,16 +274,11 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
         };
         // Each attempt its own seed: a second on the same servers with the first's would make the
         // same keys (table numbers) again, refused as taken.
-        let measure = |level: &Level, attempt| match measure_level(
-            bench,
-            plan,
-            level,
-            servers,
-            shape(attempt),
-        ) {
-            Ok(cell) => cell,
-            Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
-        };
+        let measure =
+            |level: &Level, attempt| match timed_set(bench, plan, level, servers, shape(attempt)) {
+                Ok(cell) => cell,
+                Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
+            };
         let mut cell = measure(&level, 0);
         print_level(&cell, 1);
         // A level whose busy share missed its name by more than the tolerance is set again from
@@ -338,7 +337,7 @@ fn later_round(
             set: set_number(round, i),
             warmup: side.warmup,
         };
-        let more = match measure_level(bench, plan, level, servers, shape) {
+        let more = match timed_set(bench, plan, level, servers, shape) {
             Ok(more) => more,
             Err(err) => blank_cell(
                 bench,
@@ -435,6 +434,7 @@ fn print_level(cell: &SideCell, round: u32) {
 /// given rates, or when a probe was not usable. Probes use window sets from 100 on (their seeds).
 fn probe(bench: &Bench<'_>, plan: &CellPlan<'_>, servers: &[Running]) -> Option<(f64, f64)> {
     let first = plan.levels.first().filter(|l| l.share.is_some())?;
+    let _probes = bench.phases.timer(Phase::Probes);
     let mut level = first.clone();
     let mut measured = None;
     // Two usable probes; a first guess that saturates the servers (many runtimes side by side
@@ -530,6 +530,28 @@ struct SetShape {
     warmup: Duration,
 }
 
+/// [`measure_level`] for a verdict's window set, its time split by what the shape asked
+/// ([`crate::phases::Phases::window_set`]); a probe's sets count as the probe's.
+fn timed_set(
+    bench: &Bench<'_>,
+    plan: &CellPlan<'_>,
+    level: &Level,
+    servers: &[Running],
+    shape: SetShape,
+) -> anyhow::Result<SideCell> {
+    let began = Instant::now();
+    let windows = f64::from(bench.settings.side.window_s * shape.windows);
+    let (warmup, counts) = (shape.warmup, Duration::from_secs(u64::from(shape.count_s)));
+    let out = measure_level(bench, plan, level, servers, shape);
+    bench.phases.window_set(
+        began.elapsed(),
+        warmup,
+        Duration::from_secs_f64(windows),
+        counts,
+    );
+    out
+}
+
 fn measure_level(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
@@ -584,6 +606,7 @@ fn measure_level(
 /// clock read first moves round by round. An external runtime's servers are taken as they run,
 /// their CPU read from their cgroups.
 fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>, round: u32) -> anyhow::Result<Vec<Running>> {
+    let _starts = bench.phases.timer(Phase::Starts);
     let labels = &bench.settings.runtimes;
     let shift = round as usize % labels.len().max(1);
     let order: Vec<(usize, &String)> = labels

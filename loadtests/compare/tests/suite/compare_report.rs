@@ -243,6 +243,7 @@ fn synthetic() -> Report {
         threshold_checks: Vec::new(),
         baseline: None,
         slo_searches: Vec::new(),
+        phases: Vec::new(),
     };
     rejudge_in_memory(&mut report);
     report
@@ -646,6 +647,19 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     assert_eq!(closer.call, report::baseline::Call::Changed, "{closer:?}");
     assert!(closer.change_pct < -10.0, "{closer:?}");
     assert!(closer.absolute.contains("measured at another time"));
+    // The gate (`--fail-on-regression`) reads the same calls: actix's lead shrank beyond the
+    // margin, so relative to axum it fell behind; the unchanged efficiency ratio is no regression.
+    let regressions = compare::baseline::regressions(&baseline);
+    assert!(
+        regressions
+            .iter()
+            .any(|r| r.starts_with("actix fell behind axum on throughput in waiter at 10 users")),
+        "{regressions:?}"
+    );
+    assert!(
+        regressions.iter().all(|r| !r.contains("CPU per request")),
+        "{regressions:?}"
+    );
     // The side-by-side ratio did not move.
     let efficiency = change(verdict::Measure::Efficiency, "waiter", 10);
     assert_eq!(
