@@ -269,7 +269,7 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
         let shape = |attempt: u64| SetShape {
             windows: side.windows,
             count_s: side.count_s,
-            set: set_number(0, i) + attempt * SECOND_ATTEMPT,
+            set: attempt_set(i, attempt),
             warmup: side.warmup,
         };
         // Each attempt its own seed: a second on the same servers with the first's would make the
@@ -282,15 +282,26 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
         let mut cell = measure(&level, 0);
         print_level(&cell, 1);
         // A level whose busy share missed its name by more than the tolerance is set again from
-        // what it measured and measured once more: the rounds after keep the rate it settles on.
-        if let Some(again) = off_its_share(&level, &cell) {
+        // what it measured (a secant through the last two attempts once there are two) and
+        // measured again, at most MAX_LEVEL_ATTEMPTS times: the rounds after keep the rate it
+        // settles on; one that never lands says so.
+        let mut tried = vec![(level.rate_per_s, busy_share(&cell))];
+        for attempt in 1..MAX_LEVEL_ATTEMPTS {
+            let Some(again) = off_its_share(&level, &cell, &tried) else {
+                break;
+            };
             println!(
                 "  {} kept the server CPUs {:.0}% busy: measured again at {:.0}/s",
                 level.label, cell.server_cpus_busy_pct, again.rate_per_s
             );
             level = again;
-            cell = measure(&level, 1);
+            cell = measure(&level, attempt);
             print_level(&cell, 1);
+            tried.push((level.rate_per_s, busy_share(&cell)));
+        }
+        if let Some(missed) = missed_share(&level, &cell, tried.len()) {
+            level.from = format!("{}; {missed}", level.from);
+            cell.rate_from.clone_from(&level.from);
         }
         plan.levels[i] = level.clone();
         if cell.not_judged.is_none() {
@@ -305,17 +316,44 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
 pub(crate) const LEVEL_TOLERANCE_PCT: f64 = 10.0;
 
 /// `level` set again from what `cell` measured at it, when its busy share missed the level's
-/// share by more than [`LEVEL_TOLERANCE_PCT`] (a cell short of its rate counts as saturated);
-/// None when it landed, when the level is a given rate, or when the correction changes nothing.
-fn off_its_share(level: &Level, cell: &SideCell) -> Option<Level> {
+/// share by more than [`LEVEL_TOLERANCE_PCT`] (a cell short of its rate counts as saturated): with
+/// one attempt by scaling its rate, with two or more by the secant through the last two
+/// (`tried`: every attempt's rate and busy share, in order), since the busy share does not grow in
+/// proportion to the rate (CPU per request falls as the rate rises). None when it landed, when the
+/// level is a given rate, or when the correction changes nothing.
+fn off_its_share(level: &Level, cell: &SideCell, tried: &[(f64, f64)]) -> Option<Level> {
     let share = level.share?;
     let busy = busy_share(cell);
     let usable = cell.windows > 0 && busy > 0.0;
     if !usable || (busy - share).abs() * 100.0 <= LEVEL_TOLERANCE_PCT {
         return None;
     }
-    let again = corrected_level(level, Some((level.rate_per_s, busy)));
+    let mut again = corrected_level(level, Some((level.rate_per_s, busy)));
+    if let [.., (r1, s1), (r2, s2)] = tried {
+        // Only a rising share and a step it can resolve: else the scaling above stands.
+        if (s2 - s1).abs() > 0.01 && (r2 - r1).abs() > 0.0 && (s2 - s1) / (r2 - r1) > 0.0 {
+            let secant = r2 + (share - s2) * (r2 - r1) / (s2 - s1);
+            again.rate_per_s = secant
+                .clamp(r2 / 4.0, level.cap_per_s.min(r2 * 4.0))
+                .round()
+                .max(1.0);
+        }
+    }
     (again.rate_per_s != level.rate_per_s).then_some(again)
+}
+
+/// What to say of a level that is still off its share after `attempts` attempts, if it is.
+fn missed_share(level: &Level, cell: &SideCell, attempts: usize) -> Option<String> {
+    let share = level.share?;
+    let busy = busy_share(cell);
+    (cell.windows > 0 && (busy - share).abs() * 100.0 > LEVEL_TOLERANCE_PCT).then(|| {
+        format!(
+            "still {:.0}% busy after {attempts} attempt(s): this level measured {:.0}%, not {}",
+            busy * 100.0,
+            busy * 100.0,
+            level.label
+        )
+    })
 }
 
 /// A round after the first: the levels `which` measured again on fresh servers, each appended to
@@ -398,8 +436,19 @@ fn set_number(round: u32, level: usize) -> u64 {
     1 + u64::from(round) * 16 + level as u64
 }
 
-/// What a level's second attempt in the first round adds to its set number (levels stay below).
-const SECOND_ATTEMPT: u64 = 8;
+/// How many times the first round may measure a level to bring it within
+/// [`LEVEL_TOLERANCE_PCT`] of its share (the first try and two corrections).
+const MAX_LEVEL_ATTEMPTS: u64 = 3;
+
+/// The window set number of level `level`'s attempt `attempt` in the first round: the first is the
+/// round's own; the others lie above every round's (below [`MAX_ROUNDS`] × 16) and the probes'.
+fn attempt_set(level: usize, attempt: u64) -> u64 {
+    if attempt == 0 {
+        set_number(0, level)
+    } else {
+        u64::from(MAX_ROUNDS) * 16 + attempt * 16 + level as u64
+    }
+}
 
 fn print_level(cell: &SideCell, round: u32) {
     let costs: Vec<String> = cell
@@ -734,7 +783,8 @@ mod tests {
         // Every level of a round, a second attempt at each, and the next round: all different.
         let mut sets: Vec<u64> = (0..2)
             .flat_map(|round| (0..4).map(move |level| set_number(round, level)))
-            .chain((0..4).map(|level| set_number(0, level) + SECOND_ATTEMPT))
+            .chain((1..MAX_LEVEL_ATTEMPTS).flat_map(|a| (0..4).map(move |l| attempt_set(l, a))))
+            .chain((0..MAX_ROUNDS).map(|round| set_number(round, 15)))
             .collect();
         let all = sets.len();
         sets.sort_unstable();
@@ -787,14 +837,26 @@ mod tests {
             ..SideCell::default()
         };
         // 72% busy at 4,000/s for a 40% level: about 2,222/s would land it.
-        let again = off_its_share(&levels[0], &measured(72.0)).expect("set again");
+        let again = off_its_share(&levels[0], &measured(72.0), &[(4_000.0, 0.72)]).expect("again");
         assert_eq!(again.rate_per_s, 2_222.0);
+        // The second correction follows the secant through both attempts: 2,222/s gave 52%, so
+        // 40% lies at 2,222 − 12 × (1,778 / 20) ≈ 1,155/s, below the 1,709/s plain scaling gives.
+        let tried = [(4_000.0, 0.72), (2_222.0, 0.52)];
+        let second = off_its_share(&again, &measured(52.0), &tried).expect("again");
+        assert_eq!(second.rate_per_s, 1_155.0);
         // Within ten points it stays; a given rate is never moved.
-        assert!(off_its_share(&levels[0], &measured(48.0)).is_none());
+        assert!(off_its_share(&levels[0], &measured(48.0), &[(4_000.0, 0.48)]).is_none());
         let given = Level {
             share: None,
             ..levels[0].clone()
         };
-        assert!(off_its_share(&given, &measured(72.0)).is_none());
+        assert!(off_its_share(&given, &measured(72.0), &[]).is_none());
+        // A level still off after its attempts says what it measured.
+        let words = missed_share(&levels[0], &measured(55.0), 3).unwrap();
+        assert!(
+            words.contains("this level measured 55%, not 40%"),
+            "{words}"
+        );
+        assert!(missed_share(&levels[0], &measured(45.0), 3).is_none());
     }
 }
