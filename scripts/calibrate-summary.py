@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The figures of a `scripts/calibrate-verdicts.sh` run, from its reports, against its targets:
 
-    python3 scripts/calibrate-summary.py OUT COST_US H5_US H1_US
+    python3 scripts/calibrate-summary.py OUT COST_US H5_US H1_US [H3_US]
 
 A/A: how often the interval holds 1.0 and how often an order is named. The ~5% handicap: how often
 it is found in the right direction (win or ahead for hyper over hyper#2), and its measured size
 against the size planted. The ~1% one: whether it is ever found in the wrong direction. Seven
-copies: whether the cell names all seven as its leading group or leaves them open, never an order.
-Levels that could not be judged are counted apart, with their reasons.
+copies: whether the cell names all of them as its leading group or leaves them open, never an
+order. The scenario verdicts (each scenario's levels pooled): with copies only, how many name an
+order; with a ~3% plant on hyper#2, how many find hyper ahead of it the right way. Levels that could
+not be judged are counted apart, with their reasons.
 """
 import glob
 import json
@@ -17,6 +19,7 @@ import sys
 
 out = sys.argv[1]
 cost, h5, h1 = map(float, sys.argv[2:5])
+h3 = float(sys.argv[5]) if len(sys.argv) > 5 else float("nan")
 ORDERED = ("win", "ahead")
 
 
@@ -103,3 +106,32 @@ if seven:
         f"order, in {fine} (target ≥ 90%: {verdict(fine >= 0.9 * max(1, len(seven) - unjudged))}); an "
         f"order named in {orders}" + (f"; {unjudged} not judged" if unjudged else "")
     )
+
+
+def pooled(report):
+    """Every scenario's pooled verdict of a report (reports before it have none)."""
+    return [(s["scenario"], s["pooled"]) for s in report["scenarios"] if s.get("pooled")]
+
+
+saa = reports("saa")
+if saa:
+    verdicts = [p for r in saa for _, p in pooled(r) if p["comparisons"]]
+    named = sum(1 for p in verdicts if any(c["outcome"] in ORDERED for c in p["comparisons"]))
+    print(
+        f"Scenario verdicts, copies of hyper only: {len(verdicts)} pooled over {len(saa)} runs; an "
+        f"order named in {named} (target ≤ 1 of 15: {verdict(named <= max(1, len(verdicts) // 15))})"
+    )
+s3 = reports("s3")
+if s3:
+    verdicts = [p for r in s3 for _, p in pooled(r) if p["comparisons"]]
+    pairs = [c for p in verdicts for c in p.get("pairs", []) if {c["a"], c["b"]} == {"hyper", "hyper#2"}]
+    found = sum(1 for c in pairs if c["a"] == "hyper" and c["outcome"] in ORDERED)
+    wrong = sum(1 for c in pairs if c["a"] == "hyper#2" and c["outcome"] in ORDERED)
+    sizes3 = [(c["ratio"] - 1) * 100 if c["a"] == "hyper" else (1 / c["ratio"] - 1) * 100 for c in pairs]
+    print(
+        f"Scenario verdicts, ~3% planted on hyper#2 ({h3} µs): {len(verdicts)} pooled over "
+        f"{len(s3)} runs; hyper found ahead of hyper#2 the right way in {found} (target ≥ 14 of 15: "
+        f"{verdict(found >= 14 * len(verdicts) / 15)}), the wrong way in {wrong}; measured "
+        f"{statistics.median(sizes3) if sizes3 else float('nan'):.2f}% median"
+    )
+

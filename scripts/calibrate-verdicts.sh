@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Calibrates compare's side-by-side verdicts: every experiment a whole `brigade compare` on fresh
 # servers, in rounds and with the budget exactly as the default compare has them (only the rate is
-# given, so that every experiment measures the same load). Four kinds, interleaved:
+# given, so that every experiment measures the same load). Level verdicts, four kinds, interleaved:
 #   aa    hyper against a second hyper (A/A): the interval should hold 1.0 (no order named);
 #   h5    a planted cost of about 5% of a `waiter` request's CPU on hyper#2 (`--handicap`): found
 #         in the right direction, its size measured;
 #   h1    one of about 1%: never found in the wrong direction;
-#   seven seven copies of hyper: the cell names all seven as its leading group or leaves them
-#         undecided, never an order.
+#   seven as many copies of hyper as the default compare has runtimes (eight today; the name is
+#         the kind's, kept for older runs): the cell names them all as its leading group or leaves
+#         them undecided, never an order.
+# And the scenario verdicts (each scenario's levels pooled), on default runs but for their
+# runtimes (perf counts off), N_SCEN of each:
+#   saa   the default count of copies of hyper: a scenario verdict names no order;
+#   s3    the default runtimes with the last replaced by hyper#2, planted about 3% (`--handicap`):
+#         each scenario finds hyper ahead of hyper#2 (win or ahead, the right way).
 # Then scripts/calibrate-summary.py prints the figures against the targets of docs/methodology.md.
+# It resumes: run it again with the same OUT and it skips every experiment with a report.
 #
-#   bash scripts/calibrate-verdicts.sh                    # 60 A/A, 20 of each other kind
-#   N_AA=10 N5=5 N1=5 N7=5 bash scripts/calibrate-verdicts.sh   # a shorter look
+#   bash scripts/calibrate-verdicts.sh                    # 60 A/A, 20 of each other kind, 3+3 runs
+#                                                         # of the scenario verdicts (~3 h here)
+#   N_AA=10 N5=5 N1=5 N7=5 N_SCEN=0 bash scripts/calibrate-verdicts.sh   # a shorter look
+#   OUT=results/calibrate-X bash scripts/calibrate-verdicts.sh   # resume that run
 #   WORKERS=7 bash scripts/calibrate-verdicts.sh          # on a machine with 14+ CPUs: seven
 #                                                         # experiments at once, each on its own
 #                                                         # pair of CPUs (server 2w, generator 2w+1)
@@ -24,19 +33,27 @@ N_AA=${N_AA:-60}
 N5=${N5:-20}
 N1=${N1:-20}
 N7=${N7:-20}
+N_SCEN=${N_SCEN:-3}
 RATE=${RATE:-2000}
-# Seven servers share one CPU: each gets a seventh of the pair's rate, so the CPU is as busy.
-RATE7=${RATE7:-$((RATE * 2 / 7))}
 USERS=${USERS:-10}
 WORKERS=${WORKERS:-1}
 OUT=${OUT:-results/calibrate-$(date -u +%Y%m%d-%H%M%S)}
 BIN=${BIN:-target/release/brigade}
 [ -x "$BIN" ] || cargo build --release --quiet
 mkdir -p "$OUT"
+# The default compare's runtimes, as its plan lists them: the copies follow their count.
+defaults=$("$BIN" compare --plan | python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["settings"]["runtimes"]))')
+COPIES=$(echo "$defaults" | tr ',' '\n' | wc -l)
+# The copies share one CPU: each gets its share of the pair's rate, so the CPU is as busy.
+RATE7=${RATE7:-$((RATE * 2 / COPIES))}
 
 run() { # WORKER NAME RUNTIMES RATE [compare flags...]
     local worker=$1 name=$2 runtimes=$3 rate=$4
     shift 4
+    if [ -s "$OUT/$name/report.json" ]; then
+        echo "calibrate: $name done before, kept"
+        return
+    fi
     local cpus=()
     if [ "$WORKERS" -gt 1 ]; then
         cpus=(--server-cpus "$((2 * worker))" --generator-cpus "$((2 * worker + 1))")
@@ -47,13 +64,33 @@ run() { # WORKER NAME RUNTIMES RATE [compare flags...]
         echo "calibrate: $name failed, see $OUT/$name.log" >&2
 }
 
+scenario_run() { # WORKER NAME RUNTIMES [compare flags...]: a default run but for its runtimes (the
+    # isolated runs set the levels' rates; perf counts are left out, no verdict reads them)
+    local worker=$1 name=$2 runtimes=$3
+    shift 3
+    if [ -s "$OUT/$name/report.json" ]; then
+        echo "calibrate: $name done before, kept"
+        return
+    fi
+    local cpus=()
+    if [ "$WORKERS" -gt 1 ]; then
+        cpus=(--server-cpus "$((2 * worker))" --generator-cpus "$((2 * worker + 1))")
+    fi
+    "$BIN" compare --runtimes "$runtimes" --count-seconds 0 --no-progress \
+        --out "$OUT/$name" "${cpus[@]}" "$@" >"$OUT/$name.log" 2>&1 ||
+        echo "calibrate: $name failed, see $OUT/$name.log" >&2
+}
+
 echo "calibrate: probe (hyper,hyper at $RATE/s each) to size the handicaps"
 run 0 probe hyper,hyper "$RATE" --rounds 1 --windows 5 --budget 0s
 cost=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); c=r["side_by_side"][0]["runtimes"]; print(sum(x["cpu_us_per_request"] for x in c)/len(c))' "$OUT/probe/report.json")
 h5=$(python3 -c "print(round($cost*0.05, 3))")
 h1=$(python3 -c "print(round($cost*0.01, 3))")
 echo "calibrate: a waiter request costs $cost µs of CPU side by side; handicaps $h5 µs (5%) and $h1 µs (1%)"
-seven=hyper,hyper,hyper,hyper,hyper,hyper,hyper
+seven=$(printf 'hyper%.0s,' $(seq 1 "$COPIES") | sed 's/,$//')
+# The scenario runs: the defaults with the last replaced by a planted copy of hyper.
+planted=$(echo "$defaults" | tr ',' '\n' | head -n $((COPIES - 1)) | paste -sd, -),hyper#2
+h3=$(python3 -c "print(round($cost*0.03, 3))")
 
 # The experiments, interleaved by kind, one per line: NAME RUNTIMES RATE [flags].
 jobs=$OUT/jobs.txt
@@ -64,6 +101,8 @@ for i in $(seq 1 "$most"); do
     [ "$i" -le "$N5" ] && echo "h5-$i hyper,hyper $RATE --handicap hyper#2=$h5" >>"$jobs"
     [ "$i" -le "$N1" ] && echo "h1-$i hyper,hyper $RATE --handicap hyper#2=$h1" >>"$jobs"
     [ "$i" -le "$N7" ] && echo "seven-$i $seven $RATE7" >>"$jobs"
+    [ "$i" -le "$N_SCEN" ] && echo "saa-$i $seven default" >>"$jobs"
+    [ "$i" -le "$N_SCEN" ] && echo "s3-$i $planted default --handicap hyper#2=$h3" >>"$jobs"
 done
 total=$(wc -l <"$jobs")
 echo "calibrate: $total experiments on $WORKERS worker(s)"
@@ -74,12 +113,17 @@ for w in $(seq 0 $((WORKERS - 1))); do
             line=$((line + 1))
             [ $(((line - 1) % WORKERS)) -eq "$w" ] || continue
             echo "calibrate: [$line/$total] $name"
-            # shellcheck disable=SC2086
-            run "$w" "$name" "$runtimes" "$rate" $flags
+            if [ "$rate" = default ]; then
+                # shellcheck disable=SC2086
+                scenario_run "$w" "$name" "$runtimes" $flags
+            else
+                # shellcheck disable=SC2086
+                run "$w" "$name" "$runtimes" "$rate" $flags
+            fi
         done <"$jobs"
     ) &
 done
 wait
 
-python3 scripts/calibrate-summary.py "$OUT" "$cost" "$h5" "$h1" | tee "$OUT/summary.txt"
+python3 scripts/calibrate-summary.py "$OUT" "$cost" "$h5" "$h1" "$h3" | tee "$OUT/summary.txt"
 echo "calibrate: reports under $OUT"

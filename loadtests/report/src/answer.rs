@@ -159,15 +159,20 @@ fn scenario_line(scenario: &str, p: &PooledVerdict) -> String {
         .interaction
         .map(|f| format!("; the gaps scatter between levels ×{f:.1} what the rounds explain"))
         .unwrap_or_default();
-    let changes = if p.order_changes.is_empty() {
+    let changes = if p.levels.len() < 2 {
+        String::new()
+    } else if p.order_changes.is_empty() {
         "; the same order at every level".to_owned()
     } else {
         format!("; the order changes {}", p.order_changes.join(", "))
     };
+    let over = match p.levels.as_slice() {
+        [only] => format!("at its one level ({only})"),
+        all => format!("over {} levels", all.len()),
+    };
     format!(
-        "`{scenario}` over {} levels: {} leads, {state} ({trail}) — {confidence:.0}% intervals \
+        "`{scenario}` {over}: {} leads, {state} ({trail}) — {confidence:.0}% intervals \
          simultaneous over every pair{interaction}{changes}{left}",
-        p.levels.len(),
         group_words(&leader.runtimes)
     )
 }

@@ -85,6 +85,10 @@ pub struct PooledVerdict {
     pub leader: Option<brigade_stats::Leader>,
     /// The best against each other runtime, cheapest first.
     pub comparisons: Vec<Comparison>,
+    /// Every runtime measured under two labels (`hyper` / `hyper#2`), the cheaper of the two as
+    /// `a`, from the same simultaneous intervals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<Comparison>,
     /// The level-to-level scatter of the gaps over what the rounds' noise explains (about 1 when
     /// every gap holds at every level); None when a level's own noise is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]

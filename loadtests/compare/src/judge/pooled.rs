@@ -105,6 +105,20 @@ fn per_core(names: &[String], per_level: &[Vec<f64>]) -> Vec<PerCore> {
         .collect()
 }
 
+/// Every runtime under two labels among `names` (`hyper` and `hyper#2`), as index pairs, the plain
+/// label first.
+fn labelled_pairs(names: &[String]) -> Vec<(usize, usize)> {
+    names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let base = brigade_meter::servers::runtime_of(name);
+            let plain = names.iter().position(|n| n == base)?;
+            (plain != i).then_some((plain, i))
+        })
+        .collect()
+}
+
 /// Where the pooled best is decidedly behind another runtime at a level: the order changes there.
 fn order_changes(best: &str, levels: &[&(&SideCell, Vec<Comparison>)]) -> Vec<String> {
     let mut out = Vec::new();
@@ -171,29 +185,47 @@ pub(super) fn pool_scenario(
         unit: "levels",
         simultaneous: true,
     };
-    let comparisons: Vec<Comparison> = match &pooled {
+    let judge = |a: usize, b: usize, s: &brigade_stats::Simultaneous| {
+        let interval = Some(s.ratio(a, b));
+        judged(
+            Measure::Efficiency,
+            &key,
+            &names[a],
+            &names[b],
+            interval,
+            basis,
+            rule,
+        )
+    };
+    let (comparisons, pairs): (Vec<Comparison>, Vec<Comparison>) = match &pooled {
         Some(p) => {
             let s = &p.simultaneous;
             let best = s.cheapest();
             let mut others: Vec<usize> = (0..names.len()).filter(|&i| i != best).collect();
             others.sort_by(|&x, &y| s.log_cost[x].total_cmp(&s.log_cost[y]));
-            others
+            let comparisons = others.into_iter().map(|o| judge(best, o, s)).collect();
+            let pairs = labelled_pairs(&names)
                 .into_iter()
-                .map(|o| {
-                    let interval = Some(s.ratio(best, o));
-                    judged(
-                        Measure::Efficiency,
-                        &key,
-                        &names[best],
-                        &names[o],
-                        interval,
-                        basis,
-                        rule,
-                    )
+                .map(|(x, y)| {
+                    if s.log_cost[x] <= s.log_cost[y] {
+                        judge(x, y, s)
+                    } else {
+                        judge(y, x, s)
+                    }
                 })
-                .collect()
+                .collect();
+            (comparisons, pairs)
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
+    };
+    // One level to pool (`--quick`): the scenario's answer is that level's own verdict.
+    let comparisons = match (kept.as_slice(), comparisons.is_empty()) {
+        ([only], true) => mine
+            .iter()
+            .find(|(c, _)| std::ptr::eq(*c, *only))
+            .map(|(_, own)| own.clone())
+            .unwrap_or_default(),
+        _ => comparisons,
     };
     let leader = brigade_stats::leader(&as_judged(&comparisons));
     let best = comparisons.first().map(|c| c.a.clone());
@@ -202,6 +234,7 @@ pub(super) fn pool_scenario(
         left_out: skipped,
         leader,
         comparisons,
+        pairs,
         interaction: pooled.as_ref().and_then(|p| p.interaction),
         order_changes: best.map_or_else(Vec::new, |b| order_changes(&b, &mine)),
         per_core: per_core(&names, &t.per_core),
@@ -338,5 +371,38 @@ mod tests {
         assert_eq!(p.levels, ["10 users at 40%", "20 users at 40%"]);
         assert_eq!(p.left_out.len(), 1);
         assert!(p.left_out[0].starts_with("30 users at 40%: generator-bound"));
+    }
+
+    #[test]
+    fn a_runtime_under_two_labels_is_judged_against_itself_from_the_pooled_intervals() {
+        let costs = [("hyper", 25.0), ("axum", 26.0), ("hyper#2", 25.9)];
+        let cells: Vec<SideCell> = [(10, "40%"), (10, "80%"), (20, "40%")]
+            .iter()
+            .map(|&(users, share)| level(users, share, &costs, 4))
+            .collect();
+        let p = pool(&cells);
+        assert_eq!(p.pairs.len(), 1, "{:?}", p.pairs);
+        let pair = &p.pairs[0];
+        assert_eq!((pair.a.as_str(), pair.b.as_str()), ("hyper", "hyper#2"));
+        assert!(pair.ratio.unwrap() > 1.03, "{pair:?}");
+        assert!(matches!(
+            pair.outcome,
+            brigade_stats::Outcome::Win | brigade_stats::Outcome::Ahead
+        ));
+    }
+
+    #[test]
+    fn one_level_is_the_scenarios_answer_as_it_stands() {
+        let cells = vec![level(10, "60%", &[("lean", 25.0), ("heavy", 27.5)], 4)];
+        let p = pool(&cells);
+        assert_eq!(p.levels, ["10 users at 60%"]);
+        assert_eq!(p.comparisons.len(), 1);
+        assert_eq!(
+            p.comparisons[0].level.as_deref(),
+            Some("60%"),
+            "the level's own"
+        );
+        assert!(p.leader.unwrap().decided);
+        assert_eq!(p.interaction, None);
     }
 }

@@ -312,6 +312,10 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
     cells
 }
 
+/// A busy share at or above which an attempt saturated the server CPUs: its share is the CPUs'
+/// capacity, not the rate's, so no secant goes through it.
+const SATURATED_SHARE: f64 = 0.9;
+
 /// How far (points of busy share) a level may land from the share its name asks for.
 pub(crate) const LEVEL_TOLERANCE_PCT: f64 = 10.0;
 
@@ -330,11 +334,13 @@ fn off_its_share(level: &Level, cell: &SideCell, tried: &[(f64, f64)]) -> Option
     }
     let mut again = corrected_level(level, Some((level.rate_per_s, busy)));
     if let [.., (r1, s1), (r2, s2)] = tried {
-        // Only a rising share and a step it can resolve: else the scaling above stands.
-        if (s2 - s1).abs() > 0.01 && (r2 - r1).abs() > 0.0 && (s2 - s1) / (r2 - r1) > 0.0 {
+        // Only two points on the curve (a saturated attempt is not: its share stops at the CPUs'
+        // capacity), a rising share and a step it can resolve; else the scaling above stands.
+        let on_curve = |s: f64| s < SATURATED_SHARE;
+        if on_curve(*s1) && on_curve(*s2) && (s2 - s1).abs() > 0.01 && (s2 - s1) / (r2 - r1) > 0.0 {
             let secant = r2 + (share - s2) * (r2 - r1) / (s2 - s1);
             again.rate_per_s = secant
-                .clamp(r2 / 4.0, level.cap_per_s.min(r2 * 4.0))
+                .clamp(r2 / 2.0, level.cap_per_s.min(r2 * 2.0))
                 .round()
                 .max(1.0);
         }
@@ -858,5 +864,14 @@ mod tests {
             "{words}"
         );
         assert!(missed_share(&levels[0], &measured(45.0), 3).is_none());
+        // A saturated attempt is no point of the curve: 597/s at 100%, then 239/s at 73%, is
+        // scaled from the last (131/s), not sent past it by the secant.
+        let tried = [(597.0, 1.0), (239.0, 0.73)];
+        let at = Level {
+            rate_per_s: 239.0,
+            ..levels[0].clone()
+        };
+        let third = off_its_share(&at, &measured(73.0), &tried).expect("again");
+        assert_eq!(third.rate_per_s, 131.0);
     }
 }
