@@ -243,12 +243,8 @@ fn per_core_rows(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>>)> {
                     .iter()
                     .find(|c| c.runtime == runtime)
                     .map_or("—".to_owned(), |c| {
-                        format!(
-                            "{} ({}–{})",
-                            super::rate_words(c.hits_per_cpu_s),
-                            super::rate_words(c.lowest),
-                            super::rate_words(c.highest)
-                        )
+                        let n = |v: f64| brigade_records::number::grouped(v.round() as u64);
+                        format!("{} ({}–{})", n(c.hits_per_cpu_s), n(c.lowest), n(c.highest))
                     })
             }));
             row
@@ -378,14 +374,21 @@ pub fn html(report: &Report) -> String {
     out
 }
 
-/// Markdown's `**x**` as `<b>x</b>` (the text is escaped already).
+/// Markdown's `**x**` as `<b>x</b>` and `` `x` `` as `<code>x</code>` (the text is escaped
+/// already).
 fn bold(text: &str) -> String {
     let mut out = String::new();
     for (i, part) in text.split("**").enumerate() {
         if i % 2 == 1 {
             let _ = write!(out, "<b>{part}</b>");
         } else {
-            out.push_str(part);
+            for (j, piece) in part.split('`').enumerate() {
+                if j % 2 == 1 {
+                    let _ = write!(out, "<code>{piece}</code>");
+                } else {
+                    out.push_str(piece);
+                }
+            }
         }
     }
     out
