@@ -1,5 +1,5 @@
 //! The `brigade compare` command line: its arguments, their defaults (the default run with every
-//! runtime takes about 22 minutes on a 2-core machine and `--quick` about 3.5: README.md), and the
+//! runtime takes about 23 minutes on a 2-core machine and `--quick` about 3¼: README.md), and the
 //! entry point. A binary mounts
 //! it as a subcommand and hands it the [`Registry`] of the scenarios it knows; by default compare
 //! runs those the binary registered.
@@ -154,7 +154,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// A short comparison (one user count, one repeat, one side-by-side level, 4 rounds): about
-    /// 3.5 minutes with the eight default runtimes on 2 cores
+    /// 3¼ minutes with the eight default runtimes on 2 cores
     #[arg(long)]
     pub quick: bool,
     /// The server binary: it takes the standard serve flags (`serve --runtime R --service all
