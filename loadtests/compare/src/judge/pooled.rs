@@ -146,6 +146,57 @@ fn order_changes(best: &str, levels: &[&(&SideCell, Vec<Comparison>)]) -> Vec<St
     out
 }
 
+/// The pooled intervals judged: the best against each other runtime, cheapest first, and every
+/// runtime under two labels against its plain one (the cheaper of the two as `a`). `at` is the
+/// scenario, the store and how many levels were pooled.
+fn judge_pool(
+    s: &brigade_stats::Simultaneous,
+    names: &[String],
+    (scenario, store, levels): (&str, &str, usize),
+    rule: &Rule,
+) -> (Vec<Comparison>, Vec<Comparison>) {
+    let key = Key {
+        scenario,
+        users: 0,
+        preload: 0,
+        level: Some("all levels"),
+        rate_per_s: None,
+        store,
+    };
+    let basis = Basis {
+        samples: levels,
+        unit: "levels",
+        simultaneous: true,
+    };
+    let judge = |a: usize, b: usize| {
+        let interval = Some(s.ratio(a, b));
+        judged(
+            Measure::Efficiency,
+            &key,
+            &names[a],
+            &names[b],
+            interval,
+            basis,
+            rule,
+        )
+    };
+    let best = s.cheapest();
+    let mut others: Vec<usize> = (0..names.len()).filter(|&i| i != best).collect();
+    others.sort_by(|&x, &y| s.log_cost[x].total_cmp(&s.log_cost[y]));
+    let comparisons = others.into_iter().map(|o| judge(best, o)).collect();
+    let pairs = labelled_pairs(names)
+        .into_iter()
+        .map(|(x, y)| {
+            if s.log_cost[x] <= s.log_cost[y] {
+                judge(x, y)
+            } else {
+                judge(y, x)
+            }
+        })
+        .collect();
+    (comparisons, pairs)
+}
+
 /// The pooled verdict of `scenario` from its side-by-side levels, each with its own comparisons
 /// (for where the order changes); None when the scenario has no side-by-side level.
 pub(super) fn pool_scenario(
@@ -172,50 +223,8 @@ pub(super) fn pool_scenario(
     let names = common_runtimes(&kept);
     let t = table(&kept, &names, rule.confidence());
     let pooled = brigade_stats::over_levels(&t.means, &t.noise, rule.confidence());
-    let key = Key {
-        scenario,
-        users: 0,
-        preload: 0,
-        level: Some("all levels"),
-        rate_per_s: None,
-        store,
-    };
-    let basis = Basis {
-        samples: kept.len(),
-        unit: "levels",
-        simultaneous: true,
-    };
-    let judge = |a: usize, b: usize, s: &brigade_stats::Simultaneous| {
-        let interval = Some(s.ratio(a, b));
-        judged(
-            Measure::Efficiency,
-            &key,
-            &names[a],
-            &names[b],
-            interval,
-            basis,
-            rule,
-        )
-    };
-    let (comparisons, pairs): (Vec<Comparison>, Vec<Comparison>) = match &pooled {
-        Some(p) => {
-            let s = &p.simultaneous;
-            let best = s.cheapest();
-            let mut others: Vec<usize> = (0..names.len()).filter(|&i| i != best).collect();
-            others.sort_by(|&x, &y| s.log_cost[x].total_cmp(&s.log_cost[y]));
-            let comparisons = others.into_iter().map(|o| judge(best, o, s)).collect();
-            let pairs = labelled_pairs(&names)
-                .into_iter()
-                .map(|(x, y)| {
-                    if s.log_cost[x] <= s.log_cost[y] {
-                        judge(x, y, s)
-                    } else {
-                        judge(y, x, s)
-                    }
-                })
-                .collect();
-            (comparisons, pairs)
-        }
+    let (comparisons, pairs) = match &pooled {
+        Some(p) => judge_pool(&p.simultaneous, &names, (scenario, store, kept.len()), rule),
         None => (Vec::new(), Vec::new()),
     };
     // One level to pool (`--quick`): the scenario's answer is that level's own verdict.
