@@ -47,36 +47,22 @@ COPIES=$(echo "$defaults" | tr ',' '\n' | wc -l)
 # The copies share one CPU: each gets its share of the pair's rate, so the CPU is as busy.
 RATE7=${RATE7:-$((RATE * 2 / COPIES))}
 
-run() { # WORKER NAME RUNTIMES RATE [compare flags...]
+run() { # WORKER NAME RUNTIMES RATE [compare flags...]; RATE `default`: a default run but for
+    # its runtimes (the isolated runs set the levels' rates), else one `waiter` level at RATE each;
+    # perf counts left out either way (no verdict reads them)
     local worker=$1 name=$2 runtimes=$3 rate=$4
     shift 4
     if [ -s "$OUT/$name/report.json" ]; then
         echo "calibrate: $name done before, kept"
         return
     fi
+    local shape=(--scenarios waiter --users "$USERS" --no-isolated --side-by-side-rates "$rate")
+    [ "$rate" = default ] && shape=()
     local cpus=()
     if [ "$WORKERS" -gt 1 ]; then
         cpus=(--server-cpus "$((2 * worker))" --generator-cpus "$((2 * worker + 1))")
     fi
-    "$BIN" compare --runtimes "$runtimes" --scenarios waiter --users "$USERS" --no-isolated \
-        --side-by-side-rates "$rate" --count-seconds 0 --no-progress --out "$OUT/$name" \
-        "${cpus[@]}" "$@" >"$OUT/$name.log" 2>&1 ||
-        echo "calibrate: $name failed, see $OUT/$name.log" >&2
-}
-
-scenario_run() { # WORKER NAME RUNTIMES [compare flags...]: a default run but for its runtimes (the
-    # isolated runs set the levels' rates; perf counts are left out, no verdict reads them)
-    local worker=$1 name=$2 runtimes=$3
-    shift 3
-    if [ -s "$OUT/$name/report.json" ]; then
-        echo "calibrate: $name done before, kept"
-        return
-    fi
-    local cpus=()
-    if [ "$WORKERS" -gt 1 ]; then
-        cpus=(--server-cpus "$((2 * worker))" --generator-cpus "$((2 * worker + 1))")
-    fi
-    "$BIN" compare --runtimes "$runtimes" --count-seconds 0 --no-progress \
+    "$BIN" compare --runtimes "$runtimes" "${shape[@]}" --count-seconds 0 --no-progress \
         --out "$OUT/$name" "${cpus[@]}" "$@" >"$OUT/$name.log" 2>&1 ||
         echo "calibrate: $name failed, see $OUT/$name.log" >&2
 }
@@ -113,13 +99,8 @@ for w in $(seq 0 $((WORKERS - 1))); do
             line=$((line + 1))
             [ $(((line - 1) % WORKERS)) -eq "$w" ] || continue
             echo "calibrate: [$line/$total] $name"
-            if [ "$rate" = default ]; then
-                # shellcheck disable=SC2086
-                scenario_run "$w" "$name" "$runtimes" $flags
-            else
-                # shellcheck disable=SC2086
-                run "$w" "$name" "$runtimes" "$rate" $flags
-            fi
+            # shellcheck disable=SC2086
+            run "$w" "$name" "$runtimes" "$rate" $flags
         done <"$jobs"
     ) &
 done

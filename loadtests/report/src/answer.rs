@@ -90,19 +90,9 @@ fn leader_line(report: &Report, a: &LevelAnswer<'_>) -> String {
     let Some(leader) = &a.level.leader else {
         return format!("{place}: {}", a.level.verdict.label());
     };
-    let group = leader
-        .runtimes
-        .iter()
-        .map(|r| format!("**{r}**"))
-        .collect::<Vec<_>>()
-        .join(" ≈ ");
+    let group = group_words(&leader.runtimes);
     let state = if leader.decided { "decided" } else { "open" };
-    let trail = a
-        .comparisons
-        .iter()
-        .map(|c| format!("{} {} {}", c.b, extra(c), word(c.outcome)))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let trail = trail(a.comparisons.iter().copied());
     let basis = a
         .comparisons
         .first()
@@ -137,6 +127,14 @@ fn group_words(runtimes: &[String]) -> String {
         .join(" ≈ ")
 }
 
+/// Who trails the best and how surely: `warp +1.8% (1.0–2.6%) ahead; axum …`.
+fn trail<'a>(comparisons: impl Iterator<Item = &'a Comparison>) -> String {
+    comparisons
+        .map(|c| format!("{} {} {}", c.b, extra(c), word(c.outcome)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// A scenario's pooled answer in one line of markdown.
 fn scenario_line(scenario: &str, p: &PooledVerdict) -> String {
     let left = if p.left_out.is_empty() {
@@ -148,12 +146,7 @@ fn scenario_line(scenario: &str, p: &PooledVerdict) -> String {
         return format!("`{scenario}`: no levels to pool{left}");
     };
     let state = if leader.decided { "decided" } else { "open" };
-    let trail = p
-        .comparisons
-        .iter()
-        .map(|c| format!("{} {} {}", c.b, extra(c), word(c.outcome)))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let trail = trail(p.comparisons.iter());
     let confidence = p.comparisons.first().map_or(0.0, |c| c.confidence_pct);
     let interaction = p
         .interaction
