@@ -188,8 +188,7 @@ pub(crate) fn run_cell(
             let all: Vec<usize> = (0..plan.levels.len()).collect();
             later_round(bench, plan, &servers, &mut cells, &all, round);
         }
-        let _stops = bench.phases.timer(Phase::Stops);
-        records.extend(servers.into_iter().filter_map(stop));
+        records.extend(stop_all(bench, servers));
     }
     let planned = if side.budget.is_zero() { 1 } else { 2 };
     for cell in &mut cells {
@@ -228,8 +227,7 @@ pub(crate) fn more_rounds(
             }
         };
         later_round(bench, plan, &servers, cells, which, round);
-        let _stops = bench.phases.timer(Phase::Stops);
-        records.extend(servers.into_iter().filter_map(stop));
+        records.extend(stop_all(bench, servers));
     }
     for &i in which {
         let cell = &mut cells[i];
@@ -697,7 +695,7 @@ fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>, round: u32) -> anyhow::Resu
     match first_err {
         None => Ok(running),
         Some(err) => {
-            running.into_iter().for_each(|s| drop(stop(s)));
+            drop(stop_all(bench, running));
             Err(err)
         }
     }
@@ -756,6 +754,22 @@ fn start_one(
             record,
             _state: fresh,
         }),
+    })
+}
+
+/// Stops every server of a round at once (each drains on its own, so one after another would pay
+/// every grace period in turn) and returns their records, in order.
+fn stop_all(bench: &Bench<'_>, servers: Vec<Running>) -> Vec<ServerRecord> {
+    let _stops = bench.phases.timer(Phase::Stops);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = servers
+            .into_iter()
+            .map(|server| scope.spawn(move || stop(server)))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .collect()
     })
 }
 
