@@ -1,5 +1,5 @@
 //! The `brigade compare` command line: its arguments, their defaults (the default run with every
-//! runtime takes about 23 minutes on a 2-core machine and `--quick` about 3¼: README.md), and the
+//! runtime takes about 21 minutes on a 2-core machine and `--quick` about 3¼: README.md), and the
 //! entry point. A binary mounts
 //! it as a subcommand and hands it the [`Registry`] of the scenarios it knows; by default compare
 //! runs those the binary registered.
