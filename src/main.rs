@@ -49,6 +49,21 @@ enum Command {
         #[arg(long)]
         workers: Option<usize>,
     },
+    /// Serve a runtime's control server (`brigade_runtimes::control`: the runtime's own minimal
+    /// server, no kit layer), the control of `brigade study conformance`.
+    #[command(hide = true)]
+    ServeControl {
+        /// The runtime.
+        #[arg(long)]
+        runtime: String,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8091")]
+        listen: SocketAddr,
+        /// TLS with the kit's configuration and a certificate made at start; else plaintext
+        /// (HTTP/1.1 and h2c).
+        #[arg(long)]
+        tls_self_signed: bool,
+    },
     /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
     Load(brigade_load::cli::LoadCommand),
     /// Merge the results of generators that ran together (`load --shard I/N`) into one exact result.
@@ -146,6 +161,11 @@ fn main() {
             brigade_launch::init_tracing();
             serve_hello(&runtime, listen, workers)
         }
+        Command::ServeControl {
+            runtime,
+            listen,
+            tls_self_signed,
+        } => serve_control(&runtime, listen, tls_self_signed),
         Command::Load(args) => {
             brigade_launch::init_tracing();
             brigade_load::cli::run_load(args, &load_registry())
@@ -194,6 +214,28 @@ fn serve_hello(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> any
         trigger.fire();
     });
     brigade_runtimes::hello::serve_hello(runtime.name, listener, workers, shutdown)
+}
+
+fn serve_control(runtime: &str, listen: SocketAddr, tls: bool) -> anyhow::Result<()> {
+    let runtime = brigade_launch::pick_runtime(Some(runtime))?;
+    let settings = brigade_kit::tls::TlsSettings {
+        self_signed: tls,
+        ..Default::default()
+    };
+    let tls = settings.load()?.map(|t| t.config);
+    let listener = brigade_runtimes::bind(listen)?;
+    let addr = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    brigade_launch::announce(&Announcement::Listening(Listening {
+        service: "control".to_string(),
+        url: format!("{scheme}://{addr}"),
+        runtime: runtime.name.to_string(),
+        store: "none".to_string(),
+        workers: 1,
+        limits: None,
+    }))?;
+    let control = brigade_runtimes::control::Control { listener, tls };
+    brigade_runtimes::control::serve_control(runtime.name, control)
 }
 
 /// The most of an answer's body `probe` reads.

@@ -44,6 +44,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Err("actix-web has no HTTP/3 server"),
     serve_one: serve,
     hello,
+    control,
     memory: None,
 };
 
@@ -350,4 +351,46 @@ fn hello(
         );
     };
     run_config(routes, listener, workers, limits, shutdown)
+}
+
+/// The control server ([`crate::control`]): actix-web's own `HttpServer` on one worker and actix's
+/// own system, HTTP/1.1 and h2c by prior knowledge on the plaintext listener
+/// (`listen_auto_h2c`), or the kit's rustls configuration under TLS (`listen_rustls_0_23`, which
+/// puts its own ALPN `h2, http/1.1` in front of the kit's). Every timeout, limit and HTTP/2
+/// setting is actix-web's default; the echo reads the payload stream itself, so actix-web's
+/// 256 KiB default of its `Bytes` extractor does not apply.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    use crate::control::{echo_answer, CONTROL_BODY, ECHO_PATH};
+    use futures::StreamExt;
+    actix_web::rt::System::new().block_on(async move {
+        let server = actix_web::HttpServer::new(|| {
+            actix_web::App::new()
+                .route(
+                    ECHO_PATH,
+                    web::to(|mut payload: web::Payload| async move {
+                        let mut length = 0;
+                        while let Some(chunk) = payload.next().await {
+                            length += chunk?.len();
+                        }
+                        Ok::<_, actix_web::Error>(
+                            HttpResponse::Ok()
+                                .content_type("text/plain")
+                                .body(echo_answer(length)),
+                        )
+                    }),
+                )
+                .default_service(web::to(|| async {
+                    HttpResponse::Ok()
+                        .content_type("text/plain")
+                        .body(CONTROL_BODY)
+                }))
+        })
+        .workers(1);
+        let server = match c.tls {
+            Some(tls) => server.listen_rustls_0_23(c.listener, (*tls).clone())?,
+            None => server.listen_auto_h2c(c.listener)?,
+        };
+        server.run().await?;
+        Ok(())
+    })
 }

@@ -28,6 +28,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Ok(crate::hyper_loop::H3_STACK),
     serve_one: serve,
     hello,
+    control,
     memory: Some(memory),
 };
 
@@ -152,4 +153,30 @@ fn hello(
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let service = TowerToHyperService::new(router(app, limits));
     crate::hyper_loop::memory_server(move || service.clone(), limits)
+}
+
+/// The control server ([`crate::control`]): a `Router` with the two routes, the echo reading the
+/// body with axum's `Bytes` extractor (under axum's default body limit, 2 MiB), on one tokio
+/// worker. Plaintext: `axum::serve` (hyper-util's auto builder, HTTP/1.1 and h2c by prior knowledge
+/// with the `http1` and `http2` features). `axum::serve` takes no TLS, so under TLS the router is
+/// served as axum's `low-level-rustls` example does: hyper-util's auto builder on a tokio-rustls
+/// stream, with upgrades, the router through `TowerToHyperService`
+/// ([`crate::control::serve_hyper_util`]). Everything else is at axum's and hyper's defaults.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    use crate::control::{echo_answer, CONTROL_BODY, ECHO_PATH};
+    let router = Router::new()
+        .route(
+            ECHO_PATH,
+            axum::routing::any(|body: Bytes| async move { echo_answer(body.len()) }),
+        )
+        .fallback(|| async { CONTROL_BODY }); // no extractor: the body left unread
+    crate::control::on_one_worker(async move {
+        if c.tls.is_some() {
+            let service = TowerToHyperService::new(router);
+            return crate::control::serve_hyper_util(c, service, true).await;
+        }
+        let listener = tokio::net::TcpListener::from_std(c.listener)?;
+        axum::serve(listener, router).await?;
+        Ok(())
+    })
 }

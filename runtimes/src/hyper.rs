@@ -9,7 +9,7 @@ use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{AppHandle, Reply};
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
-use http_body_util::{BodyDataStream, Full};
+use http_body_util::{BodyDataStream, BodyExt as _, Full};
 use hyper::body::Body;
 use hyper::service::service_fn;
 
@@ -27,6 +27,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Ok(crate::hyper_loop::H3_STACK),
     serve_one: serve,
     hello,
+    control,
     memory: Some(memory),
 };
 
@@ -131,4 +132,26 @@ fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer
     let copied = *limits;
     let service = service_fn(move |req| handle(app.clone(), copied, req));
     crate::hyper_loop::memory_server(move || service.clone(), limits)
+}
+
+/// The control server ([`crate::control`]): hyper's own connection per accepted socket through
+/// hyper-util's auto builder and its plain `serve_connection` (HTTP/1.1, and HTTP/2 by prior
+/// knowledge or by ALPN under TLS: [`crate::control::serve_hyper_util`]), a `service_fn` that
+/// checks the path, every setting at hyper's defaults, one tokio worker.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    let service = service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+        let body = if req.uri().path() == crate::control::ECHO_PATH {
+            let read = req.into_body().collect().await?.to_bytes();
+            crate::control::echo_answer(read.len())
+        } else {
+            crate::control::CONTROL_BODY.to_owned() // the body left unread
+        };
+        let mut resp = Response::new(Full::new(Bytes::from(body)));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain"),
+        );
+        Ok::<_, hyper::Error>(resp)
+    });
+    crate::control::on_one_worker(crate::control::serve_hyper_util(c, service, false))
 }

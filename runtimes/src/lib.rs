@@ -44,6 +44,7 @@ mod head;
 #[macro_use]
 mod house;
 
+pub mod control;
 mod dispatch;
 pub mod hello;
 #[cfg(feature = "hyper-loop")]

@@ -53,6 +53,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Err("ntex has no HTTP/3 server"),
     serve_one: serve,
     hello,
+    control,
     memory: None,
 };
 
@@ -437,4 +438,92 @@ pub(crate) fn hello_on(
         limits,
         shutdown,
     )
+}
+
+/// The control server ([`crate::control`]) on ntex's default I/O engine.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    control_on(DefaultRuntime, c)
+}
+
+/// The control server on `runner`'s I/O engine: ntex's own server on one worker, every timeout,
+/// limit and HTTP/2 setting at ntex's defaults. Under TLS, ntex-web's `HttpServer` with the kit's
+/// rustls configuration (`listen_rustls`, which sets the ALPN list `h2, http/1.1` itself). On
+/// plaintext ntex's own server has no way to serve HTTP/1.1 and h2c on one port (`HttpService`
+/// tells HTTP/2 by ALPN only, `HttpServer::listen` serves HTTP/1.1 alone): the control serves
+/// ntex's two plaintext services, `HttpService::h1` and `HttpService::h2`, each connection to the
+/// one its first bytes ask for ([`opens_with_preface`]), the one piece of the control that is
+/// Brigade's; a connection that tells nothing within a second (ntex's default client timeout)
+/// goes to HTTP/1.1, whose own timers then close it as they would (else it would stay open).
+pub(crate) fn control_on(runner: impl Runner, c: crate::control::Control) -> anyhow::Result<()> {
+    use crate::control::{echo_answer, CONTROL_BODY, ECHO_PATH};
+    use ntex::service::{fn_factory_with_config, fn_service};
+    let app = || {
+        App::new()
+            .route(
+                ECHO_PATH,
+                web::to(|mut payload: web::types::Payload| async move {
+                    let mut length = 0;
+                    while let Some(chunk) = payload.next().await {
+                        length += chunk?.len();
+                    }
+                    let answer = HttpResponse::Ok()
+                        .content_type("text/plain")
+                        .body(echo_answer(length));
+                    Ok::<_, ntex::http::error::PayloadError>(answer)
+                }),
+            )
+            .default_service(web::to(|| async {
+                HttpResponse::Ok()
+                    .content_type("text/plain")
+                    .body(CONTROL_BODY)
+            }))
+    };
+    ntex::rt::System::new("brigade-ntex-control", runner).block_on(async move {
+        let server = match c.tls {
+            Some(tls) => web::HttpServer::new(async move || app())
+                .workers(1)
+                .listen_rustls(c.listener, (*tls).clone())?
+                .run(),
+            None => ntex::server::build()
+                .workers(1)
+                .listen("control", c.listener, async move |_| {
+                    fn_factory_with_config(async move |cfg: ntex::SharedCfg| {
+                        let h1 = HttpService::h1(app()).pipeline(cfg.clone()).await?;
+                        let h2 = HttpService::h2(app()).pipeline(cfg).await?;
+                        Ok::<_, ()>(fn_service(async move |io: Io| {
+                            match ntex::time::timeout(Seconds::ONE, opens_with_preface(&io)).await {
+                                Ok(true) => h2.call(io).await,
+                                _ => h1.call(io).await,
+                            }
+                        }))
+                    })
+                })?
+                .run(),
+        };
+        server.await?;
+        Ok(())
+    })
+}
+
+/// Whether the connection opens with HTTP/2's connection preface (h2c by prior knowledge), read
+/// only as far as it takes to tell (an HTTP/1.1 request differs from it by its second byte, or its
+/// first); the bytes stay in ntex's read buffer for the service that takes the connection.
+async fn opens_with_preface(io: &Io) -> bool {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    loop {
+        let (seen, differs) = io.with_read_buf(|buf| {
+            let seen = buf.len().min(PREFACE.len());
+            (seen, buf[..seen] != PREFACE[..seen])
+        });
+        if differs {
+            return false;
+        }
+        if seen == PREFACE.len() {
+            return true;
+        }
+        // Closed before it could tell: HTTP/1.1's dispatcher sees the end.
+        if !matches!(io.read_ready().await, Ok(Some(()))) {
+            return false;
+        }
+    }
 }

@@ -40,6 +40,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Err("ntex has no HTTP/3 server"),
     serve_one: serve,
     hello,
+    control,
     memory: None,
 };
 
@@ -62,6 +63,12 @@ fn hello(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     on_uring(|uring| crate::ntex::hello_on(uring, listener, workers, limits, shutdown))
+}
+
+/// The control server ([`crate::control`]): ntex's control ([`crate::ntex::control_on`]) on the
+/// io_uring runner, its one worker's sockets on the ring (the kit's runtime beside it is idle).
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    on_uring(|uring| crate::ntex::control_on(uring, c))
 }
 
 /// Runs `serve` with the io_uring runner, the kit's runtime alive until it returns.

@@ -13,7 +13,7 @@ use brigade_kit::limits::{read_body_draining, ServerLimits};
 use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
-use poem::http::{header, StatusCode};
+use poem::http::{header, uri::Scheme, StatusCode};
 use poem::{Addr, Endpoint, IntoEndpoint, Response, Route};
 
 use crate::{Mount, Runtime, Shutdown};
@@ -28,6 +28,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Ok(crate::hyper_loop::H3_STACK),
     serve_one: serve,
     hello,
+    control,
     memory: Some(memory),
 };
 
@@ -245,4 +246,98 @@ fn hello(
     }
     let route = Route::new().at("/bench/hello", poem::get(hello));
     run_endpoint(route, listener, workers, limits, shutdown)
+}
+
+/// The kit's TLS in front of poem's `TcpAcceptor`, each handshake on its own task, off the accept
+/// loop, as poem's own TLS acceptors leave it to the connection's task. (poem's `rustls` feature
+/// builds its configuration from PEM on aws-lc-rs, so it can take neither the kit's configuration
+/// nor its ring provider.)
+struct KitTlsAcceptor {
+    local_addr: Vec<poem::web::LocalAddr>,
+    handshaken: tokio::sync::mpsc::UnboundedReceiver<(
+        tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+        poem::web::RemoteAddr,
+    )>,
+}
+
+impl KitTlsAcceptor {
+    fn new(mut tcp: poem::listener::TcpAcceptor, config: Arc<rustls::ServerConfig>) -> Self {
+        use poem::listener::Acceptor as _;
+        let (local_addr, tls) = (tcp.local_addr(), tokio_rustls::TlsAcceptor::from(config));
+        let (done, handshaken) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _, remote, _)) = tcp.accept().await else {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue; // out of descriptors, say: wait for some to close
+                };
+                let (tls, done) = (tls.clone(), done.clone());
+                tokio::spawn(async move {
+                    if let Ok(stream) = tls.accept(stream).await {
+                        let _ = done.send((stream, remote));
+                    }
+                });
+            }
+        });
+        Self {
+            local_addr,
+            handshaken,
+        }
+    }
+}
+
+impl poem::listener::Acceptor for KitTlsAcceptor {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+    fn local_addr(&self) -> Vec<poem::web::LocalAddr> {
+        self.local_addr.clone()
+    }
+
+    async fn accept(
+        &mut self,
+    ) -> std::io::Result<(
+        Self::Io,
+        poem::web::LocalAddr,
+        poem::web::RemoteAddr,
+        Scheme,
+    )> {
+        let ended = || std::io::Error::other("the TLS accept loop ended");
+        let (io, remote) = self.handshaken.recv().await.ok_or_else(ended)?;
+        let local = self.local_addr.first().cloned().ok_or_else(ended)?;
+        Ok((io, local, remote, Scheme::HTTPS))
+    }
+}
+
+/// The control server ([`crate::control`]): two `#[handler]`s on poem's `Route` (the echo at its
+/// path, reading the body with poem's `Bytes` extractor, which sets no limit; every other path at
+/// `/` and `/*rest`), served by poem's own `Server` on a `TcpAcceptor` from the listener
+/// (hyper-util's auto builder at poem's settings: HTTP/1.1 and h2c by prior knowledge), under TLS
+/// on [`KitTlsAcceptor`] around it. No idle timeout (poem's default). One tokio worker.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    use crate::control::{echo_answer, CONTROL_BODY, ECHO_PATH};
+    use poem::listener::TcpAcceptor;
+
+    #[poem::handler]
+    fn echo(body: Bytes) -> String {
+        echo_answer(body.len())
+    }
+    #[poem::handler]
+    fn other() -> &'static str {
+        CONTROL_BODY // the body left unread
+    }
+    let route = Route::new()
+        .at(ECHO_PATH, echo)
+        .at("/", other)
+        .at("/*rest", other);
+    crate::control::on_one_worker(async move {
+        let tcp = TcpAcceptor::from_std(c.listener)?;
+        match c.tls {
+            None => poem::Server::new_with_acceptor(tcp).run(route).await?,
+            Some(config) => {
+                let tls = KitTlsAcceptor::new(tcp, config);
+                poem::Server::new_with_acceptor(tls).run(route).await?
+            }
+        }
+        Ok(())
+    })
 }

@@ -36,6 +36,8 @@ pub struct Runtime {
     pub(crate) serve_one: fn(Mount, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
     /// The runtime's own hand-written hello ([`hello`]).
     pub(crate) hello: fn(Listener, usize, &ServerLimits, Shutdown) -> anyhow::Result<()>,
+    /// The runtime's control server ([`crate::control`]): its own minimal server, no kit layer.
+    pub(crate) control: fn(crate::control::Control) -> anyhow::Result<()>,
     /// The runtime's request path over in-memory connections, where it can serve one (the
     /// hyper-based runtimes and xitca-web; actix-web and ntex serve sockets only).
     pub(crate) memory: Option<MakeMemoryServer>,

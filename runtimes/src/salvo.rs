@@ -33,6 +33,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Ok(crate::hyper_loop::H3_STACK),
     serve_one: serve,
     hello,
+    control,
     memory: Some(memory),
 };
 
@@ -224,4 +225,63 @@ fn hello(
     }
     let router = Router::with_path("bench/hello").get(hello);
     run_service(Service::new(router), listener, workers, limits, shutdown)
+}
+
+/// The listener salvo's `RustlsListener` wraps, already bound (the control is handed its socket).
+struct Bound(salvo_core::conn::tcp::TcpAcceptor);
+
+impl salvo_core::Listener for Bound {
+    type Acceptor = salvo_core::conn::tcp::TcpAcceptor;
+
+    async fn try_bind(self) -> salvo_core::Result<Self::Acceptor> {
+        Ok(self.0)
+    }
+}
+
+/// The kit's rustls configuration as the one configuration of salvo's `RustlsListener`.
+struct KitTls(Arc<rustls::ServerConfig>);
+
+impl salvo_core::conn::IntoConfigStream<rustls::ServerConfig> for KitTls {
+    type Stream = futures::stream::Once<std::future::Ready<rustls::ServerConfig>>;
+
+    fn into_stream(self) -> Self::Stream {
+        futures::stream::once(std::future::ready((*self.0).clone()))
+    }
+}
+
+/// The control server ([`crate::control`]): two `#[handler]`s on salvo `Router`s, the echo
+/// reading the body with `Request::payload` (under salvo's default limit, 64 KiB), served by
+/// salvo's own `Server` (its fuse at its default, hyper's builders at salvo's settings, HTTP/1.1
+/// and HTTP/2 told apart by the preface: h2c with `http2-cleartext`) on a `TcpAcceptor` from the
+/// listener, under TLS on salvo's `RustlsListener` around it with the kit's configuration. One
+/// tokio worker.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    use crate::control::{echo_answer, CONTROL_BODY, ECHO_PATH};
+    use salvo_core::conn::{rustls::RustlsListener, tcp::TcpAcceptor};
+    use salvo_core::{Listener as _, Server};
+
+    #[salvo_core::handler]
+    async fn echo(req: &mut salvo_core::Request) -> Result<String, salvo_core::http::ParseError> {
+        Ok(echo_answer(req.payload().await?.len()))
+    }
+    #[salvo_core::handler]
+    async fn other() -> &'static str {
+        CONTROL_BODY // the body left unread
+    }
+    let router = Router::new()
+        .push(Router::with_path(ECHO_PATH.trim_start_matches('/')).goal(echo))
+        .push(Router::with_path("{**rest}").goal(other))
+        .goal(other);
+    let service = Service::new(router);
+    crate::control::on_one_worker(async move {
+        let acceptor = TcpAcceptor::try_from(tokio::net::TcpListener::from_std(c.listener)?)?;
+        match c.tls {
+            None => Server::new(acceptor).serve(service).await,
+            Some(config) => {
+                let tls = RustlsListener::new(KitTls(config), Bound(acceptor));
+                Server::new(tls.try_bind().await?).serve(service).await
+            }
+        }
+        Ok(())
+    })
 }

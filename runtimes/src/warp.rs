@@ -31,6 +31,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Ok(crate::hyper_loop::H3_STACK),
     serve_one: serve,
     hello,
+    control,
     memory: Some(memory),
 };
 
@@ -142,4 +143,43 @@ fn hello(
 fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::MemoryServer {
     let service = as_service!(filter(app, limits));
     crate::hyper_loop::memory_server(move || service.clone(), limits)
+}
+
+/// Passes requests whose path is [`crate::control::ECHO_PATH`] (`echo`) or any other (`!echo`),
+/// so a failed body read on the echo is warp's rejection, not the other route's answer.
+fn on_echo(echo: bool) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
+    warp::path::full()
+        .and_then(move |path: warp::path::FullPath| async move {
+            if (path.as_str() == crate::control::ECHO_PATH) == echo {
+                Ok(())
+            } else {
+                Err(warp::reject::not_found())
+            }
+        })
+        .untuple_one()
+}
+
+/// The control server ([`crate::control`]): two filters, the echo reading the body with
+/// `warp::body::bytes()` (warp sets no body limit unless asked), on one tokio worker. Plaintext:
+/// `warp::serve(..).incoming(listener).run()`, warp's own loop (hyper-util's auto builder with
+/// upgrades; warp asks hyper-util's `http2` feature, so h2c by prior knowledge is served). warp
+/// 0.4 has no TLS (its `tls` feature is gone), so under TLS the filter is served as
+/// `warp::service`, as warp's own loop serves it, on hyper-util's auto builder over a tokio-rustls
+/// stream ([`crate::control::serve_hyper_util`]). Everything else is at warp's and hyper's
+/// defaults.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    use crate::control::{echo_answer, CONTROL_BODY};
+    let echo = on_echo(true)
+        .and(warp::body::bytes())
+        .map(|body: WarpBytes| echo_answer(body.len()));
+    let other = on_echo(false).map(|| CONTROL_BODY); // the body left unread
+    let routes = echo.or(other);
+    crate::control::on_one_worker(async move {
+        if c.tls.is_some() {
+            return crate::control::serve_hyper_util(c, as_service!(routes), true).await;
+        }
+        let listener = tokio::net::TcpListener::from_std(c.listener)?;
+        warp::serve(routes).incoming(listener).run().await;
+        Ok(())
+    })
 }

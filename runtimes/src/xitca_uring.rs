@@ -44,6 +44,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     ),
     serve_one: serve,
     hello,
+    control,
     memory: None,
 };
 
@@ -70,6 +71,36 @@ fn hello(
         limits,
         shutdown,
     )
+}
+
+/// The control server ([`crate::control`]): xitca's control application
+/// ([`crate::xitca::control::control_app`]) served by xitca-http's io_uring dispatchers on one
+/// tokio-uring worker of this module's own ([`start_workers`]: xitca-web's `enable_io_uring` needs
+/// xitca-server's crate-wide switch), every timeout and limit at xitca-http's defaults: HTTP/1.1
+/// and h2c by prior knowledge on plaintext (`peek_protocol`, what xitca-web's
+/// `h2c_prior_knowledge` sets), the kit's rustls configuration under TLS.
+fn control(c: crate::control::Control) -> anyhow::Result<()> {
+    check_io_uring()?;
+    let app = crate::xitca::control::control_app();
+    let (threads, stop) = match c.tls {
+        Some(tls) => {
+            let http = HttpServiceBuilder::new().rustls(tls).io_uring();
+            start_workers(Arc::new(app.enclosed(http)), &c.listener, 1)?
+        }
+        None => {
+            let config = xitca_http::config::HttpServiceConfig::new().peek_protocol();
+            let http = HttpServiceBuilder::with_config(config).io_uring();
+            start_workers(Arc::new(app.enclosed(http)), &c.listener, 1)?
+        }
+    };
+    for thread in threads {
+        thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the control's worker panicked"))??;
+    }
+    // Held until the worker ends: dropping it would end the worker at once.
+    drop(stop);
+    Ok(())
 }
 
 /// Serves the application `factory` builds on io_uring workers, with the sibling's limits, gate

@@ -14,6 +14,7 @@
 //! growth description, the application `inproc` calls in process) the application registers in a
 //! [`Registry`], which the `brigade` binary fills.
 
+mod conformance;
 mod faults;
 mod inproc;
 mod lab;
@@ -29,6 +30,9 @@ pub use sweep::SweepArgs;
 
 /// The titles of the study reports' tables, as a reader of their `report.json` finds them.
 pub mod tables {
+    pub use crate::conformance::report::{
+        FAILURES_TABLE as CONFORMANCE_FAILURES_TABLE, RUNTIMES_TABLE as CONFORMANCE_TABLE,
+    };
     pub use crate::inproc::{
         ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, RUNS_TABLE as INPROC_RUNS_TABLE,
     };
@@ -91,6 +95,10 @@ pub enum StudyCommand {
     /// Faults under load on every runtime × store: abusive clients, SIGTERM, SIGKILL under writes,
     /// a database outage, a soak; errors, time to recover and what was lost.
     Faults(faults::cli::FaultsArgs),
+    /// Does each runtime speak HTTP correctly, through Brigade and on its own? h2spec (h2c and
+    /// TLS) and an HTTP/1.1 suite against the waiter and the runtime's own control server, every
+    /// failure classified as the runtime's or Brigade's.
+    Conformance(conformance::ConformanceArgs),
 }
 
 /// A growth description an application registers for `study storage --via http`.
@@ -137,6 +145,7 @@ pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
         StudyCommand::Sweep(sweep) => sweep::run_sweep(sweep),
         StudyCommand::Inproc(inproc) => inproc::run_inproc(inproc, registry),
         StudyCommand::Faults(faults) => faults::cli::run_faults(faults, registry),
+        StudyCommand::Conformance(c) => conformance::run_conformance(c),
     }
 }
 
@@ -164,6 +173,7 @@ mod help_tests {
             ("sweep", "--sizes"),
             ("inproc", "--calls"),
             ("faults", "--faults"),
+            ("conformance", "--h2spec"),
         ] {
             let line = help
                 .lines()

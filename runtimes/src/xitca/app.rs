@@ -8,16 +8,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use brigade_kit::limits::{
-    read_body_draining_here, ServerLimits,
-};
+use brigade_kit::limits::{read_body_draining_here, ServerLimits};
 use brigade_kit::{AppHandle, Method, Reply};
 use bytes::Bytes;
 use xitca_http::util::service::router::{PathGen, RouteGen, RouterMapErr};
 use xitca_web::body::{Body, Frame, RequestBody, ResponseBody};
-use xitca_web::http::{
-    header, HeaderValue, Response, StatusCode, Version, WebResponse,
-};
+use xitca_web::http::{header, HeaderValue, Response, StatusCode, Version, WebResponse};
 use xitca_web::service::ready::ReadyService;
 use xitca_web::service::Service;
 use xitca_web::{App, WebContext};
@@ -330,4 +326,3 @@ pub(crate) fn app(
         })
         .finish()
 }
-

@@ -6,14 +6,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use brigade_kit::limits::{
-    ConnectionGate, ServerLimits,
-};
+use brigade_kit::limits::{ConnectionGate, ServerLimits};
 use xitca_io::net::Stream;
 use xitca_web::body::RequestBody;
-use xitca_web::http::{
-    header, HeaderValue, Request, RequestExt, Response, Version,
-};
+use xitca_web::http::{header, HeaderValue, Request, RequestExt, Response, Version};
 use xitca_web::service::ready::ReadyService;
 use xitca_web::service::Service;
 
@@ -234,4 +230,3 @@ impl<S: ReadyService> ReadyService for Http2OnlyService<S> {
         self.0.ready().await
     }
 }
-

@@ -97,4 +97,3 @@ pub(super) fn memory(app: Arc<dyn AppHandle>, limits: &ServerLimits) -> crate::M
         }),
     }
 }
-

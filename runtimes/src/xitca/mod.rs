@@ -10,7 +10,8 @@
 //!
 //! Modules by job: `app` (the application: endpoints, body, guard), `connection` (the drain's
 //! layer, the connection gate, HTTP/2-only's body), `memory` (the in-memory server for fuzzing),
-//! `h3` (HTTP/3 through xitca-http's own dispatcher); this file the configuration and the server.
+//! `h3` (HTTP/3 through xitca-http's own dispatcher), `control` (the control server, no kit
+//! layer); this file the configuration and the server.
 //!
 //! xitca has its own HTTP stack (xitca-http: its own HTTP/1.1 parser and HTTP/2 implementation,
 //! rustls through its unbuffered API) and server (xitca-server: `workers` single-threaded tokio
@@ -46,8 +47,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use brigade_kit::limits::{
-    ServeProtocol, ServerLimits, RUNTIME_MAX_HEADERS,
-    RUNTIME_MAX_HEADER_BYTES,
+    ServeProtocol, ServerLimits, RUNTIME_MAX_HEADERS, RUNTIME_MAX_HEADER_BYTES,
 };
 use bytes::Bytes;
 use xitca_http::config::{HttpServiceConfig, DEFAULT_WRITE_BUF_LIMIT};
@@ -64,11 +64,13 @@ use crate::{Mount, Runtime, Shutdown, GRACE};
 
 mod app;
 mod connection;
+pub(crate) mod control;
 pub(crate) mod h3;
 mod memory;
 
 pub(crate) use app::app;
 pub(crate) use connection::{Draining, Gate, Http2Only};
+use control::control;
 use memory::memory;
 
 /// The registry's entry.
@@ -82,6 +84,7 @@ pub(crate) const RUNTIME: Runtime = Runtime {
     h3: Ok(crate::xitca::h3::H3_STACK),
     serve_one: serve,
     hello,
+    control,
     memory: Some(memory),
 };
 
@@ -331,4 +334,3 @@ pub(crate) fn hello_app() -> impl Service<
         )
         .finish()
 }
-
