@@ -41,6 +41,7 @@ pub(crate) struct Counts {
     pub(crate) brigade_failed: usize,
     pub(crate) control_failed: usize,
     pub(crate) brigades: usize,
+    pub(crate) flaky_brigade: usize,
     pub(crate) runtimes: usize,
     pub(crate) fixed: usize,
     pub(crate) flaky: usize,
@@ -54,6 +55,7 @@ pub(crate) fn counts<'a>(cases: impl Iterator<Item = &'a super::classify::CaseTa
         n.control_failed += usize::from(c.control.1 > 0);
         match c.class() {
             Some(Class::Brigades) | Some(Class::Unclassified) => n.brigades += 1,
+            Some(Class::FlakyThroughBrigade) => n.flaky_brigade += 1,
             Some(Class::Runtimes) => n.runtimes += 1,
             Some(Class::ControlOnly) => n.fixed += 1,
             None => {}
@@ -73,6 +75,7 @@ fn runtimes_section(settings: &Settings, tally: &Tally) -> Section {
             count("failed through Brigade"),
             count("failed on the control"),
             count("Brigade's"),
+            count("flaky through Brigade"),
             count("the runtime's"),
             count("fixed by Brigade"),
             count("flaky"),
@@ -89,6 +92,7 @@ fn runtimes_section(settings: &Settings, tally: &Tally) -> Section {
                     v(n.brigade_failed),
                     v(n.control_failed),
                     v(n.brigades),
+                    v(n.flaky_brigade),
                     v(n.runtimes),
                     v(n.fixed),
                     v(n.flaky),
@@ -137,7 +141,7 @@ fn failures_section(tally: &Tally) -> Section {
                 c.id.clone(),
                 c.section.clone(),
                 c.route.name().to_owned(),
-                whose,
+                whose.clone(),
             ],
             vec![
                 Some(c.brigade.1 as f64),
@@ -146,8 +150,9 @@ fn failures_section(tally: &Tally) -> Section {
             ],
         );
         let line = format!(
-            "{}: {}{} ({}; {}): {}{}",
+            "{} [{}]: {}{} ({}; {}): {}{}",
             c.name(),
+            whose,
             c.what,
             if c.smuggling {
                 " [smuggling class]"
@@ -160,7 +165,9 @@ fn failures_section(tally: &Tally) -> Section {
             if c.flaky() { " (flaky)" } else { "" }
         );
         match class {
-            Class::Brigades | Class::Unclassified => brigades.push(line),
+            Class::Brigades | Class::Unclassified | Class::FlakyThroughBrigade => {
+                brigades.push(line)
+            }
             Class::Runtimes => runtimes.push(line),
             Class::ControlOnly => {}
         }
@@ -219,11 +226,13 @@ fn headline(settings: &Settings, tally: &Tally) -> String {
         .collect();
     format!(
         "{} runtime(s) through Brigade and on their own control servers: {}, each {} time(s) on two \
-         routes. Failures: {} Brigade's, {} the runtimes' own, {} fixed by Brigade's layer, {} flaky.",
+         routes. Failures: {} Brigade's, {} flaky through Brigade, {} the runtimes' own, {} fixed by \
+         Brigade's layer; {} flaky in all.",
         settings.runtimes.len(),
         ran.join(", "),
         settings.runs,
         all.brigades,
+        all.flaky_brigade,
         all.runtimes,
         all.fixed,
         all.flaky
