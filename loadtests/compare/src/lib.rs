@@ -8,6 +8,7 @@
 pub mod baseline;
 mod capacity;
 pub mod cli;
+mod correctness;
 mod external;
 pub mod judge;
 mod measure;

@@ -63,6 +63,11 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     measurements.wall_s = began.elapsed().as_secs_f64();
     let report = Report::new(measurements, judged.into_parts());
     let report = with_baseline(report, &plan.settings)?;
+    let runtimes = &plan.settings.runtimes;
+    let report = report.with_correctness(crate::correctness::read(
+        plan.settings.conformance_report.as_deref(),
+        runtimes,
+    )?);
     report::write_all(&report, &plan.settings.out_dir)?;
     Ok(report)
 }

@@ -87,6 +87,9 @@ pub struct CompareSettings {
     pub(crate) thresholds: Vec<brigade_records::threshold::Threshold>,
     /// A saved report to set this one against.
     pub(crate) baseline: Option<PathBuf>,
+    /// The conformance study whose figures the report shows (`--conformance-report`); None: the
+    /// newest under `results/`.
+    pub(crate) conformance_report: Option<PathBuf>,
     /// Servers compare did not start, by runtime (`--external`); empty: compare starts them.
     pub(crate) external: Vec<brigade_meter::servers::external::ExternalRuntime>,
     /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
@@ -298,6 +301,7 @@ mod tests {
             seed: 1,
             thresholds: Vec::new(),
             baseline: None,
+            conformance_report: None,
             external: Vec::new(),
             setup_notes: Vec::new(),
             slo: None,

@@ -22,6 +22,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     out.push_str(&super::answer::html(report));
     let (compared, searched) = crate::render::verdict_columns(report);
     out.push_str(&verdicts(report, compared, searched));
+    out.push_str(&crate::correctness::html(report.correctness.as_ref()));
     out.push_str(&notes(report, compared));
     out.push_str(&thresholds(report));
     out.push_str(&baseline(report));

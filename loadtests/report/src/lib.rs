@@ -24,6 +24,7 @@ pub mod baseline;
 pub mod capacity;
 mod cells;
 pub mod comparison;
+pub mod correctness;
 pub mod html;
 pub mod json;
 pub mod markdown;

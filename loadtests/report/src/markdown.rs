@@ -39,6 +39,7 @@ pub fn summary(report: &Report) -> String {
     );
     out.push_str(&super::answer::markdown(report));
     out.push_str(&verdicts(report));
+    out.push_str(&crate::correctness::markdown(report.correctness.as_ref()));
     out.push_str(&pairs(report));
     out.push_str(&crate::thresholds::markdown(
         &s.thresholds,

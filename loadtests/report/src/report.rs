@@ -69,6 +69,9 @@ pub struct Report {
     /// Where the comparison's time went, phase by phase (reports written before it have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<setup::PhaseTime>,
+    /// What the last conformance study found for these runtimes (read, not measured here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness: Option<crate::correctness::Correctness>,
 }
 
 /// What a comparison measured, and how: every part of its report but the judged ones.
@@ -141,6 +144,7 @@ impl Report {
             baseline: None,
             slo_searches: measured.slo_searches,
             phases: measured.phases,
+            correctness: None,
         };
         Report {
             notes: notes::of(&report),
@@ -163,6 +167,14 @@ impl Report {
             side_by_side: self.side_by_side,
             slo_searches: self.slo_searches,
             phases: self.phases,
+        }
+    }
+
+    /// This report with what a conformance study found for its runtimes, or without.
+    pub fn with_correctness(self, correctness: Option<crate::correctness::Correctness>) -> Report {
+        Report {
+            correctness,
+            ..self
         }
     }
 

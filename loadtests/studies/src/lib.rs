@@ -28,11 +28,9 @@ pub use rpc::RpcArgs;
 pub use storage::cli::StorageArgs;
 pub use sweep::SweepArgs;
 
-/// The titles of the study reports' tables, as a reader of their `report.json` finds them.
+/// The titles of the study reports' tables, as a reader of their `report.json` finds them (the
+/// conformance study's are `brigade_report::correctness`'s, which the comparison reads).
 pub mod tables {
-    pub use crate::conformance::report::{
-        FAILURES_TABLE as CONFORMANCE_FAILURES_TABLE, RUNTIMES_TABLE as CONFORMANCE_TABLE,
-    };
     pub use crate::inproc::{
         ADVANTAGE_TABLE, ANSWERS_TABLE, CALLS_TABLE, RUNS_TABLE as INPROC_RUNS_TABLE,
     };

@@ -200,6 +200,11 @@ pub struct CompareArgs {
     /// a regression gate for CI
     #[arg(long, requires = "baseline")]
     pub fail_on_regression: bool,
+    /// A conformance study's report (its report.json, or the folder holding it) whose figures the
+    /// report's "Correctness" section shows for these runtimes [default: the newest
+    /// results/study-conformance-*]
+    #[arg(long, value_name = "FILE")]
+    pub conformance_report: Option<PathBuf>,
     /// A server compare did not start, as RUNTIME:SERVICE=URL (repeatable: one URL per service per
     /// runtime), for servers on other machines or in containers: compare checks its /ready and
     /// that /health names RUNTIME, loads it as it finds it (no fresh state, no --preload) and reads

@@ -181,6 +181,7 @@ impl CompareArgs {
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             thresholds,
             baseline: self.baseline.clone(),
+            conformance_report: self.conformance_report.clone(),
             external,
             setup_notes,
             slo,

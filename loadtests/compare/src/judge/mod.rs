@@ -203,9 +203,10 @@ pub fn rejudge(dir: &Path, rule: &Rule) -> anyhow::Result<Report> {
         report.settings.preloads = vec![0];
     }
     let judgement = judge(&Evidence::of(&report), rule)?;
-    let baseline = report.baseline.take();
-    let report =
-        Report::new(report.into_measurements(), judgement.into_parts()).with_baseline(baseline);
+    let (baseline, correctness) = (report.baseline.take(), report.correctness.take());
+    let report = Report::new(report.into_measurements(), judgement.into_parts())
+        .with_baseline(baseline)
+        .with_correctness(correctness);
     brigade_report::write_all(&report, dir)?;
     Ok(report)
 }

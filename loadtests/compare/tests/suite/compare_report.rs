@@ -244,6 +244,7 @@ fn synthetic() -> Report {
         baseline: None,
         slo_searches: Vec::new(),
         phases: Vec::new(),
+        correctness: None,
     };
     rejudge_in_memory(&mut report);
     report

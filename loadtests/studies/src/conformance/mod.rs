@@ -12,7 +12,7 @@
 mod classify;
 pub(crate) mod h1;
 mod h2spec;
-pub(crate) mod report;
+mod report;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -10,10 +10,8 @@ use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
 use super::classify::{Class, Tally, HOUSE_RULES};
 use super::{h1, NotRun, Route, Settings, Suite};
 
-/// The title of the per-runtime table.
-pub const RUNTIMES_TABLE: &str = "Conformance: runtime × suite";
-/// The title of the failures table.
-pub const FAILURES_TABLE: &str = "Conformance: every failing case";
+// The tables' titles are the report crate's: the comparison's "Correctness" section reads them.
+use brigade_report::correctness::{FAILURES_TABLE, RUNTIMES_TABLE};
 
 pub(super) fn build(
     settings: &Settings,
