@@ -73,8 +73,8 @@ enum Command {
     Tally(brigade_meter::tally::TallyArgs),
     /// The main job: every runtime side by side under the same load, and alone, and who wins.
     Compare(Box<brigade_compare::cli::CompareArgs>),
-    /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`), written with the same reports
-    /// as `compare`.
+    /// The classic studies (`storage`, `rpc`, `sweep`, `inproc`, `faults`, `conformance`), written
+    /// with the same reports as `compare`.
     Study(brigade_studies::StudyArgs),
 }
 

@@ -16,7 +16,8 @@
 //! types are their own (`house_rules!`).
 //!
 //! Modules by job: `runtime` (the registry's [`Runtime`] and how it serves), `server` (listeners,
-//! mounts, shutdown and drain), `memory` (in-memory connections for fuzzing), `house` and `head`
+//! mounts, shutdown and drain), `memory` (in-memory connections for fuzzing), [`control`] (each
+//! runtime's own minimal server, no kit layer: the conformance study's control), `house` and `head`
 //! (the glue every adapter shares), `dispatch` (the router of runtimes without one), `hyper_loop`
 //! and `quic` (the serving loop of the hyper-based runtimes and HTTP/3's endpoint), then one module
 //! per runtime.

@@ -1,12 +1,14 @@
-//! The classic studies (`brigade study storage | rpc | sweep | inproc | faults`) on compare's
-//! servers, pinning and report writer.
+//! The classic studies (`brigade study storage | rpc | sweep | inproc | faults | conformance`) on
+//! compare's servers, pinning and report writer.
 //!
 //! Each study is a subcommand of one family and writes the general study report
 //! ([`brigade_report::study::StudyReport`]) with the comparison's writer. Today: `storage`
 //! (growing documents, [`storage`]), `rpc` (payload shapes, [`rpc`]), `sweep` (clients,
 //! keep-alive, sizes, bad URLs, memory after, [`sweep`]) and `inproc` (in-process against
 //! loopback, [`inproc`]); each is an `Args` struct and a `run_*` function in its own module, and a
-//! variant of [`StudyCommand`]; `faults` (what production does to a service, [`faults`]) too. The
+//! variant of [`StudyCommand`]; `faults` (what production does to a service, [`faults`]) and
+//! `conformance` (does each runtime speak HTTP correctly, through Brigade and on its own control
+//! server, [`conformance`]) too. The
 //! three HTTP studies share their servers, order of runs, measurement and setup section ([`lab`])
 //! with `compare`'s pieces.
 //!

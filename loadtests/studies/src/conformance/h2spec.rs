@@ -67,7 +67,17 @@ pub(crate) fn parse_junit(xml: &str) -> Result<Vec<H2Case>> {
     if xml.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let doc = roxmltree::Document::parse(xml).context("h2spec's JUnit report")?;
+    // h2spec quotes what it received into its failures, raw: a NUL or another control byte there
+    // is no XML, so each becomes U+FFFD first.
+    let xml: String = xml
+        .chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if c < ' ' => '\u{FFFD}',
+            c => c,
+        })
+        .collect();
+    let doc = roxmltree::Document::parse(&xml).context("h2spec's JUnit report")?;
     let mut cases = Vec::new();
     for suite in doc.descendants().filter(|n| n.has_tag_name("testsuite")) {
         let package = suite.attribute("package").unwrap_or_default();
@@ -161,5 +171,11 @@ mod tests {
         assert!(cases[3].skipped && cases[3].failure.is_none());
         assert_eq!(cases[3].section, "RFC 7541 §6.3");
         assert!(parse_junit("").unwrap().is_empty());
+        let raw = REPORT.replace("unexpected EOF", "got \0\x01 back");
+        let cases = parse_junit(&raw).expect("control bytes in a failure do not break the report");
+        assert_eq!(
+            cases[1].failure.as_deref(),
+            Some("got \u{FFFD}\u{FFFD} back")
+        );
     }
 }

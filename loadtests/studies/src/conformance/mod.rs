@@ -293,7 +293,9 @@ fn study_runtime(
             }
         }
         for _ in 0..settings.runs {
-            runs.extend(run_suite(settings, runtime, suite, &addrs));
+            let (cases, failed) = run_suite(settings, runtime, suite, &addrs);
+            runs.extend(cases);
+            not_run.extend(failed);
         }
         if let Ok((_, process)) = brigade {
             process.stop(Duration::from_secs(5));
@@ -302,13 +304,13 @@ fn study_runtime(
     }
 }
 
-/// One run of `suite` against every server and route at once.
+/// One run of `suite` against every server and route at once: its cases, and what could not run.
 fn run_suite(
     settings: &Settings,
     runtime: &str,
     suite: Suite,
     addrs: &[(Server, SocketAddr)],
-) -> Vec<CaseRun> {
+) -> (Vec<CaseRun>, Vec<NotRun>) {
     std::thread::scope(|scope| {
         let handles: Vec<_> = addrs
             .iter()
@@ -319,7 +321,7 @@ fn run_suite(
                 (server, route, handle)
             })
             .collect();
-        let mut out = Vec::new();
+        let (mut out, mut failed) = (Vec::new(), Vec::new());
         for (server, route, handle) in handles {
             let cases = handle
                 .join()
@@ -332,13 +334,15 @@ fn run_suite(
                     route,
                     ..c
                 })),
-                Err(e) => eprintln!(
-                    "conformance: {runtime} {} on {server:?}: {e:#}",
-                    suite.name()
-                ),
+                Err(e) => failed.push(NotRun {
+                    runtime: runtime.to_owned(),
+                    suite,
+                    server,
+                    why: format!("a run on the route ({}): {e:#}", route.name()),
+                }),
             }
         }
-        out
+        (out, failed)
     })
 }
 

@@ -266,7 +266,7 @@ fn notes(settings: &Settings, not_run: &[NotRun]) -> Vec<String> {
     }
     for n in not_run {
         notes.push(format!(
-            "{} {}: the {:?} server did not start ({}); its cases are missing.",
+            "{} {} on the {:?} server: not run ({}); its cases are missing from that run.",
             n.runtime,
             n.suite.name(),
             n.server,
