@@ -10,8 +10,9 @@
 //!   (RFC 9112 §3.2): 400, and the connection closes;
 //! - a path whose percent-escapes decode to bytes that are not UTF-8: 400;
 //! - `CONNECT` (no route is a tunnel): 405, and the connection closes;
-//! - an HTTP/1.1 request without exactly one `Host` (RFC 9112 §3.2: "MUST respond with 400"):
-//!   400, and the connection closes;
+//! - an HTTP/1.1 request without exactly one `Host`, or any request whose `Host` is not
+//!   `host[:port]` (RFC 9112 §3.2: "MUST respond with 400"; RFC 3986 §3.2.2): 400, and the
+//!   connection closes;
 //! - framing a server cannot trust (RFC 9112 §6.3): `Transfer-Encoding` beside `Content-Length`,
 //!   more than one `Content-Length` (even equal ones), a `Content-Length` that is not digits, a
 //!   `Transfer-Encoding` other than one `chunked`: 400, and the connection closes (these are the
@@ -173,6 +174,7 @@ struct HeadFacts {
     lengths: u32,
     length_ok: bool,
     has_length_body: bool,
+    host_ok: bool,
     codings: u32,
     coding_ok: bool,
     close: bool,
@@ -188,6 +190,7 @@ impl HeadFacts {
             lengths: 0,
             length_ok: true,
             has_length_body: false,
+            host_ok: true,
             codings: 0,
             coding_ok: true,
             close: false,
@@ -200,6 +203,7 @@ impl HeadFacts {
             let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
             if is("host") {
                 f.hosts += 1;
+                f.host_ok &= valid_host(value);
             } else if is("content-length") {
                 f.lengths += 1;
                 f.length_ok &= !value.is_empty() && value.iter().all(u8::is_ascii_digit);
@@ -234,6 +238,11 @@ impl HeadFacts {
                 "an HTTP/1.1 request carries exactly one Host header, not {hosts} (RFC 9112 §3.2)"
             ))));
         }
+        if version != Version::Http2 && !self.host_ok {
+            return Err(Refused::closing(ApiError::bad_request(
+                "a Host that is not host[:port] (RFC 9112 §3.2, RFC 3986 §3.2.2)",
+            )));
+        }
         let framing = if codings > 0 && lengths > 0 {
             Some("Transfer-Encoding beside Content-Length")
         } else if lengths > 1 {
@@ -252,6 +261,35 @@ impl HeadFacts {
         }
         Ok(())
     }
+}
+
+/// Whether a `Host` value is `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2): an IP
+/// literal in brackets, or a reg-name (unreserved, sub-delims, percent-escapes; an IPv4 address is
+/// one), then an optional port of digits. Empty is valid (a target without an authority).
+fn valid_host(value: &[u8]) -> bool {
+    let (host, rest) = if value.first() == Some(&b'[') {
+        let Some(end) = value.iter().position(|b| *b == b']') else {
+            return false;
+        };
+        let inside = &value[1..end];
+        let literal = |b: &u8| b.is_ascii_alphanumeric() || b":.-_~!$&'()*+,;=".contains(b);
+        if inside.is_empty() || !inside.iter().all(literal) {
+            return false;
+        }
+        (&value[..0], &value[end + 1..])
+    } else {
+        match value.iter().rposition(|b| *b == b':') {
+            Some(at) => (&value[..at], &value[at..]),
+            None => (value, &value[..0]),
+        }
+    };
+    let reg_name = |b: &u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(b);
+    let port_ok = match rest.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    host.iter().all(reg_name) && port_ok
 }
 
 /// The request target (`path` and its `query`) with the path's percent-escaped unreserved
@@ -312,6 +350,42 @@ mod tests {
         let a = check("GET", "/health", Version::Http11, &[("Host", "h")]).unwrap();
         assert_eq!(a, Admitted::default());
         assert!(!a.closes_after(200) && !a.closes_after(404));
+    }
+
+    #[test]
+    fn a_host_that_is_not_host_and_port_is_refused_and_closes() {
+        for good in [
+            "h",
+            "localhost:8080",
+            "127.0.0.1",
+            "[::1]:80",
+            "[::1]",
+            "",
+            "h:",
+            "a-b.c_d~e",
+            "h:99999",
+        ] {
+            for v in [Version::Http11, Version::Http10] {
+                assert!(
+                    check("GET", "/health", v, &[("Host", good)]).is_ok(),
+                    "{good:?}"
+                );
+            }
+        }
+        for bad in [
+            "local host",
+            "user@localhost",
+            "[::1",
+            "a/b",
+            "h:8o",
+            "[::1]x",
+            "[]",
+            "h:1:2:x",
+        ] {
+            let r = check("GET", "/health", Version::Http11, &[("Host", bad)]).unwrap_err();
+            assert_eq!(r.error.code.status(), 400, "{bad:?}");
+            assert!(r.close, "{bad:?}");
+        }
     }
 
     #[test]

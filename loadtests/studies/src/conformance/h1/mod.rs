@@ -205,7 +205,7 @@ fn fill(case: &Case, path: &str) -> Vec<Part> {
         } else {
             break;
         };
-        parts.push(Part::Bytes(rest[..at].as_bytes().to_vec()));
+        parts.push(Part::Bytes(rest.as_bytes()[..at].to_vec()));
         parts.push(part);
         rest = &rest[at + marker.len()..];
     }
