@@ -39,6 +39,9 @@ pub struct ConformanceArgs {
     /// Runs of each suite against each server and route [default: 3; 1 with --quick]
     #[arg(long)]
     pub(crate) runs: Option<u32>,
+    /// Suites, comma-separated: http1, h2c, h2-tls [default: all three]
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub(crate) suites: Vec<Suite>,
     /// A CI-sized run: one run each, h2spec's connection, frame, stream-state and HTTP sections
     /// only, the whole HTTP/1.1 suite
     #[arg(long)]
@@ -77,6 +80,7 @@ const QUICK_H2SPEC: &[&str] = &[
 pub(crate) struct Settings {
     pub(crate) launch: Launch,
     pub(crate) runtimes: Vec<String>,
+    pub(crate) suites: Vec<Suite>,
     pub(crate) runs: u32,
     pub(crate) quick: bool,
     pub(crate) h2spec: PathBuf,
@@ -87,13 +91,15 @@ pub(crate) struct Settings {
 }
 
 /// A suite of the study.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub(crate) enum Suite {
     /// The HTTP/1.1 suite on plaintext.
+    #[value(name = "http1")]
     Http1,
     /// h2spec over h2c (prior knowledge).
     H2c,
     /// h2spec over TLS (ALPN h2).
+    #[value(name = "h2-tls")]
     H2Tls,
 }
 
@@ -206,6 +212,14 @@ impl ConformanceArgs {
         Ok(Settings {
             launch,
             runtimes,
+            suites: if self.suites.is_empty() {
+                Suite::ALL.to_vec()
+            } else {
+                Suite::ALL
+                    .into_iter()
+                    .filter(|s| self.suites.contains(s))
+                    .collect()
+            },
             runs: self.runs.unwrap_or(if self.quick { 1 } else { 3 }).max(1),
             quick: self.quick,
             h2spec,
@@ -274,7 +288,7 @@ fn study_runtime(
     runs: &mut Vec<CaseRun>,
     not_run: &mut Vec<NotRun>,
 ) {
-    for suite in Suite::ALL {
+    for &suite in &settings.suites {
         let brigade = start_brigade(settings, runtime, suite);
         let control = start_control(settings, runtime, suite == Suite::H2Tls);
         let mut addrs = Vec::new();
@@ -367,7 +381,7 @@ fn run_one(
         skipped,
     };
     if suite == Suite::Http1 {
-        return Ok(h1::run(addr, path, route == Route::Reads, None)
+        return Ok(h1::run(addr, path, route == Route::Reads)
             .into_iter()
             .map(|o| {
                 blank(

@@ -8,7 +8,7 @@ use brigade_report::setup::{build_versions, Setup};
 use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
 
 use super::classify::{Class, Tally, HOUSE_RULES};
-use super::{h1, NotRun, Route, Settings, Suite};
+use super::{h1, NotRun, Route, Settings};
 
 // The tables' titles are the report crate's: the comparison's "Correctness" section reads them.
 use brigade_report::correctness::{FAILURES_TABLE, RUNTIMES_TABLE};
@@ -80,7 +80,7 @@ fn runtimes_section(settings: &Settings, tally: &Tally) -> Section {
         ],
     );
     for runtime in &settings.runtimes {
-        for suite in Suite::ALL {
+        for &suite in &settings.suites {
             let n = counts(tally.of(runtime, suite));
             let v = |x: usize| Some(x as f64);
             table.push(
@@ -209,7 +209,8 @@ fn rate(brigade: (u32, u32), control: (u32, u32)) -> String {
 
 fn headline(settings: &Settings, tally: &Tally) -> String {
     let all = counts(tally.cases.iter());
-    let ran: Vec<String> = Suite::ALL
+    let ran: Vec<String> = settings
+        .suites
         .iter()
         .map(|s| {
             let n = tally
