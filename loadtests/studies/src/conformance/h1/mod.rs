@@ -369,6 +369,24 @@ mod tests {
     }
 
     #[test]
+    fn the_reliability_doc_states_the_suites_counts() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reliability.md"),
+        )
+        .unwrap();
+        let smuggling = CASES.iter().filter(|c| c.smuggling).count();
+        for stated in [
+            format!("**{} HTTP/1.1 cases**", CASES.len()),
+            format!("**{smuggling} smuggling cases**"),
+        ] {
+            assert!(
+                doc.contains(&stated),
+                "docs/reliability.md does not say {stated}"
+            );
+        }
+    }
+
+    #[test]
     fn placeholders_are_filled_and_the_length_is_the_bodys() {
         let case = CASES.iter().find(|c| c.id == "smuggling/cl-te").unwrap();
         let parts = fill(case, "/x");
