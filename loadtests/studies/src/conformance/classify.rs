@@ -34,7 +34,7 @@ impl Class {
             Class::FlakyThroughBrigade => "flaky through Brigade",
             Class::Runtimes => "the runtime's",
             Class::ControlOnly => "the runtime's, fixed by Brigade",
-            Class::Unclassified => "unclassified (no control ran)",
+            Class::Unclassified => "no control to tell",
         }
     }
 }

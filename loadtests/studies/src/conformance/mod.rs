@@ -12,6 +12,7 @@
 mod classify;
 pub(crate) mod h1;
 mod h2spec;
+mod h3;
 mod report;
 
 use std::net::SocketAddr;
@@ -39,7 +40,8 @@ pub struct ConformanceArgs {
     /// Runs of each suite against each server and route [default: 3; 1 with --quick]
     #[arg(long)]
     pub(crate) runs: Option<u32>,
-    /// Suites, comma-separated: http1, h2c, h2-tls [default: all three]
+    /// Suites, comma-separated: http1, h2c, h2-tls, h3 [default: all four; h3 on the runtimes
+    /// that offer it]
     #[arg(long, value_delimiter = ',', value_enum)]
     pub(crate) suites: Vec<Suite>,
     /// A CI-sized run: one run each, h2spec's connection, frame, stream-state and HTTP sections
@@ -81,6 +83,8 @@ pub(crate) struct Settings {
     pub(crate) launch: Launch,
     pub(crate) runtimes: Vec<String>,
     pub(crate) suites: Vec<Suite>,
+    /// The runtimes that offer HTTP/3.
+    pub(crate) h3: Vec<String>,
     pub(crate) runs: u32,
     pub(crate) quick: bool,
     pub(crate) h2spec: PathBuf,
@@ -101,16 +105,20 @@ pub(crate) enum Suite {
     /// h2spec over TLS (ALPN h2).
     #[value(name = "h2-tls")]
     H2Tls,
+    /// The HTTP/3 suite, on the runtimes that offer h3.
+    #[value(name = "h3")]
+    H3,
 }
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 3] = [Suite::Http1, Suite::H2c, Suite::H2Tls];
+    pub(crate) const ALL: [Suite; 4] = [Suite::Http1, Suite::H2c, Suite::H2Tls, Suite::H3];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Suite::Http1 => "HTTP/1.1",
             Suite::H2c => "h2spec h2c",
             Suite::H2Tls => "h2spec h2-tls",
+            Suite::H3 => "HTTP/3",
         }
     }
 
@@ -120,6 +128,7 @@ impl Suite {
             Suite::Http1 => Protocol::H1,
             Suite::H2c => Protocol::H2c,
             Suite::H2Tls => Protocol::H2Tls,
+            Suite::H3 => Protocol::H3,
         }
     }
 }
@@ -209,6 +218,11 @@ impl ConformanceArgs {
             )
         })?;
         let stamp = brigade_meter::clock::stamp();
+        let h3 = runtimes
+            .iter()
+            .filter(|r| info.offers(r, Protocol::H3))
+            .cloned()
+            .collect();
         Ok(Settings {
             launch,
             runtimes,
@@ -220,6 +234,7 @@ impl ConformanceArgs {
                     .filter(|s| self.suites.contains(s))
                     .collect()
             },
+            h3,
             runs: self.runs.unwrap_or(if self.quick { 1 } else { 3 }).max(1),
             quick: self.quick,
             h2spec,
@@ -289,13 +304,21 @@ fn study_runtime(
     not_run: &mut Vec<NotRun>,
 ) {
     for &suite in &settings.suites {
+        if suite == Suite::H3 && !settings.h3.iter().any(|r| r == runtime) {
+            continue; // not applicable: the runtime offers no HTTP/3
+        }
         let brigade = start_brigade(settings, runtime, suite);
-        let control = start_control(settings, runtime, suite == Suite::H2Tls);
+        // HTTP/3 has no control: no framework here serves it on its own (the hyper-based runtimes
+        // serve it through the h3 crate that Brigade mounts, xitca-web through xitca-http's).
+        let control =
+            (suite != Suite::H3).then(|| start_control(settings, runtime, suite == Suite::H2Tls));
         let mut addrs = Vec::new();
+        let started_control = control.as_ref().map(|c| c.as_ref().map(|c| c.addr));
         for (server, started) in [
-            (Server::Brigade, brigade.as_ref().map(|s| s.0)),
-            (Server::Control, control.as_ref().map(|c| c.addr)),
+            (Server::Brigade, Some(brigade.as_ref().map(|s| s.0))),
+            (Server::Control, started_control),
         ] {
+            let Some(started) = started else { continue };
             match started {
                 Ok(addr) => addrs.push((server, addr)),
                 Err(e) => not_run.push(NotRun {
@@ -380,6 +403,23 @@ fn run_one(
         failure,
         skipped,
     };
+    if suite == Suite::H3 {
+        let method = if route == Route::Reads { "POST" } else { "GET" };
+        return Ok(h3::run(addr, h3::Route { path, method })?
+            .into_iter()
+            .map(|o| {
+                let c = o.case;
+                blank(
+                    c.id.to_owned(),
+                    c.section.to_owned(),
+                    c.what.to_owned(),
+                    false,
+                    o.failure,
+                    false,
+                )
+            })
+            .collect());
+    }
     if suite == Suite::Http1 {
         return Ok(h1::run(addr, path, route == Route::Reads)
             .into_iter()

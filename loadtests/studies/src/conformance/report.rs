@@ -8,7 +8,7 @@ use brigade_report::setup::{build_versions, Setup};
 use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
 
 use super::classify::{Class, Tally, HOUSE_RULES};
-use super::{h1, NotRun, Route, Settings};
+use super::{h1, NotRun, Route, Settings, Suite};
 
 // The tables' titles are the report crate's: the comparison's "Correctness" section reads them.
 use brigade_report::correctness::{FAILURES_TABLE, RUNTIMES_TABLE};
@@ -40,6 +40,7 @@ pub(crate) struct Counts {
     pub(crate) control_failed: usize,
     pub(crate) brigades: usize,
     pub(crate) flaky_brigade: usize,
+    pub(crate) unclassified: usize,
     pub(crate) runtimes: usize,
     pub(crate) fixed: usize,
     pub(crate) flaky: usize,
@@ -52,7 +53,8 @@ pub(crate) fn counts<'a>(cases: impl Iterator<Item = &'a super::classify::CaseTa
         n.brigade_failed += usize::from(c.brigade.1 > 0);
         n.control_failed += usize::from(c.control.1 > 0);
         match c.class() {
-            Some(Class::Brigades) | Some(Class::Unclassified) => n.brigades += 1,
+            Some(Class::Brigades) => n.brigades += 1,
+            Some(Class::Unclassified) => n.unclassified += 1,
             Some(Class::FlakyThroughBrigade) => n.flaky_brigade += 1,
             Some(Class::Runtimes) => n.runtimes += 1,
             Some(Class::ControlOnly) => n.fixed += 1,
@@ -74,6 +76,7 @@ fn runtimes_section(settings: &Settings, tally: &Tally) -> Section {
             count("failed on the control"),
             count("Brigade's"),
             count("flaky through Brigade"),
+            count("no control to tell"),
             count("the runtime's"),
             count("fixed by Brigade"),
             count("flaky"),
@@ -81,6 +84,9 @@ fn runtimes_section(settings: &Settings, tally: &Tally) -> Section {
     );
     for runtime in &settings.runtimes {
         for &suite in &settings.suites {
+            if suite == Suite::H3 && !settings.h3.contains(runtime) {
+                continue; // not applicable
+            }
             let n = counts(tally.of(runtime, suite));
             let v = |x: usize| Some(x as f64);
             table.push(
@@ -91,6 +97,7 @@ fn runtimes_section(settings: &Settings, tally: &Tally) -> Section {
                     v(n.control_failed),
                     v(n.brigades),
                     v(n.flaky_brigade),
+                    v(n.unclassified),
                     v(n.runtimes),
                     v(n.fixed),
                     v(n.flaky),
@@ -171,12 +178,13 @@ fn failures_section(tally: &Tally) -> Section {
         }
     }
     let mut text = vec![if brigades.is_empty() {
-        "No failure is Brigade's: every case that fails through Brigade fails on the runtime's own \
-         server too."
+        "Nothing fails through Brigade alone: every case that fails through Brigade fails on the \
+         runtime's own server too."
             .to_owned()
     } else {
         format!(
-            "Brigade's failures ({}): {}.",
+            "Failing through Brigade and not on the control ({}, each with its class: Brigade's, \
+             flaky through Brigade, or no control to tell): {}.",
             brigades.len(),
             brigades.join("; ")
         )
@@ -225,13 +233,14 @@ fn headline(settings: &Settings, tally: &Tally) -> String {
         .collect();
     format!(
         "{} runtime(s) through Brigade and on their own control servers: {}, each {} time(s) on two \
-         routes. Failures: {} Brigade's, {} flaky through Brigade, {} the runtimes' own, {} fixed by \
-         Brigade's layer; {} flaky in all.",
+         routes. Failures: {} Brigade's, {} flaky through Brigade, {} with no control to tell (HTTP/3), \
+         {} the runtimes' own, {} fixed by Brigade's layer; {} flaky in all.",
         settings.runtimes.len(),
         ran.join(", "),
         settings.runs,
         all.brigades,
         all.flaky_brigade,
+        all.unclassified,
         all.runtimes,
         all.fixed,
         all.flaky
@@ -292,11 +301,13 @@ fn setup(settings: &Settings) -> Setup {
         .line(
             "Suites",
             format!(
-                "h2spec {} ({}, -o {} s) over h2c and h2-tls; the HTTP/1.1 suite ({} cases)",
+                "h2spec {} ({}, -o {} s) over h2c and h2-tls; the HTTP/1.1 suite ({} cases); the \
+                 HTTP/3 suite ({} cases)",
                 settings.h2spec_version,
                 settings.h2spec.display(),
                 settings.h2spec_timeout,
-                h1::cases::CASES.len()
+                h1::cases::CASES.len(),
+                super::h3::CASES.len()
             ),
         )
         .line("Runs", format!("{} per suite, server and route", settings.runs))

@@ -142,7 +142,7 @@ pub(crate) fn run(addr: SocketAddr, path: &str, reads: bool) -> Vec<Outcome> {
         let handles: Vec<_> = picked
             .iter()
             .map(|case| {
-                let bytes = fill(case, path);
+                let bytes = fill(case, if reads { "POST" } else { "GET" }, path);
                 scope.spawn(move || exchange(addr, &bytes, case.expect))
             })
             .collect();
@@ -173,8 +173,8 @@ enum Part {
 }
 
 /// A case's request with its placeholders filled, in parts.
-fn fill(case: &Case, path: &str) -> Vec<Part> {
-    let smuggled = SMUGGLED.replace("{path}", path);
+fn fill(case: &Case, method: &str, path: &str) -> Vec<Part> {
+    let smuggled = SMUGGLED.replace("{method}", method).replace("{path}", path);
     let body = case
         .body
         .replace("{smuggled_hex}", &format!("{:x}", smuggled.len()))
@@ -183,6 +183,7 @@ fn fill(case: &Case, path: &str) -> Vec<Part> {
     let length = body.replace("{wait}", "").replace("{half_close}", "").len();
     let head = case
         .head
+        .replace("{method}", method)
         .replace("{path}", path)
         .replace("{long_query}", &format!("q={}", "a".repeat(8190)))
         .replace("{body_len}", &length.to_string());
@@ -389,7 +390,7 @@ mod tests {
     #[test]
     fn placeholders_are_filled_and_the_length_is_the_bodys() {
         let case = CASES.iter().find(|c| c.id == "smuggling/cl-te").unwrap();
-        let parts = fill(case, "/x");
+        let parts = fill(case, "GET", "/x");
         let [Part::Bytes(bytes)] = parts.as_slice() else {
             panic!("{parts:?}")
         };
@@ -404,17 +405,17 @@ mod tests {
             "{text}"
         );
         let te_cl = CASES.iter().find(|c| c.id == "smuggling/te-cl").unwrap();
-        let Part::Bytes(bytes) = &fill(te_cl, "/x")[0] else {
+        let Part::Bytes(bytes) = &fill(te_cl, "GET", "/x")[0] else {
             panic!("bytes first")
         };
-        let hidden = SMUGGLED.replace("{path}", "/x");
+        let hidden = SMUGGLED.replace("{method}", "GET").replace("{path}", "/x");
         let chunk = format!("\r\n\r\n{:x}\r\n{hidden}\r\n0\r\n", hidden.len());
         assert!(String::from_utf8_lossy(bytes).contains(&chunk));
         let wait = CASES
             .iter()
             .find(|c| c.id == "expect/100-continue")
             .unwrap();
-        let parts = fill(wait, "/x");
+        let parts = fill(wait, "GET", "/x");
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[1], Part::Wait);
         assert_eq!(parts[2], Part::Bytes(b"hello".to_vec()));
