@@ -62,12 +62,7 @@ pub fn run(settings: &CompareSettings) -> anyhow::Result<Report> {
     measurements.phases = phases.report();
     measurements.wall_s = began.elapsed().as_secs_f64();
     let report = Report::new(measurements, judged.into_parts());
-    let report = with_baseline(report, &plan.settings)?;
-    let runtimes = &plan.settings.runtimes;
-    let report = report.with_correctness(crate::correctness::read(
-        plan.settings.conformance_report.as_deref(),
-        runtimes,
-    )?);
+    let report = with_correctness(with_baseline(report, &plan.settings)?, &plan.settings)?;
     report::write_all(&report, &plan.settings.out_dir)?;
     Ok(report)
 }
@@ -250,6 +245,14 @@ fn with_baseline(report: Report, settings: &CompareSettings) -> anyhow::Result<R
         crate::baseline::read(path).with_context(|| format!("--baseline {}", path.display()))?;
     let baseline = crate::baseline::compare(&report, &before, path, &settings.rule);
     Ok(report.with_baseline(Some(baseline)))
+}
+
+/// The report with what the newest conformance study (or `--conformance-report`) found for its
+/// runtimes.
+fn with_correctness(report: Report, settings: &CompareSettings) -> anyhow::Result<Report> {
+    let asked = settings.conformance_report.as_deref();
+    let found = crate::correctness::read(asked, &settings.runtimes)?;
+    Ok(report.with_correctness(found))
 }
 
 /// Every cell side by side, in the order scenario, preload, users, each to its first look; then
