@@ -370,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn the_reliability_doc_states_the_suites_counts() {
+    fn the_reliability_doc_states_the_suites_counts_and_the_http3_suites_too() {
         let doc = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reliability.md"),
         )
@@ -379,6 +379,7 @@ mod tests {
         for stated in [
             format!("**{} HTTP/1.1 cases**", CASES.len()),
             format!("**{smuggling} smuggling cases**"),
+            format!("**{} HTTP/3 cases**", crate::conformance::h3::CASES.len()),
         ] {
             assert!(
                 doc.contains(&stated),
