@@ -44,18 +44,22 @@ pub struct CorrectnessRow {
     pub brigades: u64,
     /// Failures that are the runtime's own (on its control server too).
     pub runtimes: u64,
+    /// Failures with no control to tell whose they are (HTTP/3).
+    #[serde(default)]
+    pub unclassified: u64,
     /// The runtime's own failing cases, by id (each once, whatever the route).
     pub own: Vec<String>,
 }
 
 /// The header of the section's table.
-pub const HEADER: [&str; 7] = [
+pub const HEADER: [&str; 8] = [
     "runtime",
     "suite",
     "cases × routes",
     "failed through Brigade",
     "Brigade's",
     "the runtime's own",
+    "no control to tell",
     "the runtime's own cases",
 ];
 
@@ -95,6 +99,7 @@ impl Correctness {
                 .iter()
                 .filter_map(|r| failures.dimension("case").map(|i| r.dimensions[i].clone()))
                 .collect();
+            own.sort();
             own.dedup();
             rows.push(CorrectnessRow {
                 runtime: runtime.clone(),
@@ -103,6 +108,7 @@ impl Correctness {
                 failed: value(row, "failed through Brigade"),
                 brigades: value(row, "Brigade's"),
                 runtimes: value(row, "the runtime's"),
+                unclassified: value(row, "no control to tell"),
                 own,
             });
         }
@@ -115,7 +121,7 @@ impl Correctness {
     }
 
     /// A row's cells, in [`HEADER`]'s order.
-    pub fn cells(row: &CorrectnessRow) -> [String; 7] {
+    pub fn cells(row: &CorrectnessRow) -> [String; 8] {
         [
             row.runtime.clone(),
             row.suite.clone(),
@@ -123,6 +129,7 @@ impl Correctness {
             row.failed.to_string(),
             row.brigades.to_string(),
             row.runtimes.to_string(),
+            row.unclassified.to_string(),
             if row.own.is_empty() {
                 "—".to_owned()
             } else {
@@ -131,11 +138,14 @@ impl Correctness {
         ]
     }
 
-    /// The sentence under the section's title: where the figures come from.
-    fn source_words(&self) -> String {
+    /// The sentence under the section's title: where the figures come from, the path as `code`
+    /// gives it (markdown's backticks, or HTML's element around the escaped path).
+    fn source_words(&self, code: fn(&str) -> String) -> String {
         format!(
-            "From the conformance study `{}` (started {}): {}",
-            self.source, self.studied_at, self.summary
+            "From the conformance study {} (started {}): {}",
+            code(&self.source),
+            self.studied_at,
+            self.summary
         )
     }
 }
@@ -152,7 +162,7 @@ pub fn markdown(correctness: Option<&Correctness>) -> String {
         let _ = writeln!(out, "{NO_STUDY}\n");
         return out;
     };
-    let _ = writeln!(out, "{}\n", c.source_words());
+    let _ = writeln!(out, "{}\n", c.source_words(|p| format!("`{p}`")));
     let _ = writeln!(out, "| {} |", HEADER.join(" | "));
     let _ = writeln!(out, "|{}", " --- |".repeat(HEADER.len()));
     for row in &c.rows {
@@ -169,7 +179,9 @@ pub fn html(correctness: Option<&Correctness>) -> String {
         let _ = writeln!(out, "<p>{}</p>", esc(NO_STUDY));
         return out;
     };
-    let _ = writeln!(out, "<p>{}</p>\n<table><tr>", esc(&c.source_words()));
+    let words = esc(&c.source_words(|p| format!("\u{1}{p}\u{2}")));
+    let words = words.replace('\u{1}', "<code>").replace('\u{2}', "</code>");
+    let _ = writeln!(out, "<p>{words}</p>\n<table><tr>");
     for h in HEADER {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -263,10 +275,16 @@ mod tests {
         assert_eq!(only.rows.len(), 1);
         let md = markdown(Some(&c));
         assert!(
-            md.contains("| ntex | h2spec h2c | 290 | 4 | 0 | 4 | http2/4.2/2 |"),
+            md.contains("| ntex | h2spec h2c | 290 | 4 | 0 | 4 | 0 | http2/4.2/2 |"),
             "{md}"
         );
         assert!(markdown(None).contains("brigade study conformance"));
-        assert!(html(Some(&c)).contains("<td>http2/4.2/2</td>"));
+        assert!(md.contains("study `results/x/report.json`"), "{md}");
+        let page = html(Some(&c));
+        assert!(page.contains("<td>http2/4.2/2</td>"), "{page}");
+        assert!(
+            page.contains("<code>results/x/report.json</code>"),
+            "{page}"
+        );
     }
 }
