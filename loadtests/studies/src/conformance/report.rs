@@ -154,21 +154,7 @@ fn failures_section(tally: &Tally) -> Section {
                 Some(c.brigade.0.max(c.control.0) as f64),
             ],
         );
-        let line = format!(
-            "{} [{}]: {}{} ({}; {}): {}{}",
-            c.name(),
-            whose,
-            c.what,
-            if c.smuggling {
-                " [smuggling class]"
-            } else {
-                ""
-            },
-            c.route.name(),
-            rate(c.brigade, c.control),
-            c.words.as_deref().unwrap_or("failed"),
-            if c.flaky() { " (flaky)" } else { "" }
-        );
+        let line = failure_line(c, &whose);
         match class {
             Class::Brigades | Class::Unclassified | Class::FlakyThroughBrigade => {
                 brigades.push(line)
@@ -205,6 +191,24 @@ fn failures_section(tally: &Tally) -> Section {
         tables: vec![table],
         charts: Vec::new(),
     }
+}
+
+/// A failing case in one line: where, whose, what it sends, how often it failed, what went wrong.
+fn failure_line(c: &super::classify::CaseTally, whose: &str) -> String {
+    format!(
+        "{} [{whose}]: {}{} ({}; {}): {}{}",
+        c.name(),
+        c.what,
+        if c.smuggling {
+            " [smuggling class]"
+        } else {
+            ""
+        },
+        c.route.name(),
+        rate(c.brigade, c.control),
+        c.words.as_deref().unwrap_or("failed"),
+        if c.flaky() { " (flaky)" } else { "" }
+    )
 }
 
 /// `failed 2 of 3 through Brigade, 0 of 3 on the control`.
