@@ -1,13 +1,14 @@
 //! `brigade study conformance`: does each runtime speak HTTP correctly, through Brigade and on its
-//! own? Suites Brigade did not write where there is one (h2spec for HTTP/2, over h2c and over TLS),
-//! and for HTTP/1.1, which has none, a suite written here from RFC 9112 and RFC 9110 ([`h1`]);
-//! each runs against the application's first service on the memory store (Brigade's server, as `compare` starts it) and
-//! against the same runtime's control server (`brigade serve-control`: the runtime's own minimal
-//! server, no kit layer; `brigade_runtimes::control`), on two routes: one that reads the request
-//! body and one that does not (`/health` answers before a body is read, so whether a malformed
-//! body is seen is a race: the route is named, and every suite runs [`ConformanceArgs::runs`]
-//! times). A case that fails through Brigade and on the control is the runtime's; one that fails
-//! only through Brigade is Brigade's ([`classify`]).
+//! own? Suites Brigade did not write where there is one (h2spec for HTTP/2, over h2c and over TLS,
+//! [`h2spec`]); for HTTP/1.1 and HTTP/3, which have none here, suites written from their RFCs
+//! ([`h1`], [`h3`]). Each runs against the application's first service on the memory store
+//! (Brigade's server, as `compare` starts it) and against the same runtime's control server
+//! (`brigade serve-control`: the runtime's own minimal server, no kit layer;
+//! `brigade_runtimes::control`; HTTP/3 has none), on two routes: one that reads the request body
+//! and one that does not (a route that answers before the body is read races a malformed body, so
+//! the route is named, and every suite runs [`ConformanceArgs::runs`] times). A case that fails
+//! through Brigade and on the control is the runtime's; one that fails only through Brigade, in
+//! every run, is Brigade's ([`classify`]).
 
 mod classify;
 pub(crate) mod h1;
@@ -45,7 +46,7 @@ pub struct ConformanceArgs {
     #[arg(long, value_delimiter = ',', value_enum)]
     pub(crate) suites: Vec<Suite>,
     /// A CI-sized run: one run each, h2spec's connection, frame, stream-state and HTTP sections
-    /// only, the whole HTTP/1.1 suite
+    /// only, the whole HTTP/1.1 and HTTP/3 suites
     #[arg(long)]
     pub(crate) quick: bool,
     /// h2spec [default: $BRIGADE_TOOLS/bin/h2spec, else target/conformance-tools/bin/h2spec, else
