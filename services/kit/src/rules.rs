@@ -10,6 +10,9 @@
 //!   (RFC 9112 §3.2): 400, and the connection closes;
 //! - a path whose percent-escapes decode to bytes that are not UTF-8: 400;
 //! - `CONNECT` (no route is a tunnel): 405, and the connection closes;
+//! - an HTTP/2 or HTTP/3 request with a connection-specific field (`Connection`, `Keep-Alive`,
+//!   `Proxy-Connection`, `Transfer-Encoding`, `Upgrade`) or a `TE` other than `trailers`
+//!   (RFC 9113 §8.2.2, RFC 9114 §4.2: malformed): 400 (HTTP/2's stacks refuse them first);
 //! - an HTTP/1.1 request without exactly one `Host`, or any request whose `Host` is not
 //!   `host[:port]` (RFC 9112 §3.2: "MUST respond with 400"; RFC 3986 §3.2.2): 400, and the
 //!   connection closes;
@@ -110,6 +113,17 @@ where
     let head = HeadFacts::read(headers());
     head.check_host_and_framing(version)?;
     if version == Version::Http2 {
+        if head.connection_specific || !head.te_ok {
+            // HTTP/2's stacks refuse these before the kit sees them; HTTP/3's (the h3 crate) do not.
+            return Err(Refused {
+                error: ApiError::bad_request(
+                    "a connection-specific field (Connection, Keep-Alive, Proxy-Connection, \
+                     Transfer-Encoding, Upgrade) or a TE other than trailers makes an HTTP/2 or \
+                     HTTP/3 request malformed (RFC 9113 §8.2.2, RFC 9114 §4.2)",
+                ),
+                close: false,
+            });
+        }
         // No connection closes for one stream's sake: the answer ends the stream, not the
         // connection (a `Connection` header cannot even be sent, RFC 9113 §8.2.2).
         // (Nor after a 404/405/413 to a body: HTTP/2 frames each stream's body, so an unread one
@@ -175,6 +189,8 @@ struct HeadFacts {
     length_ok: bool,
     has_length_body: bool,
     host_ok: bool,
+    connection_specific: bool,
+    te_ok: bool,
     codings: u32,
     coding_ok: bool,
     close: bool,
@@ -191,6 +207,8 @@ impl HeadFacts {
             length_ok: true,
             has_length_body: false,
             host_ok: true,
+            connection_specific: false,
+            te_ok: true,
             codings: 0,
             coding_ok: true,
             close: false,
@@ -209,15 +227,22 @@ impl HeadFacts {
                 f.length_ok &= !value.is_empty() && value.iter().all(u8::is_ascii_digit);
                 f.has_length_body |= value.iter().any(|b| *b != b'0');
             } else if is("transfer-encoding") {
+                f.connection_specific = true;
                 f.codings += 1;
                 f.coding_ok &= value.eq_ignore_ascii_case(b"chunked");
             } else if is("connection") {
+                f.connection_specific = true;
                 for token in value.split(|b| *b == b',').map(<[u8]>::trim_ascii) {
                     f.close |= token.eq_ignore_ascii_case(b"close");
                     f.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
                 }
             } else if is("upgrade") {
+                f.connection_specific = true;
                 f.close = true;
+            } else if is("keep-alive") || is("proxy-connection") {
+                f.connection_specific = true;
+            } else if is("te") {
+                f.te_ok &= value.eq_ignore_ascii_case(b"trailers");
             }
         }
         f
@@ -386,6 +411,26 @@ mod tests {
             assert_eq!(r.error.code.status(), 400, "{bad:?}");
             assert!(r.close, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_connection_specific_field_makes_an_http2_or_http3_request_malformed() {
+        for field in [
+            ("Connection", "keep-alive"),
+            ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "close"),
+            ("Transfer-Encoding", "chunked"),
+            ("Upgrade", "websocket"),
+            ("TE", "gzip"),
+        ] {
+            let r = check("GET", "/health", Version::Http2, &[field]).unwrap_err();
+            assert_eq!(r.error.code.status(), 400, "{field:?}");
+            assert!(!r.close, "a stream's refusal closes no connection");
+        }
+        assert!(check("GET", "/health", Version::Http2, &[("te", "Trailers")]).is_ok());
+        // On HTTP/1.1 they are ordinary (Connection: keep-alive, TE: gzip).
+        let h = [("Host", "h"), ("Connection", "keep-alive"), ("TE", "gzip")];
+        assert!(check("GET", "/health", Version::Http11, &h).is_ok());
     }
 
     #[test]
