@@ -149,6 +149,24 @@ pub fn run_study(args: &StudyArgs, registry: &Registry) -> anyhow::Result<()> {
     }
 }
 
+/// The setup section every study that starts servers opens with: the machine, the versions with
+/// the server binary's, and the command line; the study adds its own lines.
+pub(crate) fn server_setup(
+    launch: &brigade_meter::servers::Launch,
+    command_line: &str,
+) -> brigade_report::setup::Setup {
+    let mut versions = brigade_report::setup::build_versions();
+    let binary = launch.binary();
+    versions.server_binary = binary.display().to_string();
+    versions.server_binary_version = brigade_meter::servers::binary_version(binary);
+    brigade_report::setup::Setup {
+        machine: brigade_load::machine::describe(),
+        versions,
+        lines: Vec::new(),
+        command_line: command_line.to_owned(),
+    }
+}
+
 /// Prints a study's report on the terminal and where its files are.
 pub(crate) fn show(report: &brigade_report::study::StudyReport, out_dir: &std::path::Path) {
     println!("\n{}", brigade_report::study::markdown::render(report));

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use brigade_report::setup::{build_versions, Setup};
+use brigade_report::setup::Setup;
 use brigade_report::study::{Better, Metric, Section, StudyReport, Table};
 
 use super::classify::{Class, Tally, HOUSE_RULES};
@@ -291,16 +291,7 @@ fn notes(settings: &Settings, not_run: &[NotRun]) -> Vec<String> {
 }
 
 fn setup(settings: &Settings) -> Setup {
-    let mut versions = build_versions();
-    let binary = settings.launch.binary();
-    versions.server_binary = binary.display().to_string();
-    versions.server_binary_version = brigade_meter::servers::binary_version(binary);
-    let mut out = Setup {
-        machine: brigade_load::machine::describe(),
-        versions,
-        lines: Vec::new(),
-        command_line: settings.command_line.clone(),
-    };
+    let mut out = crate::server_setup(&settings.launch, &settings.command_line);
     out.line("Runtimes", settings.runtimes.join(", "))
         .line(
             "Suites",
@@ -320,7 +311,7 @@ fn setup(settings: &Settings) -> Setup {
             format!(
                 "Brigade: {} (the first service announced, memory store, 1 worker); control: {} serve-control --runtime {{runtime}} [--tls-self-signed]",
                 settings.launch.describe(),
-                binary.display()
+                settings.launch.binary().display()
             ),
         );
     out

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{FaultResult, FaultsSettings};
-use brigade_report::setup::{build_versions, limits_text, Setup};
+use brigade_report::setup::{limits_text, Setup};
 use brigade_report::study::{Axis, Better, Chart, Metric, Section, Series, StudyReport, Table};
 
 /// The title of the table every fault fills.
@@ -208,16 +208,7 @@ fn headline(faults: &str, runtimes: &str, stores: &str, results: &[FaultResult])
 }
 
 fn setup(settings: &FaultsSettings, results: &[FaultResult]) -> Setup {
-    let mut versions = build_versions();
-    let binary = settings.launch.binary();
-    versions.server_binary = binary.display().to_string();
-    versions.server_binary_version = brigade_meter::servers::binary_version(binary);
-    let mut out = Setup {
-        machine: brigade_load::machine::describe(),
-        versions,
-        lines: Vec::new(),
-        command_line: settings.command_line.clone(),
-    };
+    let mut out = crate::server_setup(&settings.launch, &settings.command_line);
     let limits: BTreeMap<String, Option<String>> = results
         .iter()
         .filter(|r| r.server_limits.is_some())
