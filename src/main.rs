@@ -63,6 +63,10 @@ enum Command {
         /// (HTTP/1.1 and h2c).
         #[arg(long)]
         tls_self_signed: bool,
+        /// HTTP/3 as well, on the listener's port number over UDP (with --tls-self-signed; the
+        /// six runtimes that offer h3).
+        #[arg(long, requires = "tls_self_signed")]
+        h3: bool,
     },
     /// Load a target with a scenario and report hits/s, bandwidth, latency and errors.
     Load(brigade_load::cli::LoadCommand),
@@ -165,7 +169,8 @@ fn main() {
             runtime,
             listen,
             tls_self_signed,
-        } => serve_control(&runtime, listen, tls_self_signed),
+            h3,
+        } => serve_control(&runtime, listen, tls_self_signed, h3),
         Command::Load(args) => {
             brigade_launch::init_tracing();
             brigade_load::cli::run_load(args, &load_registry())
@@ -216,16 +221,20 @@ fn serve_hello(runtime: &str, listen: SocketAddr, workers: Option<usize>) -> any
     brigade_runtimes::hello::serve_hello(runtime.name, listener, workers, shutdown)
 }
 
-fn serve_control(runtime: &str, listen: SocketAddr, tls: bool) -> anyhow::Result<()> {
+fn serve_control(runtime: &str, listen: SocketAddr, tls: bool, h3: bool) -> anyhow::Result<()> {
     let runtime = brigade_launch::pick_runtime(Some(runtime))?;
     let settings = brigade_kit::tls::TlsSettings {
         self_signed: tls,
         ..Default::default()
     };
     let tls = settings.load()?.map(|t| t.config);
-    let listener = brigade_runtimes::bind(listen)?;
-    let addr = listener.local_addr()?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
+    let control = brigade_runtimes::control::Control::bind(runtime.name, listen, tls, h3)?;
+    let addr = control.listener.local_addr()?;
+    let scheme = if control.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     brigade_launch::announce(&Announcement::Listening(Listening {
         service: "control".to_string(),
         url: format!("{scheme}://{addr}"),
@@ -234,8 +243,7 @@ fn serve_control(runtime: &str, listen: SocketAddr, tls: bool) -> anyhow::Result
         workers: 1,
         limits: None,
     }))?;
-    let control = brigade_runtimes::control::Control { listener, tls };
-    brigade_runtimes::control::serve_control(runtime.name, control)
+    control.serve()
 }
 
 /// The most of an answer's body `probe` reads.

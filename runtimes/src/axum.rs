@@ -170,7 +170,7 @@ fn control(c: crate::control::Control) -> anyhow::Result<()> {
             axum::routing::any(|body: Bytes| async move { echo_answer(body.len()) }),
         )
         .fallback(|| async { CONTROL_BODY }); // no extractor: the body left unread
-    crate::control::on_one_worker(async move {
+    crate::control::on_one_worker(c, |c| async move {
         if c.tls.is_some() {
             let service = TowerToHyperService::new(router);
             return crate::control::serve_hyper_util(c, service, true).await;

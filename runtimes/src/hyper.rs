@@ -153,5 +153,5 @@ fn control(c: crate::control::Control) -> anyhow::Result<()> {
         );
         Ok::<_, hyper::Error>(resp)
     });
-    crate::control::on_one_worker(crate::control::serve_hyper_util(c, service, false))
+    crate::control::on_one_worker(c, |c| crate::control::serve_hyper_util(c, service, false))
 }

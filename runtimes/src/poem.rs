@@ -329,7 +329,7 @@ fn control(c: crate::control::Control) -> anyhow::Result<()> {
         .at(ECHO_PATH, echo)
         .at("/", other)
         .at("/*rest", other);
-    crate::control::on_one_worker(async move {
+    crate::control::on_one_worker(c, |c| async move {
         let tcp = TcpAcceptor::from_std(c.listener)?;
         match c.tls {
             None => poem::Server::new_with_acceptor(tcp).run(route).await?,

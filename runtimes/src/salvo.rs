@@ -273,7 +273,7 @@ fn control(c: crate::control::Control) -> anyhow::Result<()> {
         .push(Router::with_path("{**rest}").goal(other))
         .goal(other);
     let service = Service::new(router);
-    crate::control::on_one_worker(async move {
+    crate::control::on_one_worker(c, |c| async move {
         let acceptor = TcpAcceptor::try_from(tokio::net::TcpListener::from_std(c.listener)?)?;
         match c.tls {
             None => Server::new(acceptor).serve(service).await,

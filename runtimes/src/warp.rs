@@ -174,7 +174,7 @@ fn control(c: crate::control::Control) -> anyhow::Result<()> {
         .map(|body: WarpBytes| echo_answer(body.len()));
     let other = on_echo(false).map(|| CONTROL_BODY); // the body left unread
     let routes = echo.or(other);
-    crate::control::on_one_worker(async move {
+    crate::control::on_one_worker(c, |c| async move {
         if c.tls.is_some() {
             return crate::control::serve_hyper_util(c, as_service!(routes), true).await;
         }

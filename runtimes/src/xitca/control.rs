@@ -23,7 +23,8 @@ use crate::control::{echo_answer, Control, CONTROL_BODY, ECHO_PATH};
 /// does inside on the listener it is handed: xitca-http's service builder with the kit's rustls
 /// configuration (rustls 0.23, the same crate; its ALPN `h2, http/1.1` as it is, where
 /// `bind_rustls` would add the same two again) around the same application, on xitca-server.
-pub(crate) fn control(c: Control) -> anyhow::Result<()> {
+pub(crate) fn control(mut c: Control) -> anyhow::Result<()> {
+    let quic = c.take_h3();
     match c.tls {
         None => xitca_web::HttpServer::serve(control_app())
             .worker_threads(1)
@@ -31,15 +32,24 @@ pub(crate) fn control(c: Control) -> anyhow::Result<()> {
             .listen(c.listener)?
             .run()
             .wait()?,
-        Some(tls) => xitca_server::Builder::new()
-            .worker_threads(1)
-            .listen(
+        Some(tls) => {
+            let mut server = xitca_server::Builder::new().worker_threads(1).listen(
                 "xitca-web-rustls",
                 c.listener,
                 control_app().enclosed(HttpServiceBuilder::new().rustls(tls)),
-            )
-            .build()
-            .wait()?,
+            );
+            if let Some((socket, tls)) = quic {
+                // HTTP/3 as xitca-web's `bind_h3` serves it (xitca-http's service builder, which
+                // takes a QUIC stream to its h3 dispatcher), on the socket bound beside the listener.
+                let quic = super::h3::Quic::on(socket, crate::control::quic_config(&tls)?);
+                server = server.listen(
+                    "xitca-web-h3",
+                    quic,
+                    control_app().enclosed(HttpServiceBuilder::new()),
+                );
+            }
+            server.build().wait()?
+        }
     }
     Ok(())
 }

@@ -101,6 +101,16 @@ impl Quic {
             endpoint: Arc::default(),
         })
     }
+
+    /// QUIC on `socket` (bound already) under `config` as it is: the control's
+    /// ([`crate::control`]).
+    pub(crate) fn on(socket: std::net::UdpSocket, config: quinn::ServerConfig) -> Quic {
+        Quic {
+            socket,
+            config,
+            endpoint: Arc::default(),
+        }
+    }
 }
 
 impl IntoListener for Quic {

@@ -123,12 +123,21 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// h2spec's version line (`2.0.0`), for the setup section.
+/// h2spec's version for the setup section: the one `scripts/conformance-tools.sh` pinned (its
+/// stamp beside `bin/`) with what the binary calls itself (2.2.1 says `2.0.0`), else the latter.
 pub(crate) fn version(binary: &Path) -> Option<String> {
     let out = Command::new(binary).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().next()?.trim();
-    Some(line.trim_start_matches("Version:").trim().to_owned())
+    let says = line
+        .trim_start_matches("Version:")
+        .split_whitespace()
+        .next()?;
+    let stamp = binary.parent()?.parent()?.join("h2spec.version");
+    Some(match std::fs::read_to_string(stamp) {
+        Ok(pinned) => format!("{} (calls itself {says})", pinned.trim()),
+        Err(_) => says.to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! ([`h1`], [`h3`]). Each runs against the application's first service on the memory store
 //! (Brigade's server, as `compare` starts it) and against the same runtime's control server
 //! (`brigade serve-control`: the runtime's own minimal server, no kit layer;
-//! `brigade_runtimes::control`; HTTP/3 has none), on two routes: one that reads the request body
+//! `brigade_runtimes::control`; for HTTP/3 on the hyper-based runtimes, the `h3` crate's own
+//! serving loop, as they serve h3 through it), on two routes: one that reads the request body
 //! and one that does not (a route that answers before the body is read races a malformed body, so
 //! the route is named, and every suite runs [`ConformanceArgs::runs`] times). A case that fails
 //! through Brigade and on the control is the runtime's; one that fails only through Brigade, in
@@ -309,17 +310,12 @@ fn study_runtime(
             continue; // not applicable: the runtime offers no HTTP/3
         }
         let brigade = start_brigade(settings, runtime, suite);
-        // HTTP/3 has no control: no framework here serves it on its own (the hyper-based runtimes
-        // serve it through the h3 crate that Brigade mounts, xitca-web through xitca-http's).
-        let control =
-            (suite != Suite::H3).then(|| start_control(settings, runtime, suite == Suite::H2Tls));
+        let control = start_control(settings, runtime, suite);
         let mut addrs = Vec::new();
-        let started_control = control.as_ref().map(|c| c.as_ref().map(|c| c.addr));
         for (server, started) in [
-            (Server::Brigade, Some(brigade.as_ref().map(|s| s.0))),
-            (Server::Control, started_control),
+            (Server::Brigade, brigade.as_ref().map(|s| s.0)),
+            (Server::Control, control.as_ref().map(|c| c.addr)),
         ] {
-            let Some(started) = started else { continue };
             match started {
                 Ok(addr) => addrs.push((server, addr)),
                 Err(e) => not_run.push(NotRun {
@@ -500,12 +496,23 @@ impl Drop for ControlServer {
     }
 }
 
-/// `runtime`'s control server (`brigade serve-control`), plaintext (HTTP/1.1 and h2c) or TLS.
-fn start_control(settings: &Settings, runtime: &str, tls: bool) -> Result<ControlServer> {
+/// `runtime`'s control server (`brigade serve-control`) for `suite`: plaintext (HTTP/1.1 and
+/// h2c), TLS, or TLS with HTTP/3 beside it on the same port number.
+fn start_control(settings: &Settings, runtime: &str, suite: Suite) -> Result<ControlServer> {
     let binary = settings.launch.binary();
+    let (tls, h3) = (
+        matches!(suite, Suite::H2Tls | Suite::H3),
+        suite == Suite::H3,
+    );
     let log = settings.out_dir.join("logs").join(format!(
         "{runtime}-control{}.log",
-        if tls { "-tls" } else { "" }
+        if h3 {
+            "-h3"
+        } else if tls {
+            "-tls"
+        } else {
+            ""
+        }
     ));
     let mut command = Command::new(binary);
     command
@@ -521,6 +528,9 @@ fn start_control(settings: &Settings, runtime: &str, tls: bool) -> Result<Contro
         .stderr(Stdio::from(std::fs::File::create(&log)?));
     if tls {
         command.arg("--tls-self-signed");
+    }
+    if h3 {
+        command.arg("--h3");
     }
     let mut child = command
         .spawn()
