@@ -9,7 +9,7 @@ mod capacity;
 mod compare_e2e;
 mod conformance;
 mod containers;
-mod control;
+mod correctness;
 mod doc_counts;
 mod flags;
 mod imports;

@@ -1,9 +1,12 @@
 //! The report's "Correctness" section: the conformance study it shows (`--conformance-report`, or
 //! the newest `results/study-conformance-*`), read once the comparison is measured. A comparison
-//! runs no conformance case itself: `brigade study conformance` does (minutes, and its own
-//! servers), and its date is in the section.
+//! runs no conformance case itself: `brigade study conformance` does (its own servers), and its
+//! date is in the section; `--conformance` runs that study's quick form for the compared runtimes
+//! once the comparison is measured ([`run_study`]), so that its servers never share the CPUs with
+//! a measurement.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use brigade_report::correctness::Correctness;
@@ -41,6 +44,41 @@ pub(crate) fn read(
         anyhow::bail!("{} is not a conformance study's report", path.display());
     }
     Ok(found)
+}
+
+/// `--conformance`: `binary study conformance --quick --runtimes R1,R2,...` into `out/conformance/`
+/// (its output in `conformance.log` there), the binary the servers are started from running it
+/// (it serves the same runtimes' controls). Returns the study's folder. A study that could not
+/// run is an error naming its log; its cases' failures are not (they are what it reports).
+pub(crate) fn run_study(binary: &Path, runtimes: &[String], out: &Path) -> anyhow::Result<PathBuf> {
+    let dir = out.join("conformance");
+    std::fs::create_dir_all(&dir)?;
+    let log_path = dir.join("conformance.log");
+    let log = std::fs::File::create(&log_path)?;
+    println!(
+        "conformance: {} study conformance --quick --runtimes {} (its output: {})",
+        binary.display(),
+        runtimes.join(","),
+        log_path.display()
+    );
+    let status = Command::new(binary)
+        .args(["study", "conformance", "--quick", "--runtimes"])
+        .arg(runtimes.join(","))
+        .arg("--binary")
+        .arg(binary)
+        .arg("--out")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .status()
+        .with_context(|| format!("--conformance: could not run {}", binary.display()))?;
+    anyhow::ensure!(
+        status.success(),
+        "--conformance: the study failed ({status}); its output: {}",
+        log_path.display()
+    );
+    Ok(dir)
 }
 
 /// The newest conformance study's report under `dir` (folders are named by their UTC stamp, so

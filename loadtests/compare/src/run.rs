@@ -247,10 +247,20 @@ fn with_baseline(report: Report, settings: &CompareSettings) -> anyhow::Result<R
     Ok(report.with_baseline(Some(baseline)))
 }
 
-/// The report with what the newest conformance study (or `--conformance-report`) found for its
-/// runtimes.
+/// The report with what the newest conformance study (or `--conformance-report`, or the one
+/// `--conformance` runs now) found for its runtimes.
 fn with_correctness(report: Report, settings: &CompareSettings) -> anyhow::Result<Report> {
-    let asked = settings.conformance_report.as_deref();
+    let ran = if settings.conformance {
+        let binary = settings.launch.binary();
+        Some(crate::correctness::run_study(
+            binary,
+            &settings.runtimes,
+            &settings.out_dir,
+        )?)
+    } else {
+        None
+    };
+    let asked = ran.as_deref().or(settings.conformance_report.as_deref());
     let found = crate::correctness::read(asked, &settings.runtimes)?;
     Ok(report.with_correctness(found))
 }

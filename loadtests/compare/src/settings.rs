@@ -90,6 +90,8 @@ pub struct CompareSettings {
     /// The conformance study whose figures the report shows (`--conformance-report`); None: the
     /// newest under `results/`.
     pub(crate) conformance_report: Option<PathBuf>,
+    /// `--conformance`: run the quick conformance study for these runtimes once measured.
+    pub(crate) conformance: bool,
     /// Servers compare did not start, by runtime (`--external`); empty: compare starts them.
     pub(crate) external: Vec<brigade_meter::servers::external::ExternalRuntime>,
     /// Lines the user adds to the report's setup section (`--setup-note LABEL=TEXT`).
@@ -302,6 +304,7 @@ mod tests {
             thresholds: Vec::new(),
             baseline: None,
             conformance_report: None,
+            conformance: false,
             external: Vec::new(),
             setup_notes: Vec::new(),
             slo: None,

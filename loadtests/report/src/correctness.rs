@@ -34,7 +34,7 @@ pub struct Correctness {
 pub struct CorrectnessRow {
     /// The runtime.
     pub runtime: String,
-    /// The suite (`HTTP/1.1`, `h2spec h2c`, `h2spec h2-tls`).
+    /// The suite (`HTTP/1.1`, `h2spec h2c`, `h2spec h2-tls`, `HTTP/3`).
     pub suite: String,
     /// Cases run, times the routes they ran on.
     pub cases: u64,
@@ -44,7 +44,7 @@ pub struct CorrectnessRow {
     pub brigades: u64,
     /// Failures that are the runtime's own (on its control server too).
     pub runtimes: u64,
-    /// Failures with no control to tell whose they are (HTTP/3).
+    /// Failures with no control to tell whose they are (a control that did not start).
     #[serde(default)]
     pub unclassified: u64,
     /// The runtime's own failing cases, by id (each once, whatever the route).

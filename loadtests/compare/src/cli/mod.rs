@@ -203,8 +203,13 @@ pub struct CompareArgs {
     /// A conformance study's report (its report.json, or the folder holding it) whose figures the
     /// report's "Correctness" section shows for these runtimes [default: the newest
     /// results/study-conformance-*]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "conformance")]
     pub conformance_report: Option<PathBuf>,
+    /// Run the conformance study on the spot for these runtimes once the comparison is measured
+    /// (`BINARY study conformance --quick`, about 10 s per runtime, into OUT/conformance/) and
+    /// show it in the "Correctness" section
+    #[arg(long)]
+    pub conformance: bool,
     /// A server compare did not start, as RUNTIME:SERVICE=URL (repeatable: one URL per service per
     /// runtime), for servers on other machines or in containers: compare checks its /ready and
     /// that /health names RUNTIME, loads it as it finds it (no fresh state, no --preload) and reads

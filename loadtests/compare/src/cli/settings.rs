@@ -182,6 +182,7 @@ impl CompareArgs {
             thresholds,
             baseline: self.baseline.clone(),
             conformance_report: self.conformance_report.clone(),
+            conformance: self.conformance,
             external,
             setup_notes,
             slo,

@@ -91,6 +91,8 @@ pub(crate) struct Settings {
     pub(crate) quick: bool,
     pub(crate) h2spec: PathBuf,
     pub(crate) h2spec_version: String,
+    /// Why h2spec's suites were left out (h2spec not installed, only the default suites asked for).
+    pub(crate) h2spec_missing: Option<String>,
     pub(crate) h2spec_timeout: u32,
     pub(crate) out_dir: PathBuf,
     pub(crate) command_line: String,
@@ -122,6 +124,11 @@ impl Suite {
             Suite::H2Tls => "h2spec h2-tls",
             Suite::H3 => "HTTP/3",
         }
+    }
+
+    /// Whether h2spec runs it.
+    fn is_h2spec(self) -> bool {
+        matches!(self, Suite::H2c | Suite::H2Tls)
     }
 
     /// The protocol Brigade's server is started with for it.
@@ -209,16 +216,37 @@ impl ConformanceArgs {
         } else {
             picked
         };
-        let h2spec = match &self.h2spec {
-            Some(path) => path.clone(),
-            None => default_h2spec()?,
+        let mut suites: Vec<Suite> = if self.suites.is_empty() {
+            Suite::ALL.to_vec()
+        } else {
+            Suite::ALL
+                .into_iter()
+                .filter(|s| self.suites.contains(s))
+                .collect()
         };
-        let h2spec_version = h2spec::version(&h2spec).with_context(|| {
-            format!(
-                "{} does not run (install it: bash scripts/conformance-tools.sh)",
-                h2spec.display()
-            )
-        })?;
+        // h2spec asked for (by a suite or its path) and missing is an error; missing when only the
+        // default suites were asked for, h2c and h2-tls are left out and the report says why.
+        let (h2spec, found) = match (&self.h2spec, default_h2spec()) {
+            (Some(path), _) => (path.clone(), Ok(())),
+            (None, Ok(path)) => (path, Ok(())),
+            (None, Err(e)) => (PathBuf::from("h2spec"), Err(e)),
+        };
+        let (h2spec_version, h2spec_missing) = match found {
+            Ok(()) => {
+                let version = h2spec::version(&h2spec).with_context(|| {
+                    format!(
+                        "{} does not run (install it: bash scripts/conformance-tools.sh)",
+                        h2spec.display()
+                    )
+                })?;
+                (version, None)
+            }
+            Err(e) if self.suites.is_empty() => {
+                suites.retain(|s| !s.is_h2spec());
+                (String::new(), Some(format!("{e:#}")))
+            }
+            Err(e) => return Err(e),
+        };
         let stamp = brigade_meter::clock::stamp();
         let h3 = runtimes
             .iter()
@@ -228,19 +256,13 @@ impl ConformanceArgs {
         Ok(Settings {
             launch,
             runtimes,
-            suites: if self.suites.is_empty() {
-                Suite::ALL.to_vec()
-            } else {
-                Suite::ALL
-                    .into_iter()
-                    .filter(|s| self.suites.contains(s))
-                    .collect()
-            },
+            suites,
             h3,
             runs: self.runs.unwrap_or(if self.quick { 1 } else { 3 }).max(1),
             quick: self.quick,
             h2spec,
             h2spec_version,
+            h2spec_missing,
             h2spec_timeout: self.h2spec_timeout.max(1),
             out_dir: self.out.clone().unwrap_or_else(|| {
                 PathBuf::from("results").join(format!("study-conformance-{stamp}"))

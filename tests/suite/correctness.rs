@@ -1,8 +1,9 @@
-//! Every runtime's control server (`brigade serve-control`, the conformance study's control, its
-//! own minimal server with no kit layer): both routes answer over each protocol it serves —
-//! HTTP/1.1 and h2c on one plaintext port, HTTP/1.1 and h2 by ALPN under TLS, and HTTP/3 on the
-//! same port number where the runtime offers h3 — and HTTP/3 asked of a runtime without it is
-//! refused before anything is announced.
+//! Correctness beside cost. Every runtime's control server (`brigade serve-control`, the
+//! conformance study's control, its own minimal server with no kit layer): both routes answer over
+//! each protocol it serves — HTTP/1.1 and h2c on one plaintext port, HTTP/1.1 and h2 by ALPN under
+//! TLS, and HTTP/3 on the same port number where the runtime offers h3 — and HTTP/3 asked of a
+//! runtime without it is refused before anything is announced. `compare --conformance` runs the
+//! quick conformance study once the comparison is measured and shows it in the report.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -139,4 +140,51 @@ fn every_control_answers_both_routes_over_each_protocol_it_serves() {
             );
         }
     }
+}
+
+#[test]
+fn compare_with_conformance_runs_the_quick_study_and_shows_it_beside_the_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("compare");
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(["compare", "--runtimes", "hyper", "--scenarios", "hello"])
+        .args(["--users", "1", "--repeat", "1", "--duration", "300ms"])
+        .args(["--warmup", "0s", "--store", "memory", "--no-progress"])
+        .arg("--conformance")
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("brigade runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("conformance: "), "{stdout}");
+    let study = out.join("conformance").join("report.json");
+    assert!(
+        study.is_file(),
+        "the study's report is in the comparison's folder"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let correctness = &report["correctness"];
+    assert_eq!(correctness["source"], study.display().to_string());
+    let rows = correctness["rows"].as_array().unwrap();
+    // HTTP/1.1 and HTTP/3 run wherever the binary runs (h2spec's two suites where it is installed),
+    // each case on two routes, and nothing fails through Brigade alone or without a control.
+    for suite in ["HTTP/1.1", "HTTP/3"] {
+        let row = rows
+            .iter()
+            .find(|r| r["runtime"] == "hyper" && r["suite"] == suite)
+            .unwrap_or_else(|| panic!("a {suite} row in {rows:?}"));
+        assert!(row["cases"].as_u64().unwrap() >= 2 * 20, "{row}");
+        assert_eq!(row["brigades"], 0, "{row}");
+        assert_eq!(row["unclassified"], 0, "{row}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let section = md.split("## Correctness").nth(1).expect("the section");
+    assert!(section.contains("conformance/report.json"), "{section}");
+    assert!(section.contains("| hyper | HTTP/3 |"), "{section}");
 }
