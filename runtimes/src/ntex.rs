@@ -101,8 +101,11 @@ async fn body(
     limits: &ServerLimits,
 ) -> Result<bytes::Bytes, ApiError> {
     let length = text(req, header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
+    // RFC 9112: an HTTP/1.1 request with neither a length nor a transfer coding has no body;
+    // HTTP/2 frames a body with no length, so there the payload says where it ends.
+    let http1 = req.version() < ntex::http::Version::HTTP_2;
     if length == Some(0)
-        || (length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
+        || (http1 && length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
     {
         return Ok(bytes::Bytes::new()); // no body (a GET): nothing to read
     }

@@ -87,9 +87,13 @@ fn filter(
                     };
                     let route = routed.route;
                     let length = crate::head::content_length(&headers);
-                    // RFC 9112: a request with neither a length nor a transfer coding has no body.
-                    let bodiless = length == Some(0)
-                        || (length.is_none() && !headers.contains_key(header::TRANSFER_ENCODING));
+                    // No body where its length is 0, or where there is none and the stream ended
+                    // at the first look: RFC 9112's "neither a length nor a transfer coding" on
+                    // HTTP/1.1 (hyper's body for it is empty), a stream that ended with its head
+                    // on HTTP/2 and HTTP/3, which frame a body with no length (warp shows neither
+                    // the version nor the body's end, so the one poll tells them apart).
+                    let (body, ended) = first_look(body).await;
+                    let bodiless = length == Some(0) || (length.is_none() && ended);
                     let body = if bodiless {
                         WarpBytes::new() // no body (a GET): nothing to read
                     } else {
@@ -157,6 +161,14 @@ fn on_echo(echo: bool) -> impl Filter<Extract = (), Error = warp::Rejection> + C
             }
         })
         .untuple_one()
+}
+
+/// `body`, and whether it ended at the first look (one poll, no data before its end).
+async fn first_look<S: futures::Stream + Unpin>(body: S) -> (futures::stream::Peekable<S>, bool) {
+    let mut body = futures::StreamExt::peekable(body);
+    let first = futures::poll!(std::pin::Pin::new(&mut body).peek());
+    let ended = matches!(first, std::task::Poll::Ready(None));
+    (body, ended)
 }
 
 /// The control server ([`crate::control`]): two filters, the echo reading the body with

@@ -155,6 +155,21 @@ async fn h2_checks(d: &Deployment, url: &str, addr: SocketAddr, wire: Wire, what
         "{what}: a JSON 431: {body:?}"
     );
 
+    // A body with no content-length: HTTP/2 frames it (RFC 9112's "no length, no body" is
+    // HTTP/1.1's), so the route reads it whole.
+    let unsized_post = request(Method::POST, url, "/bench/bytes")
+        .header("content-type", "application/octet-stream")
+        .body(())
+        .unwrap();
+    let (status, body) = h2_answer(&mut send, unsized_post, Some(Bytes::from_static(b"hello")))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{what}: {body:?}");
+    assert!(
+        String::from_utf8_lossy(&body).contains(r#""length":5"#),
+        "{what}: a body with no content-length is read: {body:?}"
+    );
+
     let head = request(Method::HEAD, url, "/bench/hello").body(()).unwrap();
     let (status, body) = h2_answer(&mut send, head, None).await.unwrap();
     assert_eq!(
@@ -336,6 +351,19 @@ async fn h3_checks(d: &Deployment, url: &str, addr: SocketAddr, what: &str) {
     assert!(
         String::from_utf8_lossy(&body).contains("header_fields_too_large"),
         "{what}: a JSON 431: {body:?}"
+    );
+
+    let unsized_post = request(Method::POST, url, "/bench/bytes")
+        .header("content-type", "application/octet-stream")
+        .body(())
+        .unwrap();
+    let (status, body) = h3_answer(&mut send, unsized_post, Some(Bytes::from_static(b"hello")))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{what}: {body:?}");
+    assert!(
+        String::from_utf8_lossy(&body).contains(r#""length":5"#),
+        "{what}: a body with no content-length is read (HTTP/3 frames it): {body:?}"
     );
 
     let head = request(Method::HEAD, url, "/bench/hello").body(()).unwrap();
