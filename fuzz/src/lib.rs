@@ -104,11 +104,13 @@ pub fn request_path(runtime: &str, data: &[u8]) {
     let mut rest = &out[..];
     while !rest.is_empty() {
         // An answer to a HEAD has a length and no body; the framing that lands on the next
-        // answer (or the end) is the one the server meant.
+        // answer's status line (or the end) is the one the server meant. The whole status line,
+        // not its first bytes: a body can hold "HTTP/1.1 request ..." (an error naming the
+        // version), and a HEAD's length landing there is not an answer.
         let next = [false, true].into_iter().find_map(|head| {
             let (status, _, used) = brigade_clients::http1::read_answer(rest, head)?;
             let after = &rest[used..];
-            (after.is_empty() || after.starts_with(b"HTTP/1.")).then_some((status, used))
+            (after.is_empty() || starts_with_status_line(after)).then_some((status, used))
         });
         let Some((status, used)) = next else {
             panic!(
@@ -122,6 +124,17 @@ pub fn request_path(runtime: &str, data: &[u8]) {
             String::from_utf8_lossy(&out)
         );
         rest = &rest[used..];
+    }
+}
+
+/// Whether `bytes` open with an HTTP/1.x status line's start: `HTTP/1.0 ` or `HTTP/1.1 `, then
+/// three digits and a space.
+fn starts_with_status_line(bytes: &[u8]) -> bool {
+    match bytes.get(..13) {
+        Some([b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor, b' ', code @ .., b' ']) => {
+            matches!(minor, b'0' | b'1') && code.iter().all(u8::is_ascii_digit)
+        }
+        _ => false,
     }
 }
 
