@@ -284,7 +284,10 @@ fn notes(settings: &Settings, not_run: &[NotRun]) -> Vec<String> {
     }
     if settings.quick {
         notes.push(format!(
-            "--quick: one run each, h2spec's sections {} only.",
+            "--quick: one run each, h2spec's sections {} only. With one run a race cannot be \
+             told from a fault: an h2spec case that fails through Brigade alone in its one run is \
+             counted Brigade's though it may be one of the races the full study's three runs show \
+             as flaky (a route that answers before the body is read against the frames after it).",
             super::QUICK_H2SPEC.join(", ")
         ));
     }
