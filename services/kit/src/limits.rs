@@ -353,6 +353,14 @@ impl ServerLimits {
     }
 }
 
+/// The 400 for a body that does not match its `Content-Length` of `n` (how: `went past`, `ended at
+/// N bytes of`).
+fn length_mismatch(how: &str, n: u64) -> ApiError {
+    ApiError::bad_request(format!(
+        "the body {how} the {n} bytes its content-length announced"
+    ))
+}
+
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
@@ -365,7 +373,10 @@ fn secs(d: Duration) -> String {
 /// Reads a request body of at most `limit` bytes within `timeout`, the same way on every runtime:
 /// a `Content-Length` over the limit is refused at once without reading (413), a body that grows
 /// past it is refused when it does (413, the same message), one that does not finish in time is a
-/// 408 (`request_timeout`), and a broken one a 400. The unread rest is left in `body`.
+/// 408 (`request_timeout`), and a broken one a 400 — a body that does not match its
+/// `Content-Length` too, longer or shorter (malformed: RFC 9110 §8.6, RFC 9114 §4.1.2; HTTP/1.1's
+/// and HTTP/2's stacks hold the length themselves, the `h3` crate does not). The unread rest is
+/// left in `body`.
 pub async fn read_body<S, B, E>(
     body: S,
     content_length: Option<u64>,
@@ -460,6 +471,10 @@ where
             if out.len() + chunk.remaining() > limit {
                 return Err(ApiError::too_large(limit));
             }
+            if let Some(n) = content_length.filter(|n| (out.len() + chunk.remaining()) as u64 > *n)
+            {
+                return Err(length_mismatch("went past", n));
+            }
             while chunk.has_remaining() {
                 let part = chunk.chunk();
                 let n = part.len();
@@ -467,7 +482,13 @@ where
                 chunk.advance(n);
             }
         }
-        Ok(out.freeze())
+        match content_length {
+            Some(n) if (out.len() as u64) < n => Err(length_mismatch(
+                &format!("ended at {} bytes of", out.len()),
+                n,
+            )),
+            _ => Ok(out.freeze()),
+        }
     };
     match tokio::time::timeout(timeout, collect).await {
         Ok(read) => read,
@@ -644,6 +665,21 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::RequestTimeout);
         assert_eq!(e.to_reply().status, 408);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_match_its_content_length_is_a_400() {
+        let t = Duration::from_secs(5);
+        for (parts, announced, how) in [
+            (&["hello"][..], 10, "ended at 5 bytes of the 10"),
+            (&["abc", "def"][..], 4, "went past the 4"),
+        ] {
+            let e = read_body(chunks(parts), Some(announced), 64, t)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
+            assert!(e.message.contains(how), "{}", e.message);
+        }
     }
 
     #[test]
