@@ -23,6 +23,8 @@ use crate::control::{echo_answer, Control, CONTROL_BODY, ECHO_PATH};
 /// does inside on the listener it is handed: xitca-http's service builder with the kit's rustls
 /// configuration (rustls 0.23, the same crate; its ALPN `h2, http/1.1` as it is, where
 /// `bind_rustls` would add the same two again) around the same application, on xitca-server.
+/// HTTP/3 where asked for ([`Control::bind`]): the same application behind xitca-http's service
+/// builder on the QUIC socket bound beside the listener, as xitca-web's `bind_h3` serves it.
 pub(crate) fn control(mut c: Control) -> anyhow::Result<()> {
     let quic = c.take_h3();
     match c.tls {
