@@ -82,3 +82,50 @@ fn the_embedding_doc_counts_the_code_lines_of_the_second_user() {
         "only {checked} rows of docs/embedding.md's file table were read"
     );
 }
+
+#[test]
+fn the_reliability_doc_states_the_fuzz_ledgers_sums() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ledger = std::fs::read_to_string(root.join("fuzz/ledger.tsv")).unwrap();
+    // Per target: executions, seconds and crashes summed over its runs.
+    let mut sums = std::collections::BTreeMap::<String, [u64; 3]>::new();
+    let mut lines = ledger.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (target, executions, seconds, crashes) = (
+        column("target"),
+        column("executions"),
+        column("seconds"),
+        column("crashes"),
+    );
+    for line in lines {
+        let cells: Vec<&str> = line.split('\t').collect();
+        let sum = sums.entry(cells[target].to_owned()).or_default();
+        for (i, c) in [executions, seconds, crashes].into_iter().enumerate() {
+            sum[i] += cells[c].parse::<u64>().unwrap();
+        }
+    }
+    assert!(!sums.is_empty(), "the ledger has runs");
+    let doc = std::fs::read_to_string(root.join("docs/reliability.md")).unwrap();
+    let table = doc
+        .split("| target | executions | seconds | crashes |")
+        .nth(1)
+        .expect("docs/reliability.md states the ledger's sums");
+    // Rows: | `request_axum` | 10,000,000 | 1,183 | 0 | ...
+    let mut stated = std::collections::BTreeMap::new();
+    for row in table.lines().skip(1) {
+        if !row.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let Some(name) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) else {
+            continue; // the header's rule
+        };
+        let number = |i: usize| cells[i].replace(',', "").parse::<u64>().unwrap();
+        stated.insert(name.to_owned(), [number(2), number(3), number(4)]);
+    }
+    assert_eq!(
+        stated, sums,
+        "docs/reliability.md §4 against fuzz/ledger.tsv"
+    );
+}
