@@ -100,13 +100,11 @@ async fn body(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    // RFC 9112: an HTTP/1.1 request with neither a length nor a transfer coding has no body
-    // (actix hands an `Upgrade` request the rest of the connection as its payload); HTTP/2 frames
-    // a body with no length, so there the payload says where it ends.
+    // (actix hands an `Upgrade` request the rest of the connection as its payload; over HTTP/2
+    // the payload says where the body ends.)
     let http1 = req.version() < actix_web::http::Version::HTTP_2;
-    if length == Some(0)
-        || (http1 && length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
-    {
+    let coded = req.headers().contains_key(header::TRANSFER_ENCODING);
+    if crate::head::bodiless(length, http1 && !coded) {
         return Ok(Bytes::new()); // no body (a GET): nothing to read
     }
     read_body(payload, length, limit, limits.body_read_timeout).await

@@ -64,6 +64,14 @@ pub(crate) fn header_text(headers: &http::HeaderMap, name: &http::HeaderName) ->
         .map(str::to_string)
 }
 
+/// Whether a request has no body to read: its `Content-Length` is 0, or it announced none and
+/// nothing else frames one (`unframed`): on HTTP/1.1, no transfer coding (RFC 9112 §6.3); on
+/// HTTP/2 and HTTP/3, which frame a body with no length, a stream that ended with its head.
+#[allow(dead_code)] // the runtimes that cannot ask their body whether it ended (actix, ntex, warp)
+pub(crate) fn bodiless(length: Option<u64>, unframed: bool) -> bool {
+    length == Some(0) || (length.is_none() && unframed)
+}
+
 /// The `Content-Length` a request announced, if any and well-formed.
 #[cfg(feature = "hyper-loop")]
 #[allow(dead_code)] // the runtimes whose body type gives no size hint (poem, warp) read it

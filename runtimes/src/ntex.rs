@@ -101,12 +101,10 @@ async fn body(
     limits: &ServerLimits,
 ) -> Result<bytes::Bytes, ApiError> {
     let length = text(req, header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
-    // RFC 9112: an HTTP/1.1 request with neither a length nor a transfer coding has no body;
-    // HTTP/2 frames a body with no length, so there the payload says where it ends.
+    // (Over HTTP/2 the payload says where the body ends.)
     let http1 = req.version() < ntex::http::Version::HTTP_2;
-    if length == Some(0)
-        || (http1 && length.is_none() && !req.headers().contains_key(header::TRANSFER_ENCODING))
-    {
+    let coded = req.headers().contains_key(header::TRANSFER_ENCODING);
+    if crate::head::bodiless(length, http1 && !coded) {
         return Ok(bytes::Bytes::new()); // no body (a GET): nothing to read
     }
     // ntex's chunks are its own `Bytes`; the kit's reader takes the `bytes` crate's. A refused

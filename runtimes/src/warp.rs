@@ -87,14 +87,11 @@ fn filter(
                     };
                     let route = routed.route;
                     let length = crate::head::content_length(&headers);
-                    // No body where its length is 0, or where there is none and the stream ended
-                    // at the first look: RFC 9112's "neither a length nor a transfer coding" on
-                    // HTTP/1.1 (hyper's body for it is empty), a stream that ended with its head
-                    // on HTTP/2 and HTTP/3, which frame a body with no length (warp shows neither
-                    // the version nor the body's end, so the one poll tells them apart).
+                    // warp shows neither the version nor the body's end, so one poll tells
+                    // whether anything frames a body (hyper's body for an HTTP/1.1 request with
+                    // neither a length nor a coding is empty).
                     let (body, ended) = first_look(body).await;
-                    let bodiless = length == Some(0) || (length.is_none() && ended);
-                    let body = if bodiless {
+                    let body = if crate::head::bodiless(length, ended) {
                         WarpBytes::new() // no body (a GET): nothing to read
                     } else {
                         let limit = limits.body_limit(routed.endpoint.limit);
