@@ -414,10 +414,20 @@ load_images() {
     local e image
     resolve_engine
     e=$ENGINE
+    local out try
     for image in "$@"; do
         "$e" image inspect "$image" >/dev/null 2>&1 || die "$e has no image $image"
-        "$e" save "$image" | ctrk images import --all-platforms - >/dev/null || die "importing $image into containerd failed"
-        ctrk images ls -q | grep -qx "$image" || die "containerd did not take $image under that name"
+        # Once (a CI run on a cold machine, images just built) an import succeeded and the name was
+        # not listed; rerun on the same machine it was. So: up to three tries, then what
+        # containerd said and what it lists.
+        for try in 1 2 3; do
+            out=$("$e" save "$image" | ctrk images import --all-platforms - 2>&1) \
+                || { printf '%s\n' "$out" >&2; die "importing $image into containerd failed"; }
+            ctrk images ls -q | grep -qx "$image" && break
+            log "containerd did not list $image after import $try: $(printf '%s' "$out" | tr '\n' ' ')"
+            (( try < 3 )) || { ctrk images ls -q >&2; die "containerd did not take $image under that name"; }
+            sleep 2
+        done
         log "loaded $image into the cluster's containerd"
     done
 }
