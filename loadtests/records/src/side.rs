@@ -21,6 +21,13 @@ pub struct SideRuntime {
     /// balanced rounds removes. Empty in reports written before rounds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_positions: Vec<u32>,
+    /// Its fresh servers in each round, when a round ran other than one: the rounds after a first
+    /// look run only the runtimes still in question, each in several copies that fill the places
+    /// of the others (0: not in that round; its windows there are unknown). Its per-window CPU
+    /// time and requests in such a round are its copies' summed, so a window's cost is theirs
+    /// pooled. Empty: one server in every round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_copies: Vec<u32>,
     /// Requests completed over the measured windows.
     pub requests: u64,
     /// Of those, failed.
@@ -162,6 +169,11 @@ pub struct Looks {
     /// Why an open level got no second look, when it did not (the budget could not decide it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The runtimes the rounds after the first look ran (the best and those still undecided
+    /// against it), when not every runtime: the second look judges them alone on every round, the
+    /// others keep what the first look said. Empty: every runtime ran every round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contenders: Vec<String>,
 }
 
 impl Looks {
@@ -194,10 +206,13 @@ pub const ACHIEVED_SHARE: f64 = 0.99;
 pub const MAX_ERROR_SHARE: f64 = 0.01;
 
 /// Appends a further window set to a level: the next round, measured on fresh servers (`more`
-/// may list the runtimes in another order: each is matched by its label).
+/// may list the runtimes in another order: each is matched by its label). A runtime `more` does
+/// not have (a round of the contenders only) gets unknown windows there and no server; one `more`
+/// ran in copies ([`merge_copies`]) keeps their count.
 pub fn extend(cell: &mut SideCell, more: SideCell) {
     let windows = cell.windows as f64;
     let added = more.windows as f64;
+    let rounds_before = cell.rounds().len();
     let weigh = |a: f64, b: f64| (a * windows + b * added) / (windows + added).max(1.0);
     cell.server_cpus_busy_pct = weigh(cell.server_cpus_busy_pct, more.server_cpus_busy_pct);
     cell.generator_cpus_busy_pct =
@@ -221,26 +236,96 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
     if cell.not_judged.is_none() {
         cell.not_judged = more.not_judged;
     }
-    for theirs in more.runtimes {
-        let Some(mine) = cell
-            .runtimes
-            .iter_mut()
-            .find(|r| r.runtime == theirs.runtime)
-        else {
-            continue;
-        };
-        mine.window_cpu_ns.extend(theirs.window_cpu_ns);
-        mine.window_requests.extend(theirs.window_requests);
-        mine.round_positions.extend(theirs.round_positions);
-        mine.requests += theirs.requests;
-        mine.errors += theirs.errors;
-        if mine.error.is_none() {
-            mine.error = theirs.error;
+    let mut more = more.runtimes;
+    for mine in &mut cell.runtimes {
+        let theirs = more
+            .iter()
+            .position(|r| r.runtime == mine.runtime)
+            .map(|i| more.swap_remove(i));
+        let copies = theirs
+            .as_ref()
+            .map_or(0, |t| t.round_copies.first().copied().unwrap_or(1));
+        if copies != 1 || !mine.round_copies.is_empty() {
+            if mine.round_copies.is_empty() {
+                mine.round_copies = vec![1; rounds_before];
+            }
+            mine.round_copies.push(copies);
         }
-        let secs = mine.window_requests.len() as f64 * cell.window_s;
-        mine.achieved_per_s = mine.requests as f64 / secs.max(1e-9);
+        match theirs {
+            Some(theirs) => {
+                mine.window_cpu_ns.extend(theirs.window_cpu_ns);
+                mine.window_requests.extend(theirs.window_requests);
+                mine.round_positions.extend(theirs.round_positions);
+                mine.requests += theirs.requests;
+                mine.errors += theirs.errors;
+                if mine.error.is_none() {
+                    mine.error = theirs.error;
+                }
+            }
+            None => {
+                let n = added as usize;
+                mine.window_cpu_ns.extend(std::iter::repeat_n(0, n));
+                mine.window_requests.extend(std::iter::repeat_n(0, n));
+                if !mine.round_positions.is_empty() {
+                    mine.round_positions.push(0);
+                }
+            }
+        }
+        mine.achieved_per_s = mine.requests as f64 / server_seconds(&cell.round_windows, cell.window_s, mine).max(1e-9);
         mine.cpu_us_per_request = mine.overall_cost();
     }
+}
+
+/// The seconds a runtime's servers were measured over a level's windows, copies counted apart.
+fn server_seconds(round_windows: &[u32], window_s: f64, runtime: &SideRuntime) -> f64 {
+    let windows: u64 = if runtime.round_copies.is_empty() {
+        runtime.window_requests.len() as u64
+    } else {
+        round_windows
+            .iter()
+            .zip(&runtime.round_copies)
+            .map(|(&w, &c)| u64::from(w) * u64::from(c))
+            .sum()
+    };
+    windows as f64 * window_s
+}
+
+/// One round's rows with a runtime's copies made one: per window their CPU time and requests
+/// summed (a window unknown in any copy is unknown), their requests and errors added, the copies
+/// counted in `round_copies`; each other field from the first copy, the rate per server. Rows
+/// keep the order of each runtime's first copy.
+pub fn merge_copies(rows: Vec<SideRuntime>, window_s: f64) -> Vec<SideRuntime> {
+    let mut merged: Vec<SideRuntime> = Vec::new();
+    let mut copies: Vec<u32> = Vec::new();
+    for row in rows {
+        let Some(i) = merged.iter().position(|m| m.runtime == row.runtime) else {
+            merged.push(row);
+            copies.push(1);
+            continue;
+        };
+        let mine = &mut merged[i];
+        copies[i] += 1;
+        for (a, b) in mine.window_cpu_ns.iter_mut().zip(&row.window_cpu_ns) {
+            *a = if *a == 0 || *b == 0 { 0 } else { *a + b };
+        }
+        for (a, b) in mine.window_requests.iter_mut().zip(&row.window_requests) {
+            *a += b;
+        }
+        mine.requests += row.requests;
+        mine.errors += row.errors;
+        if mine.error.is_none() {
+            mine.error = row.error;
+        }
+    }
+    for (row, n) in merged.iter_mut().zip(copies) {
+        if n > 1 {
+            row.round_copies = vec![n];
+            let seconds = row.window_requests.len() as f64 * window_s * f64::from(n);
+            row.achieved_per_s = row.requests as f64 / seconds.max(1e-9);
+            row.cpu_us_per_request = row.overall_cost();
+        }
+    }
+    merged
 }
 
 impl SideCell {
@@ -259,5 +344,90 @@ impl SideCell {
                 range
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, cpu: &[u64], requests: &[u64]) -> SideRuntime {
+        SideRuntime {
+            runtime: name.into(),
+            window_cpu_ns: cpu.to_vec(),
+            window_requests: requests.to_vec(),
+            round_positions: vec![0],
+            requests: requests.iter().sum(),
+            ..SideRuntime::default()
+        }
+    }
+
+    #[test]
+    fn copies_of_one_runtime_in_a_round_become_one_row_that_counts_them() {
+        let rows = vec![
+            row("hyper", &[1_000, 2_000], &[10, 10]),
+            row("xitca", &[3_000, 3_000], &[10, 10]),
+            row("hyper", &[3_000, 0], &[10, 10]),
+        ];
+        let merged = merge_copies(rows, 1.0);
+        assert_eq!(merged.len(), 2);
+        let hyper = &merged[0];
+        assert_eq!(hyper.runtime, "hyper");
+        assert_eq!(hyper.round_copies, vec![2]);
+        // Window 1 pooled; window 2 unknown in one copy, so unknown for both.
+        assert_eq!(hyper.window_cpu_ns, vec![4_000, 0]);
+        assert_eq!(hyper.window_requests, vec![20, 20]);
+        assert_eq!(hyper.requests, 40);
+        // The rate stays per server: 40 requests over 2 windows of 2 servers.
+        assert_eq!(hyper.achieved_per_s, 10.0);
+        assert_eq!(hyper.window_costs()[0], 0.2);
+        assert!(merged[1].round_copies.is_empty());
+    }
+
+    #[test]
+    fn a_round_of_the_contenders_leaves_the_others_unknown_windows_and_no_server() {
+        let mut cell = SideCell {
+            windows: 2,
+            window_s: 1.0,
+            runtimes: vec![
+                row("hyper", &[1_000, 1_000], &[10, 10]),
+                row("axum", &[2_000, 2_000], &[10, 10]),
+            ],
+            ..SideCell::default()
+        };
+        let mut hyper = row("hyper", &[4_000, 4_000], &[20, 20]);
+        hyper.round_copies = vec![2];
+        let more = SideCell {
+            windows: 2,
+            window_s: 1.0,
+            runtimes: vec![hyper],
+            ..SideCell::default()
+        };
+        extend(&mut cell, more);
+        assert_eq!(cell.round_windows, vec![2, 2]);
+        let (hyper, axum) = (&cell.runtimes[0], &cell.runtimes[1]);
+        assert_eq!(hyper.round_copies, vec![1, 2]);
+        assert_eq!(axum.round_copies, vec![1, 0]);
+        assert_eq!(axum.window_cpu_ns.len(), 4);
+        assert!(axum.window_costs()[2].is_nan());
+        assert_eq!(axum.round_positions, vec![0, 0]);
+        // Per server: hyper's 60 requests over 2 windows of one server and 2 of two.
+        assert_eq!(hyper.achieved_per_s, 10.0);
+        assert_eq!(axum.achieved_per_s, 10.0);
+        assert_eq!(axum.cpu_us_per_request, 0.2);
+        // Whole rounds of every runtime keep no copy count.
+        let mut plain = cell.clone();
+        plain.runtimes.iter_mut().for_each(|r| r.round_copies.clear());
+        plain.round_windows.truncate(1);
+        plain.windows = 2;
+        for r in &mut plain.runtimes {
+            r.window_cpu_ns.truncate(2);
+            r.window_requests.truncate(2);
+            r.round_positions.truncate(1);
+            r.requests = 20;
+        }
+        let again = plain.clone();
+        extend(&mut plain, again);
+        assert!(plain.runtimes.iter().all(|r| r.round_copies.is_empty()));
     }
 }

@@ -93,20 +93,51 @@ fn leader_line(report: &Report, a: &LevelAnswer<'_>) -> String {
     let group = group_words(&leader.runtimes);
     let state = if leader.decided { "decided" } else { "open" };
     let trail = trail(a.comparisons.iter().copied());
-    let basis = a
-        .comparisons
-        .first()
-        .map(|c| {
-            format!(
-                " — {:.0}%{} intervals, {} {}",
-                c.confidence_pct,
-                if c.simultaneous { " simultaneous" } else { "" },
-                c.samples,
-                if c.simultaneous { "rounds" } else { "windows" }
-            )
-        })
-        .unwrap_or_default();
+    let basis = basis_words(&a.comparisons);
     format!("{place}: {group} leads, {state} ({trail}){basis}")
+}
+
+/// What a level's intervals rest on: ` — 96% simultaneous intervals, 8 rounds`; where its later
+/// rounds ran only the runtimes still in question, each part named: ` — xitca: 99% simultaneous
+/// intervals, 19 rounds; the others: 96% simultaneous intervals, 8 rounds`.
+fn basis_words(comparisons: &[&Comparison]) -> String {
+    let words = |c: &Comparison| {
+        format!(
+            "{:.0}%{} intervals, {} {}",
+            c.confidence_pct,
+            if c.simultaneous { " simultaneous" } else { "" },
+            c.samples,
+            if c.simultaneous { "rounds" } else { "windows" }
+        )
+    };
+    let mut parts: Vec<(String, Vec<&str>)> = Vec::new();
+    for c in comparisons {
+        let said = words(c);
+        match parts.iter_mut().find(|(w, _)| *w == said) {
+            Some((_, who)) => who.push(&c.b),
+            None => parts.push((said, vec![&c.b])),
+        }
+    }
+    match parts.as_slice() {
+        [] => String::new(),
+        [(said, _)] => format!(" — {said}"),
+        _ => {
+            let last = parts.len() - 1;
+            let named: Vec<String> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, (said, who))| {
+                    let who = if i == last && parts.len() > 1 && who.len() > 2 {
+                        "the others".to_owned()
+                    } else {
+                        who.join(", ")
+                    };
+                    format!("{who}: {said}")
+                })
+                .collect();
+            format!(" — {}", named.join("; "))
+        }
+    }
 }
 
 /// Every scenario's pooled answer, in the report's order.
@@ -524,5 +555,55 @@ fn forest_group(svg: &mut String, scale: &Scale, g: &Group<'_>, y: &mut f64) {
             );
         }
         *y += ROW_H;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compared(b: &str, confidence_pct: f64, samples: usize) -> Comparison {
+        Comparison {
+            measure: crate::verdict::Measure::Efficiency,
+            scenario: "waiter".into(),
+            users: 10,
+            preload: 0,
+            level: Some("40%".into()),
+            rate_per_s: Some(200.0),
+            store: "embedded".into(),
+            a: "hyper".into(),
+            b: b.into(),
+            ratio: Some(1.03),
+            ci_low: Some(1.01),
+            ci_high: Some(1.05),
+            confidence_pct,
+            margin_pct: 2.0,
+            samples,
+            simultaneous: true,
+            outcome: brigade_stats::Outcome::Ahead,
+            reason: None,
+            samples_to_decide: None,
+            sentence: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_level_judged_in_two_parts_names_what_each_rests_on() {
+        let one = [compared("warp", 96.0, 8), compared("axum", 96.0, 8)];
+        let refs: Vec<&Comparison> = one.iter().collect();
+        assert_eq!(basis_words(&refs), " — 96% simultaneous intervals, 8 rounds");
+        let split = [
+            compared("xitca", 99.0, 19),
+            compared("warp", 96.0, 8),
+            compared("axum", 96.0, 8),
+            compared("ntex", 96.0, 8),
+        ];
+        let refs: Vec<&Comparison> = split.iter().collect();
+        assert_eq!(
+            basis_words(&refs),
+            " — xitca: 99% simultaneous intervals, 19 rounds; the others: 96% simultaneous \
+             intervals, 8 rounds"
+        );
+        assert_eq!(basis_words(&[]), "");
     }
 }

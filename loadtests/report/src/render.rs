@@ -217,7 +217,9 @@ pub fn verdict_rules(rule: &crate::verdict::Rule) -> String {
          order is known, not that it matters), **undecided** otherwise, with about how many \
          rounds would decide it. A level's **leader** is its best runtime with those equivalent \
          to it, decided when nothing is undecided. With `--budget` the error rate is split \
-         between a first look and a second after more rounds. A level the generator could not \
+         between a first look and a second after more rounds of the runtimes still in question \
+         (fresh copies of each filling the round's places; the others keep the first look's \
+         verdict). A level the generator could not \
          deliver or that kept the server CPUs 90% busy or more, or an isolated cell that was \
          generator-bound or contended, is not judged, and says why.",
         trim(rule.confidence_pct),

@@ -23,7 +23,7 @@ use brigade_report::verdict::{CellAt, Outcome, Rule, Verdict};
 use brigade_report::{CellVerdict, LevelVerdict, Report, Row, RunRecord, ScenarioVerdict};
 use brigade_slo::SloSearch;
 
-pub(crate) use efficiency::rounds_to_decide;
+pub(crate) use efficiency::{rounds_to_decide, Open};
 pub use scenario::judge_scenario;
 pub(crate) use scenario::judge_scenario_at;
 use words::Key;

@@ -274,7 +274,7 @@ mod tests {
             looks: Looks {
                 rounds: vec![rounds as u32],
                 planned: 1,
-                stopped: None,
+                ..Looks::default()
             },
             runtimes: costs
                 .iter()

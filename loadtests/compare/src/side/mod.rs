@@ -41,7 +41,7 @@ pub(crate) mod instructions;
 
 use brigade_meter::window::{WindowPlan, WindowServer};
 
-use brigade_records::side::{extend, Level, Looks, SideCell};
+use brigade_records::side::{extend, merge_copies, Level, Looks, SideCell};
 
 use std::time::{Duration, Instant};
 
@@ -196,20 +196,22 @@ pub(crate) fn run_cell(
             rounds: vec![cell.rounds().len() as u32],
             planned,
             stopped: None,
+            contenders: Vec::new(),
         };
     }
     (cells, records)
 }
 
 /// `rounds` more rounds of the levels `which` of a cell whose first look left them open (the
-/// budget's): fresh servers of every runtime each round, the levels at the rates the first round
-/// settled on. Records the second look on each level extended.
+/// budget's), the levels at the rates the first round settled on: fresh servers of every runtime
+/// each round, or, when `contenders` names some, fresh copies of those alone filling every place
+/// ([`places`]). Records the second look on each level extended.
 pub(crate) fn more_rounds(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
     cells: &mut [SideCell],
     which: &[usize],
-    rounds: u32,
+    (rounds, contenders): (u32, &[String]),
 ) -> Vec<ServerRecord> {
     let _budget = bench.phases.timer(Phase::Budget);
     let mut records = Vec::new();
@@ -219,7 +221,8 @@ pub(crate) fn more_rounds(
         .max()
         .unwrap_or(0);
     for round in first..(first + rounds).min(MAX_ROUNDS) {
-        let servers = match start_all(bench, plan, round) {
+        let roster = places(&bench.settings.runtimes, contenders, round);
+        let servers = match start_servers(bench, plan, round, &roster) {
             Ok(servers) => servers,
             Err(err) => {
                 println!("  more rounds: servers not started: {err:#}");
@@ -235,8 +238,27 @@ pub(crate) fn more_rounds(
         if cell.looks.rounds.last() != Some(&total) {
             cell.looks.rounds.push(total);
         }
+        cell.looks.contenders = contenders.to_vec();
     }
     records
+}
+
+/// A round's servers in their order: each runtime once, or, when `contenders` names some, the
+/// contenders alone filling the places of all (place `p` to contender `(p + round) mod m`, so
+/// where the places do not divide evenly the extra copy moves round by round). Each entry: the
+/// runtime's label and which copy it is (0, 1, …).
+fn places(runtimes: &[String], contenders: &[String], round: u32) -> Vec<(String, u32)> {
+    if contenders.is_empty() {
+        return runtimes.iter().map(|label| (label.clone(), 0)).collect();
+    }
+    let mut copies = vec![0u32; contenders.len()];
+    (0..runtimes.len())
+        .map(|p| {
+            let c = (p + round as usize) % contenders.len();
+            copies[c] += 1;
+            (contenders[c].clone(), copies[c] - 1)
+        })
+        .collect()
 }
 
 /// Every level of a cell marked not judged for `reason` (blank if it has no figures yet).
@@ -388,6 +410,8 @@ fn later_round(
                 format!("failed in round {}: {err:#}", round + 1),
             ),
         };
+        let mut more = more;
+        more.runtimes = merge_copies(more.runtimes, f64::from(side.window_s));
         extend(&mut cells[i], more);
         print_level(&cells[i], round + 1);
     }
@@ -659,20 +683,31 @@ fn measure_level(
 /// clock read first moves round by round. An external runtime's servers are taken as they run,
 /// their CPU read from their cgroups.
 fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>, round: u32) -> anyhow::Result<Vec<Running>> {
+    start_servers(bench, plan, round, &places(&bench.settings.runtimes, &[], round))
+}
+
+/// Starts the servers `roster` names ([`places`]) for round `round`, as [`start_all`] does.
+fn start_servers(
+    bench: &Bench<'_>,
+    plan: &CellPlan<'_>,
+    round: u32,
+    roster: &[(String, u32)],
+) -> anyhow::Result<Vec<Running>> {
     let _starts = bench.phases.timer(Phase::Starts);
-    let labels = &bench.settings.runtimes;
-    let shift = round as usize % labels.len().max(1);
-    let order: Vec<(usize, &String)> = labels
+    let shift = round as usize % roster.len().max(1);
+    let order: Vec<(usize, &(String, u32))> = roster
         .iter()
         .enumerate()
         .cycle()
         .skip(shift)
-        .take(labels.len())
+        .take(roster.len())
         .collect();
     let started: Vec<anyhow::Result<Running>> = std::thread::scope(|scope| {
         let handles: Vec<_> = order
             .iter()
-            .map(|&(i, label)| scope.spawn(move || start_one(bench, plan, round, i, label)))
+            .map(|&(place, (label, copy))| {
+                scope.spawn(move || start_one(bench, plan, round, place, label, *copy))
+            })
             .collect();
         handles
             .into_iter()
@@ -701,13 +736,15 @@ fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>, round: u32) -> anyhow::Resu
     }
 }
 
-/// Starts (or takes, when external) the server of runtime `label`, the `i`th, for round `round`.
+/// Starts (or takes, when external) copy `copy` of the server of runtime `label` in place
+/// `place` of round `round`.
 fn start_one(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
     round: u32,
-    i: usize,
+    place: usize,
     label: &str,
+    copy: u32,
 ) -> anyhow::Result<Running> {
     let settings = bench.settings;
     if let Some(external) = settings.external.iter().find(|e| e.runtime == label) {
@@ -720,16 +757,17 @@ fn start_one(
             started: None,
         });
     }
-    let slot = (plan.index * MAX_ROUNDS as usize + round as usize) * settings.runtimes.len() + i;
+    let slot = (plan.index * MAX_ROUNDS as usize + round as usize) * settings.runtimes.len() + place;
     let index = 10_000 + slot;
-    let fresh = bench
-        .state
-        .for_run(index, &label.replace('#', "-"), plan.preload)?;
+    let name = match copy {
+        0 => label.replace('#', "-"),
+        n => format!("{}-copy{}", label.replace('#', "-"), n + 1),
+    };
+    let fresh = bench.state.for_run(index, &name, plan.preload)?;
     let log_path = settings.out_dir.join("logs").join(format!(
-        "side-{:03}-r{}-{}.log",
+        "side-{:03}-r{}-{name}.log",
         plan.index + 1,
         round + 1,
-        label.replace('#', "-")
     ));
     let spec = ServerSpec {
         runtime: brigade_meter::servers::runtime_of(label).to_owned(),
