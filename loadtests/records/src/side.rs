@@ -271,7 +271,8 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
                 }
             }
         }
-        mine.achieved_per_s = mine.requests as f64 / server_seconds(&cell.round_windows, cell.window_s, mine).max(1e-9);
+        mine.achieved_per_s = mine.requests as f64
+            / server_seconds(&cell.round_windows, cell.window_s, mine).max(1e-9);
         mine.cpu_us_per_request = mine.overall_cost();
     }
 }
@@ -417,7 +418,10 @@ mod tests {
         assert_eq!(axum.cpu_us_per_request, 0.2);
         // Whole rounds of every runtime keep no copy count.
         let mut plain = cell.clone();
-        plain.runtimes.iter_mut().for_each(|r| r.round_copies.clear());
+        plain
+            .runtimes
+            .iter_mut()
+            .for_each(|r| r.round_copies.clear());
         plain.round_windows.truncate(1);
         plain.windows = 2;
         for r in &mut plain.runtimes {

@@ -591,7 +591,10 @@ mod tests {
     fn a_level_judged_in_two_parts_names_what_each_rests_on() {
         let one = [compared("warp", 96.0, 8), compared("axum", 96.0, 8)];
         let refs: Vec<&Comparison> = one.iter().collect();
-        assert_eq!(basis_words(&refs), " — 96% simultaneous intervals, 8 rounds");
+        assert_eq!(
+            basis_words(&refs),
+            " — 96% simultaneous intervals, 8 rounds"
+        );
         let split = [
             compared("xitca", 99.0, 19),
             compared("warp", 96.0, 8),

@@ -11,6 +11,7 @@ use brigade_report::verdict::{Measure, Rule, Verdict};
 use brigade_report::{LevelVerdict, Settings};
 use brigade_stats::Interval;
 
+use super::contenders::{first_look, only, split_by_contenders};
 use super::words::{as_judged, cell_verdict, judged, not_judged, Basis, Key};
 
 /// The seed of every bootstrap: a verdict is a function of its figures alone, so `--rejudge`
@@ -94,93 +95,16 @@ pub(super) fn judged_rounds(cell: &SideCell) -> usize {
 /// A level whose rounds after the first look ran only its contenders (`looks.contenders`) is
 /// judged in two parts: the contenders against each other on every round, at the second look's
 /// confidence; every other runtime against their best from the first look's rounds, at the first
-/// look's (see [`judge_split`]).
+/// look's (see [`super::contenders`]).
 pub(super) fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
     if split_by_contenders(cell) {
-        return judge_split(cell, store, rule);
+        return super::contenders::judge_split(cell, store, rule);
     }
     judge_whole(cell, store, rule)
 }
 
-/// Whether a level's rounds after its first look ran only some of its runtimes.
-fn split_by_contenders(cell: &SideCell) -> bool {
-    cell.looks.rounds.len() >= 2
-        && !cell.looks.contenders.is_empty()
-        && cell.not_judged.is_none()
-        && saturated(cell).is_none()
-}
-
-/// The level as its first look saw it: its first rounds, every runtime.
-fn first_look(cell: &SideCell) -> SideCell {
-    let mut first = cell.clone();
-    first.looks.rounds.truncate(1);
-    first.looks.contenders.clear();
-    first
-}
-
-/// The level restricted to the runtimes `names` (their places dropped: a round of copies fills
-/// no place once each, so places cannot be removed from it).
-fn only(cell: &SideCell, names: &[String]) -> SideCell {
-    let mut only = cell.clone();
-    only.runtimes.retain(|r| names.contains(&r.runtime));
-    for r in &mut only.runtimes {
-        r.round_positions.clear();
-    }
-    only.looks.contenders.clear();
-    only
-}
-
-/// A level whose later rounds ran its contenders only: the contenders judged against their best
-/// on every round (a runtime's copies in a round pooled into its value there, so each round is a
-/// complete block of the contenders), at the second look's confidence and simultaneous over the
-/// contenders' pairs; every other runtime judged against that best from the first look's rounds,
-/// at the first look's confidence and simultaneous over every pair there (a runtime the first look
-/// decided may be undecided against a new best: it says so). The two looks split the error rate
-/// as a level's looks always do ([`look_confidence`]), so the level's statement holds as a whole.
-fn judge_split(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
-    let contenders = &cell.looks.contenders;
-    let (mut comparisons, _) = judge_whole(&only(cell, contenders), store, rule);
-    let first = first_look(cell);
-    let Some(best) = comparisons.first().map(|c| c.a.clone()) else {
-        return judge_whole(&first, store, rule);
-    };
-    let key = Key::level(cell, store);
-    let usable: Vec<&SideRuntime> = first.runtimes.iter().filter(usable_runtime).collect();
-    let rounds = judged_rounds(&first);
-    let (table, places) = round_table(&first, &usable, rounds);
-    let confidence = look_confidence(rule.confidence(), &first.looks);
-    let simultaneous = brigade_stats::all_pairs(&table, places.as_deref(), confidence);
-    let basis = Basis {
-        samples: simultaneous.as_ref().map_or(0, |s| s.rounds),
-        unit: "rounds",
-        simultaneous: true,
-    };
-    let at = |name: &str| usable.iter().position(|r| r.runtime == name);
-    for other in usable.iter().filter(|r| !contenders.contains(&r.runtime)) {
-        let interval = match (&simultaneous, at(&best), at(&other.runtime)) {
-            (Some(s), Some(a), Some(b)) => Some(s.ratio(a, b)),
-            _ => None,
-        };
-        comparisons.push(judged(
-            Measure::Efficiency,
-            &key,
-            &best,
-            &other.runtime,
-            interval,
-            basis,
-            rule,
-        ));
-    }
-    comparisons.sort_by(|x, y| {
-        let ratio = |c: &Comparison| c.ratio.unwrap_or(f64::INFINITY);
-        ratio(x).total_cmp(&ratio(y))
-    });
-    let verdict = cell_verdict(&comparisons, None);
-    (comparisons, verdict)
-}
-
 /// [`judge_level`] of a level whose every round ran every runtime it judges.
-fn judge_whole(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
+pub(super) fn judge_whole(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
     let key = Key::level(cell, store);
     let unjudged = cell.not_judged.clone().or_else(|| saturated(cell));
     let usable: Vec<&SideRuntime> = cell.runtimes.iter().filter(usable_runtime).collect();
@@ -395,72 +319,13 @@ pub(super) fn cell_leader(levels: &[LevelVerdict]) -> Option<brigade_stats::Lead
 }
 
 /// Whether a side-by-side level's leader is decided (no comparison undecided or unjudged).
-fn level_decided(cell: &SideCell, store: &str, rule: &Rule) -> bool {
+pub(super) fn level_decided(cell: &SideCell, store: &str, rule: &Rule) -> bool {
     let (comparisons, _) = judge_level(cell, store, rule);
     level_leader(&comparisons).is_some_and(|l| l.decided)
 }
 
-/// What a level still open after its first look would need: None when it is decided or cannot be
-/// judged; else the rounds in all (one server of each runtime per round) that would likely decide
-/// every open comparison at the second look's confidence, with the runtimes still in question
-/// (the best and those undecided against it), or why no number within `max_rounds` would.
-pub(crate) fn rounds_to_decide(
-    cell: &SideCell,
-    store: &str,
-    rule: &Rule,
-    max_rounds: u32,
-) -> Option<Result<Open, String>> {
-    if cell.not_judged.is_some() || saturated(cell).is_some() || level_decided(cell, store, rule) {
-        return None;
-    }
-    // The runtimes in question: the best and those the first look left undecided against it.
-    let (first, _) = judge_level(cell, store, rule);
-    let mut contenders: Vec<String> = first.first().map(|c| c.a.clone()).into_iter().collect();
-    contenders.extend(
-        first
-            .iter()
-            .filter(|c| c.outcome == brigade_stats::Outcome::Undecided)
-            .map(|c| c.b.clone()),
-    );
-    // What they would need at the second look's confidence, judged among themselves.
-    let rounds = cell.rounds().len() as u32;
-    let mut second = only(cell, &contenders);
-    second.looks.rounds = vec![rounds, rounds];
-    let (comparisons, _) = judge_level(&second, store, rule);
-    let mut needed = rounds + 1;
-    for c in comparisons
-        .iter()
-        .filter(|c| c.outcome == brigade_stats::Outcome::Undecided)
-    {
-        let estimate = (c.ratio.unwrap_or(1.0) - 1.0) * 100.0;
-        match c.samples_to_decide {
-            Some(n) if n as u32 <= max_rounds => needed = needed.max(n as u32),
-            _ => {
-                return Some(Err(format!(
-                    "{} vs {}: {estimate:+.1}% — more than {max_rounds} rounds of one server each \
-                     would be needed: not decidable in this budget",
-                    c.a, c.b
-                )))
-            }
-        }
-    }
-    Some(Ok(Open {
-        rounds: needed,
-        contenders,
-    }))
-}
-
-/// What a level still open needs to be decided, as far as its first look can tell.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Open {
-    /// Rounds in all, at one server of each runtime per round.
-    pub rounds: u32,
-    /// The runtimes still in question: the best first, then those undecided against it.
-    pub contenders: Vec<String>,
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use brigade_report::verdict::Outcome;
 
@@ -624,7 +489,7 @@ mod tests {
     /// A level of `rounds` rounds of `windows` windows: each runtime's cost `us`, times a factor
     /// per round for the server instance (`instance[r]` for the first runtime, reversed for the
     /// others) and the machine's wobble shared by all in a window.
-    fn rounds_cell(
+    pub(crate) fn rounds_cell(
         costs: &[(&str, f64)],
         rounds: usize,
         windows: usize,
@@ -766,76 +631,5 @@ mod tests {
         assert!((look_confidence(0.95, &looks(vec![4], 2)) - 0.96).abs() < 1e-12);
         assert!((look_confidence(0.95, &looks(vec![4, 8], 2)) - 0.99).abs() < 1e-12);
         assert_eq!(look_confidence(0.95, &Looks::default()), 0.95);
-    }
-
-    /// `cell` with `rounds` more rounds of `contenders` alone, `copies` of each, as the budget adds
-    /// them: each contender's copies pooled per window, the others' windows unknown.
-    fn with_contender_rounds(
-        mut cell: SideCell,
-        contenders: &[&str],
-        rounds: usize,
-        copies: u64,
-    ) -> SideCell {
-        let windows = cell.round_windows[0] as usize;
-        let first = cell.round_windows.len() as u32;
-        for round in 0..rounds {
-            let mut more = rounds_cell(&[], 1, windows, 0.0);
-            more.runtimes = cell
-                .runtimes
-                .iter()
-                .filter(|r| contenders.contains(&r.runtime.as_str()))
-                .map(|r| {
-                    let us = r.cpu_us_per_request;
-                    let wobble = 1.0 + 0.002 * ((round * 3 + r.runtime.len()) % 5) as f64;
-                    SideRuntime {
-                        runtime: r.runtime.clone(),
-                        window_cpu_ns: vec![(us * 1e6 * wobble) as u64 * copies; windows],
-                        window_requests: vec![1000 * copies; windows],
-                        requests: 1000 * copies * windows as u64,
-                        round_copies: vec![copies as u32],
-                        ..SideRuntime::default()
-                    }
-                })
-                .collect();
-            brigade_records::side::extend(&mut cell, more);
-        }
-        cell.looks = Looks {
-            rounds: vec![first, first + rounds as u32],
-            planned: 2,
-            contenders: contenders.iter().map(|c| (*c).to_owned()).collect(),
-            ..Looks::default()
-        };
-        cell
-    }
-
-    #[test]
-    fn rounds_of_the_contenders_alone_decide_them_and_the_others_keep_the_first_look() {
-        let costs = [("lean", 25.0), ("near", 25.35), ("heavy", 28.0), ("mid", 26.5)];
-        let mut cell = rounds_cell(&costs, 4, 4, 0.006);
-        cell.looks.planned = 2;
-        let rule = Rule::default();
-        // The first look leaves near open against lean; the others are decided.
-        let open = rounds_to_decide(&cell, "embedded", &rule, 512)
-            .expect("open")
-            .expect("decidable");
-        assert_eq!(open.contenders, ["lean", "near"]);
-        let extended = with_contender_rounds(cell.clone(), &["lean", "near"], 8, 2);
-        assert_eq!(extended.rounds().len(), 12);
-        let (comparisons, _) = judge_level(&extended, "embedded", &rule);
-        assert_eq!(comparisons.len(), 3);
-        assert!(comparisons.iter().all(|c| c.a == "lean"));
-        let of = |b: &str| comparisons.iter().find(|c| c.b == b).unwrap();
-        // The contenders: every round, at the second look's confidence.
-        assert_eq!(of("near").samples, 12);
-        assert!((of("near").confidence_pct - 99.0).abs() < 1e-9);
-        assert_ne!(of("near").outcome, brigade_stats::Outcome::Undecided, "{:?}", of("near"));
-        // The others: the first look's four rounds and confidence, decided as they were.
-        for b in ["heavy", "mid"] {
-            assert_eq!(of(b).samples, 4);
-            assert!((of(b).confidence_pct - 96.0).abs() < 1e-9);
-            assert_eq!(of(b).outcome, brigade_stats::Outcome::Win, "{:?}", of(b));
-        }
-        // The cheaper first.
-        assert!(comparisons.windows(2).all(|w| w[0].ratio <= w[1].ratio));
     }
 }

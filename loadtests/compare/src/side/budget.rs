@@ -24,9 +24,10 @@ use std::time::{Duration, Instant};
 
 use brigade_records::side::SideCell;
 
-use super::{more_rounds, CellPlan, MAX_ROUNDS};
+use super::{later_round, start_servers, stop_all, CellPlan, MAX_ROUNDS};
 use crate::judge::Open;
 use crate::measure::Bench;
+use crate::phases::Phase;
 use brigade_report::ServerRecord;
 
 /// What a level still open would need: None when decided (or not judged); else the rounds in all
@@ -52,7 +53,11 @@ struct Extension {
 /// runtime (and every server is started by compare: an external one cannot be copied); else every
 /// runtime, in whole cycles of the rotation. The rounds are those that would likely decide the
 /// open level that needs most, with copies counted at what they are worth ([`extension_rounds`]).
-fn plan_extension(open: &[(u32, Open)], runtimes: usize, copies_allowed: bool) -> (u32, Vec<String>) {
+fn plan_extension(
+    open: &[(u32, Open)],
+    runtimes: usize,
+    copies_allowed: bool,
+) -> (u32, Vec<String>) {
     let mut contenders: Vec<String> = Vec::new();
     for (_, need) in open {
         for name in &need.contenders {
@@ -201,6 +206,65 @@ pub(crate) fn spend(
     records
 }
 
+/// `rounds` more rounds of the levels `which` of a cell whose first look left them open (the
+/// budget's), the levels at the rates the first round settled on: fresh servers of every runtime
+/// each round, or, when `contenders` names some, fresh copies of those alone filling every place
+/// ([`places`]). Records the second look on each level extended.
+fn more_rounds(
+    bench: &Bench<'_>,
+    plan: &CellPlan<'_>,
+    cells: &mut [SideCell],
+    which: &[usize],
+    (rounds, contenders): (u32, &[String]),
+) -> Vec<ServerRecord> {
+    let _budget = bench.phases.timer(Phase::Budget);
+    let mut records = Vec::new();
+    let first = cells
+        .iter()
+        .map(|c| c.rounds().len() as u32)
+        .max()
+        .unwrap_or(0);
+    for round in first..(first + rounds).min(MAX_ROUNDS) {
+        let roster = places(&bench.settings.runtimes, contenders, round);
+        let servers = match start_servers(bench, plan, round, &roster) {
+            Ok(servers) => servers,
+            Err(err) => {
+                println!("  more rounds: servers not started: {err:#}");
+                break;
+            }
+        };
+        later_round(bench, plan, &servers, cells, which, round);
+        records.extend(stop_all(bench, servers));
+    }
+    for &i in which {
+        let cell = &mut cells[i];
+        let total = cell.rounds().len() as u32;
+        if cell.looks.rounds.last() != Some(&total) {
+            cell.looks.rounds.push(total);
+        }
+        cell.looks.contenders = contenders.to_vec();
+    }
+    records
+}
+
+/// A round's servers in their order: each runtime once, or, when `contenders` names some, the
+/// contenders alone filling the places of all (place `p` to contender `(p + round) mod m`, so
+/// where the places do not divide evenly the extra copy moves round by round). Each entry: the
+/// runtime's label and which copy it is (0, 1, …).
+fn places(runtimes: &[String], contenders: &[String], round: u32) -> Vec<(String, u32)> {
+    if contenders.is_empty() {
+        return runtimes.iter().map(|label| (label.clone(), 0)).collect();
+    }
+    let mut copies = vec![0u32; contenders.len()];
+    (0..runtimes.len())
+        .map(|p| {
+            let c = (p + round as usize) % contenders.len();
+            copies[c] += 1;
+            (contenders[c].clone(), copies[c] - 1)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +307,39 @@ mod tests {
         assert!(who.is_empty());
         assert_eq!(rounds, 8, "4 more rounds, in a whole cycle of eight");
         let (_, who) = plan_extension(&[(4, open(12, &["a", "b"]))], 2, true);
-        assert!(who.is_empty(), "two runtimes, both contenders: nothing to leave out");
+        assert!(
+            who.is_empty(),
+            "two runtimes, both contenders: nothing to leave out"
+        );
+    }
+
+    #[test]
+    fn contenders_fill_every_place_and_the_extra_copy_moves_round_by_round() {
+        let runtimes: Vec<String> = ["a", "b", "c", "d", "e", "f", "g", "h"]
+            .iter()
+            .map(|r| (*r).to_owned())
+            .collect();
+        let every = places(&runtimes, &[], 3);
+        assert_eq!(every.len(), 8);
+        assert!(every.iter().all(|(_, copy)| *copy == 0));
+        let two = ["a".to_owned(), "d".to_owned()];
+        let round = places(&runtimes, &two, 0);
+        assert_eq!(round.len(), 8);
+        assert_eq!(round.iter().filter(|(l, _)| l == "a").count(), 4);
+        let copies: Vec<u32> = round
+            .iter()
+            .filter(|(l, _)| l == "d")
+            .map(|(_, c)| *c)
+            .collect();
+        assert_eq!(copies, [0, 1, 2, 3]);
+        // Three in eight places: 3, 3, 2, the two moving; over three rounds each has 8.
+        let three = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let mut total = [0; 3];
+        for round in 0..3 {
+            for (label, _) in places(&runtimes, &three, round) {
+                total[three.iter().position(|t| *t == label).unwrap()] += 1;
+            }
+        }
+        assert_eq!(total, [8, 8, 8]);
     }
 }

@@ -30,8 +30,9 @@
 //!    windows, since counting costs);
 //! 6. the servers stop.
 //!
-//! After every cell's first look, `--budget` adds rounds ([`more_rounds`]) to the levels still
-//! open, every runtime started afresh again (so the level's load stays what it names).
+//! After every cell's first look, `--budget` adds rounds ([`budget`]) to the levels still open:
+//! fresh copies of the runtimes still in question filling every place (so the level's load stays
+//! what it names).
 //!
 //! Latency measured here includes the other servers' work on the same CPU: it is recorded and
 //! labelled so, and never judged (the isolated runs judge latency).
@@ -161,7 +162,7 @@ pub(crate) const MAX_ROUNDS: u32 = 64;
 /// Runs a cell's first look: `--rounds` rounds, each on fresh servers of every runtime, every
 /// level measured in each. Returns every level (its windows round after round), the servers'
 /// records, and `plan.levels` set to the rates the first round settled on (what later rounds,
-/// and [`more_rounds`], run at).
+/// and [`budget::more_rounds`], run at).
 pub(crate) fn run_cell(
     bench: &Bench<'_>,
     plan: &mut CellPlan<'_>,
@@ -200,65 +201,6 @@ pub(crate) fn run_cell(
         };
     }
     (cells, records)
-}
-
-/// `rounds` more rounds of the levels `which` of a cell whose first look left them open (the
-/// budget's), the levels at the rates the first round settled on: fresh servers of every runtime
-/// each round, or, when `contenders` names some, fresh copies of those alone filling every place
-/// ([`places`]). Records the second look on each level extended.
-pub(crate) fn more_rounds(
-    bench: &Bench<'_>,
-    plan: &CellPlan<'_>,
-    cells: &mut [SideCell],
-    which: &[usize],
-    (rounds, contenders): (u32, &[String]),
-) -> Vec<ServerRecord> {
-    let _budget = bench.phases.timer(Phase::Budget);
-    let mut records = Vec::new();
-    let first = cells
-        .iter()
-        .map(|c| c.rounds().len() as u32)
-        .max()
-        .unwrap_or(0);
-    for round in first..(first + rounds).min(MAX_ROUNDS) {
-        let roster = places(&bench.settings.runtimes, contenders, round);
-        let servers = match start_servers(bench, plan, round, &roster) {
-            Ok(servers) => servers,
-            Err(err) => {
-                println!("  more rounds: servers not started: {err:#}");
-                break;
-            }
-        };
-        later_round(bench, plan, &servers, cells, which, round);
-        records.extend(stop_all(bench, servers));
-    }
-    for &i in which {
-        let cell = &mut cells[i];
-        let total = cell.rounds().len() as u32;
-        if cell.looks.rounds.last() != Some(&total) {
-            cell.looks.rounds.push(total);
-        }
-        cell.looks.contenders = contenders.to_vec();
-    }
-    records
-}
-
-/// A round's servers in their order: each runtime once, or, when `contenders` names some, the
-/// contenders alone filling the places of all (place `p` to contender `(p + round) mod m`, so
-/// where the places do not divide evenly the extra copy moves round by round). Each entry: the
-/// runtime's label and which copy it is (0, 1, …).
-fn places(runtimes: &[String], contenders: &[String], round: u32) -> Vec<(String, u32)> {
-    if contenders.is_empty() {
-        return runtimes.iter().map(|label| (label.clone(), 0)).collect();
-    }
-    let mut copies = vec![0u32; contenders.len()];
-    (0..runtimes.len())
-        .map(|p| {
-            let c = (p + round as usize) % contenders.len();
-            copies[c] += 1;
-            (contenders[c].clone(), copies[c] - 1)
-        })
-        .collect()
 }
 
 /// Every level of a cell marked not judged for `reason` (blank if it has no figures yet).
@@ -683,10 +625,17 @@ fn measure_level(
 /// clock read first moves round by round. An external runtime's servers are taken as they run,
 /// their CPU read from their cgroups.
 fn start_all(bench: &Bench<'_>, plan: &CellPlan<'_>, round: u32) -> anyhow::Result<Vec<Running>> {
-    start_servers(bench, plan, round, &places(&bench.settings.runtimes, &[], round))
+    let every: Vec<(String, u32)> = bench
+        .settings
+        .runtimes
+        .iter()
+        .map(|l| (l.clone(), 0))
+        .collect();
+    start_servers(bench, plan, round, &every)
 }
 
-/// Starts the servers `roster` names ([`places`]) for round `round`, as [`start_all`] does.
+/// Starts the servers `roster` names (each a runtime's label and which copy of it) for round
+/// `round`, as [`start_all`] does.
 fn start_servers(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
@@ -757,7 +706,8 @@ fn start_one(
             started: None,
         });
     }
-    let slot = (plan.index * MAX_ROUNDS as usize + round as usize) * settings.runtimes.len() + place;
+    let slot =
+        (plan.index * MAX_ROUNDS as usize + round as usize) * settings.runtimes.len() + place;
     let index = 10_000 + slot;
     let name = match copy {
         0 => label.replace('#', "-"),
