@@ -233,7 +233,7 @@ fn more_rounds(
                 break;
             }
         };
-        later_round(bench, plan, &servers, cells, which, round);
+        let _ = later_round(bench, plan, &servers, cells, which, round);
         records.extend(stop_all(bench, servers));
     }
     for &i in which {

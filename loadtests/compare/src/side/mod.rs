@@ -187,7 +187,10 @@ pub(crate) fn run_cell(
             cells = first_round(bench, plan, &servers);
         } else {
             let all: Vec<usize> = (0..plan.levels.len()).collect();
-            later_round(bench, plan, &servers, &mut cells, &all, round);
+            let busy = later_round(bench, plan, &servers, &mut cells, &all, round);
+            if round == 1 {
+                reaim(&mut plan.levels, &mut cells, &busy);
+            }
         }
         records.extend(stop_all(bench, servers));
     }
@@ -324,8 +327,57 @@ fn missed_share(level: &Level, cell: &SideCell, attempts: usize) -> Option<Strin
     })
 }
 
+/// How far (points of busy share) round 2's fresh servers may land from a level's share before the
+/// rounds after it are re-aimed ([`reaim`]).
+const REAIM_PCT: f64 = LEVEL_TOLERANCE_PCT / 2.0;
+
+/// The levels' rates set again from what round 2 measured, where it landed more than
+/// [`REAIM_PCT`] from the level's share: round 1's servers had run the probes and the first
+/// attempts (their stores hold more, each request costs more), so a rate that put them at 80%
+/// kept round 2's fresh servers near 66–70% (measured here), and every later round with them.
+/// Rounds 3 on run at the corrected rate; rounds 1–2 stay, each round a block of its own rate (the
+/// analysis compares runtimes within a round). `busy`: each level's busy share in round 2, when
+/// usable.
+fn reaim(levels: &mut [Level], cells: &mut [SideCell], busy: &[(usize, Option<f64>)]) {
+    for &(i, measured) in busy {
+        let (Some(measured), Some(cell)) = (measured, cells.get_mut(i)) else {
+            continue;
+        };
+        let Some(level) = levels.get_mut(i) else {
+            continue;
+        };
+        let Some(share) = level.share else {
+            continue;
+        };
+        if (measured - share).abs() * 100.0 <= REAIM_PCT || cell.not_judged.is_some() {
+            continue;
+        }
+        let rate = corrected_rate(level, level.rate_per_s, measured);
+        if rate == level.rate_per_s {
+            continue;
+        }
+        println!(
+            "  {} kept round 2's fresh servers {:.0}% busy at {:.0}/s: rounds 3 on at {rate:.0}/s",
+            level.label,
+            measured * 100.0,
+            level.rate_per_s
+        );
+        level.from = format!(
+            "{}; re-aimed on round 2's fresh servers ({:.0}% busy at {:.0}/s): rounds 3 on at \
+             {rate:.0}/s",
+            level.from,
+            measured * 100.0,
+            level.rate_per_s
+        );
+        level.rate_per_s = rate;
+        cell.rate_per_s = rate;
+        cell.rate_from.clone_from(&level.from);
+    }
+}
+
 /// A round after the first: the levels `which` measured again on fresh servers, each appended to
-/// its level as a round of its own.
+/// its level as a round of its own. Returns each level's busy share in this round (None where the
+/// round's set was not usable).
 fn later_round(
     bench: &Bench<'_>,
     plan: &CellPlan<'_>,
@@ -333,8 +385,9 @@ fn later_round(
     cells: &mut [SideCell],
     which: &[usize],
     round: u32,
-) {
+) -> Vec<(usize, Option<f64>)> {
     let side = &bench.settings.side;
+    let mut busy = Vec::new();
     for &i in which {
         let level = &plan.levels[i];
         let shape = SetShape {
@@ -354,9 +407,12 @@ fn later_round(
         };
         let mut more = more;
         more.runtimes = merge_copies(more.runtimes, f64::from(side.window_s));
+        let usable = more.not_judged.is_none() && more.windows > 0;
+        busy.push((i, usable.then(|| busy_share(&more))));
         extend(&mut cells[i], more);
         print_level(&cells[i], round + 1);
     }
+    busy
 }
 
 /// A level of a cell with no figures, and why.
@@ -875,5 +931,29 @@ mod tests {
         };
         let third = off_its_share(&at, &measured(73.0), &tried).expect("again");
         assert_eq!(third.rate_per_s, 131.0);
+    }
+
+    #[test]
+    fn a_level_whose_fresh_servers_land_off_its_share_in_round_two_is_re_aimed() {
+        let mut levels = level_rates(&[0.4, 0.8], 1, &[(50.0, 20_000.0), (50.0, 19_000.0)]);
+        levels[1].rate_per_s = 4_000.0;
+        let mut cells = vec![SideCell::default(), SideCell::default()];
+        // Round 2: the 40% level at 43% stays; the 80% level at 64% is set to 5,000/s.
+        reaim(&mut levels, &mut cells, &[(0, Some(0.43)), (1, Some(0.64))]);
+        assert_eq!(levels[0].rate_per_s, 4_000.0);
+        assert_eq!(levels[1].rate_per_s, 5_000.0);
+        assert_eq!(cells[1].rate_per_s, 5_000.0);
+        assert!(
+            cells[1]
+                .rate_from
+                .contains("re-aimed on round 2's fresh servers (64% busy at 4000/s)"),
+            "{}",
+            cells[1].rate_from
+        );
+        // Never past the level's cap, and not on an unusable round.
+        let cap = levels[1].cap_per_s;
+        reaim(&mut levels, &mut cells, &[(1, Some(0.1)), (0, None)]);
+        assert_eq!(levels[1].rate_per_s, cap);
+        assert_eq!(levels[0].rate_per_s, 4_000.0);
     }
 }
