@@ -398,7 +398,7 @@ fn side_levels(
         }
         isolated.push((brigade_stats::median(&costs), brigade_stats::median(&hits)));
     }
-    crate::side::level_rates(&settings.side.levels, server_cpus, &isolated)
+    crate::side::aim::level_rates(&settings.side.levels, server_cpus, &isolated)
 }
 
 /// Versions of everything measured.

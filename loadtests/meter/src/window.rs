@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use brigade_load::engine::{self, LoadConfig};
 use brigade_load::scenario::Scenario;
-use brigade_load::shard::ShardPlan;
+use brigade_load::shard::{Fixtures, ShardPlan};
 use brigade_records::result::LoadResult;
 
 use crate::counters::{self, CpuClock, EventCounts, Ticks};
@@ -95,53 +95,7 @@ pub fn measure(plan: &WindowPlan<'_>, servers: &[WindowServer]) -> anyhow::Resul
     let counting = Duration::from_secs(u64::from(plan.count_s));
     let scenario = plan.scenario;
     let level = plan.level;
-    // Every generator's configuration and fixtures, made before anyone's clock starts: each on
-    // its own server, all at once (one after another they took 0.2–0.6 s of every set).
-    let configs: Vec<LoadConfig> = servers
-        .iter()
-        .map(|server| {
-            plan.wire.apply(LoadConfig {
-                targets: server.targets.clone(),
-                users: None,
-                rate: Some(level.rate_per_s),
-                connections: plan.users,
-                duration: Some(window * windows as u32 + counting),
-                requests: None,
-                warmup: plan.warmup,
-                keepalive: plan.keepalive,
-                threads: plan.threads,
-                timeout: plan.timeout,
-                think: Duration::ZERO,
-                cpus: plan.cpus.generator_mask().map(<[usize]>::to_vec),
-                progress: false,
-                seed: Some(plan.seed),
-                ..LoadConfig::default()
-            })
-        })
-        .collect();
-    let made: Vec<anyhow::Result<_>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = configs
-            .iter()
-            .zip(servers)
-            .map(|(config, server)| {
-                scope.spawn(move || {
-                    engine::make_fixtures(config, scenario)
-                        .with_context(|| format!("{}: fixtures", server.label))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a fixtures thread panicked")))
-            })
-            .collect()
-    });
-    let mut loads = Vec::new();
-    for (config, fixtures) in configs.into_iter().zip(made) {
-        loads.push((config, fixtures?));
-    }
+    let loads = configs_and_fixtures(plan, servers, window * windows as u32 + counting)?;
     // One agreed start for every generator: their windows open in the same instant.
     let lead = Duration::from_millis(300);
     let start_wall = SystemTime::now() + lead;
@@ -185,6 +139,63 @@ pub fn measure(plan: &WindowPlan<'_>, servers: &[WindowServer]) -> anyhow::Resul
         (results, collected)
     });
     Ok(assemble(plan, servers, results, collected))
+}
+
+/// Every generator's configuration (the level's rate for `duration`) and fixtures, made before
+/// anyone's clock starts: each on its own server, all at once (one after another they took
+/// 0.2–0.6 s of every set).
+fn configs_and_fixtures(
+    plan: &WindowPlan<'_>,
+    servers: &[WindowServer],
+    duration: Duration,
+) -> anyhow::Result<Vec<(LoadConfig, Fixtures)>> {
+    let (scenario, level) = (plan.scenario, plan.level);
+    let configs: Vec<LoadConfig> = servers
+        .iter()
+        .map(|server| {
+            plan.wire.apply(LoadConfig {
+                targets: server.targets.clone(),
+                users: None,
+                rate: Some(level.rate_per_s),
+                connections: plan.users,
+                duration: Some(duration),
+                requests: None,
+                warmup: plan.warmup,
+                keepalive: plan.keepalive,
+                threads: plan.threads,
+                timeout: plan.timeout,
+                think: Duration::ZERO,
+                cpus: plan.cpus.generator_mask().map(<[usize]>::to_vec),
+                progress: false,
+                seed: Some(plan.seed),
+                ..LoadConfig::default()
+            })
+        })
+        .collect();
+    let made: Vec<anyhow::Result<_>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = configs
+            .iter()
+            .zip(servers)
+            .map(|(config, server)| {
+                scope.spawn(move || {
+                    engine::make_fixtures(config, scenario)
+                        .with_context(|| format!("{}: fixtures", server.label))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a fixtures thread panicked")))
+            })
+            .collect()
+    });
+    configs
+        .into_iter()
+        .zip(made)
+        .map(|(config, fixtures)| Ok((config, fixtures?)))
+        .collect()
 }
 
 /// One runtime's row of a level from its generator's result and what the clocks read; the reason

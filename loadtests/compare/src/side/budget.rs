@@ -122,41 +122,7 @@ pub(crate) fn spend(
     }
     let k = bench.settings.runtimes.len().max(1) as u32;
     let copies_allowed = bench.settings.external.is_empty() && side.rounds >= 2;
-    let mut queue = Vec::new();
-    for (i, (_, range)) in ran.iter().enumerate() {
-        let mut levels = Vec::new();
-        let mut open = Vec::new();
-        for (level, cell) in cells[range.clone()].iter_mut().enumerate() {
-            match need(cell, MAX_ROUNDS * k) {
-                None => {}
-                Some(Ok(needs)) => {
-                    levels.push(level);
-                    open.push((cell.rounds().len() as u32, needs));
-                }
-                Some(Err(why)) => cell.looks.stopped = Some(why),
-            }
-        }
-        if levels.is_empty() {
-            continue;
-        }
-        let (rounds, contenders) = plan_extension(&open, k as usize, copies_allowed);
-        let had = open.iter().map(|(had, _)| *had).max().unwrap_or(0);
-        if had + rounds > MAX_ROUNDS {
-            for &level in &levels {
-                cells[range.start + level].looks.stopped = Some(format!(
-                    "would need about {rounds} more rounds, past the {MAX_ROUNDS} a level may run"
-                ));
-            }
-            continue;
-        }
-        queue.push(Extension {
-            cell: i,
-            levels,
-            rounds,
-            contenders,
-        });
-    }
-    queue.sort_by_key(|e| e.rounds);
+    let queue = extensions(ran, cells, need, k, copies_allowed);
     let per_level_s =
         side.warmup.as_secs_f64() + f64::from(side.windows * side.window_s.max(1)) + 0.6;
     let mut left = side.budget;
@@ -204,6 +170,55 @@ pub(crate) fn spend(
         left = left.saturating_sub(started.elapsed());
     }
     records
+}
+
+/// The extensions the open levels of `ran` ask for, nearest to deciding first: per cell the rounds
+/// its open levels need and the runtimes to run (`k` runtimes; copies only where
+/// `copies_allowed`). A level that needs none is left as it is; one that cannot be extended, or
+/// would pass [`MAX_ROUNDS`], records why it stopped.
+fn extensions(
+    ran: &[(CellPlan<'_>, Range<usize>)],
+    cells: &mut [SideCell],
+    need: &Need<'_>,
+    k: u32,
+    copies_allowed: bool,
+) -> Vec<Extension> {
+    let mut queue = Vec::new();
+    for (i, (_, range)) in ran.iter().enumerate() {
+        let mut levels = Vec::new();
+        let mut open = Vec::new();
+        for (level, cell) in cells[range.clone()].iter_mut().enumerate() {
+            match need(cell, MAX_ROUNDS * k) {
+                None => {}
+                Some(Ok(needs)) => {
+                    levels.push(level);
+                    open.push((cell.rounds().len() as u32, needs));
+                }
+                Some(Err(why)) => cell.looks.stopped = Some(why),
+            }
+        }
+        if levels.is_empty() {
+            continue;
+        }
+        let (rounds, contenders) = plan_extension(&open, k as usize, copies_allowed);
+        let had = open.iter().map(|(had, _)| *had).max().unwrap_or(0);
+        if had + rounds > MAX_ROUNDS {
+            for &level in &levels {
+                cells[range.start + level].looks.stopped = Some(format!(
+                    "would need about {rounds} more rounds, past the {MAX_ROUNDS} a level may run"
+                ));
+            }
+            continue;
+        }
+        queue.push(Extension {
+            cell: i,
+            levels,
+            rounds,
+            contenders,
+        });
+    }
+    queue.sort_by_key(|e| e.rounds);
+    queue
 }
 
 /// `rounds` more rounds of the levels `which` of a cell whose first look left them open (the

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Repeats compare's regression gate (`--baseline A --fail-on-regression`) the way a CI job uses it:
+# one `--quick` run A, then N runs without a plant and N with a planted cost on one runtime
+# (`--handicap RUNTIME=US`), interleaved, each a fresh `--quick` run judged against A (never
+# against itself). A run without a plant should exit 0; a planted one should exit non-zero and
+# name the planted runtime. It resumes: run it again with the same OUT and it skips every run with
+# a line in OUT/gate.tsv.
+#
+#   bash scripts/gate-repeats.sh                       # N=10: 21 quick runs, about 70 min here
+#   N=3 bash scripts/gate-repeats.sh                   # a shorter look
+#   OUT=results/gate-X bash scripts/gate-repeats.sh    # resume that run
+#
+# Needs a release build. Prints, and writes to OUT/gate.tsv, one line per run: its kind, exit
+# code, and the runtimes the gate says fell behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-10}
+PLANT=${PLANT:-warp=20}
+OUT=${OUT:-results/gate-$(date -u +%Y%m%d-%H%M%S)}
+BIN=${BIN:-target/release/brigade}
+[ -x "$BIN" ] || cargo build --release --quiet
+mkdir -p "$OUT"
+planted=${PLANT%%=*}
+ledger="$OUT/gate.tsv"
+[ -s "$ledger" ] || printf 'run\tkind\texit\tfell_behind\n' >"$ledger"
+
+if [ ! -s "$OUT/A/report.json" ]; then
+    echo "gate: the baseline run A"
+    "$BIN" compare --quick --no-progress --out "$OUT/A" >"$OUT/A.log" 2>&1
+fi
+
+for i in $(seq 1 "$N"); do
+    for kind in plain planted; do
+        name="$kind-$i"
+        if grep -q "^$name	" "$ledger"; then
+            echo "gate: $name done before, kept"
+            continue
+        fi
+        flags=()
+        [ "$kind" = planted ] && flags=(--handicap "$PLANT")
+        code=0
+        "$BIN" compare --quick --no-progress --baseline "$OUT/A" --fail-on-regression \
+            --out "$OUT/$name" "${flags[@]}" >"$OUT/$name.log" 2>&1 || code=$?
+        # The gate's own words ("N regression(s) against the baseline: X fell behind Y …; …"):
+        # who fell behind, each regressed cell's runtime once.
+        behind=$(python3 -c '
+import re, sys
+line = next((l for l in open(sys.argv[1]) if "against the baseline:" in l), "")
+print(",".join(sorted(set(re.findall(r"(?:: |; )(\S+) fell behind", line)))) or "-")
+' "$OUT/$name.log")
+        printf '%s\t%s\t%s\t%s\n' "$name" "$kind" "$code" "$behind" | tee -a "$ledger"
+    done
+done
+
+python3 - "$ledger" "$planted" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+plain = [r for r in rows if r["kind"] == "plain"]
+planted = [r for r in rows if r["kind"] == "planted"]
+ok_plain = sum(r["exit"] == "0" for r in plain)
+ok_planted = sum(r["exit"] != "0" and r["fell_behind"] == sys.argv[2] for r in planted)
+print(f"gate: no plant, exit 0 in {ok_plain} of {len(plain)}")
+print(f"gate: {sys.argv[2]} planted, non-zero naming it alone in {ok_planted} of {len(planted)}")
+EOF
