@@ -157,6 +157,16 @@ pub struct SideCell {
     pub not_judged: Option<String>,
 }
 
+/// What a side-by-side level still open after its first look needs to be decided, as far as that
+/// look can tell: what the judge tells the budget's rounds to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Open {
+    /// Rounds in all, at one server of each runtime per round.
+    pub rounds: u32,
+    /// The runtimes still in question: the best first, then those undecided against it.
+    pub contenders: Vec<String>,
+}
+
 /// When a level's verdict was looked at: the rounds at each look, and how many looks were
 /// planned before any was taken (the error rate is split between them, so that stopping when a
 /// look decides keeps the stated confidence).

@@ -1,95 +1,13 @@
-//! A level whose first look left it open and whose added rounds (`--budget`) ran only the runtimes
-//! still in question — the best and those undecided against it, in fresh copies that fill every
-//! place of a round (`crate::side::budget`) — judged in two parts: the contenders against each
-//! other on every round, at the second look's confidence, and every other runtime against their
-//! best from the first look's rounds, at the first look's; and what such a level would need.
+//! The runtimes still in question at a level its first look left open — the best and those
+//! undecided against it — and the rounds they would need ([`rounds_to_decide`]): what `--budget`
+//! runs, in fresh copies that fill every place of a round (`crate::side::budget`). How such a
+//! level is then judged, in two parts, is [`super::efficiency`]'s `judge_split`; the simulated
+//! calibration of the two looks is this module's test.
 
-use brigade_records::side::{SideCell, SideRuntime};
-use brigade_report::comparison::Comparison;
-use brigade_report::verdict::{Measure, Rule, Verdict};
+use brigade_records::side::{Open, SideCell};
+use brigade_report::verdict::Rule;
 
-use super::efficiency::{
-    judge_level, judge_whole, judged_rounds, level_decided, look_confidence, round_table,
-    saturated, usable_runtime,
-};
-use super::words::{cell_verdict, judged, Basis, Key};
-
-/// Whether a level's rounds after its first look ran only some of its runtimes.
-pub(super) fn split_by_contenders(cell: &SideCell) -> bool {
-    cell.looks.rounds.len() >= 2
-        && !cell.looks.contenders.is_empty()
-        && cell.not_judged.is_none()
-        && saturated(cell).is_none()
-}
-
-/// The level as its first look saw it: its first rounds, every runtime.
-pub(super) fn first_look(cell: &SideCell) -> SideCell {
-    let mut first = cell.clone();
-    first.looks.rounds.truncate(1);
-    first.looks.contenders.clear();
-    first
-}
-
-/// The level restricted to the runtimes `names` (their places dropped: a round of copies fills
-/// no place once each, so places cannot be removed from it).
-pub(super) fn only(cell: &SideCell, names: &[String]) -> SideCell {
-    let mut only = cell.clone();
-    only.runtimes.retain(|r| names.contains(&r.runtime));
-    for r in &mut only.runtimes {
-        r.round_positions.clear();
-    }
-    only.looks.contenders.clear();
-    only
-}
-
-/// A level whose later rounds ran its contenders only: the contenders judged against their best
-/// on every round (a runtime's copies in a round pooled into its value there, so each round is a
-/// complete block of the contenders), at the second look's confidence and simultaneous over the
-/// contenders' pairs; every other runtime judged against that best from the first look's rounds,
-/// at the first look's confidence and simultaneous over every pair there (a runtime the first look
-/// decided may be undecided against a new best: it says so). The two looks split the error rate
-/// as a level's looks always do ([`look_confidence`]), so the level's statement holds as a whole.
-pub(super) fn judge_split(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
-    let contenders = &cell.looks.contenders;
-    let (mut comparisons, _) = judge_whole(&only(cell, contenders), store, rule);
-    let first = first_look(cell);
-    let Some(best) = comparisons.first().map(|c| c.a.clone()) else {
-        return judge_whole(&first, store, rule);
-    };
-    let key = Key::level(cell, store);
-    let usable: Vec<&SideRuntime> = first.runtimes.iter().filter(usable_runtime).collect();
-    let rounds = judged_rounds(&first);
-    let (table, places) = round_table(&first, &usable, rounds);
-    let confidence = look_confidence(rule.confidence(), &first.looks);
-    let simultaneous = brigade_stats::all_pairs(&table, places.as_deref(), confidence);
-    let basis = Basis {
-        samples: simultaneous.as_ref().map_or(0, |s| s.rounds),
-        unit: "rounds",
-        simultaneous: true,
-    };
-    let at = |name: &str| usable.iter().position(|r| r.runtime == name);
-    for other in usable.iter().filter(|r| !contenders.contains(&r.runtime)) {
-        let interval = match (&simultaneous, at(&best), at(&other.runtime)) {
-            (Some(s), Some(a), Some(b)) => Some(s.ratio(a, b)),
-            _ => None,
-        };
-        comparisons.push(judged(
-            Measure::Efficiency,
-            &key,
-            &best,
-            &other.runtime,
-            interval,
-            basis,
-            rule,
-        ));
-    }
-    comparisons.sort_by(|x, y| {
-        let ratio = |c: &Comparison| c.ratio.unwrap_or(f64::INFINITY);
-        ratio(x).total_cmp(&ratio(y))
-    });
-    let verdict = cell_verdict(&comparisons, None);
-    (comparisons, verdict)
-}
+use super::efficiency::{judge_level, level_decided, only, saturated};
 
 /// What a level still open after its first look would need: None when it is decided or cannot be
 /// judged; else the rounds in all (one server of each runtime per round) that would likely decide
@@ -141,20 +59,12 @@ pub(crate) fn rounds_to_decide(
     }))
 }
 
-/// What a level still open needs to be decided, as far as its first look can tell.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Open {
-    /// Rounds in all, at one server of each runtime per round.
-    pub rounds: u32,
-    /// The runtimes still in question: the best first, then those undecided against it.
-    pub contenders: Vec<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::judge::efficiency::tests::rounds_cell;
-    use brigade_records::side::Looks;
+    use brigade_records::side::{Looks, SideRuntime};
+    use brigade_report::comparison::Comparison;
 
     /// `cell` with `rounds` more rounds of `contenders` alone, `copies` of each, as the budget adds
     /// them: each contender's copies pooled per window, the others' windows unknown.

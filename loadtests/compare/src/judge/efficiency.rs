@@ -2,8 +2,8 @@
 //! servers, from [`brigade_stats::all_pairs`] over each round's mean log cost (intervals
 //! simultaneous over the level); a level of one round from its windows' block bootstrap. Also the
 //! pairs a level holds beside its best (A/A, one runtime under two labels, an I/O engine against its
-//! sibling), a cell's leader over its levels, and what a level still open would need
-//! (`--budget`).
+//! sibling), a cell's leader over its levels, and a level whose added rounds (`--budget`) ran
+//! only its contenders judged in two parts ([`judge_split`]).
 
 use brigade_records::side::{Looks, SideCell, SideRuntime};
 use brigade_report::comparison::Comparison;
@@ -11,7 +11,6 @@ use brigade_report::verdict::{Measure, Rule, Verdict};
 use brigade_report::{LevelVerdict, Settings};
 use brigade_stats::Interval;
 
-use super::contenders::{first_look, only, split_by_contenders};
 use super::words::{as_judged, cell_verdict, judged, not_judged, Basis, Key};
 
 /// The seed of every bootstrap: a verdict is a function of its figures alone, so `--rejudge`
@@ -95,10 +94,10 @@ pub(super) fn judged_rounds(cell: &SideCell) -> usize {
 /// A level whose rounds after the first look ran only its contenders (`looks.contenders`) is
 /// judged in two parts: the contenders against each other on every round, at the second look's
 /// confidence; every other runtime against their best from the first look's rounds, at the first
-/// look's (see [`super::contenders`]).
+/// look's ([`judge_split`]; the contenders and their rounds: [`super::contenders`]).
 pub(super) fn judge_level(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
     if split_by_contenders(cell) {
-        return super::contenders::judge_split(cell, store, rule);
+        return judge_split(cell, store, rule);
     }
     judge_whole(cell, store, rule)
 }
@@ -223,6 +222,83 @@ pub(super) fn saturated(cell: &SideCell) -> Option<String> {
             cell.server_cpus_busy_pct
         )
     })
+}
+
+/// Whether a level's rounds after its first look ran only some of its runtimes.
+pub(super) fn split_by_contenders(cell: &SideCell) -> bool {
+    cell.looks.rounds.len() >= 2
+        && !cell.looks.contenders.is_empty()
+        && cell.not_judged.is_none()
+        && saturated(cell).is_none()
+}
+
+/// The level as its first look saw it: its first rounds, every runtime.
+pub(super) fn first_look(cell: &SideCell) -> SideCell {
+    let mut first = cell.clone();
+    first.looks.rounds.truncate(1);
+    first.looks.contenders.clear();
+    first
+}
+
+/// The level restricted to the runtimes `names` (their places dropped: a round of copies fills
+/// no place once each, so places cannot be removed from it).
+pub(super) fn only(cell: &SideCell, names: &[String]) -> SideCell {
+    let mut only = cell.clone();
+    only.runtimes.retain(|r| names.contains(&r.runtime));
+    for r in &mut only.runtimes {
+        r.round_positions.clear();
+    }
+    only.looks.contenders.clear();
+    only
+}
+
+/// A level whose later rounds ran its contenders only: the contenders judged against their best
+/// on every round (a runtime's copies in a round pooled into its value there, so each round is a
+/// complete block of the contenders), at the second look's confidence and simultaneous over the
+/// contenders' pairs; every other runtime judged against that best from the first look's rounds,
+/// at the first look's confidence and simultaneous over every pair there (a runtime the first look
+/// decided may be undecided against a new best: it says so). The two looks split the error rate
+/// as a level's looks always do ([`look_confidence`]), so the level's statement holds as a whole.
+pub(super) fn judge_split(cell: &SideCell, store: &str, rule: &Rule) -> (Vec<Comparison>, Verdict) {
+    let contenders = &cell.looks.contenders;
+    let (mut comparisons, _) = judge_whole(&only(cell, contenders), store, rule);
+    let first = first_look(cell);
+    let Some(best) = comparisons.first().map(|c| c.a.clone()) else {
+        return judge_whole(&first, store, rule);
+    };
+    let key = Key::level(cell, store);
+    let usable: Vec<&SideRuntime> = first.runtimes.iter().filter(usable_runtime).collect();
+    let rounds = judged_rounds(&first);
+    let (table, places) = round_table(&first, &usable, rounds);
+    let confidence = look_confidence(rule.confidence(), &first.looks);
+    let simultaneous = brigade_stats::all_pairs(&table, places.as_deref(), confidence);
+    let basis = Basis {
+        samples: simultaneous.as_ref().map_or(0, |s| s.rounds),
+        unit: "rounds",
+        simultaneous: true,
+    };
+    let at = |name: &str| usable.iter().position(|r| r.runtime == name);
+    for other in usable.iter().filter(|r| !contenders.contains(&r.runtime)) {
+        let interval = match (&simultaneous, at(&best), at(&other.runtime)) {
+            (Some(s), Some(a), Some(b)) => Some(s.ratio(a, b)),
+            _ => None,
+        };
+        comparisons.push(judged(
+            Measure::Efficiency,
+            &key,
+            &best,
+            &other.runtime,
+            interval,
+            basis,
+            rule,
+        ));
+    }
+    comparisons.sort_by(|x, y| {
+        let ratio = |c: &Comparison| c.ratio.unwrap_or(f64::INFINITY);
+        ratio(x).total_cmp(&ratio(y))
+    });
+    let verdict = cell_verdict(&comparisons, None);
+    (comparisons, verdict)
 }
 
 /// Every runtime measured under two labels in one side-by-side level (`hyper` and `hyper#2` in an

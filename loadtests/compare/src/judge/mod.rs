@@ -24,7 +24,7 @@ use brigade_report::verdict::{CellAt, Outcome, Rule, Verdict};
 use brigade_report::{CellVerdict, LevelVerdict, Report, Row, RunRecord, ScenarioVerdict};
 use brigade_slo::SloSearch;
 
-pub(crate) use contenders::{rounds_to_decide, Open};
+pub(crate) use contenders::rounds_to_decide;
 pub use scenario::judge_scenario;
 pub(crate) use scenario::judge_scenario_at;
 use words::Key;

@@ -22,10 +22,9 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use brigade_records::side::SideCell;
+use brigade_records::side::{Open, SideCell};
 
 use super::{later_round, start_servers, stop_all, CellPlan, MAX_ROUNDS};
-use crate::judge::Open;
 use crate::measure::Bench;
 use crate::phases::Phase;
 use brigade_report::ServerRecord;
@@ -299,18 +298,18 @@ mod tests {
         assert_eq!(extension_rounds(8, 32, 1), 24);
         // Already enough: one round, the least an extension adds.
         assert_eq!(extension_rounds(8, 8, 4), 1);
-        let (rounds, who) = plan_extension(&[(8, open(32, &["hyper", "xitca"]))], 8, true);
+        let (rounds, who) = plan_extension(&[(8, open(32, &["best", "second"]))], 8, true);
         assert_eq!((rounds, who.len()), (11, 2));
     }
 
     #[test]
     fn the_open_levels_contenders_run_together_and_uneven_copies_rotate_evenly() {
         let open = [
-            (8, open(20, &["hyper", "xitca"])),
-            (8, open(12, &["hyper", "warp"])),
+            (8, open(20, &["best", "second"])),
+            (8, open(12, &["best", "third"])),
         ];
         let (rounds, who) = plan_extension(&open, 8, true);
-        assert_eq!(who, ["hyper", "xitca", "warp"]);
+        assert_eq!(who, ["best", "second", "third"]);
         // Three contenders in eight places: two copies at least, rounds in multiples of three.
         assert_eq!(rounds % 3, 0);
         assert!(rounds >= extension_rounds(8, 20, 2));
@@ -318,7 +317,7 @@ mod tests {
 
     #[test]
     fn every_runtime_runs_when_copies_are_not_allowed_or_leave_no_one_out() {
-        let (rounds, who) = plan_extension(&[(8, open(12, &["hyper", "xitca"]))], 8, false);
+        let (rounds, who) = plan_extension(&[(8, open(12, &["best", "second"]))], 8, false);
         assert!(who.is_empty());
         assert_eq!(rounds, 8, "4 more rounds, in a whole cycle of eight");
         let (_, who) = plan_extension(&[(4, open(12, &["a", "b"]))], 2, true);
