@@ -58,7 +58,9 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 plain = [r for r in rows if r["kind"] == "plain"]
 planted = [r for r in rows if r["kind"] == "planted"]
 ok_plain = sum(r["exit"] == "0" for r in plain)
-ok_planted = sum(r["exit"] != "0" and r["fell_behind"] == sys.argv[2] for r in planted)
+named = [r for r in planted if r["exit"] != "0" and sys.argv[2] in r["fell_behind"].split(",")]
+alone = sum(r["fell_behind"] == sys.argv[2] for r in named)
 print(f"gate: no plant, exit 0 in {ok_plain} of {len(plain)}")
-print(f"gate: {sys.argv[2]} planted, non-zero naming it alone in {ok_planted} of {len(planted)}")
+print(f"gate: {sys.argv[2]} planted, non-zero naming it in {len(named)} of {len(planted)}, "
+      f"it alone in {alone}")
 EOF
