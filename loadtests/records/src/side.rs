@@ -281,14 +281,13 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
                 }
             }
         }
-        mine.achieved_per_s = mine.requests as f64
-            / server_seconds(&cell.round_windows, cell.window_s, mine).max(1e-9);
-        mine.cpu_us_per_request = mine.overall_cost();
+        settle(mine, &cell.round_windows, cell.window_s);
     }
 }
 
-/// The seconds a runtime's servers were measured over a level's windows, copies counted apart.
-fn server_seconds(round_windows: &[u32], window_s: f64, runtime: &SideRuntime) -> f64 {
+/// A runtime's figures derived from its windows set again: its rate per server (the seconds its
+/// servers were measured, copies counted apart) and its CPU per request.
+fn settle(runtime: &mut SideRuntime, round_windows: &[u32], window_s: f64) {
     let windows: u64 = if runtime.round_copies.is_empty() {
         runtime.window_requests.len() as u64
     } else {
@@ -298,7 +297,8 @@ fn server_seconds(round_windows: &[u32], window_s: f64, runtime: &SideRuntime) -
             .map(|(&w, &c)| u64::from(w) * u64::from(c))
             .sum()
     };
-    windows as f64 * window_s
+    runtime.achieved_per_s = runtime.requests as f64 / (windows as f64 * window_s).max(1e-9);
+    runtime.cpu_us_per_request = runtime.overall_cost();
 }
 
 /// One round's rows with a runtime's copies made one: per window their CPU time and requests
@@ -331,9 +331,8 @@ pub fn merge_copies(rows: Vec<SideRuntime>, window_s: f64) -> Vec<SideRuntime> {
     for (row, n) in merged.iter_mut().zip(copies) {
         if n > 1 {
             row.round_copies = vec![n];
-            let seconds = row.window_requests.len() as f64 * window_s * f64::from(n);
-            row.achieved_per_s = row.requests as f64 / seconds.max(1e-9);
-            row.cpu_us_per_request = row.overall_cost();
+            let windows = row.window_requests.len() as u32;
+            settle(row, &[windows], window_s);
         }
     }
     merged
