@@ -127,7 +127,7 @@ fn basis_words(comparisons: &[&Comparison]) -> String {
                 .iter()
                 .enumerate()
                 .map(|(i, (said, who))| {
-                    let who = if i == last && parts.len() > 1 && who.len() > 2 {
+                    let who = if i == last && who.len() > 2 {
                         "the others".to_owned()
                     } else {
                         who.join(", ")
