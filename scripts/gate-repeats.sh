@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Repeats compare's regression gate (`--baseline A --fail-on-regression`) the way a CI job uses it:
-# one `--quick` run A, then N runs without a plant and N with a planted cost on one runtime
-# (`--handicap RUNTIME=US`), interleaved, each a fresh `--quick` run judged against A (never
-# against itself). A run without a plant should exit 0; a planted one should exit non-zero and
-# name the planted runtime. It resumes: run it again with the same OUT and it skips every run with
-# a line in OUT/gate.tsv.
+# Repeats compare's regression gate (`--baseline … --fail-on-regression`) the way a CI job uses
+# it, keeping the reports of its last K unplanted runs as the baseline (K=2 by default): two
+# `--quick` runs A1, A2, then N runs without a plant and N with a planted cost on one runtime
+# (`--handicap RUNTIME=US`), interleaved, each a fresh `--quick` run judged against the K unplanted
+# runs before it (never against itself; planted runs are never a baseline). A run without a plant
+# should exit 0; a planted one should exit non-zero and name the planted runtime. It resumes: run
+# it again with the same OUT and it skips every run with a line in OUT/gate.tsv.
 #
-#   bash scripts/gate-repeats.sh                       # N=10: 21 quick runs, about 70 min here
+#   bash scripts/gate-repeats.sh                       # N=10: 22 quick runs, about 75 min here
+#   K=1 bash scripts/gate-repeats.sh                   # against the one run before
 #   N=3 bash scripts/gate-repeats.sh                   # a shorter look
 #   OUT=results/gate-X bash scripts/gate-repeats.sh    # resume that run
 #
@@ -15,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-10}
+K=${K:-2}
 PLANT=${PLANT:-warp=20}
 OUT=${OUT:-results/gate-$(date -u +%Y%m%d-%H%M%S)}
 BIN=${BIN:-target/release/brigade}
@@ -24,23 +27,32 @@ planted=${PLANT%%=*}
 ledger="$OUT/gate.tsv"
 [ -s "$ledger" ] || printf 'run\tkind\texit\tfell_behind\n' >"$ledger"
 
-if [ ! -s "$OUT/A/report.json" ]; then
-    echo "gate: the baseline run A"
-    "$BIN" compare --quick --no-progress --out "$OUT/A" >"$OUT/A.log" 2>&1
-fi
+# The unplanted runs so far, oldest first: the baselines of the next run are the last K.
+unplanted=()
+for i in $(seq 1 "$K"); do
+    if [ ! -s "$OUT/A$i/report.json" ]; then
+        echo "gate: the baseline run A$i"
+        "$BIN" compare --quick --no-progress --out "$OUT/A$i" >"$OUT/A$i.log" 2>&1
+    fi
+    unplanted+=("$OUT/A$i")
+done
 
 for i in $(seq 1 "$N"); do
+    baselines=()
+    for b in "${unplanted[@]: -$K}"; do baselines+=(--baseline "$b"); done
     for kind in plain planted; do
         name="$kind-$i"
         if grep -q "^$name	" "$ledger"; then
             echo "gate: $name done before, kept"
+            [ "$kind" = plain ] && [ -s "$OUT/$name/report.json" ] && unplanted+=("$OUT/$name")
             continue
         fi
         flags=()
         [ "$kind" = planted ] && flags=(--handicap "$PLANT")
         code=0
-        "$BIN" compare --quick --no-progress --baseline "$OUT/A" --fail-on-regression \
+        "$BIN" compare --quick --no-progress "${baselines[@]}" --fail-on-regression \
             --out "$OUT/$name" "${flags[@]}" >"$OUT/$name.log" 2>&1 || code=$?
+        [ "$kind" = plain ] && [ -s "$OUT/$name/report.json" ] && unplanted+=("$OUT/$name")
         # The gate's own words ("N regression(s) against the baseline: X fell behind Y …; …"):
         # who fell behind, each regressed cell's runtime once.
         behind=$(python3 -c '

@@ -1222,6 +1222,36 @@ fn compare_offers_one_open_loop_load_without_keepalive_to_every_runtime_and_gate
     );
     let md = std::fs::read_to_string(second.join("report.md")).unwrap();
     assert!(md.contains("## Against the baseline") && md.contains("**2 of 4 checks failed:**"));
+    assert!(
+        baseline.basis.starts_with("Against one earlier run"),
+        "{baseline:?}"
+    );
+
+    // Re-judged against two earlier runs (a CI job's saved reports), nothing run: the section is
+    // rewritten and the gate answers again (its thresholds still fail).
+    let output = Command::new(env!("CARGO_BIN_EXE_brigade"))
+        .args(["compare", "--fail-on-regression", "--rejudge"])
+        .arg(&second)
+        .arg("--baseline")
+        .arg(&first)
+        .arg("--baseline")
+        .arg(first.join("report.json"))
+        .output()
+        .expect("brigade runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("2 of 4 threshold check(s) failed"),
+        "{stderr}"
+    );
+    let baseline = json::read(&second.join("report.json"))
+        .unwrap()
+        .baseline
+        .expect("the baseline section");
+    assert!(
+        baseline.basis.starts_with("Against 2 earlier runs"),
+        "{baseline:?}"
+    );
+    assert_eq!(baseline.cells.len(), 1, "{baseline:?}");
 }
 
 #[test]

@@ -6,11 +6,15 @@
 //! figures stand beside, marked as measured at another time: a machine drifts between two days far
 //! more than two runtimes differ in one second, so absolutes are shown, never judged.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 
 use brigade_report::comparison::Comparison;
 use brigade_report::verdict::{figure, Measure, Rule};
 use brigade_report::{self as report, Report};
+use brigade_stats::Scatter;
 
 use brigade_report::baseline::{Baseline, Call, CellChange};
 
@@ -35,6 +39,22 @@ fn oriented(c: &Comparison, a: &str, b: &str) -> Option<(f64, f64, f64)> {
     } else {
         None
     }
+}
+
+/// `report` set against the saved reports at `paths` (none: `report` as it is).
+pub fn against(report: Report, paths: &[PathBuf], rule: &Rule) -> anyhow::Result<Report> {
+    if paths.is_empty() {
+        return Ok(report);
+    }
+    let before = paths
+        .iter()
+        .map(|path| {
+            let saved = read(path).with_context(|| format!("--baseline {}", path.display()))?;
+            Ok((path.clone(), saved))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let baseline = compare(&report, &before, rule);
+    Ok(report.with_baseline(Some(baseline)))
 }
 
 /// The mean figure of `runtime` in the comparison's cell of `report`, in words.
@@ -77,8 +97,25 @@ fn absolute(report: &Report, c: &Comparison, runtime: &str) -> String {
     .unwrap_or_else(|| "?".to_owned())
 }
 
-/// The change of `c`'s ratio against the same comparison `then` of the saved report.
-fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> CellChange {
+/// Each comparison's change is judged at the confidence that holds over all of them at once: a
+/// gate asks every cell at the same time.
+struct Family {
+    /// The confidence each comparison is judged at.
+    member: f64,
+    /// How many comparisons were judged.
+    size: usize,
+}
+
+/// The change of `c`'s ratio against the same comparison in each earlier run (`then`, never
+/// empty), with the run-to-run `scatter` of its pair measured over those runs.
+fn change(
+    c: &Comparison,
+    then: &[&Comparison],
+    scatter: &Scatter,
+    family: &Family,
+    absolute: String,
+    rule: &Rule,
+) -> CellChange {
     let mut change = CellChange {
         measure: c.measure,
         scenario: c.scenario.clone(),
@@ -95,24 +132,43 @@ fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> C
         absolute,
         reason: String::new(),
     };
-    let (Some((r0, lo0, hi0)), Some(r1), Some(lo1), Some(hi1)) =
-        (oriented(then, &c.a, &c.b), c.ratio, c.ci_low, c.ci_high)
+    let olds: Vec<(f64, f64, f64)> = then
+        .iter()
+        .filter_map(|t| oriented(t, &c.a, &c.b))
+        .collect();
+    let (Some(&(r0, lo0, hi0)), Some(r1), Some(lo1), Some(hi1)) =
+        (olds.first(), c.ratio, c.ci_low, c.ci_high)
     else {
         change.reason = "no interval on one side".to_owned();
         return change;
     };
-    change.before = r0;
-    // The change of ratio in log space: centre ln(r1/r0), half-width from both halves in
-    // quadrature (the two comparisons were measured independently).
+    let logs: Vec<f64> = olds.iter().map(|(r, _, _)| r.ln()).collect();
+    // In log space. Two or more earlier runs: a prediction interval from the scatter they
+    // measured. One: the two runs' intervals in quadrature (measured independently), widened to
+    // the family's confidence.
     let half = |lo: f64, hi: f64| (hi.ln() - lo.ln()) / 2.0;
-    let centre = (r1 / r0).ln();
-    let width = (half(lo0, hi0).powi(2) + half(lo1, hi1).powi(2)).sqrt();
+    let (centre, width, basis) =
+        match brigade_stats::predicted_change(r1.ln(), &logs, scatter, family.member) {
+            Some((centre, width)) if logs.len() > 1 => {
+                (centre, width, format!("the mean of {} runs", logs.len()))
+            }
+            _ => (
+                (r1 / r0).ln(),
+                brigade_stats::widened(
+                    half(lo0, hi0).hypot(half(lo1, hi1)),
+                    rule.confidence(),
+                    family.member,
+                ),
+                "one run".to_owned(),
+            ),
+        };
+    change.before = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
     let interval = brigade_stats::Interval {
         ratio: centre.exp(),
         ci_low: (centre - width).exp(),
         ci_high: (centre + width).exp(),
         samples: c.samples,
-        confidence: rule.confidence(),
+        confidence: family.member,
     };
     let margin = rule.margin_pct(c.measure) / 100.0;
     let (outcome, _) = brigade_stats::four_way_oriented(&interval, margin);
@@ -130,72 +186,160 @@ fn change(c: &Comparison, then: &Comparison, absolute: String, rule: &Rule) -> C
         brigade_stats::Outcome::NotJudged => Call::NotJudged,
     };
     change.reason = format!(
-        "{}'s lead over {} was {:+.1}%, is {:+.1}% ({:.0}% CI of the change {:+.1}…{:+.1}%, margin ±{:.0}%)",
+        "{}'s lead over {} was {:+.1}% ({basis}), is {:+.1}% ({:.0}% CI of the change, \
+         simultaneous over {} comparisons: {:+.1}…{:+.1}%, margin ±{:.0}%)",
         c.a,
         c.b,
-        (r0 - 1.0) * 100.0,
+        (change.before - 1.0) * 100.0,
         (r1 - 1.0) * 100.0,
         rule.confidence_pct,
+        family.size,
         (interval.ci_low - 1.0) * 100.0,
         (interval.ci_high - 1.0) * 100.0,
         rule.margin_pct(c.measure)
     );
     if c.outcome == brigade_stats::Outcome::NotJudged
-        || then.outcome == brigade_stats::Outcome::NotJudged
+        || then
+            .iter()
+            .all(|t| t.outcome == brigade_stats::Outcome::NotJudged)
     {
         change.call = Call::NotJudged;
     }
     change
 }
 
-/// Sets `now` against `before` (read from `path`), comparison by comparison.
-pub fn compare(now: &Report, before: &Report, path: &Path, rule: &Rule) -> Baseline {
-    let mut cells = Vec::new();
+/// `c`'s cell and runtimes in words, for the comparisons an earlier run does not have.
+fn name(c: &Comparison) -> String {
+    format!(
+        "{:?} {} {} users{}: {} vs {}",
+        c.measure,
+        c.scenario,
+        c.users,
+        c.level
+            .as_deref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default(),
+        c.a,
+        c.b
+    )
+    .to_lowercase()
+}
+
+/// The pair of runtimes and the measure whose run-to-run scatter `c` shares.
+fn pair(c: &Comparison) -> (String, String, String) {
+    let (x, y) = if c.a <= c.b {
+        (&c.a, &c.b)
+    } else {
+        (&c.b, &c.a)
+    };
+    (format!("{:?}", c.measure), x.clone(), y.clone())
+}
+
+/// Sets `now` against the earlier runs `before` (each read from its path), comparison by
+/// comparison: each comparison against the mean of the runs that have it, judged by a prediction
+/// interval from their run-to-run scatter when two or more do (`brigade_stats::predicted_change`),
+/// every comparison at the confidence that holds for all at once.
+pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Baseline {
+    let mut matched = Vec::new();
     let mut missing = Vec::new();
     for c in &now.comparisons {
-        let name = format!(
-            "{:?} {} {} users{}: {} vs {}",
-            c.measure,
-            c.scenario,
-            c.users,
-            c.level
-                .as_deref()
-                .map(|l| format!(" at {l}"))
-                .unwrap_or_default(),
-            c.a,
-            c.b
-        )
-        .to_lowercase();
         let same_pair = |t: &Comparison| (t.a == c.a && t.b == c.b) || (t.a == c.b && t.b == c.a);
-        let Some(then) = before
-            .comparisons
+        let then: Vec<&Comparison> = before
             .iter()
-            .find(|t| t.same_cell(c) && same_pair(t))
-        else {
-            missing.push(name);
-            continue;
-        };
-        let absolute = format!(
-            "{}: {} then, {} now; {}: {} then, {} now (measured at another time)",
-            c.a,
-            absolute(before, then, &c.a),
-            absolute(now, c, &c.a),
-            c.b,
-            absolute(before, then, &c.b),
-            absolute(now, c, &c.b)
-        );
-        cells.push(change(c, then, absolute, rule));
+            .filter_map(|(_, r)| {
+                r.comparisons
+                    .iter()
+                    .find(|t| t.same_cell(c) && same_pair(t))
+            })
+            .collect();
+        if then.is_empty() {
+            missing.push(name(c));
+        } else {
+            matched.push((c, then));
+        }
     }
+    let mut scatter: BTreeMap<_, Scatter> = BTreeMap::new();
+    for (c, then) in &matched {
+        let logs: Vec<f64> = then
+            .iter()
+            .filter_map(|t| oriented(t, &c.a, &c.b))
+            .map(|(r, _, _)| r.ln())
+            .collect();
+        scatter.entry(pair(c)).or_default().add(&logs);
+    }
+    let judged =
+        |c: &Comparison| c.ratio.is_some() && c.outcome != brigade_stats::Outcome::NotJudged;
+    let size = matched.iter().filter(|(c, _)| judged(c)).count();
+    let family = Family {
+        member: brigade_stats::per_member(rule.confidence(), size),
+        size,
+    };
+    let (_, latest) = before.last().expect("at least one earlier run");
+    let cells = matched
+        .iter()
+        .map(|(c, then)| {
+            let newest = then.last().expect("matched in one run at least");
+            let absolute = format!(
+                "{}: {} then, {} now; {}: {} then, {} now (measured at another time)",
+                c.a,
+                absolute(latest, newest, &c.a),
+                absolute(now, c, &c.a),
+                c.b,
+                absolute(latest, newest, &c.b),
+                absolute(now, c, &c.b)
+            );
+            change(c, then, &scatter[&pair(c)], &family, absolute, rule)
+        })
+        .collect();
+    let mut differences: Vec<String> = before
+        .iter()
+        .flat_map(|(_, r)| differences(now, r))
+        .collect();
+    differences.dedup();
     Baseline {
-        path: path.display().to_string(),
-        started_at: before.started_at.clone(),
+        path: before
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        started_at: before
+            .iter()
+            .map(|(_, r)| r.started_at.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
         machine: format!(
             "{} — {} ({} cores)",
-            before.machine.hostname, before.machine.cpu, before.machine.cores
+            latest.machine.hostname, latest.machine.cpu, latest.machine.cores
         ),
         cells,
         missing,
-        differences: differences(now, before),
+        differences,
+        basis: basis(before.len(), &family, rule),
+    }
+}
+
+/// How the changes were judged, in words, for `runs` earlier runs.
+fn basis(runs: usize, family: &Family, rule: &Rule) -> String {
+    let each = format!(
+        "at {:.2}% for each of the {} comparisons, so that {:.0}% holds for all of them at once \
+         (Bonferroni)",
+        family.member * 100.0,
+        family.size,
+        rule.confidence_pct
+    );
+    if runs > 1 {
+        format!(
+            "Against {runs} earlier runs, each comparison against their mean: the change's \
+             interval is a prediction interval from how much those runs scattered (pooled per pair \
+             of runtimes over the cells, Student's t), {each}."
+        )
+    } else {
+        format!(
+            "Against one earlier run: the change's interval combines the two runs' intervals, \
+             {each}. One earlier run cannot show how far runs scatter beyond their own intervals \
+             (a run's rounds share the machine's state and the rate its probes chose): give \
+             --baseline two or more earlier runs for a gate."
+        )
     }
 }
 
@@ -322,28 +466,95 @@ mod tests {
         }
     }
 
+    /// One comparison, judged alone (a family of one), against the given earlier runs.
+    fn judge(now: &Comparison, then: &[&Comparison], scatter: &Scatter) -> CellChange {
+        let rule = Rule::default();
+        let family = Family {
+            member: rule.confidence(),
+            size: 1,
+        };
+        change(now, then, scatter, &family, String::new(), &rule)
+    }
+
     #[test]
     fn a_ratio_that_held_is_the_same_and_one_that_moved_far_has_changed() {
-        let rule = Rule::default();
+        let none = Scatter::default();
         let before = comparison("hyper", "actix", 1.096, 0.005);
         let same = comparison("hyper", "actix", 1.094, 0.005);
         let moved = comparison("hyper", "actix", 1.20, 0.005);
-        let c = change(&same, &before, String::new(), &rule);
+        let c = judge(&same, &[&before], &none);
         assert_eq!(c.call, Call::Same, "{c:?}");
-        let c = change(&moved, &before, String::new(), &rule);
+        let c = judge(&moved, &[&before], &none);
         assert_eq!(c.call, Call::Changed, "{c:?}");
+        assert!(c.reason.contains("(one run)"), "{}", c.reason);
         // The saved report had the pair the other way round: it is flipped, not missed.
         let flipped = comparison("actix", "hyper", 1.0 / 1.096, 0.004);
         assert!(oriented(&flipped, "hyper", "actix").is_some());
-        let c = change(&same, &flipped, String::new(), &rule);
+        let c = judge(&same, &[&flipped], &none);
         assert_eq!(c.call, Call::Same, "{c:?}");
         // A wide interval on either side leaves the change undecided.
         let wide = comparison("hyper", "actix", 1.12, 0.06);
-        assert_eq!(
-            change(&wide, &before, String::new(), &rule).call,
-            Call::Undecided
-        );
+        assert_eq!(judge(&wide, &[&before], &none).call, Call::Undecided);
         let other_pair = comparison("axum", "warp", 1.05, 0.01);
         assert!(oriented(&other_pair, "hyper", "actix").is_none());
+    }
+
+    #[test]
+    fn against_several_runs_a_move_inside_their_scatter_is_no_change_and_one_beyond_it_is() {
+        // Three earlier runs whose narrow intervals (±0.5%) do not cover how far they scatter
+        // between runs (1.10, 1.14, 1.18): a run at 1.17 moved 3% from the first run alone, beyond
+        // both intervals, but not beyond how the runs scatter.
+        let runs: Vec<Comparison> = [1.10, 1.14, 1.18]
+            .iter()
+            .map(|&r| comparison("hyper", "ntex", r, 0.005))
+            .collect();
+        let then: Vec<&Comparison> = runs.iter().collect();
+        let now = comparison("hyper", "ntex", 1.17, 0.005);
+        assert_eq!(
+            judge(&now, &then[..1], &Scatter::default()).call,
+            Call::Changed
+        );
+        let mut scatter = Scatter::default();
+        let logs: Vec<f64> = [1.10_f64, 1.14, 1.18].iter().map(|r| r.ln()).collect();
+        for _ in 0..5 {
+            scatter.add(&logs);
+        }
+        let c = judge(&now, &then, &scatter);
+        assert_ne!(c.call, Call::Changed, "{c:?}");
+        assert!((c.before - 1.14).abs() < 0.005, "the runs' mean: {c:?}");
+        assert!(c.reason.contains("(the mean of 3 runs)"), "{}", c.reason);
+        // A lead that grew by a third is beyond any scatter of these runs.
+        let far = comparison("hyper", "ntex", 1.52, 0.005);
+        assert_eq!(judge(&far, &then, &scatter).call, Call::Changed);
+    }
+
+    #[test]
+    fn the_more_comparisons_a_gate_asks_the_wider_each_interval() {
+        let before = comparison("hyper", "warp", 1.03, 0.01);
+        let now = comparison("hyper", "warp", 1.075, 0.01);
+        let rule = Rule::default();
+        let judged = |size: usize| {
+            let family = Family {
+                member: brigade_stats::per_member(rule.confidence(), size),
+                size,
+            };
+            change(
+                &now,
+                &[&before],
+                &Scatter::default(),
+                &family,
+                String::new(),
+                &rule,
+            )
+        };
+        let (one, many) = (judged(1), judged(40));
+        assert_eq!(one.call, Call::Changed, "{one:?}");
+        let width = |c: &CellChange| c.ci_pct.map(|(lo, hi)| hi - lo).unwrap();
+        assert!(width(&many) > width(&one) * 1.4, "{many:?} vs {one:?}");
+        assert!(
+            many.reason.contains("simultaneous over 40 comparisons"),
+            "{}",
+            many.reason
+        );
     }
 }

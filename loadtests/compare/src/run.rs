@@ -236,15 +236,9 @@ fn assemble(
     }
 }
 
-/// `--baseline`: the report set against the saved one, if one was given.
+/// `--baseline`: the report set against the saved ones, if any were given.
 fn with_baseline(report: Report, settings: &CompareSettings) -> anyhow::Result<Report> {
-    let Some(path) = &settings.baseline else {
-        return Ok(report);
-    };
-    let before =
-        crate::baseline::read(path).with_context(|| format!("--baseline {}", path.display()))?;
-    let baseline = crate::baseline::compare(&report, &before, path, &settings.rule);
-    Ok(report.with_baseline(Some(baseline)))
+    crate::baseline::against(report, &settings.baselines, &settings.rule)
 }
 
 /// The report with what the newest conformance study (or `--conformance-report`, or the one

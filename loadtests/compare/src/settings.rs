@@ -85,8 +85,8 @@ pub struct CompareSettings {
     pub(crate) seed: u64,
     /// Pass/fail thresholds checked against every run.
     pub(crate) thresholds: Vec<brigade_records::threshold::Threshold>,
-    /// A saved report to set this one against.
-    pub(crate) baseline: Option<PathBuf>,
+    /// Saved reports of earlier runs to set this one against.
+    pub(crate) baselines: Vec<PathBuf>,
     /// The conformance study whose figures the report shows (`--conformance-report`); None: the
     /// newest under `results/`.
     pub(crate) conformance_report: Option<PathBuf>,
@@ -302,7 +302,7 @@ mod tests {
             rate: None,
             seed: 1,
             thresholds: Vec::new(),
-            baseline: None,
+            baselines: Vec::new(),
             conformance_report: None,
             conformance: false,
             external: Vec::new(),

@@ -8,9 +8,9 @@ use crate::verdict::{Measure, Rule};
 /// This comparison against a saved one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
-    /// The saved report's path, as given.
+    /// The saved reports' paths, as given (comma-separated).
     pub path: String,
-    /// When the saved comparison started.
+    /// When the saved comparisons started (comma-separated).
     pub started_at: String,
     /// The machine it ran on, in words.
     pub machine: String,
@@ -20,6 +20,9 @@ pub struct Baseline {
     pub missing: Vec<String>,
     /// Settings that differ between the two (each a sentence), which may explain a change.
     pub differences: Vec<String>,
+    /// How the changes were judged against how many earlier runs, in words.
+    #[serde(default)]
+    pub basis: String,
 }
 
 /// One comparison's ratio against the baseline's.
@@ -122,15 +125,15 @@ pub fn cells(change: &CellChange) -> Vec<String> {
 }
 
 /// The rule, in words, under the table.
-pub fn rule(rule: &Rule) -> String {
+pub fn rule(rule: &Rule, baseline: &Baseline) -> String {
     format!(
         "Each comparison's ratio between two runtimes is set against the same comparison of the \
-         baseline: it changed when the whole {:.0}% interval of the change lies beyond the margin \
+         baseline: it changed when the whole interval of the change lies beyond the margin \
          (±{:.0}% efficiency, ±{:.0}% throughput), is the same when it lies inside, and is undecided \
-         otherwise — the three-way rule of the verdicts. Absolute figures were measured at another \
-         time and are shown, not judged.",
-        rule.confidence_pct,
+         otherwise — the three-way rule of the verdicts. {} Absolute figures were measured at \
+         another time and are shown, not judged.",
         rule.margin_pct(Measure::Efficiency),
-        rule.margin_pct(Measure::Throughput)
+        rule.margin_pct(Measure::Throughput),
+        baseline.basis
     )
 }

@@ -271,7 +271,7 @@ fn baseline(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<p>{}</p>",
-        esc(&super::baseline::rule(&report.settings.rule))
+        esc(&super::baseline::rule(&report.settings.rule, b))
     );
     if !b.differences.is_empty() || !b.missing.is_empty() {
         out.push_str("<ul>\n");

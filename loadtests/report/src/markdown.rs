@@ -159,7 +159,11 @@ fn baseline(report: &Report) -> String {
             .collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
-    let _ = writeln!(out, "\n{}\n", super::baseline::rule(&report.settings.rule));
+    let _ = writeln!(
+        out,
+        "\n{}\n",
+        super::baseline::rule(&report.settings.rule, b)
+    );
     for d in &b.differences {
         let _ = writeln!(out, "- Differs from the baseline: {d}");
     }

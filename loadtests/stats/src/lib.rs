@@ -14,12 +14,14 @@
 //! error rate) with the sub-window as the unit. [`four_way`] then turns an interval into a verdict with an equivalence
 //! margin — a win, an order inside the margin, a tie within it, or not yet known —
 //! and [`samples_to_decide`] says about how long a run would settle an undecided one. [`rollup()`]
-//! adds the verdicts of a scenario's cells into one headline.
+//! adds the verdicts of a scenario's cells into one headline. [`predicted_change`] judges a
+//! comparison against earlier runs of it, for a regression gate (see `drift.rs`).
 //!
 //! Everything here is pure: slices in, values out, randomness only from a caller's seed.
 
 mod bootstrap;
 mod distribution;
+mod drift;
 mod interval;
 mod levels;
 mod rollup;
@@ -30,6 +32,7 @@ mod summary;
 #[cfg(test)]
 mod synthetic;
 
+pub use drift::{per_member, predicted_change, widened, Scatter};
 pub use interval::{paired_cost_ratio, unpaired_rate_ratio, Interval};
 pub use levels::{mean_noise, over_levels, OverLevels};
 pub use rollup::{cell_decided, leader, rollup, tally, Judged, Leader, Rollup, Tally};

@@ -192,13 +192,15 @@ pub struct CompareArgs {
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
     /// A saved report (its report.json, or the folder holding it): the report shows each cell's
-    /// change against it, changed or within noise by the verdicts' paired rule
-    #[arg(long, value_name = "FILE")]
-    pub baseline: Option<PathBuf>,
+    /// change against it, changed or within noise by the verdicts' paired rule. Repeatable: with
+    /// two or more earlier runs each change is judged against their mean by how much they
+    /// scattered (what a CI gate needs; one run cannot show its own run-to-run scatter)
+    #[arg(long = "baseline", value_name = "FILE")]
+    pub baselines: Vec<PathBuf>,
     /// With --baseline: exit non-zero when a runtime's cost rose against the baseline beyond the
     /// margin by the verdicts' rule (a decided change; naming the runtime, scenario and figure) —
     /// a regression gate for CI
-    #[arg(long, requires = "baseline")]
+    #[arg(long, requires = "baselines")]
     pub fail_on_regression: bool,
     /// A conformance study's report (its report.json, or the folder holding it) whose figures the
     /// report's "Correctness" section shows for these runtimes [default: the newest
@@ -256,7 +258,8 @@ pub struct CompareArgs {
     #[arg(long, requires = "slo")]
     pub slo_also_compare: bool,
     /// Run nothing: re-judge the report in DIR (its report.json) with the current rules,
-    /// --equivalence and --confidence, and rewrite its report.json, report.md and report.html
+    /// --equivalence and --confidence (and against --baseline, when given), and rewrite its
+    /// report.json, report.md and report.html
     #[arg(long, value_name = "DIR")]
     pub rejudge: Option<PathBuf>,
     /// Run nothing: print the checked plan as JSON (the report's settings, the CPU split and
@@ -290,13 +293,18 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
         return run_protocols(&args, registry);
     }
     if let Some(dir) = &args.rejudge {
-        let report = crate::rejudge(dir, &args.rule()?)?;
+        let rule = args.rule()?;
+        let mut report = crate::rejudge(dir, &rule)?;
+        if !args.baselines.is_empty() {
+            report = crate::baseline::against(report, &args.baselines, &rule)?;
+            brigade_report::write_all(&report, dir)?;
+        }
         println!("{}", markdown::summary(&report));
         println!(
             "Rewrote {} (report.md, report.json, report.html)",
             dir.display()
         );
-        return Ok(());
+        return gate(&args, &report);
     }
     let settings = args.settings(registry)?;
     let report = crate::run(&settings)?;
@@ -305,6 +313,11 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
         "Reports: {} (report.md, report.json, report.html)",
         settings.out_dir.display()
     );
+    gate(&args, &report)
+}
+
+/// `--fail-on-regression` and `--threshold`: an error naming each regression or failed check.
+fn gate(args: &CompareArgs, report: &brigade_report::Report) -> anyhow::Result<()> {
     if args.fail_on_regression {
         let regressions = report
             .baseline

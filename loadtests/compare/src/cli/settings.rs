@@ -180,7 +180,7 @@ impl CompareArgs {
             rate: self.rate,
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             thresholds,
-            baseline: self.baseline.clone(),
+            baselines: self.baselines.clone(),
             conformance_report: self.conformance_report.clone(),
             conformance: self.conformance,
             external,
@@ -443,7 +443,7 @@ impl CompareArgs {
 
     /// Reads `--baseline` now: a typo should not cost a whole comparison.
     fn check_baseline(&self) -> anyhow::Result<()> {
-        if let Some(path) = &self.baseline {
+        for path in &self.baselines {
             crate::baseline::read(path)
                 .with_context(|| format!("--baseline {}", path.display()))?;
         }

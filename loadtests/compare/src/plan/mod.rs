@@ -373,7 +373,7 @@ impl<'s> Plan<'s> {
             "threads": self.thread_setup(),
             "fresh_state": self.fresh_words,
             "out_dir": settings.out_dir,
-            "baseline": settings.baseline,
+            "baselines": settings.baselines,
             "isolated_runs": runs,
             "side_by_side_cells": cells,
             "instructions": settings.side.instructions && settings.external.is_empty(),

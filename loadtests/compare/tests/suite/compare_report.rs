@@ -631,7 +631,7 @@ fn a_baseline_shows_each_cells_change_with_the_paired_rule_and_thresholds_name_e
     }
     rejudge_in_memory(&mut now);
     let read_back = compare::baseline::read(&old).unwrap();
-    let baseline = compare::baseline::compare(&now, &read_back, &old, &Rule::default());
+    let baseline = compare::baseline::compare(&now, &[(old.clone(), read_back)], &Rule::default());
     let change = |measure: verdict::Measure, scenario: &str, users: u32| {
         baseline
             .cells
