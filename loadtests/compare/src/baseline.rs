@@ -7,9 +7,9 @@
 //! more than two runtimes differ in one second, so absolutes are shown, never judged.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use std::path::{Path, PathBuf};
 
 use brigade_report::comparison::Comparison;
 use brigade_report::verdict::{figure, Measure, Rule};
@@ -143,25 +143,26 @@ fn change(
         return change;
     };
     let logs: Vec<f64> = olds.iter().map(|(r, _, _)| r.ln()).collect();
-    // In log space. Two or more earlier runs: a prediction interval from the scatter they
-    // measured. One: the two runs' intervals in quadrature (measured independently), widened to
-    // the family's confidence.
+    // In log space. Where two or more earlier runs measured the pair's scatter: a prediction
+    // interval from it. Otherwise the two runs' intervals in quadrature (measured independently),
+    // widened to the family's confidence.
     let half = |lo: f64, hi: f64| (hi.ln() - lo.ln()) / 2.0;
-    let (centre, width, basis) =
+    let (centre, width) =
         match brigade_stats::predicted_change(r1.ln(), &logs, scatter, family.member) {
-            Some((centre, width)) if logs.len() > 1 => {
-                (centre, width, format!("the mean of {} runs", logs.len()))
-            }
-            _ => (
+            Some(predicted) => predicted,
+            None => (
                 (r1 / r0).ln(),
                 brigade_stats::widened(
                     half(lo0, hi0).hypot(half(lo1, hi1)),
                     rule.confidence(),
                     family.member,
                 ),
-                "one run".to_owned(),
             ),
         };
+    let basis = match logs.len() {
+        1 => "one run".to_owned(),
+        k => format!("the mean of {k} runs"),
+    };
     change.before = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
     let interval = brigade_stats::Interval {
         ratio: centre.exp(),
@@ -244,12 +245,14 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
     let mut missing = Vec::new();
     for c in &now.comparisons {
         let same_pair = |t: &Comparison| (t.a == c.a && t.b == c.b) || (t.a == c.b && t.b == c.a);
-        let then: Vec<&Comparison> = before
+        // Each earlier run's report with its comparison of the same cell and pair.
+        let then: Vec<(&Report, &Comparison)> = before
             .iter()
             .filter_map(|(_, r)| {
                 r.comparisons
                     .iter()
                     .find(|t| t.same_cell(c) && same_pair(t))
+                    .map(|t| (r, t))
             })
             .collect();
         if then.is_empty() {
@@ -262,7 +265,7 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
     for (c, then) in &matched {
         let logs: Vec<f64> = then
             .iter()
-            .filter_map(|t| oriented(t, &c.a, &c.b))
+            .filter_map(|(_, t)| oriented(t, &c.a, &c.b))
             .map(|(r, _, _)| r.ln())
             .collect();
         scatter.entry(pair(c)).or_default().add(&logs);
@@ -274,11 +277,10 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
         member: brigade_stats::per_member(rule.confidence(), size),
         size,
     };
-    let (_, latest) = before.last().expect("at least one earlier run");
     let cells = matched
         .iter()
         .map(|(c, then)| {
-            let newest = then.last().expect("matched in one run at least");
+            let (latest, newest) = *then.last().expect("matched in one run at least");
             let absolute = format!(
                 "{}: {} then, {} now; {}: {} then, {} now (measured at another time)",
                 c.a,
@@ -288,14 +290,17 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
                 absolute(latest, newest, &c.b),
                 absolute(now, c, &c.b)
             );
-            change(c, then, &scatter[&pair(c)], &family, absolute, rule)
+            let then: Vec<&Comparison> = then.iter().map(|(_, t)| *t).collect();
+            change(c, &then, &scatter[&pair(c)], &family, absolute, rule)
         })
         .collect();
-    let mut differences: Vec<String> = before
-        .iter()
-        .flat_map(|(_, r)| differences(now, r))
-        .collect();
-    differences.dedup();
+    let mut said = Vec::new();
+    for d in before.iter().flat_map(|(_, r)| differences(now, r)) {
+        if !said.contains(&d) {
+            said.push(d);
+        }
+    }
+    let (_, latest) = before.last().expect("at least one earlier run");
     Baseline {
         path: before
             .iter()
@@ -313,7 +318,7 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
         ),
         cells,
         missing,
-        differences,
+        differences: said,
         basis: basis(before.len(), &family, rule),
     }
 }

@@ -113,6 +113,11 @@ pub struct ShardPlan {
     pub shard: Shard,
     /// Start (the warm-up) at this wall-clock time, so shards on other machines start together.
     pub start_at: Option<SystemTime>,
+    /// How late past `start_at` the run may still start (at once, its warm-up that much shorter).
+    /// Zero, the default: a late start is an error, as shards on other machines need; window sets
+    /// in one process, whose windows are timed from the agreed start plus the warm-up, allow part
+    /// of the warm-up.
+    pub late_ok: std::time::Duration,
     /// Fixtures made beforehand: the setup steps are not sent again.
     pub fixtures: Option<Fixtures>,
     /// Which attempt at this shard the run is (`--attempt`; 0 and 1 both mean the first): a

@@ -5,10 +5,9 @@
 //! Two things make a naive gate cry wolf, and each has its answer here:
 //! - **Runs differ by more than one run's interval says.** A run's interval covers what moves
 //!   inside it (windows, rounds of fresh servers), not what is shared by all of its rounds: the
-//!   machine's state that quarter of an hour, the rate its probes chose. Measured on 8 `--quick`
-//!   runs of one binary, a pair's log ratio scattered between runs 1.0 point beyond its intervals
-//!   on average and up to 2.7 for ntex. With **two or more earlier runs**, that scatter is
-//!   measured ([`Scatter`], pooled per pair of runtimes over the cells) and the change's interval
+//!   machine's state that quarter of an hour, the rate its probes chose (docs/results.md has how
+//!   far `--quick` runs of one binary scattered beyond their intervals). With **two or more
+//!   earlier runs**, that scatter is measured ([`Scatter`], pooled per pair of runtimes over the cells) and the change's interval
 //!   is a **prediction interval** (Student's t): how far a new run of the same set lands from the
 //!   earlier runs' mean when nothing changed. With one earlier run the scatter cannot be measured,
 //!   and the two runs' intervals are combined as they are ([`widened`]).

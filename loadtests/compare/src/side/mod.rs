@@ -28,7 +28,8 @@
 //! 5. in the first round, after the measured windows, the same load goes on for the counting
 //!    windows while `perf stat` counts syscalls and context switches (kept apart from the CPU
 //!    windows, since counting costs);
-//! 6. the servers stop.
+//! 6. the servers stop, while the next round starts and measures its levels (its records are
+//!    joined after them).
 //!
 //! After every cell's first look, `--budget` adds rounds ([`budget`]) to the levels still open:
 //! fresh copies of the runtimes still in question filling every place (so the level's load stays
@@ -118,6 +119,7 @@ pub(crate) fn run_cell(
     let side = &bench.settings.side;
     let mut cells: Vec<SideCell> = Vec::new();
     let mut records = Vec::new();
+    let mut stopping: Option<Stopping> = None;
     for round in 0..side.rounds.max(1) {
         let servers = match start_all(bench, plan, round) {
             Ok(servers) => servers,
@@ -140,7 +142,14 @@ pub(crate) fn run_cell(
                 reaim(&mut plan.levels, &mut cells, &busy);
             }
         }
-        records.extend(stop_all(bench, servers));
+        // The round before's servers have had this round's start and levels to finish stopping.
+        if let Some(stopping) = stopping.take() {
+            records.extend(stopping.join(bench));
+        }
+        stopping = Some(Stopping::start(servers));
+    }
+    if let Some(stopping) = stopping {
+        records.extend(stopping.join(bench));
     }
     let planned = if side.budget.is_zero() { 1 } else { 2 };
     for cell in &mut cells {
@@ -631,6 +640,11 @@ fn start_one(
 /// every grace period in turn) and returns their records, in order.
 fn stop_all(bench: &Bench<'_>, servers: Vec<Running>) -> Vec<ServerRecord> {
     let _stops = bench.phases.timer(Phase::Stops);
+    stop_each(servers)
+}
+
+/// Stops `servers` at once, each on its own thread; their records in order.
+fn stop_each(servers: Vec<Running>) -> Vec<ServerRecord> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = servers
             .into_iter()
@@ -641,6 +655,23 @@ fn stop_all(bench: &Bench<'_>, servers: Vec<Running>) -> Vec<ServerRecord> {
             .filter_map(|h| h.join().ok().flatten())
             .collect()
     })
+}
+
+/// A round's servers stopping while the next round starts and measures: a runtime's own stop can
+/// wait long after its drain (ntex's sleeps 350 ms: 0.6 s a round here, a minute of the default
+/// run), asleep, while the next round's servers start, take their fixtures and warm up.
+struct Stopping(std::thread::JoinHandle<Vec<ServerRecord>>);
+
+impl Stopping {
+    fn start(servers: Vec<Running>) -> Stopping {
+        Stopping(std::thread::spawn(move || stop_each(servers)))
+    }
+
+    /// Their records, once all have stopped; the wait counts as the run's stops.
+    fn join(self, bench: &Bench<'_>) -> Vec<ServerRecord> {
+        let _stops = bench.phases.timer(Phase::Stops);
+        self.0.join().unwrap_or_default()
+    }
 }
 
 /// Stops a server the cell started and returns its record; an external one is left running.

@@ -98,6 +98,8 @@ fn run_once(args: LoadArgs, registry: &Registry) -> Result<()> {
     let plan = crate::shard::ShardPlan {
         shard: args.shard.unwrap_or_default(),
         start_at: args.start_at,
+        // Shards on other machines start together or not at all.
+        late_ok: std::time::Duration::ZERO,
         fixtures: args
             .fixtures
             .as_deref()

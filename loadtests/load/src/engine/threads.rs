@@ -5,7 +5,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::progress::ProgressView;
 use super::seconds;
@@ -15,17 +15,20 @@ use super::LoadConfig;
 use crate::scenario::Pools;
 use crate::shard::ShardPlan;
 
-/// The instant `--start-at` names, or `None` without one; an error when it has passed.
+/// The instant `--start-at` names, or `None` without one; now when it passed less than the plan's
+/// `late_ok` ago; an error when it passed longer ago.
 pub(super) fn agreed_start(plan: &ShardPlan) -> Result<Option<Instant>> {
     let Some(at) = plan.start_at else {
         return Ok(None);
     };
-    let wait = at.duration_since(SystemTime::now()).map_err(|late| {
-        anyhow!(
+    let wait = match at.duration_since(SystemTime::now()) {
+        Ok(wait) => wait,
+        Err(late) if late.duration() <= plan.late_ok => Duration::ZERO,
+        Err(late) => bail!(
             "--start-at was {:.1} s ago: the shards would not start together (choose a later time)",
             late.duration().as_secs_f64()
-        )
-    })?;
+        ),
+    };
     Ok(Some(Instant::now() + wait))
 }
 

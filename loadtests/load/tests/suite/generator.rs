@@ -795,4 +795,12 @@ fn open_loop_shards_send_the_whole_schedule_between_them_and_no_send_twice() {
     };
     let err = engine::run_shard(&cfg, &scenario, &plan).unwrap_err();
     assert!(err.to_string().contains("--start-at was"), "{err}");
+    // Less late than the plan allows (a window set in one process): it starts at once.
+    let plan = ShardPlan {
+        start_at: Some(std::time::SystemTime::now() - Duration::from_millis(100)),
+        late_ok: Duration::from_secs(10),
+        ..ShardPlan::default()
+    };
+    let late = engine::run_shard(&cfg, &scenario, &plan).unwrap();
+    assert_eq!(late.total.requests, 600, "{:?}", late.total);
 }
