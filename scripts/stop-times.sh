@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/brigade}
 [ -x "$BIN" ] || cargo build --release --quiet
-RUNTIMES=${RUNTIMES:-axum,actix,hyper,warp,ntex,salvo,poem,xitca}
+# compare's default runtimes, as its plan names them.
+RUNTIMES=${RUNTIMES:-$("$BIN" compare --plan | python3 -c 'import json, sys; print(",".join(json.load(sys.stdin)["settings"]["runtimes"]))')}
 TIMES=${TIMES:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

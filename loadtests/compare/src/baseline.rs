@@ -106,6 +106,41 @@ struct Family {
     size: usize,
 }
 
+/// The interval of `c`'s change against its earlier runs' oriented ratios `olds` (ratio, low,
+/// high), in log space: where earlier runs measured the pair's scatter, a prediction interval
+/// from it; otherwise the two runs' intervals in quadrature (measured independently), widened to
+/// the family's confidence. None without an interval on one side.
+fn interval_of_change(
+    c: &Comparison,
+    olds: &[(f64, f64, f64)],
+    scatter: &Scatter,
+    family: &Family,
+    rule: &Rule,
+) -> Option<brigade_stats::Interval> {
+    let (&(r0, lo0, hi0), r1, lo1, hi1) = (olds.first()?, c.ratio?, c.ci_low?, c.ci_high?);
+    let logs: Vec<f64> = olds.iter().map(|(r, _, _)| r.ln()).collect();
+    let half = |lo: f64, hi: f64| (hi.ln() - lo.ln()) / 2.0;
+    let (centre, width) =
+        match brigade_stats::predicted_change(r1.ln(), &logs, scatter, family.member) {
+            Some(predicted) => predicted,
+            None => (
+                (r1 / r0).ln(),
+                brigade_stats::widened(
+                    half(lo0, hi0).hypot(half(lo1, hi1)),
+                    rule.confidence(),
+                    family.member,
+                ),
+            ),
+        };
+    Some(brigade_stats::Interval {
+        ratio: centre.exp(),
+        ci_low: (centre - width).exp(),
+        ci_high: (centre + width).exp(),
+        samples: c.samples,
+        confidence: family.member,
+    })
+}
+
 /// The change of `c`'s ratio against the same comparison in each earlier run (`then`, never
 /// empty), with the run-to-run `scatter` of its pair measured over those runs.
 fn change(
@@ -136,40 +171,17 @@ fn change(
         .iter()
         .filter_map(|t| oriented(t, &c.a, &c.b))
         .collect();
-    let (Some(&(r0, lo0, hi0)), Some(r1), Some(lo1), Some(hi1)) =
-        (olds.first(), c.ratio, c.ci_low, c.ci_high)
-    else {
+    if !olds.is_empty() {
+        change.before =
+            (olds.iter().map(|(r, _, _)| r.ln()).sum::<f64>() / olds.len() as f64).exp();
+    }
+    let Some(interval) = interval_of_change(c, &olds, scatter, family, rule) else {
         change.reason = "no interval on one side".to_owned();
         return change;
     };
-    let logs: Vec<f64> = olds.iter().map(|(r, _, _)| r.ln()).collect();
-    // In log space. Where two or more earlier runs measured the pair's scatter: a prediction
-    // interval from it. Otherwise the two runs' intervals in quadrature (measured independently),
-    // widened to the family's confidence.
-    let half = |lo: f64, hi: f64| (hi.ln() - lo.ln()) / 2.0;
-    let (centre, width) =
-        match brigade_stats::predicted_change(r1.ln(), &logs, scatter, family.member) {
-            Some(predicted) => predicted,
-            None => (
-                (r1 / r0).ln(),
-                brigade_stats::widened(
-                    half(lo0, hi0).hypot(half(lo1, hi1)),
-                    rule.confidence(),
-                    family.member,
-                ),
-            ),
-        };
-    let basis = match logs.len() {
+    let basis = match olds.len() {
         1 => "one run".to_owned(),
         k => format!("the mean of {k} runs"),
-    };
-    change.before = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
-    let interval = brigade_stats::Interval {
-        ratio: centre.exp(),
-        ci_low: (centre - width).exp(),
-        ci_high: (centre + width).exp(),
-        samples: c.samples,
-        confidence: family.member,
     };
     let margin = rule.margin_pct(c.measure) / 100.0;
     let (outcome, _) = brigade_stats::four_way_oriented(&interval, margin);
@@ -192,7 +204,7 @@ fn change(
         c.a,
         c.b,
         (change.before - 1.0) * 100.0,
-        (r1 - 1.0) * 100.0,
+        (change.after - 1.0) * 100.0,
         rule.confidence_pct,
         family.size,
         (interval.ci_low - 1.0) * 100.0,
@@ -236,16 +248,16 @@ fn pair(c: &Comparison) -> (String, String, String) {
     (format!("{:?}", c.measure), x.clone(), y.clone())
 }
 
-/// Sets `now` against the earlier runs `before` (each read from its path), comparison by
-/// comparison: each comparison against the mean of the runs that have it, judged by a prediction
-/// interval from their run-to-run scatter when two or more do (`brigade_stats::predicted_change`),
-/// every comparison at the confidence that holds for all at once.
-pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Baseline {
+/// Comparisons, each with the earlier runs' reports and their comparisons of its cell and pair.
+type Matched<'a> = Vec<(&'a Comparison, Vec<(&'a Report, &'a Comparison)>)>;
+
+/// Each comparison of `now` with each earlier run's report and its comparison of the same cell
+/// and pair (those that have one), and the comparisons no earlier run has, in words.
+fn matched<'a>(now: &'a Report, before: &'a [(PathBuf, Report)]) -> (Matched<'a>, Vec<String>) {
     let mut matched = Vec::new();
     let mut missing = Vec::new();
     for c in &now.comparisons {
         let same_pair = |t: &Comparison| (t.a == c.a && t.b == c.b) || (t.a == c.b && t.b == c.a);
-        // Each earlier run's report with its comparison of the same cell and pair.
         let then: Vec<(&Report, &Comparison)> = before
             .iter()
             .filter_map(|(_, r)| {
@@ -261,6 +273,15 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
             matched.push((c, then));
         }
     }
+    (matched, missing)
+}
+
+/// Sets `now` against the earlier runs `before` (each read from its path), comparison by
+/// comparison: each comparison against the mean of the runs that have it, judged by a prediction
+/// interval from their run-to-run scatter when two or more do (`brigade_stats::predicted_change`),
+/// every comparison at the confidence that holds for all at once.
+pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Baseline {
+    let (matched, missing) = matched(now, before);
     let mut scatter: BTreeMap<_, Scatter> = BTreeMap::new();
     for (c, then) in &matched {
         let logs: Vec<f64> = then

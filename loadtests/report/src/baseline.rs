@@ -116,12 +116,22 @@ pub fn cells(change: &CellChange) -> Vec<String> {
             .clone()
             .unwrap_or_else(|| "isolated".to_owned()),
         format!("{} vs {}", change.a, change.b),
-        format!("{:+.1}%", (change.before - 1.0) * 100.0),
-        format!("{:+.1}%", (change.after - 1.0) * 100.0),
+        lead(change.before),
+        lead(change.after),
         change.label(),
         change.absolute.clone(),
         change.reason.clone(),
     ]
+}
+
+/// A lead as a percentage, or a dash where the comparison had no ratio (one runtime's figure
+/// missing).
+fn lead(ratio: f64) -> String {
+    if ratio > 0.0 {
+        format!("{:+.1}%", (ratio - 1.0) * 100.0)
+    } else {
+        "—".to_owned()
+    }
 }
 
 /// The rule, in words, under the table.
