@@ -142,10 +142,12 @@ fn interval_of_change(
 }
 
 /// The change of `c`'s ratio against the same comparison in each earlier run (`then`, never
-/// empty), with the run-to-run `scatter` of its pair measured over those runs.
+/// empty; `olds`: their ratios and intervals oriented as `c`), with the run-to-run `scatter` of
+/// its pair measured over those runs.
 fn change(
     c: &Comparison,
     then: &[&Comparison],
+    olds: &[(f64, f64, f64)],
     scatter: &Scatter,
     family: &Family,
     absolute: String,
@@ -167,15 +169,11 @@ fn change(
         absolute,
         reason: String::new(),
     };
-    let olds: Vec<(f64, f64, f64)> = then
-        .iter()
-        .filter_map(|t| oriented(t, &c.a, &c.b))
-        .collect();
     if !olds.is_empty() {
         change.before =
             (olds.iter().map(|(r, _, _)| r.ln()).sum::<f64>() / olds.len() as f64).exp();
     }
-    let Some(interval) = interval_of_change(c, &olds, scatter, family, rule) else {
+    let Some(interval) = interval_of_change(c, olds, scatter, family, rule) else {
         change.reason = "no interval on one side".to_owned();
         return change;
     };
@@ -282,13 +280,18 @@ fn matched<'a>(now: &'a Report, before: &'a [(PathBuf, Report)]) -> (Matched<'a>
 /// every comparison at the confidence that holds for all at once.
 pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Baseline {
     let (matched, missing) = matched(now, before);
+    // Each comparison's earlier ratios and intervals, oriented as it is.
+    let olds: Vec<Vec<(f64, f64, f64)>> = matched
+        .iter()
+        .map(|(c, then)| {
+            then.iter()
+                .filter_map(|(_, t)| oriented(t, &c.a, &c.b))
+                .collect()
+        })
+        .collect();
     let mut scatter: BTreeMap<_, Scatter> = BTreeMap::new();
-    for (c, then) in &matched {
-        let logs: Vec<f64> = then
-            .iter()
-            .filter_map(|(_, t)| oriented(t, &c.a, &c.b))
-            .map(|(r, _, _)| r.ln())
-            .collect();
+    for ((c, _), olds) in matched.iter().zip(&olds) {
+        let logs: Vec<f64> = olds.iter().map(|(r, _, _)| r.ln()).collect();
         scatter.entry(pair(c)).or_default().add(&logs);
     }
     let judged =
@@ -300,7 +303,8 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
     };
     let cells = matched
         .iter()
-        .map(|(c, then)| {
+        .zip(&olds)
+        .map(|((c, then), olds)| {
             let (latest, newest) = *then.last().expect("matched in one run at least");
             let absolute = format!(
                 "{}: {} then, {} now; {}: {} then, {} now (measured at another time)",
@@ -312,7 +316,7 @@ pub fn compare(now: &Report, before: &[(PathBuf, Report)], rule: &Rule) -> Basel
                 absolute(now, c, &c.b)
             );
             let then: Vec<&Comparison> = then.iter().map(|(_, t)| *t).collect();
-            change(c, &then, &scatter[&pair(c)], &family, absolute, rule)
+            change(c, &then, olds, &scatter[&pair(c)], &family, absolute, rule)
         })
         .collect();
     let mut said = Vec::new();
@@ -499,7 +503,11 @@ mod tests {
             member: rule.confidence(),
             size: 1,
         };
-        change(now, then, scatter, &family, String::new(), &rule)
+        let olds: Vec<_> = then
+            .iter()
+            .filter_map(|t| oriented(t, &now.a, &now.b))
+            .collect();
+        change(now, then, &olds, scatter, &family, String::new(), &rule)
     }
 
     #[test]
@@ -567,6 +575,7 @@ mod tests {
             change(
                 &now,
                 &[&before],
+                &[oriented(&before, "hyper", "warp").unwrap()],
                 &Scatter::default(),
                 &family,
                 String::new(),

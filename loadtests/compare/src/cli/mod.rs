@@ -294,11 +294,10 @@ pub fn run_compare(args: CompareArgs, registry: &Registry) -> anyhow::Result<()>
     }
     if let Some(dir) = &args.rejudge {
         let rule = args.rule()?;
-        let mut report = crate::rejudge(dir, &rule)?;
-        if !args.baselines.is_empty() {
-            report = crate::baseline::against(report, &args.baselines, &rule)?;
-            brigade_report::write_all(&report, dir)?;
-        }
+        // Judged again, set against the baselines if any were given, then written once.
+        let report = crate::judge::rejudged(dir, &rule)?;
+        let report = crate::baseline::against(report, &args.baselines, &rule)?;
+        brigade_report::write_all(&report, dir)?;
         println!("{}", markdown::summary(&report));
         println!(
             "Rewrote {} (report.md, report.json, report.html)",

@@ -186,6 +186,13 @@ fn judge_cells(evidence: &Evidence<'_>, scenario: &str, rule: &Rule, out: &mut J
 /// runs and windows; nothing is run. Reports written before a field existed read with its
 /// default (no preload, no side-by-side levels: throughput verdicts only).
 pub fn rejudge(dir: &Path, rule: &Rule) -> anyhow::Result<Report> {
+    let report = rejudged(dir, rule)?;
+    brigade_report::write_all(&report, dir)?;
+    Ok(report)
+}
+
+/// The report in `dir` judged again as [`rejudge`] does, not written.
+pub(crate) fn rejudged(dir: &Path, rule: &Rule) -> anyhow::Result<Report> {
     let mut report = brigade_report::json::read(&dir.join("report.json"))?;
     let cpus = &report.threads.cpus;
     let shape = CpuShape {
@@ -205,11 +212,11 @@ pub fn rejudge(dir: &Path, rule: &Rule) -> anyhow::Result<Report> {
     }
     let judgement = judge(&Evidence::of(&report), rule)?;
     let (baseline, correctness) = (report.baseline.take(), report.correctness.take());
-    let report = Report::new(report.into_measurements(), judgement.into_parts())
-        .with_baseline(baseline)
-        .with_correctness(correctness);
-    brigade_report::write_all(&report, dir)?;
-    Ok(report)
+    Ok(
+        Report::new(report.into_measurements(), judgement.into_parts())
+            .with_baseline(baseline)
+            .with_correctness(correctness),
+    )
 }
 
 impl Judgement {
