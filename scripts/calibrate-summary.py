@@ -5,9 +5,9 @@
 
 A/A: how often the interval holds 1.0 and how often an order is named. The ~5% handicap: how often
 it is found in the right direction (win or ahead for hyper over hyper#2), and its measured size
-against the size planted. The ~1% one: whether it is ever found in the wrong direction. Seven
-copies: whether the cell names all of them as its leading group or leaves them open, never an
-order. The scenario verdicts (each scenario's levels pooled): with copies only, how many name an
+against the size planted. The ~1% one: whether it is ever found in the wrong direction. Copies of
+hyper (as many as the default runtimes): whether the cell names all of them as its leading group
+or leaves them open, never an order. The scenario verdicts (each scenario's levels pooled): with copies only, how many name an
 order; with a ~3% plant on hyper#2, how many find hyper ahead of it the right way. Levels that could
 not be judged are counted apart, with their reasons.
 """
@@ -101,9 +101,10 @@ if seven:
         named = sum(1 for c in comparisons if c["outcome"] in ORDERED)
         orders += named > 0
         fine += named == 0
+    copies = len(seven[0]["side_by_side"][0]["runtimes"])
     print(
-        f"Seven copies of hyper: {len(seven) - unjudged} judged; all seven leading or undecided, no "
-        f"order, in {fine} (target ≥ 90%: {verdict(fine >= 0.9 * max(1, len(seven) - unjudged))}); an "
+        f"{copies} copies of hyper: {len(seven) - unjudged} judged; all leading or undecided, no "
+        f"order, in {fine} (target ≥ 95%: {verdict(fine >= 0.95 * max(1, len(seven) - unjudged))}); an "
         f"order named in {orders}" + (f"; {unjudged} not judged" if unjudged else "")
     )
 
@@ -124,14 +125,31 @@ if saa:
 s3 = reports("s3")
 if s3:
     verdicts = [p for r in s3 for _, p in pooled(r) if p["comparisons"]]
-    pairs = [c for p in verdicts for c in p.get("pairs", []) if {c["a"], c["b"]} == {"hyper", "hyper#2"}]
-    found = sum(1 for c in pairs if c["a"] == "hyper" and c["outcome"] in ORDERED)
-    wrong = sum(1 for c in pairs if c["a"] == "hyper#2" and c["outcome"] in ORDERED)
-    sizes3 = [(c["ratio"] - 1) * 100 if c["a"] == "hyper" else (1 / c["ratio"] - 1) * 100 for c in pairs]
+    rows = []  # (scenario, planted %, measured %, outcome the right way, the wrong way)
+    for report in s3:
+        hyper = {}
+        for cell in report["side_by_side"]:
+            hyper.setdefault(cell["scenario"], []).extend(
+                r["cpu_us_per_request"] for r in cell["runtimes"] if r["runtime"] == "hyper" and r["cpu_us_per_request"] > 0
+            )
+        for scenario, p in pooled(report):
+            for c in p.get("pairs", []):
+                if {c["a"], c["b"]} != {"hyper", "hyper#2"}:
+                    continue
+                size = (c["ratio"] - 1) * 100 if c["a"] == "hyper" else (1 / c["ratio"] - 1) * 100
+                planted = h3 / statistics.median(hyper[scenario]) * 100 if hyper.get(scenario) else float("nan")
+                ordered = c["outcome"] in ORDERED
+                rows.append((scenario, planted, size, ordered and c["a"] == "hyper", ordered and c["a"] == "hyper#2"))
+    found = sum(1 for r in rows if r[3])
+    wrong = sum(1 for r in rows if r[4])
     print(
-        f"Scenario verdicts, ~3% planted on hyper#2 ({h3} µs): {len(verdicts)} pooled over "
+        f"Scenario verdicts, about 3% planted on hyper#2 ({h3} µs): {len(verdicts)} pooled over "
         f"{len(s3)} runs; hyper found ahead of hyper#2 the right way in {found} (target ≥ 14 of 15: "
-        f"{verdict(found >= 14 * len(verdicts) / 15)}), the wrong way in {wrong}; measured "
-        f"{statistics.median(sizes3) if sizes3 else float('nan'):.2f}% median"
+        f"{verdict(found >= 14 * len(verdicts) / 15)}), the wrong way in {wrong}"
     )
-
+    for scenario in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == scenario]
+        print(
+            f"  {scenario}: planted {statistics.median(r[1] for r in mine):.1f}% of hyper's request; "
+            f"measured {', '.join(f'{r[2]:+.2f}%' for r in mine)}; found in {sum(r[3] for r in mine)} of {len(mine)}"
+        )

@@ -13,7 +13,12 @@
 # runtimes (perf counts off), N_SCEN of each:
 #   saa   the default count of copies of hyper: a scenario verdict names no order;
 #   s3    the default runtimes with the last replaced by hyper#2, planted about 3% (`--handicap`):
-#         each scenario finds hyper ahead of hyper#2 (win or ahead, the right way).
+#         each scenario finds hyper ahead of hyper#2 (win or ahead, the right way). The plant is
+#         sized from saa-1, the first of the runs above (3% of the median scenario's CPU per
+#         request there), not from the probe: a default run's levels offer a few hundred requests
+#         a second, where a request costs two to three times the probe's at RATE, so 3% of the
+#         probe's request plants about 1%. One fixed cost is a different share of each scenario's
+#         request: the summary gives each scenario's.
 # Then scripts/calibrate-summary.py prints the figures against the targets of docs/methodology.md.
 # It resumes: run it again with the same OUT and it skips every experiment with a report.
 #
@@ -63,8 +68,34 @@ run() { # WORKER NAME RUNTIMES RATE [compare flags...]; RATE `default`: a defaul
         cpus=(--server-cpus "$((2 * worker))" --generator-cpus "$((2 * worker + 1))")
     fi
     "$BIN" compare --runtimes "$runtimes" "${shape[@]}" --count-seconds 0 --no-progress \
-        --out "$OUT/$name" "${cpus[@]}" "$@" >"$OUT/$name.log" 2>&1 ||
+        --out "$OUT/$name" "${cpus[@]}" "$@" >"$OUT/$name.log" 2>&1 || {
         echo "calibrate: $name failed, see $OUT/$name.log" >&2
+        touch "$OUT/$name.failed"
+    }
+}
+
+# The scenario runs' plant in µs (see s3 above), kept in $OUT/h3 once sized: 3% of the median
+# over the scenarios of hyper's median CPU per request in saa-1. Another worker may be running
+# saa-1: this waits for it; if it failed, the plant falls back to 3% of the probe's request.
+scenario_plant() {
+    if [ ! -s "$OUT/h3" ]; then
+        until [ -s "$OUT/saa-1/report.json" ] || [ -e "$OUT/saa-1.failed" ]; do sleep 30; done
+        if [ -s "$OUT/saa-1/report.json" ]; then
+            python3 -c '
+import json, statistics, sys
+report = json.load(open(sys.argv[1]))
+costs = {}
+for cell in report["side_by_side"]:
+    for r in cell["runtimes"]:
+        if r["cpu_us_per_request"] > 0:
+            costs.setdefault(cell["scenario"], []).append(r["cpu_us_per_request"])
+print(round(statistics.median(statistics.median(c) for c in costs.values()) * 0.03, 3))
+' "$OUT/saa-1/report.json" >"$OUT/h3.tmp" && mv "$OUT/h3.tmp" "$OUT/h3"
+        else
+            echo "$h3_probe" >"$OUT/h3"
+        fi
+    fi
+    cat "$OUT/h3"
 }
 
 echo "calibrate: probe (hyper,hyper at $RATE/s each) to size the handicaps"
@@ -76,7 +107,7 @@ echo "calibrate: a waiter request costs $cost µs of CPU side by side; handicaps
 seven=$(printf 'hyper%.0s,' $(seq 1 "$COPIES") | sed 's/,$//')
 # The scenario runs: the defaults with the last replaced by a planted copy of hyper.
 planted=$(echo "$defaults" | tr ',' '\n' | head -n $((COPIES - 1)) | paste -sd, -),hyper#2
-h3=$(python3 -c "print(round($cost*0.03, 3))")
+h3_probe=$(python3 -c "print(round($cost*0.03, 3))")
 
 # The experiments, interleaved by kind, one per line: NAME RUNTIMES RATE [flags].
 jobs=$OUT/jobs.txt
@@ -88,7 +119,7 @@ for i in $(seq 1 "$most"); do
     [ "$i" -le "$N1" ] && echo "h1-$i hyper,hyper $RATE --handicap hyper#2=$h1" >>"$jobs"
     [ "$i" -le "$N7" ] && echo "seven-$i $seven $RATE7" >>"$jobs"
     [ "$i" -le "$N_SCEN" ] && echo "saa-$i $seven default" >>"$jobs"
-    [ "$i" -le "$N_SCEN" ] && echo "s3-$i $planted default --handicap hyper#2=$h3" >>"$jobs"
+    [ "$i" -le "$N_SCEN" ] && echo "s3-$i $planted default --handicap hyper#2=@h3" >>"$jobs"
 done
 total=$(wc -l <"$jobs")
 echo "calibrate: $total experiments on $WORKERS worker(s)"
@@ -99,6 +130,7 @@ for w in $(seq 0 $((WORKERS - 1))); do
             line=$((line + 1))
             [ $(((line - 1) % WORKERS)) -eq "$w" ] || continue
             echo "calibrate: [$line/$total] $name"
+            [[ $flags == *@h3* ]] && flags=${flags//@h3/$(scenario_plant)}
             # shellcheck disable=SC2086
             run "$w" "$name" "$runtimes" "$rate" $flags
         done <"$jobs"
@@ -106,5 +138,6 @@ for w in $(seq 0 $((WORKERS - 1))); do
 done
 wait
 
+h3=$([ -s "$OUT/h3" ] && cat "$OUT/h3" || echo "$h3_probe")
 python3 scripts/calibrate-summary.py "$OUT" "$cost" "$h5" "$h1" "$h3" | tee "$OUT/summary.txt"
 echo "calibrate: reports under $OUT"

@@ -73,7 +73,7 @@ pub struct WindowPlan<'a> {
 
 /// How a level's reason starts when a runtime completed less than it was offered; [`assemble`]
 /// adds who was busy.
-const SHORT_OF_OFFERED: &str = "short of the offered rate";
+pub const SHORT_OF_OFFERED: &str = "short of the offered rate";
 
 /// What one measured window set of a level collected for one server.
 #[derive(Debug)]
@@ -348,6 +348,7 @@ fn assemble(
         others_on_server_cpus_pct: (server_task - servers_pct).max(0.0),
         interrupts_us_per_request,
         not_judged,
+        measured_again: Vec::new(),
     }
 }
 
@@ -361,6 +362,18 @@ fn busy(cpus: &[usize], pair: &(CpuSample, CpuSample)) -> (f64, f64) {
     let b = series.busy(pair.0.t_s, pair.1.t_s);
     let of = |percent: f64| percent / b.capacity_percent.max(1.0) * 100.0;
     (of(b.busy_percent), of(b.task_percent))
+}
+
+/// Whether a window set fell short of its offered rate while neither side's CPUs were saturated:
+/// the servers were waiting (a durable write's fsync stalls every server of the set alike), the
+/// one shortfall that says nothing about the runtimes, so that the set may be measured again.
+pub fn fell_short_waiting(cell: &SideCell) -> bool {
+    let saturated = GENERATOR_SATURATED * 100.0;
+    cell.not_judged
+        .as_deref()
+        .is_some_and(|why| why.starts_with(SHORT_OF_OFFERED))
+        && cell.server_cpus_busy_pct < saturated
+        && cell.generator_cpus_busy_pct < saturated
 }
 
 /// A pinned generator whose CPUs were saturated leaves the level not judged; a level that fell
@@ -506,6 +519,26 @@ impl Default for Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_shortfall_with_neither_side_saturated_is_one_of_waiting() {
+        let short = |server: f64, generator: f64, why: &str| SideCell {
+            server_cpus_busy_pct: server,
+            generator_cpus_busy_pct: generator,
+            not_judged: Some(why.to_owned()),
+            ..SideCell::default()
+        };
+        let shortfall = format!("{SHORT_OF_OFFERED}: warp completed 226/s of the 229/s offered");
+        assert!(fell_short_waiting(&short(77.0, 20.0, &shortfall)));
+        assert!(!fell_short_waiting(&short(95.0, 20.0, &shortfall)));
+        assert!(!fell_short_waiting(&short(77.0, 95.0, &shortfall)));
+        assert!(!fell_short_waiting(&short(
+            77.0,
+            20.0,
+            "failed: warp answered 9 of 10"
+        )));
+        assert!(!fell_short_waiting(&SideCell::default()));
+    }
 
     #[test]
     fn window_costs_are_cpu_microseconds_per_request_and_empty_windows_are_not_numbers() {

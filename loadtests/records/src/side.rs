@@ -155,6 +155,11 @@ pub struct SideCell {
     /// Why no verdict can be drawn from this level (generator-bound, failed), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,
+    /// The window sets that fell short of their offered rate waiting (neither side's CPUs
+    /// saturated) and were measured once more on the same servers, the second replacing the
+    /// first: `round N: why` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_again: Vec<String>,
 }
 
 /// What a side-by-side level still open after its first look needs to be decided, as far as that
@@ -246,6 +251,7 @@ pub fn extend(cell: &mut SideCell, more: SideCell) {
     if cell.not_judged.is_none() {
         cell.not_judged = more.not_judged;
     }
+    cell.measured_again.extend(more.measured_again);
     let mut more = more.runtimes;
     for mine in &mut cell.runtimes {
         let theirs = more

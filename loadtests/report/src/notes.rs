@@ -13,6 +13,7 @@ pub(crate) fn of(report: &Report) -> Vec<String> {
     side_by_side_note(report, &mut notes);
     isolated_run_notes(report, &mut notes);
     side_not_judged_note(report, &mut notes);
+    notes.extend(measured_again_note(&report.side_by_side));
     settings_notes(report, &mut notes);
     failure_notes(report, &mut notes);
     notes
@@ -138,6 +139,25 @@ fn side_not_judged_note(report: &Report, notes: &mut Vec<String>) {
     }
 }
 
+/// The window sets measured once more because they fell short of their rate while the servers
+/// waited, and the first one's level and reason.
+fn measured_again_note(cells: &[SideCell]) -> Option<String> {
+    let again: Vec<(&SideCell, &String)> = cells
+        .iter()
+        .flat_map(|c| c.measured_again.iter().map(move |why| (c, why)))
+        .collect();
+    let (cell, why) = again.first()?;
+    Some(format!(
+        "{} window sets fell short of their offered rate with neither side's CPUs saturated (the \
+         servers waiting) and were measured once more on the same servers, the second set \
+         standing; first: {} {} users at {}, {why}",
+        again.len(),
+        cell.scenario,
+        cell.users,
+        cell.level,
+    ))
+}
+
 /// The settings that change what the figures mean: open loop, no keep-alive, planted costs.
 fn settings_notes(report: &Report, notes: &mut Vec<String>) {
     let s = &report.settings;
@@ -189,5 +209,33 @@ fn failure_notes(report: &Report, notes: &mut Vec<String>) {
              kinds).",
             row.runtime, row.scenario, row.users, row.preload, row.error_pct
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_measured_again_are_counted_with_the_first_ones_level() {
+        let level = |label: &str, again: &[&str]| SideCell {
+            scenario: "all".into(),
+            users: 10,
+            level: label.into(),
+            measured_again: again.iter().map(|s| (*s).to_owned()).collect(),
+            ..SideCell::default()
+        };
+        assert_eq!(measured_again_note(&[level("40%", &[])]), None);
+        let note = measured_again_note(&[
+            level("40%", &[]),
+            level("80%", &["round 3: short of the offered rate: warp"]),
+            level("60%", &["round 1: x", "round 5: y"]),
+        ])
+        .unwrap();
+        assert!(note.starts_with("3 window sets fell short"), "{note}");
+        assert!(
+            note.ends_with("first: all 10 users at 80%, round 3: short of the offered rate: warp"),
+            "{note}"
+        );
     }
 }

@@ -42,7 +42,7 @@ pub(crate) mod aim;
 pub(crate) mod budget;
 pub(crate) mod instructions;
 
-use brigade_meter::window::{WindowPlan, WindowServer};
+use brigade_meter::window::{fell_short_waiting, WindowPlan, WindowServer};
 
 use aim::{busy_share, corrected_level, corrected_rate, missed_share, off_its_share, reaim};
 
@@ -188,19 +188,23 @@ fn first_round(bench: &Bench<'_>, plan: &mut CellPlan<'_>, servers: &[Running]) 
     let mut cells = Vec::new();
     for i in 0..plan.levels.len() {
         let mut level = corrected_level(&plan.levels[i], measured);
-        let shape = |attempt: u64| SetShape {
+        let shape = |set: u64| SetShape {
             windows: side.windows,
             count_s: side.count_s,
-            set: attempt_set(i, attempt),
+            set,
             warmup: side.warmup,
         };
         // Each attempt its own seed: a second on the same servers with the first's would make the
         // same keys (table numbers) again, refused as taken.
-        let measure =
-            |level: &Level, attempt| match timed_set(bench, plan, level, servers, shape(attempt)) {
+        let measure = |level: &Level, attempt| {
+            let set = attempt_set(i, attempt);
+            match once_more_if_waited(0, set, |set| {
+                timed_set(bench, plan, level, servers, shape(set))
+            }) {
                 Ok(cell) => cell,
                 Err(err) => blank_cell(bench, plan, level, format!("failed: {err:#}")),
-            };
+            }
+        };
         let mut cell = measure(&level, 0);
         print_level(&cell, 1);
         // A level whose busy share missed its name by more than the tolerance is set again from
@@ -249,13 +253,16 @@ fn later_round(
     let mut busy = Vec::new();
     for &i in which {
         let level = &plan.levels[i];
-        let shape = SetShape {
+        let shape = |set| SetShape {
             windows: side.windows,
             count_s: 0,
-            set: set_number(round, i),
+            set,
             warmup: side.warmup,
         };
-        let more = match timed_set(bench, plan, level, servers, shape) {
+        let measured = once_more_if_waited(round, set_number(round, i), |set| {
+            timed_set(bench, plan, level, servers, shape(set))
+        });
+        let more = match measured {
             Ok(more) => more,
             Err(err) => blank_cell(
                 bench,
@@ -272,6 +279,36 @@ fn later_round(
         print_level(&cells[i], round + 1);
     }
     busy
+}
+
+/// What a window set measured again ([`once_more_if_waited`]) adds to its number: above every
+/// round's, attempt's and probe's, so its keys meet none of theirs on the same servers.
+const AGAIN_SET: u64 = 2 * MAX_ROUNDS as u64 * 16;
+
+/// A window set of round `round` (from 0) that fell short of its offered rate while neither
+/// side's CPUs were saturated ([`fell_short_waiting`]: the servers waiting, a durable write's
+/// fsync stalling them all alike) is measured once more on the same servers, in the same places,
+/// its figures replacing the first's: one stall of the disk then costs a set, not the level, and
+/// every round stays a complete block of every runtime in every place. A second shortfall stands
+/// (the level is not judged, as for any other). The level says what was measured again.
+fn once_more_if_waited(
+    round: u32,
+    set: u64,
+    mut measure: impl FnMut(u64) -> anyhow::Result<SideCell>,
+) -> anyhow::Result<SideCell> {
+    let first = measure(set)?;
+    if !fell_short_waiting(&first) {
+        return Ok(first);
+    }
+    let why = format!(
+        "round {}: {}",
+        round + 1,
+        first.not_judged.unwrap_or_default()
+    );
+    println!("  {why}: measured again on the same servers");
+    let mut again = measure(set + AGAIN_SET)?;
+    again.measured_again.push(why);
+    Ok(again)
 }
 
 /// A level of a cell with no figures, and why.
@@ -706,10 +743,68 @@ mod tests {
             .flat_map(|round| (0..4).map(move |level| set_number(round, level)))
             .chain((1..MAX_LEVEL_ATTEMPTS).flat_map(|a| (0..4).map(move |l| attempt_set(l, a))))
             .chain((0..MAX_ROUNDS).map(|round| set_number(round, 15)))
+            .chain(100..110)
             .collect();
+        // And each of those measured again.
+        sets.extend(sets.clone().into_iter().map(|set| set + AGAIN_SET));
         let all = sets.len();
         sets.sort_unstable();
         sets.dedup();
         assert_eq!(sets.len(), all);
+    }
+
+    /// A set as `measure` returns it: short of its rate with the server CPUs `busy` % busy, or not.
+    fn set(short: bool, busy: f64) -> SideCell {
+        SideCell {
+            server_cpus_busy_pct: busy,
+            generator_cpus_busy_pct: 20.0,
+            not_judged: short.then(|| {
+                format!(
+                    "{}: warp completed 226/s of the 229/s offered",
+                    brigade_meter::window::SHORT_OF_OFFERED
+                )
+            }),
+            ..SideCell::default()
+        }
+    }
+
+    #[test]
+    fn a_set_short_of_its_rate_while_waiting_is_measured_once_more_and_says_so() {
+        // Short while waiting, then fine: the second set stands, with the first's reason.
+        let mut seen = Vec::new();
+        let mut answers = vec![set(true, 77.0), set(false, 78.0)].into_iter();
+        let cell = once_more_if_waited(2, 35, |s| {
+            seen.push(s);
+            Ok(answers.next().unwrap())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![35, 35 + AGAIN_SET]);
+        assert!(cell.not_judged.is_none());
+        assert_eq!(cell.server_cpus_busy_pct, 78.0);
+        assert_eq!(cell.measured_again.len(), 1);
+        assert!(cell.measured_again[0].starts_with("round 3: short of the offered rate"));
+
+        // Short twice: the second shortfall stands; measured again once, never more.
+        let mut calls = 0;
+        let cell = once_more_if_waited(0, 1, |_| {
+            calls += 1;
+            Ok(set(true, 77.0))
+        })
+        .unwrap();
+        assert_eq!(calls, 2);
+        assert!(fell_short_waiting(&cell));
+
+        // Short with the server CPUs saturated, or fine: measured once, as it came.
+        for first in [set(true, 95.0), set(false, 60.0)] {
+            let mut calls = 0;
+            let cell = once_more_if_waited(0, 1, |_| {
+                calls += 1;
+                Ok(first.clone())
+            })
+            .unwrap();
+            assert_eq!(calls, 1);
+            assert_eq!(cell, first);
+            assert!(cell.measured_again.is_empty());
+        }
     }
 }
