@@ -368,12 +368,16 @@ fn busy(cpus: &[usize], pair: &(CpuSample, CpuSample)) -> (f64, f64) {
 /// the servers were waiting (a durable write's fsync stalls every server of the set alike), the
 /// one shortfall that says nothing about the runtimes, so that the set may be measured again.
 pub fn fell_short_waiting(cell: &SideCell) -> bool {
-    let saturated = GENERATOR_SATURATED * 100.0;
     cell.not_judged
         .as_deref()
         .is_some_and(|why| why.starts_with(SHORT_OF_OFFERED))
-        && cell.server_cpus_busy_pct < saturated
-        && cell.generator_cpus_busy_pct < saturated
+        && !saturated(cell.server_cpus_busy_pct)
+        && !saturated(cell.generator_cpus_busy_pct)
+}
+
+/// Whether CPUs this busy (percent of their capacity) count as saturated.
+fn saturated(busy_pct: f64) -> bool {
+    busy_pct >= GENERATOR_SATURATED * 100.0
 }
 
 /// A pinned generator whose CPUs were saturated leaves the level not judged; a level that fell
@@ -384,7 +388,7 @@ fn judge_cpus(
     server_busy: f64,
     generator_busy: f64,
 ) {
-    if plan.cpus.pinned && generator_busy >= GENERATOR_SATURATED * 100.0 {
+    if plan.cpus.pinned && saturated(generator_busy) {
         *not_judged = Some(format!(
             "generator-bound: the generator's CPUs were {generator_busy:.0}% busy"
         ));
@@ -394,7 +398,7 @@ fn judge_cpus(
     {
         // Who fell behind: the servers' CPUs full, or neither side busy (waiting: a disk's fsync
         // stalls every server alike), in words beside the figure.
-        let who = if server_busy >= GENERATOR_SATURATED * 100.0 {
+        let who = if saturated(server_busy) {
             "the server CPUs were saturated"
         } else {
             "neither side's CPUs were saturated: the servers were waiting (a durable write's \
