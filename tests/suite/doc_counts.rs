@@ -1,7 +1,8 @@
 //! The counts the docs state are the workspace's: docs/architecture.md's library crates, runtimes,
 //! stores and routes (against the root manifest's members, the runtime registry, the store registry
-//! and the restaurant's route tables), and docs/embedding.md's line counts of the second user's
-//! files.
+//! and the restaurant's route tables), docs/embedding.md's line counts of the second user's
+//! files, and docs/methodology.md's count of the calibration's experiments (against the defaults
+//! of scripts/calibrate-verdicts.sh).
 
 use std::path::Path;
 
@@ -128,4 +129,39 @@ fn the_reliability_doc_states_the_fuzz_ledgers_sums() {
         stated, sums,
         "docs/reliability.md §4 against fuzz/ledger.tsv"
     );
+}
+
+/// The default of `name` in scripts/calibrate-verdicts.sh (`N_AA=${N_AA:-60}`).
+fn calibration_default(script: &str, name: &str) -> usize {
+    let marker = format!("{name}=${{{name}:-");
+    let start = script
+        .find(&marker)
+        .unwrap_or_else(|| panic!("calibrate-verdicts.sh sets no default {name}"))
+        + marker.len();
+    let end = start + script[start..].find('}').unwrap();
+    script[start..end].parse().unwrap()
+}
+
+#[test]
+fn the_methodology_doc_counts_the_calibrations_experiments() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("scripts/calibrate-verdicts.sh")).unwrap();
+    let doc = std::fs::read_to_string(root.join("docs/methodology.md")).unwrap();
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let [aa, h5, h1, copies, scenario] =
+        ["N_AA", "N5", "N1", "N7", "N_SCEN"].map(|name| calibration_default(&script, name));
+    for stated in [
+        format!("{aa} A/A (hyper against"),
+        format!("{h5} with a handicap worth about 5%"),
+        format!("{h1} with one worth about 1%"),
+        format!("{copies} with as many copies of hyper"),
+        format!("{scenario} default runs of eight copies"),
+        // The scenario runs are two kinds (copies, and the planted ~3%), each N_SCEN times.
+        format!("all {} experiments", aa + h5 + h1 + copies + 2 * scenario),
+    ] {
+        assert!(
+            doc.contains(&stated),
+            "docs/methodology.md does not say {stated:?}"
+        );
+    }
 }

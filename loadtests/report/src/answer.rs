@@ -334,7 +334,7 @@ pub fn markdown(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "{PER_CORE}\n\n{}",
-                super::render::table(&header, &rows)
+                super::render::number_table(&header, &rows)
             );
         }
     }
@@ -508,16 +508,51 @@ fn forest(groups: &[Group<'_>], margin_pct: f64) -> String {
     for g in groups {
         forest_group(&mut svg, &scale, g, &mut y);
     }
-    for tick in [low, -margin_pct, 0.0, margin_pct, high] {
+    for (tick, anchor) in ticks(&scale, margin_pct) {
         let _ = writeln!(
             svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{tick:+.1}%</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{tick:+.1}%</text>",
             scale.x(tick),
             height - 2.0
         );
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// Width in pixels of one character of the forest plot's 11-pixel labels (an upper bound).
+const CHAR_W: f64 = 7.0;
+
+/// The forest plot's axis labels, each with its text anchor: zero, the margins (outside the band,
+/// so they never sit on zero's label), then the scale's two ends, each kept only where its label
+/// overlaps none kept before it.
+fn ticks(scale: &Scale, margin_pct: f64) -> Vec<(f64, &'static str)> {
+    let candidates = [
+        (0.0, "middle"),
+        (-margin_pct, "end"),
+        (margin_pct, "start"),
+        (scale.low, "middle"),
+        (scale.high, "middle"),
+    ];
+    let mut kept: Vec<(f64, &'static str, (f64, f64))> = Vec::new();
+    for (tick, anchor) in candidates {
+        let width = format!("{tick:+.1}%").chars().count() as f64 * CHAR_W;
+        let x = scale.x(tick);
+        let span = match anchor {
+            "end" => (x - width, x),
+            "start" => (x, x + width),
+            _ => (x - width / 2.0, x + width / 2.0),
+        };
+        if kept
+            .iter()
+            .all(|(_, _, (a, b))| span.1 <= *a || span.0 >= *b)
+        {
+            kept.push((tick, anchor, span));
+        }
+    }
+    kept.into_iter()
+        .map(|(tick, anchor, _)| (tick, anchor))
+        .collect()
 }
 
 /// One level's rows of the forest plot, from `y` down: its heading, then each comparison.
@@ -585,6 +620,25 @@ mod tests {
             samples_to_decide: None,
             sentence: String::new(),
         }
+    }
+
+    #[test]
+    fn the_forest_plots_axis_labels_never_overlap_and_keep_zero_and_the_margins() {
+        // The default run's pooled plot: -3% to +23% over 420 pixels, 2% about 32 pixels.
+        let scale = super::Scale {
+            low: -3.0,
+            high: 22.9,
+        };
+        let kept = super::ticks(&scale, 2.0);
+        let values: Vec<f64> = kept.iter().map(|(t, _)| *t).collect();
+        // -3% sits inside -2%'s label and is left out; the rest fit.
+        assert_eq!(values, vec![0.0, -2.0, 2.0, 22.9]);
+        // A wide scale keeps all five.
+        let wide = super::Scale {
+            low: -20.0,
+            high: 20.0,
+        };
+        assert_eq!(super::ticks(&wide, 2.0).len(), 5);
     }
 
     #[test]

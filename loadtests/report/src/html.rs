@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use plotters::prelude::*;
 
 use super::render::{
-    colour, draw_legend, draw_line, esc, head, log_range, plain_table, plot_err, preload_words,
-    significant, LineChart, CHART,
+    colour, draw_legend, draw_line, duration_words, esc, head, log_range, plain_table, plot_err,
+    preload_words, significant, LineChart, CHART,
 };
 use super::{Report, Row};
 use crate::verdict::Verdict;
@@ -45,13 +45,13 @@ fn intro(report: &Report) -> String {
     let _ = writeln!(out, "<h1>Brigade runtime comparison</h1>");
     let _ = writeln!(
         out,
-        "<p>{} runtimes ({}) on the <b>{}</b> store{}, started {}, took {:.0} s.</p>",
+        "<p>{} runtimes ({}) on the <b>{}</b> store{}, started {}, took {}.</p>",
         s.runtimes.len(),
         esc(&s.runtimes.join(", ")),
         esc(&s.store),
         esc(&preload_words(&s.preloads)),
         esc(&report.started_at),
-        report.wall_s
+        duration_words(report.wall_s)
     );
     out
 }

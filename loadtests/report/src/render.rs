@@ -166,14 +166,23 @@ pub fn trim(value: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// Makes text safe inside a table cell.
 /// A markdown table of text cells under `header`, numbers right-aligned (every column but the
-/// first and the last), each cell escaped.
+/// first and the last, the last a note or verdict), each cell escaped.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    aligned(header, rows, true)
+}
+
+/// A markdown table whose every column but the first holds numbers, right-aligned.
+pub fn number_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    aligned(header, rows, false)
+}
+
+fn aligned(header: &[&str], rows: &[Vec<String>], text_last: bool) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
+    let numbers = header.len().saturating_sub(1 + usize::from(text_last));
     let mut rule = vec!["---"];
-    rule.extend(std::iter::repeat_n("---:", header.len().saturating_sub(2)));
-    if header.len() > 1 {
+    rule.extend(std::iter::repeat_n("---:", numbers));
+    if header.len() > 1 && text_last {
         rule.push("---");
     }
     let _ = writeln!(out, "| {} |", rule.join(" | "));
@@ -184,6 +193,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Makes text safe inside a table cell.
 pub fn cell_text(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
@@ -437,4 +447,22 @@ pub fn run_cells(run: &RunRecord) -> Vec<String> {
         format!("{:.1}", run.cpu.generator_cpus.busy_percent),
         outcome,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{number_table, table};
+
+    #[test]
+    fn a_table_leaves_its_last_column_as_text_and_a_number_table_aligns_it() {
+        let rows = vec![vec![
+            "hyper".to_owned(),
+            "5,638".to_owned(),
+            "10,548".to_owned(),
+        ]];
+        let header = ["runtime", "waiter", "read-heavy"];
+        assert!(table(&header, &rows).contains("\n| --- | ---: | --- |\n"));
+        assert!(number_table(&header, &rows).contains("\n| --- | ---: | ---: |\n"));
+        assert!(number_table(&header, &rows).ends_with("| hyper | 5,638 | 10,548 |\n"));
+    }
 }
