@@ -177,6 +177,8 @@ pub fn number_table(header: &[&str], rows: &[Vec<String>]) -> String {
     aligned(header, rows, false)
 }
 
+/// The table both of those write: the first column text, the last text when `text_last`, every
+/// other column right-aligned.
 fn aligned(header: &[&str], rows: &[Vec<String>], text_last: bool) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
     let numbers = header.len().saturating_sub(1 + usize::from(text_last));
