@@ -396,14 +396,9 @@ where
         let server = builder?.run();
         let handle = server.clone();
         ntex::rt::spawn(async move {
-            crate::drain_listener(shutdown, listening, set, || open.0.open()).await;
-            // ntex's graceful stop waits for every worker its manager counts, and it can count a
-            // worker twice (one that turns unavailable and available again between two of its
-            // looks is added again): the second stop is never answered, and the stop waits out
-            // its whole timeout (the grace, 10 s; 6 of 50 stops measured here). With no
-            // connection left after the drain there is nothing to wait for, so it stops at once;
-            // a connection still open keeps the graceful stop and its grace.
-            handle.stop(open.0.open() > 0).await;
+            let left = crate::drain_listener(shutdown, listening, set, || open.0.open()).await;
+            // Graceful only with a connection left (ntex's may wait out the grace: reliability.md).
+            handle.stop(left).await;
         });
         server.await?;
         Ok(())

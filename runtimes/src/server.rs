@@ -30,17 +30,20 @@ pub(crate) async fn drain(open: impl Fn() -> usize) {
 /// `shutdown` fires (docs/reliability.md): the listening socket (a second handle on it) stops
 /// completing handshakes at once, `draining` is set so that every answer from then on closes its
 /// connection, and [`drain`] waits on `open()`; the runtime then stops what is left within its grace.
+/// Whether a connection is still open once the drain ends: with none, no stop has anything left
+/// to wait for (no new one can come, the listening socket being shut).
 #[allow(dead_code)] // a build with none of those runtimes has no listener to drain this way
 pub(crate) async fn drain_listener(
     shutdown: Shutdown,
     listening: std::net::TcpListener,
     draining: Arc<std::sync::atomic::AtomicBool>,
     open: impl Fn() -> usize,
-) {
+) -> bool {
     shutdown.wait().await;
     let _ = socket2::SockRef::from(&listening).shutdown(std::net::Shutdown::Read);
     draining.store(true, std::sync::atomic::Ordering::Relaxed);
-    drain(open).await;
+    drain(&open).await;
+    open() > 0
 }
 
 /// A server's TLS configuration (the kit's, [`brigade_kit::tls::TlsSettings::load`]).

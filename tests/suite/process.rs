@@ -119,6 +119,16 @@ impl Server {
         assert!(ok, "kill {sig}");
     }
 
+    /// SIGTERM, then how long the server took to exit (within 30 s), asserting it exited 0.
+    fn stop_timed(&mut self, runtime: &str) -> Duration {
+        let stopping = Instant::now();
+        self.signal("-TERM");
+        let status = self.wait(Duration::from_secs(30));
+        let took = stopping.elapsed();
+        assert!(status.success(), "{runtime}: exit status {status}");
+        took
+    }
+
     fn wait(&mut self, limit: Duration) -> std::process::ExitStatus {
         let started = Instant::now();
         loop {
@@ -348,12 +358,8 @@ fn sigterm_with_an_idle_http2_connection_takes_the_drain_not_the_grace() {
             assert_eq!(answer.status(), 200, "{runtime}");
             client
         });
-        let stopping = Instant::now();
-        server.signal("-TERM");
-        let status = server.wait(Duration::from_secs(30));
-        let took = stopping.elapsed();
+        let took = server.stop_timed(runtime);
         eprintln!("{runtime}: stopped in {took:?} with an idle HTTP/2 connection open");
-        assert!(status.success(), "{runtime}: exit status {status}");
         assert!(
             took < brigade_runtimes::GRACE,
             "{runtime}: the stop took {took:?} with an idle HTTP/2 connection open: the grace, \
@@ -382,12 +388,7 @@ fn sigterm_on_an_idle_server_never_waits_out_the_grace() {
     for runtime in every_runtime() {
         for attempt in 1..=IDLE_STOPS {
             let dir = tempfile::tempdir().unwrap();
-            let mut server = Server::spawn(runtime, "all", dir.path(), false, &[]);
-            let stopping = Instant::now();
-            server.signal("-TERM");
-            let status = server.wait(Duration::from_secs(30));
-            let took = stopping.elapsed();
-            assert!(status.success(), "{runtime}: exit status {status}");
+            let took = Server::spawn(runtime, "all", dir.path(), false, &[]).stop_timed(runtime);
             assert!(
                 took < brigade_runtimes::GRACE,
                 "{runtime}: idle, stop {attempt} of {IDLE_STOPS} took {took:?}: the grace, with \
